@@ -1,0 +1,465 @@
+//! Pure time: the four schedule kinds, their stored JSON, human input, and
+//! `next_after` with SPEC section 2's DST rule. Nothing here reads a clock
+//! or the environment; every function takes its instants as values.
+
+mod cron;
+mod describe;
+mod parse;
+mod resolve;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod vectors;
+
+use chrono::{Datelike, NaiveDate, TimeZone};
+pub use chrono_tz::Tz;
+use serde_json::{json, Value};
+
+pub use cron::CronExpr;
+pub use parse::{parse_days, parse_duration, parse_hhmm, parse_instant, parse_time, parse_zone};
+
+/// 9999-12-31T23:59:59Z: no occurrence is later.
+pub const MAX_INSTANT: i64 = 253_402_300_799;
+
+/// A bad schedule or time input, with a hint on how to write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl ScheduleError {
+    pub fn new(message: impl Into<String>) -> ScheduleError {
+        ScheduleError {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> ScheduleError {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    Once {
+        run_at: i64,
+    },
+    Interval {
+        seconds: i64,
+        anchor_at: i64,
+    },
+    /// Weekdays Monday = 0 … Sunday = 6, sorted; empty means every day.
+    Calendar {
+        hour: u32,
+        minute: u32,
+        weekdays: Vec<u32>,
+    },
+    Cron {
+        expr: String,
+    },
+}
+
+/// One occurrence; `shifted_from` names the wall time a DST gap moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrence {
+    pub at: i64,
+    pub shifted_from: Option<String>,
+}
+
+pub fn parse_cron(text: &str) -> Result<CronExpr, ScheduleError> {
+    CronExpr::parse(text)
+}
+
+impl Schedule {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Schedule::Once { .. } => "once",
+            Schedule::Interval { .. } => "interval",
+            Schedule::Calendar { .. } => "calendar",
+            Schedule::Cron { .. } => "cron",
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            Schedule::Once { run_at } => json!({"kind": "once", "run_at": run_at}),
+            Schedule::Interval { seconds, anchor_at } => {
+                json!({"kind": "interval", "seconds": seconds, "anchor_at": anchor_at})
+            }
+            Schedule::Calendar {
+                hour,
+                minute,
+                weekdays,
+            } => {
+                json!({"kind": "calendar", "hour": hour, "minute": minute, "weekdays": weekdays})
+            }
+            Schedule::Cron { expr } => json!({"kind": "cron", "expr": expr}),
+        }
+    }
+
+    /// Reads stored JSON strictly: exact keys, integers, valid ranges.
+    pub fn from_json(value: &Value) -> Result<Schedule, ScheduleError> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| ScheduleError::new("schedule is not a JSON object"))?;
+        let int = |key: &str| {
+            obj.get(key).and_then(Value::as_i64).ok_or_else(|| {
+                ScheduleError::new(format!("schedule field '{key}' is not an integer"))
+            })
+        };
+        let keys = |expected: &[&str]| {
+            if obj.len() == expected.len() && expected.iter().all(|k| obj.contains_key(*k)) {
+                Ok(())
+            } else {
+                Err(ScheduleError::new(format!(
+                    "schedule must have exactly the fields {expected:?}"
+                )))
+            }
+        };
+        let small = |key: &str| -> Result<u32, ScheduleError> {
+            u32::try_from(int(key)?)
+                .map_err(|_| ScheduleError::new(format!("schedule field '{key}' is out of range")))
+        };
+        let schedule = match obj.get("kind").and_then(Value::as_str) {
+            Some("once") => {
+                keys(&["kind", "run_at"])?;
+                Schedule::Once {
+                    run_at: int("run_at")?,
+                }
+            }
+            Some("interval") => {
+                keys(&["kind", "seconds", "anchor_at"])?;
+                Schedule::Interval {
+                    seconds: int("seconds")?,
+                    anchor_at: int("anchor_at")?,
+                }
+            }
+            Some("calendar") => {
+                keys(&["kind", "hour", "minute", "weekdays"])?;
+                let weekdays = obj["weekdays"]
+                    .as_array()
+                    .ok_or_else(|| ScheduleError::new("weekdays is not a list"))?
+                    .iter()
+                    .map(|d| d.as_u64().filter(|d| *d <= 6).map(|d| d as u32))
+                    .collect::<Option<Vec<u32>>>()
+                    .ok_or_else(|| ScheduleError::new("weekdays must be integers 0 to 6"))?;
+                Schedule::Calendar {
+                    hour: small("hour")?,
+                    minute: small("minute")?,
+                    weekdays,
+                }
+            }
+            Some("cron") => {
+                keys(&["kind", "expr"])?;
+                let expr = obj["expr"]
+                    .as_str()
+                    .ok_or_else(|| ScheduleError::new("expr is not a string"))?;
+                Schedule::Cron {
+                    expr: expr.to_string(),
+                }
+            }
+            _ => return Err(ScheduleError::new("unknown schedule kind")),
+        };
+        schedule.validate()?;
+        Ok(schedule)
+    }
+
+    pub fn validate(&self) -> Result<(), ScheduleError> {
+        match self {
+            Schedule::Once { run_at } => {
+                if !(0..=MAX_INSTANT).contains(run_at) {
+                    return Err(ScheduleError::new("the time is outside 1970 to 9999"));
+                }
+            }
+            Schedule::Interval { seconds, anchor_at } => {
+                if *seconds < 60 {
+                    return Err(ScheduleError::new(format!(
+                        "an interval must be at least 60 s (got {seconds} s)"
+                    ))
+                    .hint("use --every 1m or longer"));
+                }
+                if !(0..=MAX_INSTANT).contains(anchor_at) {
+                    return Err(ScheduleError::new(
+                        "the interval's start is outside 1970 to 9999",
+                    ));
+                }
+            }
+            Schedule::Calendar {
+                hour,
+                minute,
+                weekdays,
+            } => {
+                if *hour > 23 || *minute > 59 {
+                    return Err(ScheduleError::new(format!(
+                        "{hour:02}:{minute:02} is not a time of day"
+                    )));
+                }
+                if weekdays.iter().any(|d| *d > 6) || weekdays.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(ScheduleError::new(
+                        "weekdays must be sorted, distinct, 0 (Monday) to 6 (Sunday)",
+                    ));
+                }
+            }
+            Schedule::Cron { expr } => {
+                CronExpr::parse(expr)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn describe(&self, tz: Tz) -> String {
+        describe::describe(self, tz)
+    }
+}
+
+/// The first occurrence strictly later than `after`.
+pub fn next_after(schedule: &Schedule, tz: Tz, after: i64) -> Option<Occurrence> {
+    let plain = |at: i64| {
+        Some(Occurrence {
+            at,
+            shifted_from: None,
+        })
+    };
+    match schedule {
+        Schedule::Once { run_at } => (*run_at > after).then_some(Occurrence {
+            at: *run_at,
+            shifted_from: None,
+        }),
+        Schedule::Interval { seconds, anchor_at } => {
+            let at = if after < *anchor_at {
+                *anchor_at
+            } else {
+                let steps = (after - anchor_at) / seconds + 1;
+                anchor_at.checked_add(steps.checked_mul(*seconds)?)?
+            };
+            if at > MAX_INSTANT {
+                None
+            } else {
+                plain(at)
+            }
+        }
+        Schedule::Calendar { .. } | Schedule::Cron { .. } => {
+            let rule = DayRule::of(schedule)?;
+            let start = resolve::local_date(tz, after.clamp(0, MAX_INSTANT))?.pred_opt()?;
+            let mut best: Option<Occurrence> = None;
+            let mut days_after_best = 0;
+            for date in start.iter_days().take(rule.scan_days()) {
+                if best.is_some() {
+                    // A gap shifts forward by at most a day, so a later day's
+                    // time can beat an earlier day's only within two days.
+                    days_after_best += 1;
+                    if days_after_best > 2 {
+                        break;
+                    }
+                }
+                for occ in rule.instants(tz, date) {
+                    if occ.at > after
+                        && occ.at <= MAX_INSTANT
+                        && best.as_ref().is_none_or(|b| occ.at < b.at)
+                    {
+                        best = Some(occ);
+                    }
+                }
+            }
+            best
+        }
+    }
+}
+
+/// Up to `count` successive occurrences after `after`.
+pub fn upcoming(schedule: &Schedule, tz: Tz, after: i64, count: usize) -> Vec<Occurrence> {
+    let mut out = Vec::with_capacity(count);
+    let mut cursor = after;
+    while out.len() < count {
+        match next_after(schedule, tz, cursor) {
+            Some(occ) => {
+                cursor = occ.at;
+                out.push(occ);
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// How many occurrences fall in (from, to], at most `limit`, and the last
+/// one counted. Day by day for calendar and cron, arithmetic for intervals.
+pub fn count_between(
+    schedule: &Schedule,
+    tz: Tz,
+    from: i64,
+    to: i64,
+    limit: u64,
+) -> (u64, Option<i64>) {
+    if to <= from || limit == 0 {
+        return (0, None);
+    }
+    match schedule {
+        Schedule::Once { run_at } => {
+            if *run_at > from && *run_at <= to {
+                (1, Some(*run_at))
+            } else {
+                (0, None)
+            }
+        }
+        Schedule::Interval { seconds, anchor_at } => {
+            let Some(first) = next_after(schedule, tz, from) else {
+                return (0, None);
+            };
+            let last_allowed = to.min(MAX_INSTANT);
+            if first.at > last_allowed {
+                return (0, None);
+            }
+            let available = ((last_allowed - first.at) / seconds + 1) as u64;
+            let count = available.min(limit);
+            let last = first.at + (count as i64 - 1) * seconds;
+            debug_assert_eq!((last - anchor_at) % seconds, 0);
+            (count, Some(last))
+        }
+        Schedule::Calendar { .. } | Schedule::Cron { .. } => {
+            let Some(rule) = DayRule::of(schedule) else {
+                return (0, None);
+            };
+            let (Some(start), Some(end)) = (
+                resolve::local_date(tz, from.clamp(0, MAX_INSTANT)).and_then(|d| d.pred_opt()),
+                resolve::local_date(tz, to.clamp(0, MAX_INSTANT)).and_then(|d| d.succ_opt()),
+            ) else {
+                return (0, None);
+            };
+            let mut seen: Vec<i64> = Vec::new();
+            for date in start.iter_days().take_while(|d| *d <= end) {
+                seen.extend(
+                    rule.instants(tz, date)
+                        .into_iter()
+                        .map(|o| o.at)
+                        .filter(|at| *at > from && *at <= to),
+                );
+                if seen.len() as u64 > limit.saturating_mul(2).saturating_add(64) {
+                    break;
+                }
+            }
+            seen.sort_unstable();
+            seen.dedup();
+            seen.truncate(limit.min(usize::MAX as u64) as usize);
+            (seen.len() as u64, seen.last().copied())
+        }
+    }
+}
+
+/// Calendar and cron schedules as "which wall times on which local days".
+enum DayRule {
+    Calendar {
+        hour: u32,
+        minute: u32,
+        weekdays: Vec<u32>,
+    },
+    Cron(CronExpr),
+}
+
+impl DayRule {
+    fn of(schedule: &Schedule) -> Option<DayRule> {
+        match schedule {
+            Schedule::Calendar {
+                hour,
+                minute,
+                weekdays,
+            } => Some(DayRule::Calendar {
+                hour: *hour,
+                minute: *minute,
+                weekdays: weekdays.clone(),
+            }),
+            Schedule::Cron { expr } => CronExpr::parse(expr)
+                .ok()
+                .filter(CronExpr::can_match)
+                .map(DayRule::Cron),
+            _ => None,
+        }
+    }
+
+    /// How many days to look ahead before concluding there is no next one:
+    /// a week for calendars; for cron, past the longest gap between matching
+    /// days, eight years (Feb 29 across 2100, which is not a leap year).
+    fn scan_days(&self) -> usize {
+        match self {
+            DayRule::Calendar { .. } => 10,
+            DayRule::Cron(_) => 366 * 9,
+        }
+    }
+
+    /// Every instant the wall times of `date` resolve to.
+    fn instants(&self, tz: Tz, date: NaiveDate) -> Vec<Occurrence> {
+        match self {
+            DayRule::Calendar {
+                hour,
+                minute,
+                weekdays,
+            } => {
+                let weekday = date.weekday().num_days_from_monday();
+                if !weekdays.is_empty() && !weekdays.contains(&weekday) {
+                    return Vec::new();
+                }
+                fixed(tz, date, *hour, *minute).into_iter().collect()
+            }
+            DayRule::Cron(cron) => {
+                if !cron.day_matches(date) {
+                    return Vec::new();
+                }
+                let mut out = Vec::new();
+                for hour in cron.hours() {
+                    for minute in cron.minutes() {
+                        if cron.frequent {
+                            if let Some(local) = resolve::wall(date, hour, minute) {
+                                out.extend(resolve::all_instants(tz, local).into_iter().map(
+                                    |at| Occurrence {
+                                        at,
+                                        shifted_from: None,
+                                    },
+                                ));
+                            }
+                        } else {
+                            out.extend(fixed(tz, date, hour, minute));
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A fixed wall time on a date under the shift / first-instant rule.
+fn fixed(tz: Tz, date: NaiveDate, hour: u32, minute: u32) -> Option<Occurrence> {
+    let local = resolve::wall(date, hour, minute)?;
+    let resolved = resolve::compatible(tz, local)?;
+    Some(Occurrence {
+        at: resolved.at,
+        shifted_from: resolved.shifted.then(|| format!("{hour:02}:{minute:02}")),
+    })
+}
+
+/// RFC 3339 with the zone's offset at that instant: "2026-12-03T09:00:00+08:00".
+pub fn format_local(at: i64, tz: Tz) -> String {
+    match tz.timestamp_opt(at, 0).single() {
+        Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        None => format_utc(at),
+    }
+}
+
+/// RFC 3339 in UTC: "2026-12-03T01:00:00Z".
+pub fn format_utc(at: i64) -> String {
+    match chrono::DateTime::from_timestamp(at, 0) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => at.to_string(),
+    }
+}
