@@ -1,0 +1,90 @@
+//! The command line, as clap derive types: global options and one Args
+//! struct per subcommand (each defined beside its handler in `commands/`).
+//!
+//! The `///` comments here are the user's documentation: they become
+//! `--help`, the man pages and the shell completions.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::commands;
+
+/// Explicitly confirmed schedules for agent tasks, run by system cron, at most once.
+///
+/// Draft a schedule, check exactly what will run and its SHA-256 payload hash,
+/// confirm it; system cron then runs `agentcron tick` every minute. Nothing runs
+/// that a person did not confirm, nothing runs twice, and a run whose outcome is
+/// uncertain is frozen as `unknown` for an operator to reconcile.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentcron",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db,
+    /// else ~/.local/state/agentcron/agentcron.db]
+    ///
+    /// Created on first use with mode 0600 in 0700 folders. `:memory:` is refused.
+    #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// The tenant every command acts in [default: default]
+    #[arg(long, global = true, env = "AGENTCRON_TENANT", value_name = "KEY")]
+    pub tenant: Option<String>,
+
+    /// The caller's identity key; repeat for several [default: unix:<login name>]
+    ///
+    /// A caller owns a task when one of its keys is among the task's owner keys.
+    /// From the environment, several keys are separated by commas.
+    #[arg(
+        long = "as",
+        global = true,
+        env = "AGENTCRON_AS",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    pub as_keys: Vec<String>,
+
+    /// Print machine-readable JSON; errors become one JSON object on stderr
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// A fixed "now" (RFC 3339 or unix seconds), for tests and simulations
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTCRON_NOW",
+        value_name = "TIME",
+        hide = true
+    )]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Draft(commands::draft::DraftArgs),
+    Confirm(commands::confirm::ConfirmArgs),
+    List(commands::list::ListArgs),
+    Show(commands::show::ShowArgs),
+    Pause(commands::pause::PauseArgs),
+    Resume(commands::resume::ResumeArgs),
+    Delete(commands::delete::DeleteArgs),
+    Next(commands::next::NextArgs),
+    Tick(commands::tick::TickArgs),
+    Lease(commands::lease::LeaseArgs),
+    Approve(commands::approve::ApproveArgs),
+    Deny(commands::approve::DenyArgs),
+}

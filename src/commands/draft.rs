@@ -1,0 +1,389 @@
+//! `agentcron draft`: propose a task and show exactly what would be confirmed.
+
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use clap::{ArgGroup, Args, ValueEnum};
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::model::{Draft, Event, Policy};
+use crate::output::json::time;
+use crate::output::{escape, relative, wall_time};
+use crate::payload::{hash_hex, Payload};
+use crate::schedule::{self, Occurrence, Schedule, Tz};
+
+pub const INSTRUCTION_MAX_BYTES: usize = 32768;
+
+/// Draft a task: show what would run, its payload hash, and the confirm line
+///
+/// Nothing runs until the draft is confirmed with `agentcron confirm DRAFT_ID --hash HASH`
+/// before it expires. Exactly one schedule flag is required.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("schedule").required(true).args(["at", "in_", "every", "daily", "cron"])))]
+pub struct DraftArgs {
+    /// What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub instruction: String,
+
+    /// Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task's zone)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+
+    /// Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)
+    #[arg(long = "in", value_name = "DURATION")]
+    pub in_: Option<String>,
+
+    /// Run every DURATION (at least 60 s), first one interval after now or at --start
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+
+    /// Anchor of an --every schedule: occurrences are START + n × DURATION
+    #[arg(long, value_name = "TIME", requires = "every")]
+    pub start: Option<String>,
+
+    /// Run every day at HH:MM on the task's wall clock
+    #[arg(long, value_name = "HH:MM")]
+    pub daily: Option<String>,
+
+    /// Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`
+    #[arg(long, value_name = "LIST", requires = "daily")]
+    pub days: Option<String>,
+
+    /// Run on a five-field cron expression ("m h dom mon dow"), in the task's zone
+    #[arg(long, value_name = "EXPR")]
+    pub cron: Option<String>,
+
+    /// A unique name to address the task by: 1–64 of [A-Za-z0-9._-]
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// Where the notifier delivers [default: your first identity key]
+    #[arg(long, value_name = "T")]
+    pub target: Option<String>,
+
+    /// What the executor may do
+    #[arg(long, value_enum, default_value_t = PolicyArg::ReadOnly)]
+    pub policy: PolicyArg,
+
+    /// The task's time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+
+    /// How late a run may start and still run; later ones are recorded as missed
+    #[arg(long, value_name = "DUR", default_value = "60s")]
+    pub grace: String,
+
+    /// How many times a failed run is retried
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub max_retries: u32,
+
+    /// First retry delay; each further retry doubles it, capped at 1 h
+    #[arg(long, value_name = "DUR", default_value = "60s")]
+    pub retry_backoff: String,
+
+    /// How long the draft may wait for confirmation
+    #[arg(long, value_name = "DUR", default_value = "30m")]
+    pub ttl: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// The executor must not change anything
+    #[value(name = "read_only")]
+    ReadOnly,
+    /// The executor asks before each write
+    #[value(name = "confirm_writes")]
+    ConfirmWrites,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::ReadOnly => Policy::ReadOnly,
+            PolicyArg::ConfirmWrites => Policy::ConfirmWrites,
+        }
+    }
+}
+
+pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
+    let zone = match &args.tz {
+        Some(name) => schedule::parse_zone(name).map_err(CmdError::from)?,
+        None => ctx.default_zone,
+    };
+    let schedule = schedule_from(&args, zone, ctx.now)?;
+    let upcoming = schedule::upcoming(&schedule, zone, ctx.now, 3);
+    if upcoming.is_empty() {
+        return fail(
+            CmdError::usage(format!(
+                "the schedule {} has no occurrence after now",
+                schedule.describe(zone)
+            ))
+            .with_hint("pick a time in the future"),
+        );
+    }
+    let payload = Payload {
+        grace_seconds: duration_flag("--grace", &args.grace, true)?,
+        instruction: instruction(&args.instruction)?,
+        max_retries: i64::from(args.max_retries),
+        name: args.name.as_deref().map(check_name).transpose()?,
+        owner_keys: ctx.owner_keys(),
+        policy: args.policy.into(),
+        retry_backoff_seconds: duration_flag("--retry-backoff", &args.retry_backoff, false)?,
+        schedule,
+        target: match &args.target {
+            Some(t) => {
+                crate::context::check_key("--target", t)?;
+                t.clone()
+            }
+            None => ctx.actor().to_string(),
+        },
+        tenant_key: ctx.tenant.clone(),
+        timezone: zone,
+    };
+    let ttl = duration_flag("--ttl", &args.ttl, false)?;
+    if ttl > 7 * 86400 {
+        return fail(CmdError::usage("--ttl must be at most 7 days"));
+    }
+    let canonical = payload.canonical();
+    let draft = Draft {
+        draft_id: uuid::Uuid::new_v4().to_string(),
+        tenant_key: ctx.tenant.clone(),
+        payload_hash: hash_hex(canonical.as_bytes()),
+        payload: canonical,
+        created_by: ctx.actor().to_string(),
+        created_at: ctx.now,
+        expires_at: ctx.now + ttl,
+    };
+    let event = Event {
+        at: ctx.now,
+        tenant_key: ctx.tenant.clone(),
+        actor: ctx.actor().to_string(),
+        action: "draft".into(),
+        task_id: None,
+        run_id: None,
+        detail: json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
+                       "expires_at": time(Some(draft.expires_at))}),
+    };
+    ctx.store()?.write(|tx| {
+        if let Some(name) = &payload.name {
+            if tx.task_id_named(&payload.tenant_key, name)?.is_some() {
+                return fail(
+                    CmdError::conflict(format!("a task named '{name}' already exists"))
+                        .with_hint("choose another --name, or delete the old task first"),
+                );
+            }
+        }
+        tx.insert_draft(&draft)?;
+        tx.append_event(&event)
+    })?;
+    print(ctx, &draft, &payload, &upcoming)
+}
+
+fn schedule_from(args: &DraftArgs, zone: Tz, now: i64) -> Result<Schedule> {
+    if args.days.is_some() && args.daily.is_none() {
+        return fail(
+            CmdError::usage("--days only goes with --daily")
+                .with_hint("e.g. --daily 09:30 --days mon-fri"),
+        );
+    }
+    if args.start.is_some() && args.every.is_none() {
+        return fail(
+            CmdError::usage("--start only goes with --every")
+                .with_hint("e.g. --every 1h --start 2026-12-03T09:00:00Z"),
+        );
+    }
+    let schedule = if let Some(at) = &args.at {
+        let run_at = schedule::parse_time(at, zone).map_err(CmdError::from)?;
+        if run_at <= now {
+            return fail(
+                CmdError::usage(format!("--at {at} is in the past"))
+                    .with_hint("give a future time, or use --in DURATION"),
+            );
+        }
+        Schedule::Once { run_at }
+    } else if let Some(delay) = &args.in_ {
+        let seconds = schedule::parse_duration(delay).map_err(CmdError::from)?;
+        Schedule::Once {
+            run_at: now.saturating_add(seconds),
+        }
+    } else if let Some(every) = &args.every {
+        let seconds = schedule::parse_duration(every).map_err(CmdError::from)?;
+        let anchor_at = match &args.start {
+            Some(start) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
+            None => now,
+        };
+        Schedule::Interval { seconds, anchor_at }
+    } else if let Some(daily) = &args.daily {
+        let (hour, minute) = schedule::parse_hhmm(daily).map_err(CmdError::from)?;
+        let weekdays = match &args.days {
+            Some(days) => schedule::parse_days(days).map_err(CmdError::from)?,
+            None => Vec::new(),
+        };
+        Schedule::Calendar {
+            hour,
+            minute,
+            weekdays,
+        }
+    } else if let Some(expr) = &args.cron {
+        schedule::parse_cron(expr).map_err(CmdError::from)?;
+        Schedule::Cron {
+            expr: expr.split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    } else {
+        return fail(
+            CmdError::usage("no schedule given")
+                .with_hint("use one of --at, --in, --every, --daily or --cron"),
+        );
+    };
+    schedule.validate().map_err(CmdError::from)?;
+    Ok(schedule)
+}
+
+fn instruction(arg: &str) -> Result<String> {
+    let text = if arg == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(INSTRUCTION_MAX_BYTES as u64 + 2)
+            .read_to_end(&mut bytes)
+            .context("reading the instruction from standard input")?;
+        // `echo text | agentcron draft --instruction -` means "text".
+        if bytes.ends_with(b"\n") {
+            bytes.pop();
+            if bytes.ends_with(b"\r") {
+                bytes.pop();
+            }
+        }
+        String::from_utf8(bytes)
+            .map_err(|_| CmdError::usage("the instruction on standard input is not UTF-8"))?
+    } else {
+        arg.to_string()
+    };
+    check_instruction(&text)?;
+    Ok(text)
+}
+
+pub fn check_instruction(text: &str) -> Result<()> {
+    if text.len() > INSTRUCTION_MAX_BYTES {
+        return fail(CmdError::usage(format!(
+            "the instruction is {} bytes; at most {INSTRUCTION_MAX_BYTES} are allowed",
+            text.len()
+        )));
+    }
+    if text.contains('\0') {
+        return fail(CmdError::usage("the instruction contains a NUL byte"));
+    }
+    if text.trim().is_empty() {
+        return fail(
+            CmdError::usage("the instruction is empty").with_hint("say what the agent should do"),
+        );
+    }
+    Ok(())
+}
+
+pub fn check_name(name: &str) -> Result<String> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if !valid {
+        return fail(
+            CmdError::usage(format!("invalid --name '{}'", escape(name)))
+                .with_hint("use 1–64 of the characters A-Z a-z 0-9 . _ -"),
+        );
+    }
+    Ok(name.to_string())
+}
+
+fn duration_flag(flag: &str, text: &str, zero_ok: bool) -> Result<i64> {
+    if zero_ok && matches!(text.trim(), "0" | "0s") {
+        return Ok(0);
+    }
+    schedule::parse_duration(text)
+        .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)).into())
+}
+
+fn print(ctx: &Ctx, draft: &Draft, payload: &Payload, upcoming: &[Occurrence]) -> Result<()> {
+    let zone = payload.timezone;
+    let summary = payload.schedule.describe(zone);
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "draft_id": draft.draft_id,
+            "expires_at": time(Some(draft.expires_at)),
+            "payload": draft.payload,
+            "payload_hash": draft.payload_hash,
+            "schedule": payload.schedule.to_json(),
+            "summary": summary,
+            "next_runs": upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
+            "next_runs_local": upcoming.iter().map(|o| json!({
+                "at": schedule::format_local(o.at, zone),
+                "dst_shifted_from": o.shifted_from,
+            })).collect::<Vec<_>>(),
+            "confirm_command": confirm_line(ctx, draft),
+        }));
+    }
+    let now = ctx.out.now();
+    let mut text = format!(
+        "Draft {} — expires {} ({})\n\n",
+        draft.draft_id,
+        wall_time(draft.expires_at, zone),
+        relative(draft.expires_at, now)
+    );
+    let rows = [
+        ("instruction", escape(&payload.instruction)),
+        ("schedule", format!("{summary} ({})", zone.name())),
+        ("name", payload.name.clone().unwrap_or_else(|| "-".into())),
+        ("target", escape(&payload.target)),
+        ("policy", payload.policy.to_string()),
+        ("grace", format!("{} s", payload.grace_seconds)),
+        (
+            "retries",
+            format!(
+                "{} (backoff {} s, doubling, max 1 h)",
+                payload.max_retries, payload.retry_backoff_seconds
+            ),
+        ),
+        ("owners", escape(&payload.owner_keys.join(", "))),
+    ];
+    for (label, value) in rows {
+        text.push_str(&format!("  {label:<12} {value}\n"));
+    }
+    text.push_str("\nNext runs:\n");
+    for o in upcoming {
+        text.push_str(&format!(
+            "  {}  ({})",
+            wall_time(o.at, zone),
+            relative(o.at, now)
+        ));
+        if let Some(wall) = &o.shifted_from {
+            text.push_str(&format!(
+                "  DST: {wall} does not exist that day, shifted forward"
+            ));
+        }
+        text.push('\n');
+    }
+    text.push_str(&format!("\nPayload hash: {}\n", draft.payload_hash));
+    text.push_str(&format!(
+        "\nTo confirm, run:\n  {}",
+        confirm_line(ctx, draft)
+    ));
+    ctx.out.line(&text)
+}
+
+/// The exact confirm command, carrying the flags that put the draft where it is.
+fn confirm_line(ctx: &Ctx, draft: &Draft) -> String {
+    let mut words = vec![
+        "agentcron".to_string(),
+        "confirm".into(),
+        draft.draft_id.clone(),
+    ];
+    words.push("--hash".into());
+    words.push(draft.payload_hash.clone());
+    for (flag, value) in ctx.flags_for_followup() {
+        words.push(flag.into());
+        words.push(value);
+    }
+    shell_words::join(words)
+}

@@ -1,0 +1,56 @@
+//! `agentcron list`: the caller's tasks in the tenant.
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::context::Ctx;
+use crate::error::CmdError;
+use crate::model::{Task, TaskState};
+use crate::output::{human, json};
+use crate::store::TaskFilter;
+
+/// List your tasks in the tenant
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Include deleted tasks
+    #[arg(long)]
+    pub all: bool,
+
+    /// Only tasks in this state (active, paused, completed, deleted, error)
+    #[arg(long, value_name = "S", value_parser = parse_state)]
+    pub state: Option<TaskState>,
+}
+
+fn parse_state(text: &str) -> Result<TaskState, String> {
+    TaskState::parse(text).ok_or_else(|| format!("expected one of {}", TaskState::spellings()))
+}
+
+pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
+    let owner_keys = ctx.identity.clone();
+    let tenant = ctx.tenant.clone();
+    let filter = TaskFilter {
+        tenant_key: &tenant,
+        owner_keys: &owner_keys,
+        include_deleted: args.all || args.state == Some(TaskState::Deleted),
+        state: args.state,
+    };
+    let rows = ctx.store()?.read(|tx| tx.list_tasks(&filter))?;
+    let mut tasks: Vec<Task> = Vec::new();
+    for row in rows {
+        match row {
+            Ok(task) => tasks.push(task),
+            Err(corrupt) => ctx.out.note(&CmdError::usage(corrupt.to_string()).message),
+        }
+    }
+    if ctx.out.json {
+        return ctx.out.document(&serde_json::Value::Array(
+            tasks.iter().map(json::task).collect(),
+        ));
+    }
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let now = ctx.out.now();
+    let rows = tasks.iter().map(|t| human::task_row(t, now)).collect();
+    ctx.out.table(&human::TASK_HEADER, rows)
+}

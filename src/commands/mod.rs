@@ -1,0 +1,67 @@
+//! One file per subcommand: its Args and `run(ctx, args)`. Handlers validate,
+//! call the store inside one transaction, and hand a value to `output`.
+//! They run no SQL and read no clock.
+
+pub mod approve;
+pub mod confirm;
+pub mod delete;
+pub mod draft;
+pub mod lease;
+pub mod list;
+pub mod next;
+pub mod pause;
+pub mod resolve;
+pub mod resume;
+pub mod show;
+pub mod tick;
+
+use anyhow::Result;
+
+use crate::cli::Command;
+use crate::context::Ctx;
+
+/// Runs the command; the returned code is the process exit code.
+pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
+    match command {
+        Command::Draft(args) => draft::run(ctx, args),
+        Command::Confirm(args) => confirm::run(ctx, args),
+        Command::List(args) => list::run(ctx, args),
+        Command::Show(args) => show::run(ctx, args),
+        Command::Pause(args) => pause::run(ctx, args),
+        Command::Resume(args) => resume::run(ctx, args),
+        Command::Delete(args) => delete::run(ctx, args),
+        Command::Next(args) => next::run(ctx, args),
+        Command::Tick(args) => return tick::run(ctx, args),
+        Command::Lease(args) => lease::run(ctx, args),
+        Command::Approve(args) => return approve::approve(ctx, args),
+        Command::Deny(args) => approve::deny(ctx, args),
+    }
+    .map(|()| 0)
+}
+
+/// Free text given on the command line: no NUL, at most 4096 bytes.
+pub fn check_text(flag: &str, text: &str) -> Result<()> {
+    use crate::error::{fail, CmdError};
+    if text.len() > 4096 {
+        return fail(CmdError::usage(format!("{flag} is longer than 4096 bytes")));
+    }
+    if text.contains('\0') {
+        return fail(CmdError::usage(format!("{flag} contains a NUL byte")));
+    }
+    Ok(())
+}
+
+/// The answer of a state change: the task in JSON, or one line.
+fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()> {
+    if ctx.out.json {
+        return ctx.out.document(&crate::output::json::task(task));
+    }
+    let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now());
+    ctx.out.line(&format!(
+        "{verb} task {} ({}): now {}, revision {}, next run {next}.",
+        crate::model::short_id(&task.task_id),
+        crate::output::escape(&task.label()),
+        task.state,
+        task.revision
+    ))
+}

@@ -1,0 +1,74 @@
+//! `agentcron next`: the task's coming occurrences on its wall clock.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::resolve::{owned_task, Caller};
+use crate::context::Ctx;
+use crate::output::json::time;
+use crate::output::{relative, wall_time};
+use crate::schedule;
+
+/// Show the next occurrences of a task in its zone, DST-shifted ones marked
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    /// Task id, unique id prefix (4+ characters), or name
+    pub task: String,
+
+    /// How many occurrences
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub count: u32,
+}
+
+pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
+    let tenant = ctx.tenant.clone();
+    let identity = ctx.identity.clone();
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let task = ctx
+        .store()?
+        .read(|tx| owned_task(tx, &caller, &args.task))?;
+    // A paused or finished task has no next run, but its schedule still has
+    // occurrences worth showing; start from the stored next run when active.
+    let after = match task.next_run_at {
+        Some(at) if at > ctx.now => at - 1,
+        _ => ctx.now,
+    };
+    let upcoming = schedule::upcoming(&task.schedule, task.timezone, after, args.count as usize);
+    let zone = task.timezone;
+    if ctx.out.json {
+        let items: Vec<_> = upcoming
+            .iter()
+            .map(|o| {
+                json!({
+                    "at": time(Some(o.at)),
+                    "local": schedule::format_local(o.at, zone),
+                    "dst_shifted_from": o.shifted_from,
+                })
+            })
+            .collect();
+        return ctx
+            .out
+            .document(&json!({"task_id": task.task_id, "timezone": zone.name(),
+                                        "state": task.state.as_str(), "next": items}));
+    }
+    let now = ctx.out.now();
+    let rows = upcoming
+        .iter()
+        .map(|o| {
+            vec![
+                wall_time(o.at, zone),
+                relative(o.at, now),
+                o.shifted_from
+                    .as_ref()
+                    .map(|w| format!("DST: {w} does not exist, shifted forward"))
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    ctx.out.table(&["occurrence", "when", "note"], rows)
+}

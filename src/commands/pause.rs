@@ -1,0 +1,41 @@
+//! `agentcron pause`: stop a task from running until it is resumed.
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::commands::resolve::Caller;
+use crate::context::Ctx;
+use crate::lifecycle::{self, Request};
+
+/// Pause a task: nothing runs while it is paused
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// Task id, unique id prefix (4+ characters), or name
+    pub task: String,
+
+    /// Why, kept with the task and shown by `show`
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    /// Only if the task is still at revision N (compare-and-set)
+    #[arg(long, value_name = "N")]
+    pub expect_revision: Option<i64>,
+}
+
+pub fn run(ctx: &mut Ctx, args: PauseArgs) -> Result<()> {
+    if let Some(reason) = &args.reason {
+        super::check_text("--reason", reason)?;
+    }
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let req = Request {
+        caller: Caller {
+            tenant: &tenant,
+            identity: &identity,
+        },
+        task: &args.task,
+        expect_revision: args.expect_revision,
+        now,
+    };
+    let task = lifecycle::pause(ctx.store()?, &req, args.reason.as_deref())?;
+    super::print_changed(ctx, &task, "Paused")
+}

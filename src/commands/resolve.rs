@@ -1,0 +1,105 @@
+//! Turning a TASK argument (id, unique prefix of 4+ characters, or name)
+//! into the caller's task, enforcing tenant and owner rules.
+
+use anyhow::Result;
+
+use crate::context::Ctx;
+use crate::error::{fail, CmdError, ErrorKind};
+use crate::model::Task;
+use crate::store::Tx;
+
+/// Who is asking: enough to check tenant and ownership inside a transaction.
+pub struct Caller<'a> {
+    pub tenant: &'a str,
+    pub identity: &'a [String],
+}
+
+impl<'a> Caller<'a> {
+    pub fn of(ctx: &'a Ctx) -> Caller<'a> {
+        Caller {
+            tenant: &ctx.tenant,
+            identity: &ctx.identity,
+        }
+    }
+}
+
+/// Finds the task `arg` names and checks the caller may act on it.
+pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Task> {
+    let id = task_id(tx, caller, arg)?;
+    let task = match tx.task(&id)? {
+        Some(Ok(task)) => task,
+        Some(Err(corrupt)) => {
+            return Err(CmdError::new(ErrorKind::Runtime, corrupt.to_string())
+                .with_hint("the task is quarantined; `agentcron tick` marks it error")
+                .into())
+        }
+        None => return fail(not_found(caller, arg)),
+    };
+    if task.tenant_key != caller.tenant {
+        return fail(
+            CmdError::denied(format!("task {arg} belongs to another tenant"))
+                .with_hint("pass --tenant for the tenant that owns it"),
+        );
+    }
+    if !task.is_owned_by(caller.identity) {
+        return fail(
+            CmdError::denied(format!(
+                "you ({}) are not an owner of task {}",
+                caller.identity.join(", "),
+                task.label()
+            ))
+            .with_hint("act as an owner with --as KEY"),
+        );
+    }
+    Ok(task)
+}
+
+fn task_id(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<String> {
+    // Exact ids are looked up in every tenant so that another tenant's id is
+    // reported as denied rather than as missing.
+    if tx.task(arg)?.is_some() {
+        return Ok(arg.to_string());
+    }
+    if let Some(id) = tx.task_id_named(caller.tenant, arg)? {
+        return Ok(id);
+    }
+    if arg.chars().count() >= 4 {
+        let ids = tx.task_ids_with_prefix(caller.tenant, arg, 6)?;
+        match ids.len() {
+            0 => {}
+            1 => return Ok(ids[0].clone()),
+            _ => {
+                return fail(
+                    CmdError::usage(format!("'{arg}' matches several tasks: {}", ids.join(", ")))
+                        .with_hint("give more characters of the id, or the task's name"),
+                )
+            }
+        }
+    }
+    fail(not_found(caller, arg))
+}
+
+fn not_found(caller: &Caller<'_>, arg: &str) -> CmdError {
+    let shown = crate::output::escape(arg);
+    let hint = if arg.chars().count() < 4 {
+        "give a name, a full id, or at least 4 characters of one; `agentcron list` shows them"
+    } else {
+        "`agentcron list --all` shows your tasks"
+    };
+    CmdError::not_found(format!("no task '{shown}' in tenant '{}'", caller.tenant)).with_hint(hint)
+}
+
+/// Parses `--expect-revision`, when given, against the task's revision.
+pub fn check_revision(task: &Task, expected: Option<i64>) -> Result<()> {
+    match expected {
+        Some(rev) if rev != task.revision => fail(
+            CmdError::conflict(format!(
+                "task {} is at revision {}, not {rev}",
+                task.label(),
+                task.revision
+            ))
+            .with_hint("re-read it with `agentcron show` and decide again"),
+        ),
+        _ => Ok(()),
+    }
+}

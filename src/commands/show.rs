@@ -1,0 +1,46 @@
+//! `agentcron show`: one task and its last runs.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::Value;
+
+use crate::commands::resolve::{owned_task, Caller};
+use crate::context::Ctx;
+use crate::output::{human, json};
+
+/// Show one task and its last 10 runs
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Task id, unique id prefix (4+ characters), or name
+    pub task: String,
+}
+
+pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
+    let tenant = ctx.tenant.clone();
+    let identity = ctx.identity.clone();
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let (task, runs) = ctx.store()?.read(|tx| {
+        let task = owned_task(tx, &caller, &args.task)?;
+        let runs = tx.task_runs(&task.task_id, 10)?;
+        Ok((task, runs))
+    })?;
+    if ctx.out.json {
+        let mut value = json::task(&task);
+        value["runs"] = Value::Array(runs.iter().map(json::run).collect());
+        return ctx.out.document(&value);
+    }
+    let now = ctx.out.now();
+    ctx.out.line(&human::task_detail(&task, now))?;
+    if runs.is_empty() {
+        return ctx.out.line("\nNo runs yet.");
+    }
+    ctx.out.line("")?;
+    let rows = runs
+        .iter()
+        .map(|r| human::run_row(r, task.timezone, now))
+        .collect();
+    ctx.out.table(&human::RUN_HEADER, rows)
+}

@@ -1,0 +1,267 @@
+//! The one place that reads the environment and the clock: it turns global
+//! options into a `Ctx` every command receives.
+//!
+//! `now` is read once, here, and passed down as a value, so a whole
+//! invocation sees one instant and tests can pin it with `AGENTCRON_NOW`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::cli::GlobalArgs;
+use crate::error::CmdError;
+use crate::output::Output;
+use crate::schedule::{self, Tz};
+use crate::store::{self, Location, OpenOptions, Store};
+
+/// "Now" for a whole invocation: the pinned or system time at start, moving
+/// on with the monotonic clock, so a long tick renews leases in real seconds
+/// even when `AGENTCRON_NOW` pins its start.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    base: i64,
+    started: std::time::Instant,
+}
+
+impl Clock {
+    pub fn starting_at(base: i64) -> Clock {
+        Clock {
+            base,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.base + self.started.elapsed().as_secs() as i64
+    }
+}
+
+/// How to open another connection to the same store (a tick's workers each
+/// hold their own).
+#[derive(Debug, Clone)]
+pub struct StoreOpener {
+    pub location: Location,
+    pub options: OpenOptions,
+}
+
+impl StoreOpener {
+    pub fn open(&self) -> Result<Box<dyn Store>> {
+        store::open(&self.location, &self.options)
+    }
+}
+
+/// Everything a command needs besides its own arguments.
+pub struct Ctx {
+    pub now: i64,
+    pub clock: Clock,
+    pub tenant: String,
+    /// The caller's keys in the order given (deduplicated); the first is the
+    /// actor named in the audit trail and the default delivery target.
+    pub identity: Vec<String>,
+    /// The zone for drafts that name none.
+    pub default_zone: Tz,
+    pub location: Location,
+    pub out: Output,
+    busy_timeout: Duration,
+    store: Option<Box<dyn Store>>,
+    tenant_given: bool,
+    /// Global flags that a follow-up command (the confirm line) must repeat.
+    followup: Vec<(&'static str, String)>,
+}
+
+impl Ctx {
+    pub fn from_args(args: &GlobalArgs) -> Result<Ctx> {
+        let now = match &args.now {
+            Some(text) => schedule::parse_instant(text).map_err(|e| {
+                CmdError::usage(format!("--now / AGENTCRON_NOW: {}", e.message))
+                    .with_hint("use RFC 3339 (2026-12-03T09:00:00Z) or unix seconds")
+            })?,
+            None => system_now(),
+        };
+        let tenant = args.tenant.clone().unwrap_or_else(|| "default".to_string());
+        check_key("--tenant", &tenant)?;
+        let mut identity: Vec<String> = Vec::new();
+        for key in &args.as_keys {
+            check_key("--as", key)?;
+            if !identity.contains(key) {
+                identity.push(key.clone());
+            }
+        }
+        let mut followup = Vec::new();
+        if let Some(db) = &args.db {
+            followup.push(("--db", db.display().to_string()));
+        }
+        if tenant != "default" {
+            followup.push(("--tenant", tenant.clone()));
+        }
+        for key in &identity {
+            followup.push(("--as", key.clone()));
+        }
+        if identity.is_empty() {
+            identity.push(format!("unix:{}", login_name()));
+        }
+        Ok(Ctx {
+            clock: Clock::starting_at(now),
+            tenant_given: args.tenant.is_some(),
+            followup,
+            now,
+            tenant,
+            identity,
+            default_zone: default_zone()?,
+            location: location(args.db.as_deref())?,
+            out: Output::new(args.json, now),
+            busy_timeout: busy_timeout()?,
+            store: None,
+        })
+    }
+
+    /// The store and the printer at once, for commands that report while
+    /// they work.
+    pub fn store_and_output(&mut self) -> Result<(&mut dyn Store, &Output)> {
+        self.store()?;
+        let store = self.store.as_deref_mut().expect("store was just opened");
+        Ok((store, &self.out))
+    }
+
+    /// The tenant when one was named (`--tenant` or AGENTCRON_TENANT); the
+    /// tick serves every tenant otherwise.
+    pub fn explicit_tenant(&self) -> Option<String> {
+        self.tenant_given.then(|| self.tenant.clone())
+    }
+
+    /// A recipe for more connections to the store.
+    pub fn opener(&self) -> StoreOpener {
+        StoreOpener {
+            location: self.location.clone(),
+            options: OpenOptions {
+                busy_timeout: self.busy_timeout,
+            },
+        }
+    }
+
+    /// The store, opened on first use so that commands which fail validation
+    /// never touch (or create) the database.
+    pub fn store(&mut self) -> Result<&mut dyn Store> {
+        if self.store.is_none() {
+            self.store = Some(self.opener().open()?);
+        }
+        Ok(self.store.as_deref_mut().expect("store was just opened"))
+    }
+
+    /// The global flags to repeat in a command we tell the person to run.
+    pub fn flags_for_followup(&self) -> Vec<(&'static str, String)> {
+        self.followup.clone()
+    }
+
+    /// The actor recorded in audit events.
+    pub fn actor(&self) -> &str {
+        &self.identity[0]
+    }
+
+    /// The caller's keys, sorted and deduplicated, as stored in owner_keys.
+    pub fn owner_keys(&self) -> Vec<String> {
+        let mut keys = self.identity.clone();
+        keys.sort();
+        keys
+    }
+}
+
+/// Keys are 1–256 characters with no control characters (SPEC section 1).
+pub fn check_key(flag: &str, key: &str) -> Result<()> {
+    let count = key.chars().count();
+    if count == 0 || count > 256 {
+        return Err(
+            CmdError::usage(format!("{flag} must be 1 to 256 characters (got {count})")).into(),
+        );
+    }
+    if key.chars().any(char::is_control) {
+        return Err(CmdError::usage(format!("{flag} must not contain control characters")).into());
+    }
+    Ok(())
+}
+
+#[allow(clippy::disallowed_methods)] // the one sanctioned clock read
+fn system_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn location(db: Option<&Path>) -> Result<Location> {
+    if let Some(path) = db {
+        return Ok(Location::Sqlite(path.to_path_buf()));
+    }
+    let state_home = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .ok_or_else(|| {
+            CmdError::usage(
+                "cannot find a place for the database: neither XDG_STATE_HOME nor HOME is set",
+            )
+            .with_hint("pass --db PATH or set AGENTCRON_DB")
+        })?;
+    Ok(Location::Sqlite(
+        state_home.join("agentcron").join("agentcron.db"),
+    ))
+}
+
+fn busy_timeout() -> Result<Duration> {
+    match std::env::var("AGENTCRON_BUSY_TIMEOUT") {
+        Ok(text) => {
+            let seconds = schedule::parse_duration(&text)
+                .map_err(|e| CmdError::usage(format!("AGENTCRON_BUSY_TIMEOUT: {}", e.message)))?;
+            Ok(Duration::from_secs(seconds as u64))
+        }
+        Err(_) => Ok(Duration::from_secs(5)),
+    }
+}
+
+/// AGENTCRON_TZ, else the system zone (TZ, then /etc/localtime), else UTC.
+fn default_zone() -> Result<Tz> {
+    if let Ok(name) = std::env::var("AGENTCRON_TZ") {
+        return schedule::parse_zone(&name).map_err(|e| {
+            CmdError::from(e)
+                .with_hint("AGENTCRON_TZ must be an IANA zone name")
+                .into()
+        });
+    }
+    Ok(system_zone().unwrap_or(chrono_tz::UTC))
+}
+
+fn system_zone() -> Option<Tz> {
+    if let Ok(tz) = std::env::var("TZ") {
+        let name = tz.trim_start_matches(':');
+        if let Ok(zone) = schedule::parse_zone(name) {
+            return Some(zone);
+        }
+    }
+    let target = std::fs::read_link("/etc/localtime").ok()?;
+    let text = target.to_str()?;
+    let name = text.rsplit_once("zoneinfo/").map(|(_, name)| name)?;
+    schedule::parse_zone(name).ok()
+}
+
+fn login_name() -> String {
+    for var in ["LOGNAME", "USER"] {
+        if let Ok(name) = std::env::var(var) {
+            if check_key("login name", &name).is_ok() {
+                return name;
+            }
+        }
+    }
+    // SAFETY: getuid cannot fail; getpwuid returns a pointer into static
+    // storage that we copy out of before any other libc call.
+    unsafe {
+        let uid = libc::getuid();
+        let pw = libc::getpwuid(uid);
+        if !pw.is_null() && !(*pw).pw_name.is_null() {
+            if let Ok(name) = std::ffi::CStr::from_ptr((*pw).pw_name).to_str() {
+                return name.to_string();
+            }
+        }
+        format!("uid{uid}")
+    }
+}

@@ -1,0 +1,162 @@
+//! Typed leaf errors and their exit codes (SPEC section 10).
+//!
+//! Everything else travels as `anyhow::Error` with context; `main` finds the
+//! first `CmdError` in the chain (or a busy SQLite error) and maps it to the
+//! exit code. A command never exits the process itself.
+
+use std::fmt;
+
+/// The classes of failure a caller can act on differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad flag or value (exit 2).
+    Usage,
+    /// Task, draft or run not found (exit 3).
+    NotFound,
+    /// Not an owner, or another tenant (exit 4).
+    Denied,
+    /// Stale revision, wrong state, already claimed, lease lost (exit 5).
+    Conflict,
+    /// Draft expired or payload hash mismatch (exit 6).
+    DraftRejected,
+    /// Database busy past busy_timeout; nothing changed (exit 75).
+    Busy,
+    /// Runtime failure that still deserves a hint (exit 1).
+    Runtime,
+}
+
+impl ErrorKind {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Runtime => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::NotFound => 3,
+            ErrorKind::Denied => 4,
+            ErrorKind::Conflict => 5,
+            ErrorKind::DraftRejected => 6,
+            ErrorKind::Busy => 75,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Runtime => "runtime",
+            ErrorKind::Usage => "usage",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::DraftRejected => "draft_rejected",
+            ErrorKind::Busy => "busy",
+        }
+    }
+}
+
+/// A classified error with a message and an optional hint on how to mend it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CmdError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        CmdError {
+            kind,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Usage, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    pub fn denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Denied, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+
+    pub fn draft_rejected(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::DraftRejected, message)
+    }
+}
+
+impl fmt::Display for CmdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CmdError {}
+
+impl From<crate::schedule::ScheduleError> for CmdError {
+    fn from(e: crate::schedule::ScheduleError) -> Self {
+        CmdError {
+            kind: ErrorKind::Usage,
+            message: e.message,
+            hint: e.hint,
+        }
+    }
+}
+
+/// Shorthand for returning a classified error from a function yielding `anyhow::Result`.
+pub fn fail<T>(e: CmdError) -> anyhow::Result<T> {
+    Err(anyhow::Error::new(e))
+}
+
+/// The classification `main` reports: the first `CmdError` in the chain, a
+/// busy database anywhere in it, or a plain runtime failure.
+pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<CmdError>() {
+            return (e.kind, Some(e));
+        }
+        if let Some(rusqlite::Error::SqliteFailure(code, _)) =
+            cause.downcast_ref::<rusqlite::Error>()
+        {
+            if matches!(
+                code.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ) {
+                return (ErrorKind::Busy, None);
+            }
+        }
+    }
+    (ErrorKind::Runtime, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_spec() {
+        assert_eq!(ErrorKind::Usage.exit_code(), 2);
+        assert_eq!(ErrorKind::NotFound.exit_code(), 3);
+        assert_eq!(ErrorKind::Denied.exit_code(), 4);
+        assert_eq!(ErrorKind::Conflict.exit_code(), 5);
+        assert_eq!(ErrorKind::DraftRejected.exit_code(), 6);
+        assert_eq!(ErrorKind::Busy.exit_code(), 75);
+    }
+
+    #[test]
+    fn classify_finds_a_wrapped_cmd_error() {
+        let err = anyhow::Error::new(CmdError::conflict("stale")).context("pausing task");
+        assert_eq!(classify(&err).0, ErrorKind::Conflict);
+        let plain = anyhow::anyhow!("disk on fire");
+        assert_eq!(classify(&plain).0, ErrorKind::Runtime);
+    }
+}

@@ -1,0 +1,169 @@
+//! Operator-driven task state changes: pause, resume, delete. Each is one
+//! write transaction holding the compare-and-set transition and its audit
+//! event; a stale `--expect-revision` or a wrong state is a Conflict.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::commands::resolve::{check_revision, owned_task, Caller};
+use crate::error::{fail, CmdError};
+use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::schedule::{self, Schedule};
+use crate::store::{Store, TaskTransition, Tx};
+
+/// What a lifecycle command asks for.
+pub struct Request<'a> {
+    pub caller: Caller<'a>,
+    pub task: &'a str,
+    pub expect_revision: Option<i64>,
+    pub now: i64,
+}
+
+pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> Result<Task> {
+    store.write(|tx| {
+        let task = owned_task(tx, &req.caller, req.task)?;
+        check_revision(&task, req.expect_revision)?;
+        require_state(&task, TaskState::Active, "pause")?;
+        let change = TaskTransition {
+            task_id: &task.task_id,
+            from: TaskState::Active,
+            revision: task.revision,
+            to: TaskState::Paused,
+            reason,
+            next_run_at: None,
+            now: req.now,
+        };
+        apply(tx, req, &task, &change, "pause", json!({"reason": reason}))
+    })
+}
+
+pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
+    store.write(|tx| {
+        let task = owned_task(tx, &req.caller, req.task)?;
+        check_revision(&task, req.expect_revision)?;
+        require_state(&task, TaskState::Paused, "resume")?;
+        // No catch-up burst: the next run is the next occurrence after now.
+        let next = schedule::next_after(&task.schedule, task.timezone, req.now).map(|o| o.at);
+        let mut to = TaskState::Active;
+        let mut detail = json!({"next_run_at": crate::output::json::time(next)});
+        if let (Schedule::Once { run_at }, None) = (&task.schedule, next) {
+            // Its one time passed while paused: record it missed and finish.
+            let run = missed_once(&task, *run_at, req.now);
+            tx.insert_run(&run)?;
+            detail = json!({"missed_run_id": run.run_id});
+            to = TaskState::Completed;
+        } else if next.is_none() {
+            to = TaskState::Completed;
+        }
+        let change = TaskTransition {
+            task_id: &task.task_id,
+            from: TaskState::Paused,
+            revision: task.revision,
+            to,
+            reason: None,
+            next_run_at: next,
+            now: req.now,
+        };
+        apply(tx, req, &task, &change, "resume", detail)
+    })
+}
+
+pub fn delete(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
+    store.write(|tx| {
+        let task = owned_task(tx, &req.caller, req.task)?;
+        check_revision(&task, req.expect_revision)?;
+        if task.state == TaskState::Deleted {
+            return fail(CmdError::conflict(format!(
+                "task {} is already deleted",
+                task.label()
+            )));
+        }
+        let change = TaskTransition {
+            task_id: &task.task_id,
+            from: task.state,
+            revision: task.revision,
+            to: TaskState::Deleted,
+            reason: None,
+            next_run_at: None,
+            now: req.now,
+        };
+        apply(
+            tx,
+            req,
+            &task,
+            &change,
+            "delete",
+            json!({"from": task.state.as_str()}),
+        )
+    })
+}
+
+fn require_state(task: &Task, wanted: TaskState, verb: &str) -> Result<()> {
+    if task.state != wanted {
+        return fail(CmdError::conflict(format!(
+            "cannot {verb} task {}: it is {}, not {wanted}",
+            task.label(),
+            task.state
+        )));
+    }
+    Ok(())
+}
+
+fn apply(
+    tx: &mut dyn Tx,
+    req: &Request<'_>,
+    task: &Task,
+    change: &TaskTransition<'_>,
+    action: &str,
+    detail: serde_json::Value,
+) -> Result<Task> {
+    let revision = tx.transition_task(change)?;
+    tx.append_event(&Event {
+        at: req.now,
+        tenant_key: task.tenant_key.clone(),
+        actor: req.caller.identity[0].clone(),
+        action: action.into(),
+        task_id: Some(task.task_id.clone()),
+        run_id: None,
+        detail,
+    })?;
+    let mut updated = task.clone();
+    updated.state = change.to;
+    updated.state_reason = change.reason.map(str::to_string);
+    updated.next_run_at = change.next_run_at;
+    updated.revision = revision;
+    updated.state_changed_at = req.now;
+    updated.updated_at = req.now;
+    if change.to != TaskState::Active {
+        updated.next_retry_at = None;
+        updated.retry_run_id = None;
+    }
+    Ok(updated)
+}
+
+fn missed_once(task: &Task, run_at: i64, now: i64) -> Run {
+    Run {
+        run_id: uuid::Uuid::new_v4().to_string(),
+        task_id: task.task_id.clone(),
+        tenant_key: task.tenant_key.clone(),
+        scheduled_for: run_at,
+        scheduled_local: schedule::format_local(run_at, task.timezone),
+        attempt: 1,
+        due_at: run_at,
+        status: RunStatus::Missed,
+        payload_hash: task.payload_hash.clone(),
+        created_at: now,
+        started_at: None,
+        finished_at: Some(now),
+        lease_token: None,
+        lease_until: None,
+        summary: None,
+        reason: Some("its time passed while the task was paused".into()),
+        skipped_occurrences: 1,
+        blocked_by: None,
+        wait_kind: None,
+        wait_id: None,
+        wait_deadline: None,
+        delivery_status: None,
+    }
+}

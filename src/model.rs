@@ -1,0 +1,265 @@
+//! The domain values every layer shares: tasks, runs, drafts, notices and
+//! their states, with the exact spellings stored and printed.
+//!
+//! Parsing a state from text is strict: an unknown spelling is an error the
+//! store turns into a quarantine, never a default.
+
+use crate::schedule::{Schedule, Tz};
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+
+            /// The accepted spellings, for error messages and help.
+            pub fn spellings() -> String {
+                [$($text),+].join(", ")
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// Lifecycle of a task (SPEC section 4).
+    TaskState {
+        Active = "active",
+        Paused = "paused",
+        Completed = "completed",
+        Deleted = "deleted",
+        Error = "error",
+    }
+);
+
+string_enum!(
+    /// What the executor may do, passed to it verbatim.
+    Policy {
+        ReadOnly = "read_only",
+        ConfirmWrites = "confirm_writes",
+    }
+);
+
+string_enum!(
+    /// Status of one run (SPEC section 5).
+    RunStatus {
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        DeliveryFailed = "delivery_failed",
+        AwaitingConfirmation = "awaiting_confirmation",
+        AwaitingAuthorization = "awaiting_authorization",
+        Unknown = "unknown",
+        Missed = "missed",
+        SkippedOverlap = "skipped_overlap",
+    }
+);
+
+string_enum!(
+    /// State of one notice in the delivery ledger (SPEC section 7).
+    DeliveryState {
+        Pending = "pending",
+        Sending = "sending",
+        Delivered = "delivered",
+        Unknown = "unknown",
+    }
+);
+
+impl RunStatus {
+    /// Whether a run in this status stops the task's next occurrence from
+    /// starting (it becomes `skipped_overlap`).
+    pub fn blocks_next(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Running
+                | RunStatus::AwaitingConfirmation
+                | RunStatus::AwaitingAuthorization
+                | RunStatus::Unknown
+        )
+    }
+
+    /// Settled runs never change again, except `unknown` through reconcile.
+    pub fn is_settled(self) -> bool {
+        !self.blocks_next()
+    }
+
+    pub fn is_awaiting(self) -> bool {
+        matches!(
+            self,
+            RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization
+        )
+    }
+}
+
+/// One confirmed schedule with its instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub task_id: String,
+    pub tenant_key: String,
+    pub name: Option<String>,
+    pub owner_keys: Vec<String>,
+    pub target: String,
+    pub instruction: String,
+    pub schedule: Schedule,
+    pub timezone: Tz,
+    pub policy: Policy,
+    pub grace_seconds: i64,
+    pub max_retries: i64,
+    pub retry_backoff_seconds: i64,
+    pub payload_hash: String,
+    pub state: TaskState,
+    /// Why the task is paused or quarantined, as given.
+    pub state_reason: Option<String>,
+    pub state_changed_at: i64,
+    pub next_run_at: Option<i64>,
+    pub revision: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub consecutive_failures: i64,
+    pub next_retry_at: Option<i64>,
+    /// The failed run the pending retry repeats.
+    pub retry_run_id: Option<String>,
+}
+
+impl Task {
+    pub fn is_owned_by(&self, keys: &[String]) -> bool {
+        self.owner_keys.iter().any(|k| keys.contains(k))
+    }
+
+    /// The name when there is one, else the short id: how people refer to it.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(name) => name.clone(),
+            None => short_id(&self.task_id).to_string(),
+        }
+    }
+}
+
+/// One run of a task: an occurrence (or a retry of one) and its outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub run_id: String,
+    pub task_id: String,
+    pub tenant_key: String,
+    pub scheduled_for: i64,
+    pub scheduled_local: String,
+    pub attempt: i64,
+    /// When this run was due: the occurrence, or the retry time.
+    pub due_at: i64,
+    pub status: RunStatus,
+    pub payload_hash: String,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub lease_token: Option<String>,
+    pub lease_until: Option<i64>,
+    pub summary: Option<String>,
+    /// Why the run ended as it did, in the tool's words (lease expired, denied…).
+    pub reason: Option<String>,
+    pub skipped_occurrences: i64,
+    pub blocked_by: Option<String>,
+    pub wait_kind: Option<String>,
+    pub wait_id: Option<String>,
+    pub wait_deadline: Option<i64>,
+    pub delivery_status: Option<DeliveryState>,
+}
+
+/// A drafted schedule waiting for its person to confirm the hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    pub draft_id: String,
+    pub tenant_key: String,
+    pub payload: String,
+    pub payload_hash: String,
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// One notice of a run's outcome in the delivery ledger (SPEC section 7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub delivery_id: String,
+    pub run_id: String,
+    pub tenant_key: String,
+    pub seq: i64,
+    pub state: DeliveryState,
+    pub target: String,
+    pub message: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub claim_token: Option<String>,
+    pub deadline: Option<i64>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+}
+
+/// One audit event (SPEC section 8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub at: i64,
+    pub tenant_key: String,
+    pub actor: String,
+    pub action: String,
+    pub task_id: Option<String>,
+    pub run_id: Option<String>,
+    pub detail: serde_json::Value,
+}
+
+/// A stored audit event with its sequence number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub event_id: i64,
+    pub event: Event,
+}
+
+/// The first eight characters of an id: enough to address it in a shell.
+pub fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_round_trip() {
+        for s in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(s.as_str()), Some(*s));
+        }
+        for s in TaskState::ALL {
+            assert_eq!(TaskState::parse(s.as_str()), Some(*s));
+        }
+        assert_eq!(Policy::parse("rw"), None);
+    }
+
+    #[test]
+    fn blocking_statuses_match_the_spec_table() {
+        let blocking: Vec<_> = RunStatus::ALL.iter().filter(|s| s.blocks_next()).collect();
+        assert_eq!(
+            blocking,
+            [
+                &RunStatus::Running,
+                &RunStatus::AwaitingConfirmation,
+                &RunStatus::AwaitingAuthorization,
+                &RunStatus::Unknown
+            ]
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! The JSON shapes of SPEC section 9. Times are RFC 3339 UTC strings; the
+//! field lists are the contract scripts rely on.
+
+use serde_json::{json, Value};
+
+use crate::model::{Run, Task};
+use crate::schedule::format_utc;
+
+pub fn time(at: Option<i64>) -> Value {
+    match at {
+        Some(t) => Value::String(format_utc(t)),
+        None => Value::Null,
+    }
+}
+
+pub fn task(t: &Task) -> Value {
+    let mut value = json!({
+        "task_id": t.task_id,
+        "name": t.name,
+        "tenant_key": t.tenant_key,
+        "owner_keys": t.owner_keys,
+        "target": t.target,
+        "instruction": t.instruction,
+        "schedule": t.schedule.to_json(),
+        "timezone": t.timezone.name(),
+        "policy": t.policy.as_str(),
+        "state": t.state.as_str(),
+        "next_run_at": time(t.next_run_at),
+        "revision": t.revision,
+        "created_at": time(Some(t.created_at)),
+        "updated_at": time(Some(t.updated_at)),
+        "grace_seconds": t.grace_seconds,
+        "max_retries": t.max_retries,
+        "retry_backoff_seconds": t.retry_backoff_seconds,
+        "consecutive_failures": t.consecutive_failures,
+        "next_retry_at": time(t.next_retry_at),
+        "payload_hash": t.payload_hash,
+    });
+    if t.state == crate::model::TaskState::Paused {
+        value["pause_reason"] = json!(t.state_reason);
+        value["paused_at"] = time(Some(t.state_changed_at));
+    }
+    if t.state == crate::model::TaskState::Error {
+        value["error_reason"] = json!(t.state_reason);
+    }
+    value
+}
+
+pub fn run(r: &Run) -> Value {
+    json!({
+        "run_id": r.run_id,
+        "task_id": r.task_id,
+        "scheduled_for": time(Some(r.scheduled_for)),
+        "scheduled_local": r.scheduled_local,
+        "status": r.status.as_str(),
+        "started_at": time(r.started_at),
+        "finished_at": time(r.finished_at),
+        "summary": r.summary,
+        "reason": r.reason,
+        "attempt": r.attempt,
+        "payload_hash": r.payload_hash,
+        "delivery_status": r.delivery_status.map(|d| d.as_str()),
+        "wait_kind": r.wait_kind,
+        "wait_id": r.wait_id,
+        "wait_deadline": time(r.wait_deadline),
+        "skipped_occurrences": r.skipped_occurrences,
+    })
+}

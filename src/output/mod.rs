@@ -1,0 +1,150 @@
+//! The one place that prints. Commands hand it text, tables and JSON values;
+//! it writes them, escapes what came from the database or a child, and treats
+//! a closed pipe (`agentcron list | head -1`) as success.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod human;
+pub mod json;
+pub mod text;
+
+use std::io::{self, Write};
+
+use comfy_table::{presets, ContentArrangement, Table};
+use serde_json::Value;
+
+use crate::error::{classify, ErrorKind};
+
+pub use text::{escape, relative, wall_time};
+
+/// The printer every command writes through.
+pub struct Output {
+    pub json: bool,
+    now: i64,
+}
+
+/// A write to stdout failed because the reader went away; `main` exits 0.
+#[derive(Debug)]
+pub struct BrokenPipe;
+
+impl std::fmt::Display for BrokenPipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for BrokenPipe {}
+
+impl Output {
+    pub fn new(json: bool, now: i64) -> Output {
+        Output { json, now }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// Writes one block of text (a newline is added).
+    pub fn line(&self, text: &str) -> anyhow::Result<()> {
+        write_stdout(&format!("{text}\n"))
+    }
+
+    /// Writes one JSON document (pretty for people, one line per document is
+    /// what `json_line` is for).
+    pub fn document(&self, value: &Value) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        write_stdout(&format!("{text}\n"))
+    }
+
+    /// Writes one JSON Lines record.
+    pub fn json_line(&self, value: &Value) -> anyhow::Result<()> {
+        write_stdout(&format!("{value}\n"))
+    }
+
+    /// A note for the person on stderr (never part of machine output).
+    pub fn note(&self, text: &str) {
+        let _ = writeln!(io::stderr(), "agentcron: {text}");
+    }
+
+    /// A table fitted to the terminal (or 100 columns when not a terminal).
+    pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) -> anyhow::Result<()> {
+        let mut table = Table::new();
+        table
+            .load_preset(presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(header.iter().map(|h| h.to_uppercase()));
+        if !io::IsTerminal::is_terminal(&io::stdout()) {
+            table.set_width(terminal_width());
+        }
+        for row in rows {
+            table.add_row(row);
+        }
+        let rendered: Vec<String> = table
+            .lines()
+            .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string())
+            .collect();
+        write_stdout(&format!("{}\n", rendered.join("\n")))
+    }
+}
+
+fn terminal_width() -> u16 {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|w| *w >= 40)
+        .unwrap_or(120)
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(BrokenPipe.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    }
+}
+
+/// Prints the error the way SPEC section 10 asks and returns the exit code.
+pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
+    if err.chain().any(|c| c.is::<BrokenPipe>()) {
+        return 0;
+    }
+    let (kind, leaf) = classify(err);
+    let message = match kind {
+        ErrorKind::Busy => {
+            "the database is busy (another agentcron held it past busy_timeout)".to_string()
+        }
+        _ => escape(&err.to_string()),
+    };
+    let hint = match (kind, leaf) {
+        (ErrorKind::Busy, _) => Some("nothing was changed; retry in a moment".to_string()),
+        (_, Some(leaf)) => leaf.hint.clone(),
+        _ => None,
+    };
+    let causes: Vec<String> = err
+        .chain()
+        .skip(1)
+        .map(|c| escape(&c.to_string()))
+        .collect();
+    let mut stderr = io::stderr().lock();
+    if json {
+        let value = serde_json::json!({
+            "error": {
+                "kind": kind.as_str(),
+                "message": message,
+                "causes": causes,
+                "hint": hint,
+                "exit_code": kind.exit_code(),
+            }
+        });
+        let _ = writeln!(stderr, "{value}");
+    } else {
+        let _ = writeln!(stderr, "agentcron: error: {message}");
+        for cause in causes.iter().filter(|c| **c != message) {
+            let _ = writeln!(stderr, "  caused by: {cause}");
+        }
+        if let Some(hint) = hint {
+            let _ = writeln!(stderr, "  hint: {}", escape(&hint));
+        }
+    }
+    kind.exit_code()
+}

@@ -1,0 +1,199 @@
+//! The canonical payload a person confirms, and its SHA-256 (SPEC section 3).
+//!
+//! Canonical means: keys sorted, `,` and `:` separators with no other
+//! whitespace, non-ASCII written as UTF-8, integers for every number. serde_json
+//! without `preserve_order` keeps object keys in a BTreeMap (byte order, which
+//! for UTF-8 is code point order), and its compact writer emits exactly those
+//! separators, so `to_string` of a `Value` is already canonical.
+
+use anyhow::{anyhow, Context, Result};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::model::Policy;
+use crate::schedule::{self, Schedule, Tz};
+
+/// Everything a confirmed task is made of; hashing it fixes what will run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    pub grace_seconds: i64,
+    pub instruction: String,
+    pub max_retries: i64,
+    pub name: Option<String>,
+    /// Sorted and deduplicated.
+    pub owner_keys: Vec<String>,
+    pub policy: Policy,
+    pub retry_backoff_seconds: i64,
+    pub schedule: Schedule,
+    pub target: String,
+    pub tenant_key: String,
+    pub timezone: Tz,
+}
+
+impl Payload {
+    /// The payload a confirmed task was made from.
+    pub fn of_task(t: &crate::model::Task) -> Payload {
+        Payload {
+            grace_seconds: t.grace_seconds,
+            instruction: t.instruction.clone(),
+            max_retries: t.max_retries,
+            name: t.name.clone(),
+            owner_keys: t.owner_keys.clone(),
+            policy: t.policy,
+            retry_backoff_seconds: t.retry_backoff_seconds,
+            schedule: t.schedule.clone(),
+            target: t.target.clone(),
+            tenant_key: t.tenant_key.clone(),
+            timezone: t.timezone,
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        json!({
+            "grace_seconds": self.grace_seconds,
+            "instruction": self.instruction,
+            "max_retries": self.max_retries,
+            "name": self.name,
+            "owner_keys": self.owner_keys,
+            "policy": self.policy.as_str(),
+            "retry_backoff_seconds": self.retry_backoff_seconds,
+            "schedule": self.schedule.to_json(),
+            "target": self.target,
+            "tenant_key": self.tenant_key,
+            "timezone": self.timezone.name(),
+        })
+    }
+
+    /// The canonical bytes (as a string: they are always UTF-8).
+    pub fn canonical(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// Reads a stored payload back, checking every field; used at confirm
+    /// time so a tampered draft cannot become a task.
+    pub fn from_canonical(raw: &str) -> Result<Payload> {
+        let value: Value = serde_json::from_str(raw).context("payload is not JSON")?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| anyhow!("payload is not a JSON object"))?;
+        let int = |key: &str| -> Result<i64> {
+            obj.get(key)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| anyhow!("payload field '{key}' is not an integer"))
+        };
+        let text = |key: &str| -> Result<String> {
+            obj.get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| anyhow!("payload field '{key}' is not a string"))
+        };
+        let name = match obj.get("name") {
+            Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => return Err(anyhow!("payload field 'name' is neither a string nor null")),
+        };
+        let owner_keys = obj
+            .get("owner_keys")
+            .and_then(Value::as_array)
+            .ok_or_else(|| anyhow!("payload field 'owner_keys' is not an array"))?
+            .iter()
+            .map(|k| {
+                k.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| anyhow!("owner key is not a string"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let policy_text = text("policy")?;
+        let policy = Policy::parse(&policy_text)
+            .ok_or_else(|| anyhow!("payload policy '{policy_text}' is unknown"))?;
+        let schedule = Schedule::from_json(
+            obj.get("schedule")
+                .ok_or_else(|| anyhow!("payload has no schedule"))?,
+        )
+        .map_err(|e| anyhow!("payload schedule: {e}"))?;
+        let timezone = schedule::parse_zone(&text("timezone")?).map_err(|e| anyhow!("{e}"))?;
+        let payload = Payload {
+            grace_seconds: int("grace_seconds")?,
+            instruction: text("instruction")?,
+            max_retries: int("max_retries")?,
+            name,
+            owner_keys,
+            policy,
+            retry_backoff_seconds: int("retry_backoff_seconds")?,
+            schedule,
+            target: text("target")?,
+            tenant_key: text("tenant_key")?,
+            timezone,
+        };
+        if obj.len() != 11 {
+            return Err(anyhow!("payload has unexpected fields"));
+        }
+        if payload.canonical() != raw {
+            return Err(anyhow!("payload is not in canonical form"));
+        }
+        Ok(payload)
+    }
+}
+
+/// Lower-case hex SHA-256 of the bytes: `printf %s "$payload" | sha256sum`.
+pub fn hash_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Payload {
+        Payload {
+            grace_seconds: 60,
+            instruction: "summarize the on-call channel — 值班".into(),
+            max_retries: 3,
+            name: Some("oncall".into()),
+            owner_keys: vec!["unix:alice".into()],
+            policy: Policy::ReadOnly,
+            retry_backoff_seconds: 60,
+            schedule: Schedule::Calendar {
+                hour: 9,
+                minute: 30,
+                weekdays: vec![0, 1, 2, 3, 4],
+            },
+            target: "chat:42".into(),
+            tenant_key: "default".into(),
+            timezone: "Asia/Shanghai".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn canonical_form_is_sorted_compact_utf8() {
+        let text = sample().canonical();
+        assert!(text.starts_with(
+            r#"{"grace_seconds":60,"instruction":"summarize the on-call channel — 值班","#
+        ));
+        assert!(text.contains(
+            r#""schedule":{"hour":9,"kind":"calendar","minute":30,"weekdays":[0,1,2,3,4]}"#
+        ));
+        assert!(!text.contains(": ") && !text.contains(", "));
+    }
+
+    #[test]
+    fn round_trips_and_rejects_reordered_keys() {
+        let text = sample().canonical();
+        assert_eq!(Payload::from_canonical(&text).unwrap(), sample());
+        let spaced = text.replacen(":60,", ": 60,", 1);
+        assert!(Payload::from_canonical(&spaced).is_err());
+    }
+
+    #[test]
+    fn hash_is_sha256_hex() {
+        assert_eq!(
+            hash_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

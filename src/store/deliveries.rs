@@ -1,0 +1,41 @@
+//! The delivery ledger: pending → sending (claimed with a token and a
+//! deadline, committed before the notifier starts) → delivered or unknown.
+//! An `unknown` notice is never sent again.
+
+use anyhow::Result;
+
+use crate::model::{DeliveryState, Notice};
+
+/// How a claimed notice ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeFinish<'a> {
+    pub delivery_id: &'a str,
+    pub token: &'a str,
+    pub to: DeliveryState,
+    pub error: Option<&'a str>,
+    pub now: i64,
+}
+
+pub trait DeliveryTx {
+    fn insert_notice(&mut self, notice: &Notice) -> Result<()>;
+    /// The next number for a run's notice (a run parked on a continuation
+    /// has more than one).
+    fn next_notice_seq(&mut self, run_id: &str) -> Result<i64>;
+    /// Pending notices, oldest first.
+    fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>>;
+    /// pending → sending; Conflict when another tick claimed it first.
+    fn claim_notice(
+        &mut self,
+        delivery_id: &str,
+        token: &str,
+        deadline: i64,
+        now: i64,
+    ) -> Result<()>;
+    /// sending → delivered | pending | unknown, guarded by the claim token.
+    fn finish_notice(&mut self, finish: &NoticeFinish<'_>) -> Result<()>;
+    /// sending past its deadline → unknown; returns the notices it changed.
+    fn expire_notices(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Notice>>;
+    /// Marks pending notices as announced ("no notifier"), returning how many
+    /// had not been announced before.
+    fn announce_pending(&mut self, tenant: Option<&str>) -> Result<u64>;
+}

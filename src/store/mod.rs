@@ -1,0 +1,98 @@
+//! The persistence interface: one write or read transaction at a time, and
+//! inside it operations named for what they do to the data.
+//!
+//! Commands and the tick see only these traits; `sqlite` implements them (and
+//! a PostgreSQL store can implement them without touching a command). Every
+//! write runs inside `Store::write`, which the SQLite store opens with
+//! `BEGIN IMMEDIATE`; every state change is a guarded UPDATE that returns a
+//! Conflict when its guard matches no row.
+
+pub mod deliveries;
+pub mod drafts;
+pub mod events;
+pub mod meta;
+pub mod runs;
+pub mod sqlite;
+pub mod tasks;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+pub use deliveries::{DeliveryTx, NoticeFinish};
+pub use drafts::DraftTx;
+pub use events::EventTx;
+pub use meta::MetaTx;
+pub use runs::{RunFinish, RunTx};
+pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+
+/// Everything one transaction can do.
+pub trait Tx: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx {}
+impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx> Tx for T {}
+
+/// A database holding agentcron's state.
+pub trait Store {
+    /// Runs `f` in one write transaction (IMMEDIATE on SQLite), committing only
+    /// when it returns Ok. Prefer the typed `write` on `dyn Store`.
+    fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Runs `f` in one read-only snapshot.
+    fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Where the data lives, for messages and `status`.
+    fn location(&self) -> String;
+}
+
+impl dyn Store + '_ {
+    /// One write transaction returning a value.
+    pub fn write<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.write_dyn(&mut |tx| {
+            let f = f.take().expect("write closure runs once");
+            out = Some(f(tx)?);
+            Ok(())
+        })?;
+        Ok(out.expect("write closure produced a value"))
+    }
+
+    /// One read transaction returning a value.
+    pub fn read<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.read_dyn(&mut |tx| {
+            let f = f.take().expect("read closure runs once");
+            out = Some(f(tx)?);
+            Ok(())
+        })?;
+        Ok(out.expect("read closure produced a value"))
+    }
+}
+
+/// Where `--db` points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Opens (creating and migrating when needed) the store at `location`.
+pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>> {
+    match location {
+        Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, options)?)),
+    }
+}
+
+/// Connection settings shared by every backend.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// How long to wait for another writer before giving up with exit 75.
+    pub busy_timeout: std::time::Duration,
+}

@@ -1,0 +1,50 @@
+//! Runs: one row per occurrence attempt, and its outcome.
+
+use anyhow::Result;
+
+use crate::model::{Run, RunStatus};
+
+/// A guarded change of a run's status: applies only while the run is still
+/// `from` (and, for a leased run, still holds `token`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFinish<'a> {
+    pub run_id: &'a str,
+    pub from: RunStatus,
+    pub token: Option<&'a str>,
+    pub to: RunStatus,
+    pub summary: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub wait_kind: Option<&'a str>,
+    pub wait_id: Option<&'a str>,
+    pub wait_deadline: Option<i64>,
+    pub now: i64,
+}
+
+pub trait RunTx {
+    fn insert_run(&mut self, run: &Run) -> Result<()>;
+    fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
+    /// The task's runs, newest occurrence first.
+    fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>>;
+    /// A run of the task that blocks its next occurrence, if any.
+    fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>>;
+    /// running past its lease → unknown; returns the runs it changed.
+    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
+    /// Extends a lease; false when the token no longer holds.
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool>;
+    /// Applies the change; Conflict when the guard matches no row.
+    fn finish_run(&mut self, finish: &RunFinish<'_>) -> Result<()>;
+    /// Whether the run is `running` under `token` with its lease not yet expired.
+    fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool>;
+    /// Parked runs past their continuation deadline, oldest first.
+    fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
+    /// awaiting → running under a new lease, once: Conflict when the run is
+    /// no longer parked on `wait_id`.
+    fn reclaim_parked(
+        &mut self,
+        run_id: &str,
+        wait_id: &str,
+        token: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<()>;
+}

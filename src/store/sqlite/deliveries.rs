@@ -1,0 +1,156 @@
+//! SQLite side of the delivery ledger.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Row};
+
+use super::{expect_one, SqliteTx};
+use crate::model::{DeliveryState, Notice};
+use crate::store::{DeliveryTx, NoticeFinish};
+
+const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
+    created_at, updated_at, claim_token, deadline, attempts, last_error";
+
+fn decode_notice(row: &Row<'_>) -> rusqlite::Result<Notice> {
+    let state: String = row.get(4)?;
+    let state = DeliveryState::parse(&state).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            4,
+            rusqlite::types::Type::Text,
+            format!("unknown delivery state '{state}'").into(),
+        )
+    })?;
+    Ok(Notice {
+        delivery_id: row.get(0)?,
+        run_id: row.get(1)?,
+        tenant_key: row.get(2)?,
+        seq: row.get(3)?,
+        state,
+        target: row.get(5)?,
+        message: row.get(6)?,
+        created_at: row.get(7)?,
+        updated_at: row.get(8)?,
+        claim_token: row.get(9)?,
+        deadline: row.get(10)?,
+        attempts: row.get(11)?,
+        last_error: row.get(12)?,
+    })
+}
+
+impl DeliveryTx for SqliteTx<'_> {
+    fn insert_notice(&mut self, n: &Notice) -> Result<()> {
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO deliveries ({NOTICE_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+            ))?
+            .execute(params![
+                n.delivery_id,
+                n.run_id,
+                n.tenant_key,
+                n.seq,
+                n.state.as_str(),
+                n.target,
+                n.message,
+                n.created_at,
+                n.updated_at,
+                n.claim_token,
+                n.deadline,
+                n.attempts,
+                n.last_error
+            ])
+            .context("recording the notice")?;
+        Ok(())
+    }
+
+    fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = ?1")?
+            .query_row([run_id], |row| row.get(0))
+            .context("numbering the notice")
+    }
+
+    fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {NOTICE_COLUMNS} FROM deliveries
+             WHERE state = 'pending' AND (?1 IS NULL OR tenant_key = ?1)
+             ORDER BY created_at, delivery_id LIMIT ?2"
+        ))?;
+        let notices = stmt
+            .query_map(params![tenant, limit], decode_notice)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading pending notices")?;
+        Ok(notices)
+    }
+
+    fn claim_notice(
+        &mut self,
+        delivery_id: &str,
+        token: &str,
+        deadline: i64,
+        now: i64,
+    ) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE deliveries
+                 SET state = 'sending', claim_token = ?1, deadline = ?2, updated_at = ?3,
+                     attempts = attempts + 1
+                 WHERE delivery_id = ?4 AND state = 'pending'",
+            )?
+            .execute(params![token, deadline, now, delivery_id])
+            .context("claiming the notice")?;
+        expect_one(changed, || {
+            format!("notice {delivery_id} was claimed by another tick")
+        })
+    }
+
+    fn finish_notice(&mut self, f: &NoticeFinish<'_>) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE deliveries
+                 SET state = ?1, last_error = ?2, updated_at = ?3,
+                     claim_token = CASE WHEN ?1 = 'pending' THEN NULL ELSE claim_token END,
+                     deadline = CASE WHEN ?1 = 'pending' THEN NULL ELSE deadline END
+                 WHERE delivery_id = ?4 AND state = 'sending' AND claim_token = ?5",
+            )?
+            .execute(params![
+                f.to.as_str(),
+                f.error,
+                f.now,
+                f.delivery_id,
+                f.token
+            ])
+            .context("recording the delivery")?;
+        expect_one(changed, || {
+            format!("notice {} is no longer ours to record", f.delivery_id)
+        })
+    }
+
+    fn expire_notices(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Notice>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE deliveries
+             SET state = 'unknown', updated_at = ?1,
+                 last_error = 'delivery deadline passed; the notifier may or may not have sent it'
+             WHERE state = 'sending' AND deadline < ?1 AND (?2 IS NULL OR tenant_key = ?2)
+             RETURNING {NOTICE_COLUMNS}"
+        ))?;
+        let notices = stmt
+            .query_map(params![now, tenant], decode_notice)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("expiring delivery attempts")?;
+        Ok(notices)
+    }
+
+    fn announce_pending(&mut self, tenant: Option<&str>) -> Result<u64> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE deliveries SET announced = 1
+                 WHERE state = 'pending' AND announced = 0 AND (?1 IS NULL OR tenant_key = ?1)",
+            )?
+            .execute(params![tenant])
+            .context("noting undelivered notices")?;
+        Ok(changed as u64)
+    }
+}

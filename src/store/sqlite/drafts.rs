@@ -1,0 +1,63 @@
+//! SQLite side of the drafts table.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, OptionalExtension};
+
+use super::{expect_one, SqliteTx};
+use crate::model::Draft;
+use crate::store::DraftTx;
+
+impl DraftTx for SqliteTx<'_> {
+    fn insert_draft(&mut self, d: &Draft) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by,
+                                     created_at, expires_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                d.draft_id,
+                d.tenant_key,
+                d.payload,
+                d.payload_hash,
+                d.created_by,
+                d.created_at,
+                d.expires_at
+            ])
+            .context("saving the draft")?;
+        Ok(())
+    }
+
+    fn draft(&mut self, draft_id: &str) -> Result<Option<Draft>> {
+        self.conn
+            .prepare_cached(
+                "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at,
+                        expires_at
+                 FROM drafts WHERE draft_id = ?1",
+            )?
+            .query_row([draft_id], |row| {
+                Ok(Draft {
+                    draft_id: row.get(0)?,
+                    tenant_key: row.get(1)?,
+                    payload: row.get(2)?,
+                    payload_hash: row.get(3)?,
+                    created_by: row.get(4)?,
+                    created_at: row.get(5)?,
+                    expires_at: row.get(6)?,
+                })
+            })
+            .optional()
+            .context("reading the draft")
+    }
+
+    fn consume_draft(&mut self, draft_id: &str) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached("DELETE FROM drafts WHERE draft_id = ?1")?
+            .execute([draft_id])
+            .context("removing the confirmed draft")?;
+        expect_one(changed, || {
+            format!("draft {draft_id} was confirmed by someone else")
+        })
+    }
+}

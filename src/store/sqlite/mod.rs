@@ -1,0 +1,79 @@
+//! The SQLite store: one file, WAL, `synchronous=FULL`, every write in
+//! `BEGIN IMMEDIATE`.
+//!
+//! Opening is careful about the path: no URI interpretation, no symlink as
+//! the final component, no hard-linked file, a new file 0600 in 0700 folders.
+
+mod deliveries;
+mod drafts;
+mod events;
+mod meta;
+mod open;
+mod runs;
+pub mod schema;
+mod tasks;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{OpenOptions, Store, Tx};
+
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A transaction's view of the connection; the table-family modules
+/// implement the store traits on it.
+pub struct SqliteTx<'c> {
+    conn: &'c Connection,
+}
+
+impl SqliteStore {
+    pub fn open(path: &Path, options: &OpenOptions) -> Result<SqliteStore> {
+        let mut conn = open::connect(path, options)?;
+        schema::migrate(&mut conn)
+            .with_context(|| format!("preparing the database {}", path.display()))?;
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .context("starting a write transaction")?;
+        f(&mut SqliteTx { conn: &tx })?;
+        tx.commit().context("committing")
+    }
+
+    fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        // A deferred transaction is right for reads: one consistent snapshot,
+        // and it never takes the write lock.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .context("starting a read transaction")?;
+        f(&mut SqliteTx { conn: &tx })?;
+        tx.finish().context("ending a read transaction")
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// Turns "no row matched the guard" into a Conflict with `message`.
+pub(crate) fn expect_one(changed: usize, message: impl FnOnce() -> String) -> Result<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(crate::error::CmdError::conflict(message()).into())
+    }
+}

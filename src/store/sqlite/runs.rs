@@ -1,0 +1,240 @@
+//! SQLite side of the runs table.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{expect_one, SqliteTx};
+use crate::model::{DeliveryState, Run, RunStatus};
+use crate::store::{RunFinish, RunTx};
+
+pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
+    r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
+    r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline,
+    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
+
+pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
+    let status: String = row.get(7)?;
+    let status = RunStatus::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            7,
+            rusqlite::types::Type::Text,
+            format!("unknown run status '{status}'").into(),
+        )
+    })?;
+    let delivery: Option<String> = row.get(21)?;
+    Ok(Run {
+        run_id: row.get(0)?,
+        task_id: row.get(1)?,
+        tenant_key: row.get(2)?,
+        scheduled_for: row.get(3)?,
+        scheduled_local: row.get(4)?,
+        attempt: row.get(5)?,
+        due_at: row.get(6)?,
+        status,
+        payload_hash: row.get(8)?,
+        created_at: row.get(9)?,
+        started_at: row.get(10)?,
+        finished_at: row.get(11)?,
+        lease_token: row.get(12)?,
+        lease_until: row.get(13)?,
+        summary: row.get(14)?,
+        reason: row.get(15)?,
+        skipped_occurrences: row.get(16)?,
+        blocked_by: row.get(17)?,
+        wait_kind: row.get(18)?,
+        wait_id: row.get(19)?,
+        wait_deadline: row.get(20)?,
+        delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
+    })
+}
+
+impl RunTx for SqliteTx<'_> {
+    fn insert_run(&mut self, r: &Run) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
+                    attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
+                    lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
+                    wait_kind, wait_id, wait_deadline)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20, ?21)",
+            )?
+            .execute(params![
+                r.run_id,
+                r.task_id,
+                r.tenant_key,
+                r.scheduled_for,
+                r.scheduled_local,
+                r.attempt,
+                r.due_at,
+                r.status.as_str(),
+                r.payload_hash,
+                r.created_at,
+                r.started_at,
+                r.finished_at,
+                r.lease_token,
+                r.lease_until,
+                r.summary,
+                r.reason,
+                r.skipped_occurrences,
+                r.blocked_by,
+                r.wait_kind,
+                r.wait_id,
+                r.wait_deadline
+            ])
+            .context("recording the run")?;
+        Ok(())
+    }
+
+    fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r WHERE r.task_id = ?1
+             ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT ?2"
+        ))?;
+        let runs = stmt
+            .query_map(params![task_id, limit as i64], decode_run)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading the task's runs")?;
+        Ok(runs)
+    }
+
+    fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs r WHERE r.run_id = ?1"
+            ))?
+            .query_row([run_id], decode_run)
+            .optional()
+            .context("reading the run")
+    }
+
+    fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs r
+                 WHERE r.task_id = ?1 AND r.status IN
+                     ('running', 'awaiting_confirmation', 'awaiting_authorization', 'unknown')
+                 ORDER BY r.scheduled_for LIMIT 1"
+            ))?
+            .query_row([task_id], decode_run)
+            .optional()
+            .context("looking for a blocking run")
+    }
+
+    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        let ids: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs
+                 SET status = 'unknown', reason = 'execution lease expired', finished_at = ?1
+                 WHERE status = 'running' AND lease_until < ?1 AND (?2 IS NULL OR tenant_key = ?2)
+                 RETURNING run_id",
+            )?
+            .query_map(params![now, tenant], |row| row.get(0))?
+            .collect::<Result<_, _>>()
+            .context("expiring leases")?;
+        self.runs_by_id(&ids)
+    }
+
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET lease_until = max(lease_until, ?1)
+                 WHERE run_id = ?2 AND lease_token = ?3 AND status = 'running'",
+            )?
+            .execute(params![until, run_id, token])
+            .context("renewing the lease")?;
+        Ok(changed == 1)
+    }
+
+    fn finish_run(&mut self, f: &RunFinish<'_>) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs
+                 SET status = ?1, summary = coalesce(?2, summary), reason = ?3,
+                     wait_kind = ?4, wait_id = ?5, wait_deadline = ?6,
+                     lease_until = NULL,
+                     finished_at = CASE WHEN ?1 IN ('awaiting_confirmation', 'awaiting_authorization')
+                                        THEN NULL ELSE ?7 END
+                 WHERE run_id = ?8 AND status = ?9 AND (?10 IS NULL OR lease_token = ?10)",
+            )?
+            .execute(params![
+                f.to.as_str(),
+                f.summary,
+                f.reason,
+                f.wait_kind,
+                f.wait_id,
+                f.wait_deadline,
+                f.now,
+                f.run_id,
+                f.from.as_str(),
+                f.token
+            ])
+            .context("recording the run's outcome")?;
+        expect_one(changed, || {
+            format!(
+                "run {} is no longer {} under this lease; its outcome was not recorded",
+                f.run_id, f.from
+            )
+        })
+    }
+
+    fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM runs
+                 WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running' AND lease_until >= ?3",
+            )?
+            .query_row(params![run_id, token, now], |row| row.get::<_, i64>(0))
+            .map(|n| n == 1)
+            .context("checking the lease")
+    }
+
+    fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r
+             WHERE r.status IN ('awaiting_confirmation', 'awaiting_authorization')
+               AND r.wait_deadline < ?1 AND (?2 IS NULL OR r.tenant_key = ?2)
+             ORDER BY r.wait_deadline"
+        ))?;
+        let runs = stmt
+            .query_map(params![now, tenant], decode_run)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("finding expired continuations")?;
+        Ok(runs)
+    }
+
+    fn reclaim_parked(
+        &mut self,
+        run_id: &str,
+        wait_id: &str,
+        token: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs
+                 SET status = 'running', lease_token = ?1, lease_until = ?2, started_at = ?3
+                 WHERE run_id = ?4 AND wait_id = ?5
+                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+            )?
+            .execute(params![token, lease_until, now, run_id, wait_id])
+            .context("claiming the continuation")?;
+        expect_one(changed, || {
+            format!("run {run_id} is not waiting on '{wait_id}' (already claimed?)")
+        })
+    }
+}
+
+impl SqliteTx<'_> {
+    fn runs_by_id(&mut self, ids: &[String]) -> Result<Vec<Run>> {
+        ids.iter()
+            .filter_map(|id| self.run(id).transpose())
+            .collect()
+    }
+}

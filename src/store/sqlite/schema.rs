@@ -1,0 +1,222 @@
+//! The schema, as an append-only list of migrations applied in one
+//! IMMEDIATE transaction and tracked by `PRAGMA user_version`.
+//!
+//! Be sure to never change the order or the text of an entry here: a database
+//! in the field has applied it. Add a new entry instead.
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::CmdError;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: every table the product needs, designed up front so later features
+    // fill columns instead of reshaping tables.
+    r#"
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE drafts (
+        draft_id     TEXT PRIMARY KEY,
+        tenant_key   TEXT NOT NULL,
+        payload      TEXT NOT NULL,      -- canonical bytes, hashed as stored
+        payload_hash TEXT NOT NULL,
+        created_by   TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        expires_at   INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX drafts_by_expiry ON drafts (expires_at);
+
+    CREATE TABLE tasks (
+        task_id               TEXT PRIMARY KEY,
+        tenant_key            TEXT NOT NULL,
+        name                  TEXT,
+        owner_keys            TEXT NOT NULL,   -- JSON array, sorted
+        target                TEXT NOT NULL,
+        instruction           TEXT NOT NULL,
+        schedule              TEXT NOT NULL,   -- stored JSON of SPEC section 2
+        timezone              TEXT NOT NULL,
+        policy                TEXT NOT NULL,
+        grace_seconds         INTEGER NOT NULL,
+        max_retries           INTEGER NOT NULL,
+        retry_backoff_seconds INTEGER NOT NULL,
+        payload               TEXT NOT NULL,
+        payload_hash          TEXT NOT NULL,
+        state                 TEXT NOT NULL
+            CHECK (state IN ('active', 'paused', 'completed', 'deleted', 'error')),
+        state_reason          TEXT,            -- pause reason or quarantine cause
+        state_changed_at      INTEGER NOT NULL,
+        next_run_at           INTEGER,
+        revision              INTEGER NOT NULL,
+        created_at            INTEGER NOT NULL,
+        updated_at            INTEGER NOT NULL,
+        consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+        next_retry_at         INTEGER,
+        retry_run_id          TEXT
+    ) STRICT;
+    -- Names are unique among a tenant's live tasks; a deleted task frees its name.
+    CREATE UNIQUE INDEX tasks_by_name ON tasks (tenant_key, name)
+        WHERE name IS NOT NULL AND state <> 'deleted';
+    CREATE INDEX tasks_by_tenant ON tasks (tenant_key, created_at);
+    -- The tick's due queries read only these two small partial indexes.
+    CREATE INDEX tasks_due ON tasks (next_run_at) WHERE state = 'active';
+    CREATE INDEX tasks_retry_due ON tasks (next_retry_at)
+        WHERE state = 'active' AND next_retry_at IS NOT NULL;
+
+    CREATE TABLE runs (
+        run_id              TEXT PRIMARY KEY,
+        task_id             TEXT NOT NULL REFERENCES tasks (task_id),
+        tenant_key          TEXT NOT NULL,
+        scheduled_for       INTEGER NOT NULL,  -- the occurrence, UTC seconds
+        scheduled_local     TEXT NOT NULL,     -- the occurrence on the task's wall clock
+        attempt             INTEGER NOT NULL,  -- 1, then 2.. for retries of the occurrence
+        due_at              INTEGER NOT NULL,  -- the occurrence, or when the retry was due
+        status              TEXT NOT NULL CHECK (status IN (
+            'running', 'succeeded', 'failed', 'delivery_failed', 'awaiting_confirmation',
+            'awaiting_authorization', 'unknown', 'missed', 'skipped_overlap')),
+        payload_hash        TEXT NOT NULL,
+        created_at          INTEGER NOT NULL,
+        started_at          INTEGER,
+        finished_at         INTEGER,
+        lease_token         TEXT,
+        lease_until         INTEGER,
+        summary             TEXT,
+        reason              TEXT,
+        skipped_occurrences INTEGER NOT NULL DEFAULT 0,
+        blocked_by          TEXT,
+        wait_kind           TEXT,
+        wait_id             TEXT,
+        wait_deadline       INTEGER,
+        UNIQUE (task_id, scheduled_for, attempt)
+    ) STRICT;
+    CREATE INDEX runs_by_task ON runs (task_id, scheduled_for DESC, attempt DESC);
+    CREATE INDEX runs_by_tenant_status ON runs (tenant_key, status, scheduled_for);
+    CREATE INDEX runs_leased ON runs (lease_until) WHERE status = 'running';
+    CREATE INDEX runs_parked ON runs (wait_deadline)
+        WHERE status IN ('awaiting_confirmation', 'awaiting_authorization');
+    CREATE INDEX runs_blocking ON runs (task_id)
+        WHERE status IN ('running', 'awaiting_confirmation', 'awaiting_authorization', 'unknown');
+
+    CREATE TABLE deliveries (
+        delivery_id TEXT PRIMARY KEY,
+        run_id      TEXT NOT NULL REFERENCES runs (run_id),
+        tenant_key  TEXT NOT NULL,
+        seq         INTEGER NOT NULL,   -- a run parked on a continuation has more than one notice
+        state       TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'delivered', 'unknown')),
+        target      TEXT NOT NULL,
+        message     TEXT NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        claim_token TEXT,
+        deadline    INTEGER,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        last_error  TEXT,
+        announced   INTEGER NOT NULL DEFAULT 0,  -- "no notifier" said once
+        UNIQUE (run_id, seq)
+    ) STRICT;
+    CREATE INDEX deliveries_pending ON deliveries (created_at) WHERE state = 'pending';
+    CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
+
+    CREATE TABLE reconciliations (
+        run_id       TEXT PRIMARY KEY REFERENCES runs (run_id),
+        tenant_key   TEXT NOT NULL,
+        actor        TEXT NOT NULL,
+        decision     TEXT NOT NULL
+            CHECK (decision IN ('confirmed_succeeded', 'confirmed_failed', 'abandoned')),
+        reason       TEXT NOT NULL,
+        prior_reason TEXT,
+        decided_at   INTEGER NOT NULL
+    ) STRICT;
+
+    CREATE TABLE events (
+        event_id   INTEGER PRIMARY KEY AUTOINCREMENT,
+        at         INTEGER NOT NULL,
+        tenant_key TEXT NOT NULL,
+        actor      TEXT NOT NULL,
+        action     TEXT NOT NULL,
+        task_id    TEXT,                -- no foreign key: the trail outlives pruned rows
+        run_id     TEXT,
+        detail     TEXT NOT NULL        -- JSON object
+    ) STRICT;
+    CREATE INDEX events_by_tenant ON events (tenant_key, event_id);
+    CREATE INDEX events_by_task ON events (task_id, event_id);
+    CREATE INDEX events_by_time ON events (at);
+    "#,
+];
+
+/// The schema version this binary writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+fn user_version(conn: &Connection) -> Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+        .context("reading the schema version")
+}
+
+/// Brings the schema up to date; a no-op read of `user_version` when it is.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let seen = user_version(conn)?;
+    if seen == LATEST {
+        return Ok(());
+    }
+    refuse_newer(seen)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .context("starting the schema migration")?;
+    // Another process may have migrated while we waited for the lock.
+    let current = user_version(&tx)?;
+    refuse_newer(current)?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.execute_batch(sql)
+            .with_context(|| format!("applying schema migration {}", index + 1))?;
+    }
+    tx.pragma_update(None, "user_version", LATEST)
+        .context("recording the schema version")?;
+    tx.commit().context("committing the schema migration")
+}
+
+fn refuse_newer(version: i64) -> Result<()> {
+    if !(0..=LATEST).contains(&version) {
+        return Err(CmdError::new(
+            crate::error::ErrorKind::Runtime,
+            format!(
+                "the database has schema version {version}, newer than this agentcron understands ({LATEST})"
+            ),
+        )
+        .with_hint("upgrade agentcron; nothing was changed")
+        .into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_an_empty_database_once() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), LATEST);
+        migrate(&mut conn).unwrap();
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(tables >= 7);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", LATEST + 1)
+            .unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
+}

@@ -1,0 +1,323 @@
+//! SQLite side of the tasks table. Rows are validated on read: a row that
+//! fails becomes a `CorruptRow`, never a panic.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{expect_one, SqliteTx};
+use crate::model::{Policy, Task, TaskState};
+use crate::schedule::{self, Schedule};
+use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+
+pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
+    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
+    state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
+    consecutive_failures, next_retry_at, retry_run_id";
+
+/// The raw columns, read without interpretation so that decoding can fail
+/// softly.
+pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, CorruptRow>> {
+    let task_id: String = row.get(0)?;
+    let tenant_key: String = row.get(1)?;
+    let decoded = (|| -> Result<Task, String> {
+        let text = |i: usize| -> Result<String, String> {
+            row.get::<_, String>(i)
+                .map_err(|e| format!("column {i}: {e}"))
+        };
+        let int = |i: usize| -> Result<i64, String> {
+            row.get::<_, i64>(i).map_err(|e| format!("column {i}: {e}"))
+        };
+        let opt_int = |i: usize| -> Result<Option<i64>, String> {
+            row.get::<_, Option<i64>>(i)
+                .map_err(|e| format!("column {i}: {e}"))
+        };
+        let opt_text = |i: usize| -> Result<Option<String>, String> {
+            row.get::<_, Option<String>>(i)
+                .map_err(|e| format!("column {i}: {e}"))
+        };
+        let owner_keys: Vec<String> = serde_json::from_str(&text(3)?)
+            .map_err(|e| format!("owner_keys is not a JSON list of strings: {e}"))?;
+        if owner_keys.is_empty() {
+            return Err("owner_keys is empty".into());
+        }
+        let schedule_json: serde_json::Value =
+            serde_json::from_str(&text(6)?).map_err(|e| format!("schedule is not JSON: {e}"))?;
+        let schedule = Schedule::from_json(&schedule_json).map_err(|e| format!("schedule: {e}"))?;
+        let timezone = schedule::parse_zone(&text(7)?).map_err(|e| format!("timezone: {e}"))?;
+        let policy_text = text(8)?;
+        let policy =
+            Policy::parse(&policy_text).ok_or_else(|| format!("unknown policy '{policy_text}'"))?;
+        let state_text = text(13)?;
+        let state =
+            TaskState::parse(&state_text).ok_or_else(|| format!("unknown state '{state_text}'"))?;
+        let nonnegative = |i: usize, what: &str| -> Result<i64, String> {
+            let v = int(i)?;
+            if v < 0 {
+                Err(format!("{what} is negative"))
+            } else {
+                Ok(v)
+            }
+        };
+        Ok(Task {
+            task_id: task_id.clone(),
+            tenant_key: tenant_key.clone(),
+            name: opt_text(2)?,
+            owner_keys,
+            target: text(4)?,
+            instruction: text(5)?,
+            schedule,
+            timezone,
+            policy,
+            grace_seconds: nonnegative(9, "grace_seconds")?,
+            max_retries: nonnegative(10, "max_retries")?,
+            retry_backoff_seconds: nonnegative(11, "retry_backoff_seconds")?,
+            payload_hash: text(12)?,
+            state,
+            state_reason: opt_text(14)?,
+            state_changed_at: int(15)?,
+            next_run_at: opt_int(16)?,
+            revision: int(17)?,
+            created_at: int(18)?,
+            updated_at: int(19)?,
+            consecutive_failures: nonnegative(20, "consecutive_failures")?,
+            next_retry_at: opt_int(21)?,
+            retry_run_id: opt_text(22)?,
+        })
+    })();
+    Ok(decoded.map_err(|problem| CorruptRow {
+        id: task_id,
+        tenant_key,
+        problem,
+    }))
+}
+
+impl TaskTx for SqliteTx<'_> {
+    fn insert_task(&mut self, t: &Task) -> Result<()> {
+        let owner_keys = serde_json::to_string(&t.owner_keys)?;
+        let payload = crate::payload::Payload::of_task(t).canonical();
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO tasks ({TASK_COLUMNS}, payload)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                         ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+            ))?
+            .execute(params![
+                t.task_id,
+                t.tenant_key,
+                t.name,
+                owner_keys,
+                t.target,
+                t.instruction,
+                t.schedule.to_json().to_string(),
+                t.timezone.name(),
+                t.policy.as_str(),
+                t.grace_seconds,
+                t.max_retries,
+                t.retry_backoff_seconds,
+                t.payload_hash,
+                t.state.as_str(),
+                t.state_reason,
+                t.state_changed_at,
+                t.next_run_at,
+                t.revision,
+                t.created_at,
+                t.updated_at,
+                t.consecutive_failures,
+                t.next_retry_at,
+                t.retry_run_id,
+                payload,
+            ])
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                        "a task named '{}' already exists in tenant '{}'",
+                        t.name.as_deref().unwrap_or(""),
+                        t.tenant_key
+                    )))
+                }
+                other => anyhow::Error::new(other).context("saving the task"),
+            })?;
+        Ok(())
+    }
+
+    fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?1"
+            ))?
+            .query_row([task_id], decode_task)
+            .optional()
+            .context("reading the task")
+    }
+
+    fn task_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        // A range scan on the primary key; `prefix` is only ever a bound, never SQL.
+        let upper = format!("{prefix}\u{10FFFF}");
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id FROM tasks
+             WHERE task_id >= ?1 AND task_id < ?2 AND tenant_key = ?3
+             ORDER BY task_id LIMIT ?4",
+        )?;
+        let ids = stmt
+            .query_map(params![prefix, upper, tenant_key, limit], |row| row.get(0))?
+            .collect::<Result<Vec<String>, _>>()
+            .context("looking up tasks by id prefix")?;
+        Ok(ids)
+    }
+
+    fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT task_id FROM tasks
+                 WHERE tenant_key = ?1 AND name = ?2 AND state <> 'deleted'",
+            )?
+            .query_row(params![tenant_key, name], |row| row.get(0))
+            .optional()
+            .context("looking up the task by name")
+    }
+
+    fn list_tasks(&mut self, f: &TaskFilter<'_>) -> Result<Vec<Result<Task, CorruptRow>>> {
+        let keys = serde_json::to_string(f.owner_keys)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks
+             WHERE tenant_key = ?1
+               AND (?2 OR state <> 'deleted')
+               AND (?3 IS NULL OR state = ?3)
+               -- owned: the task's owner keys intersect the caller's
+               AND EXISTS (SELECT 1 FROM json_each(tasks.owner_keys) AS o
+                           WHERE o.value IN (SELECT value FROM json_each(?4)))
+             ORDER BY created_at, task_id"
+        ))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    f.tenant_key,
+                    f.include_deleted,
+                    f.state.map(|s| s.as_str()),
+                    keys
+                ],
+                decode_task,
+            )?
+            .collect::<Result<Vec<_>, _>>()
+            .context("listing tasks")?;
+        Ok(rows)
+    }
+
+    fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks
+                 SET state = ?1, state_reason = ?2, next_run_at = ?3, state_changed_at = ?4,
+                     updated_at = ?4, revision = revision + 1,
+                     -- a task that stops running drops its pending retry
+                     next_retry_at = CASE WHEN ?1 = 'active' THEN next_retry_at END,
+                     retry_run_id = CASE WHEN ?1 = 'active' THEN retry_run_id END
+                 WHERE task_id = ?5 AND state = ?6 AND revision = ?7",
+            )?
+            .execute(params![
+                c.to.as_str(),
+                c.reason,
+                c.next_run_at,
+                c.now,
+                c.task_id,
+                c.from.as_str(),
+                c.revision
+            ])
+            .context("updating the task")?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected {} at revision {})",
+                c.task_id, c.from, c.revision
+            )
+        })?;
+        Ok(c.revision + 1)
+    }
+
+    fn due_tasks(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
+        // Two range scans on the partial due indexes, merged by time.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id, next_run_at, 0 FROM tasks
+             WHERE state = 'active' AND next_run_at <= ?1 AND (?2 IS NULL OR tenant_key = ?2)
+             UNION ALL
+             SELECT task_id, next_retry_at, 1 FROM tasks
+             WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= ?1
+               AND (?2 IS NULL OR tenant_key = ?2)
+             ORDER BY 2, 1 LIMIT ?3",
+        )?;
+        let due = stmt
+            .query_map(params![now, tenant, limit], |row| {
+                Ok(DueTask {
+                    task_id: row.get(0)?,
+                    due_at: row.get(1)?,
+                    is_retry: row.get(2)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()
+            .context("finding due tasks")?;
+        Ok(due)
+    }
+
+    fn due_count(&mut self, now: i64, tenant: Option<&str>) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM tasks
+                 WHERE state = 'active' AND (?2 IS NULL OR tenant_key = ?2)
+                   AND (next_run_at <= ?1 OR next_retry_at <= ?1)",
+            )?
+            .query_row(params![now, tenant], |row| row.get(0))
+            .context("counting due tasks")
+    }
+
+    fn advance_task(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks
+                 SET state = ?1, next_run_at = ?2, next_retry_at = ?3, retry_run_id = ?4,
+                     consecutive_failures = ?5, updated_at = ?6,
+                     state_changed_at = CASE WHEN state = ?1 THEN state_changed_at ELSE ?6 END
+                 WHERE task_id = ?7 AND state = ?8 AND next_run_at IS ?9 AND next_retry_at IS ?10",
+            )?
+            .execute(params![
+                a.state.as_str(),
+                a.next_run_at,
+                a.next_retry_at,
+                a.retry_run_id,
+                a.consecutive_failures,
+                a.now,
+                a.task_id,
+                a.expected_state.as_str(),
+                a.expected_next_run_at,
+                a.expected_next_retry_at
+            ])
+            .context("advancing the task's schedule")?;
+        expect_one(changed, || {
+            format!("task {} changed while it was being scheduled", a.task_id)
+        })
+    }
+
+    fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks
+                 SET state = 'error', state_reason = ?1, next_run_at = NULL, next_retry_at = NULL,
+                     retry_run_id = NULL, state_changed_at = ?2, updated_at = ?2,
+                     revision = revision + 1
+                 WHERE task_id = ?3 AND state NOT IN ('error', 'deleted')",
+            )?
+            .execute(params![problem, now, task_id])
+            .context("quarantining the task")?;
+        expect_one(changed, || {
+            format!("task {task_id} was already quarantined")
+        })
+    }
+}

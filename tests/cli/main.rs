@@ -1,0 +1,14 @@
+//! The one integration-test binary: every test drives the built `agentcron`
+//! through a `TestEnv` (its own temp dir, database, cleaned environment and
+//! pinned clock).
+
+#[allow(dead_code)] // helpers shared by the suites; not every suite uses each one
+mod support;
+
+mod confirm;
+mod draft;
+mod generated;
+mod races;
+mod tasks;
+#[allow(dead_code)]
+mod tick;

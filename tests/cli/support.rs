@@ -1,0 +1,256 @@
+//! `TestEnv`: a hermetic place to run the binary.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentcron");
+
+/// 2026-12-02T08:00:00Z, a Wednesday.
+pub const T0: i64 = 1_796_198_400;
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+    now: Cell<i64>,
+    env: RefCell<Vec<(String, String)>>,
+}
+
+/// What one invocation did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// Asserts success and nothing on stderr.
+    pub fn ok(self) -> Outcome {
+        assert_eq!(
+            self.code, 0,
+            "expected success; stderr: {}\nstdout: {}",
+            self.stderr, self.stdout
+        );
+        self
+    }
+
+    /// Asserts the exit code and exactly one error line (plus optional
+    /// indented cause/hint lines), and nothing on stdout.
+    pub fn fails(self, code: i32) -> Outcome {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        assert!(
+            self.stdout.is_empty(),
+            "stdout should be empty, got {}",
+            self.stdout
+        );
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert!(!lines.is_empty(), "stderr should explain the failure");
+        if code != 2 || lines[0].starts_with("agentcron: error:") {
+            assert!(
+                lines[0].starts_with("agentcron: error: "),
+                "stderr: {}",
+                self.stderr
+            );
+            assert_eq!(
+                lines
+                    .iter()
+                    .filter(|l| l.starts_with("agentcron: error:"))
+                    .count(),
+                1,
+                "one error line: {}",
+                self.stderr
+            );
+        }
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.stderr);
+        self
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}")))
+            .collect()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("state").join("agentcron.db");
+        TestEnv {
+            dir,
+            db,
+            now: Cell::new(T0),
+            env: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn now(&self) -> i64 {
+        self.now.get()
+    }
+
+    pub fn set_now(&self, at: i64) {
+        self.now.set(at);
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.now.set(self.now.get() + seconds);
+    }
+
+    /// Sets an environment variable for every later invocation.
+    pub fn set_env(&self, key: &str, value: &str) {
+        let mut env = self.env.borrow_mut();
+        env.retain(|(k, _)| k != key);
+        env.push((key.to_string(), value.to_string()));
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("LOGNAME", "tester")
+            .env("USER", "tester")
+            .env("AGENTCRON_TZ", "UTC")
+            .env("AGENTCRON_DB", &self.db)
+            .env("AGENTCRON_NOW", self.now.get().to_string());
+        for (k, v) in self.env.borrow().iter() {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Outcome {
+        self.run_with_stdin(args, b"")
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Outcome {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agentcron");
+        child.stdin.take().expect("stdin").write_all(stdin).ok();
+        let out = child.wait_with_output().expect("wait agentcron");
+        let outcome = Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        assert_ne!(outcome.code, 101, "agentcron panicked: {}", outcome.stderr);
+        outcome
+    }
+
+    /// Runs with `--json`, asserts success and parses stdout.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        self.run(&all).ok().json()
+    }
+
+    /// Drafts with the given schedule flags and returns the draft JSON.
+    pub fn draft(&self, args: &[&str]) -> Value {
+        let mut all = vec!["draft"];
+        all.extend_from_slice(args);
+        self.json(&all)
+    }
+
+    /// Drafts and confirms; returns the task JSON.
+    pub fn task(&self, args: &[&str]) -> Value {
+        let draft = self.draft(args);
+        let id = draft["draft_id"].as_str().unwrap().to_string();
+        let hash = draft["payload_hash"].as_str().unwrap().to_string();
+        let mut confirm = vec!["confirm", id.as_str(), "--hash", hash.as_str()];
+        // Confirm as the same caller in the same tenant.
+        for pair in args
+            .windows(2)
+            .filter(|w| w[0] == "--as" || w[0] == "--tenant")
+        {
+            confirm.extend_from_slice(pair);
+        }
+        self.json(&confirm)
+    }
+
+    /// A byte-exact snapshot of the database files, to prove nothing was written.
+    pub fn db_bytes(&self) -> Vec<(String, Vec<u8>)> {
+        let Some(dir) = self.db.parent() else {
+            return Vec::new();
+        };
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| !e.file_name().to_string_lossy().ends_with("-shm"))
+                    .map(|e| {
+                        (
+                            e.file_name().to_string_lossy().into_owned(),
+                            std::fs::read(e.path()).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+
+    /// Runs SQL against the database directly, for inspecting or damaging
+    /// it; every value comes back as text ("NULL" for null).
+    pub fn sql(&self, sql: &str) -> Vec<Vec<String>> {
+        let conn = rusqlite::Connection::open(&self.db).expect("open db for inspection");
+        conn.busy_timeout(std::time::Duration::from_secs(10)).ok();
+        let mut stmt = conn.prepare(sql).expect("prepare test SQL");
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |row| {
+                (0..columns)
+                    .map(|i| {
+                        let v: rusqlite::types::Value = row.get(i)?;
+                        Ok(match v {
+                            rusqlite::types::Value::Null => "NULL".to_string(),
+                            rusqlite::types::Value::Integer(i) => i.to_string(),
+                            rusqlite::types::Value::Real(f) => f.to_string(),
+                            rusqlite::types::Value::Text(t) => t,
+                            rusqlite::types::Value::Blob(b) => format!("{b:?}"),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .expect("run test SQL")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("read test SQL rows");
+        rows
+    }
+
+    /// One integer from SQL.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.sql(sql)[0][0].parse().expect("an integer")
+    }
+}
+
+pub fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, body).expect("write script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod script");
+}

@@ -1,0 +1,206 @@
+//! Task management: list, show, pause, resume, delete, next; addressing by
+//! id, prefix and name; tenants, owners and revisions.
+
+use crate::support::TestEnv;
+
+fn id(task: &serde_json::Value) -> String {
+    task["task_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn tasks_are_addressed_by_id_prefix_and_name() {
+    let env = TestEnv::new();
+    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "report"]);
+    let full = id(&task);
+    for arg in [full.as_str(), &full[..4], &full[..8], "report"] {
+        assert_eq!(env.json(&["show", arg])["task_id"], full.as_str(), "{arg}");
+    }
+    let out = env.run(&["show", &full[..3]]).fails(3);
+    assert!(out.stderr.contains("at least 4"), "{}", out.stderr);
+    env.run(&["show", "nope"]).fails(3);
+}
+
+#[test]
+fn list_shows_only_the_callers_tasks_in_the_tenant() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "mine", "--every", "1h", "--as", "alice"]);
+    env.task(&["--instruction", "theirs", "--every", "1h", "--as", "bob"]);
+    env.task(&[
+        "--instruction",
+        "elsewhere",
+        "--every",
+        "1h",
+        "--as",
+        "alice",
+        "--tenant",
+        "t2",
+    ]);
+    let list = env.json(&["list", "--as", "alice"]);
+    let instructions: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["instruction"].as_str().unwrap())
+        .collect();
+    assert_eq!(instructions, ["mine"]);
+    assert_eq!(
+        env.json(&["list", "--as", "alice", "--tenant", "t2"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        env.json(&["list", "--as", "carol"])
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // Human output: a table with a header, and nothing at all when empty.
+    let out = env.run(&["list", "--as", "alice"]).ok();
+    assert!(out.stdout.starts_with("ID"), "{}", out.stdout);
+    assert!(out.stdout.contains("mine"));
+    assert!(env.run(&["list", "--as", "carol"]).ok().stdout.is_empty());
+}
+
+#[test]
+fn another_owner_or_tenant_cannot_see_or_change_a_task() {
+    let env = TestEnv::new();
+    let task = env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--as",
+        "alice",
+        "--name",
+        "a1",
+    ]);
+    let full = id(&task);
+    let out = env.run(&["pause", &full, "--as", "bob"]).fails(4);
+    assert!(out.stderr.contains("not an owner"), "{}", out.stderr);
+    env.run(&["show", &full, "--as", "bob"]).fails(4);
+    env.run(&["show", &full, "--as", "alice", "--tenant", "t2"])
+        .fails(4);
+    // By name or prefix, another tenant's task is invisible.
+    env.run(&["show", "a1", "--as", "alice", "--tenant", "t2"])
+        .fails(3);
+    env.run(&["show", &full[..8], "--as", "alice", "--tenant", "t2"])
+        .fails(3);
+    assert_eq!(
+        env.json(&["show", "a1", "--as", "alice"])["state"],
+        "active"
+    );
+}
+
+#[test]
+fn pause_resume_delete_bump_the_revision_and_are_audited() {
+    let env = TestEnv::new();
+    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "p"]);
+    let paused = env.json(&["pause", "p", "--reason", "vacation"]);
+    assert_eq!(paused["state"], "paused");
+    assert_eq!(paused["revision"], 2);
+    assert_eq!(paused["pause_reason"], "vacation");
+    assert_eq!(paused["next_run_at"], serde_json::Value::Null);
+    let shown = env.run(&["show", "p"]).ok();
+    assert!(shown.stdout.contains("vacation"), "{}", shown.stdout);
+    // Resuming three and a half hours later does not catch up.
+    env.advance(3 * 3600 + 1800);
+    let resumed = env.json(&["resume", "p"]);
+    assert_eq!(resumed["state"], "active");
+    assert_eq!(resumed["revision"], 3);
+    assert_eq!(resumed["next_run_at"], "2026-12-02T12:00:00Z");
+    let deleted = env.json(&["delete", &id(&task)]);
+    assert_eq!(deleted["state"], "deleted");
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 0);
+    assert_eq!(env.json(&["list", "--all"]).as_array().unwrap().len(), 1);
+    let actions = env.sql("SELECT action FROM events ORDER BY event_id");
+    let actions: Vec<&str> = actions.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(actions, ["draft", "confirm", "pause", "resume", "delete"]);
+    // The name is free again after delete.
+    env.task(&["--instruction", "y", "--every", "1h", "--name", "p"]);
+}
+
+#[test]
+fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    env.run(&["resume", "c"]).fails(5);
+    env.json(&["pause", "c"]);
+    let before = env.db_bytes();
+    let out = env.run(&["pause", "c"]).fails(5);
+    assert!(out.stderr.contains("paused"), "{}", out.stderr);
+    let out = env.run(&["resume", "c", "--expect-revision", "1"]).fails(5);
+    assert!(out.stderr.contains("revision"), "{}", out.stderr);
+    assert_eq!(env.db_bytes(), before);
+    assert_eq!(
+        env.json(&["resume", "c", "--expect-revision", "2"])["revision"],
+        3
+    );
+}
+
+#[test]
+fn resuming_a_once_task_after_its_time_records_one_missed_run_and_completes() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "x", "--in", "1h", "--name", "o"]);
+    env.json(&["pause", "o"]);
+    env.advance(7200);
+    let resumed = env.json(&["resume", "o"]);
+    assert_eq!(resumed["state"], "completed");
+    let shown = env.json(&["show", "o"]);
+    let runs = shown["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "missed");
+    assert_eq!(runs[0]["scheduled_for"], "2026-12-02T09:00:00Z");
+}
+
+#[test]
+fn next_lists_occurrences_in_the_task_zone_with_dst_marks() {
+    let env = TestEnv::new();
+    env.set_now(1_772_900_000); // 2026-03-07, before the US spring-forward
+    env.task(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "02:30",
+        "--tz",
+        "America/New_York",
+        "--name",
+        "n",
+    ]);
+    let next = env.json(&["next", "n", "--count", "3"]);
+    let items = next["next"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[0]["at"], "2026-03-08T07:30:00Z");
+    assert_eq!(items[0]["local"], "2026-03-08T03:30:00-04:00");
+    assert!(items[0]["dst_shifted_from"].is_string());
+    assert!(items[1]["dst_shifted_from"].is_null());
+    let out = env.run(&["next", "n", "--count", "3"]).ok();
+    assert!(out.stdout.contains("DST"), "{}", out.stdout);
+}
+
+#[test]
+fn control_characters_in_stored_text_are_escaped_for_people() {
+    let env = TestEnv::new();
+    env.task(&[
+        "--instruction",
+        "evil \u{1b}[31mred\u{1b}[0m \u{202e}txt",
+        "--every",
+        "1h",
+        "--name",
+        "e",
+    ]);
+    let out = env.run(&["show", "e"]).ok();
+    assert!(!out.stdout.contains('\u{1b}'), "raw ESC in output");
+    assert!(
+        !out.stdout.contains('\u{202e}'),
+        "raw bidi override in output"
+    );
+    assert!(out.stdout.contains("\\x1b[31m"), "{}", out.stdout);
+    // JSON keeps the exact text (escaped by JSON itself).
+    assert_eq!(
+        env.json(&["show", "e"])["instruction"],
+        "evil \u{1b}[31mred\u{1b}[0m \u{202e}txt"
+    );
+}
