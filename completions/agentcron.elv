@@ -1,0 +1,284 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[agentcron] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'agentcron'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'agentcron'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
+            cand confirm 'Confirm a draft: create the task it describes'
+            cand list 'List your tasks in the tenant'
+            cand show 'Show one task and its last 10 runs'
+            cand pause 'Pause a task: nothing runs while it is paused'
+            cand resume 'Resume a paused task; its next run is the next occurrence after now'
+            cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand tick 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
+            cand lease 'Inspect a run''s lease (for executors fencing their side effects)'
+            cand approve 'Approve a parked run: it runs again with the continuation'
+            cand deny 'Deny a parked run: it is recorded failed ("denied")'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentcron;draft'= {
+            cand --instruction 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input'
+            cand --at 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task''s zone)'
+            cand --in 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)'
+            cand --every 'Run every DURATION (at least 60 s), first one interval after now or at --start'
+            cand --start 'Anchor of an --every schedule: occurrences are START + n × DURATION'
+            cand --daily 'Run every day at HH:MM on the task''s wall clock'
+            cand --days 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`'
+            cand --cron 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone'
+            cand --name 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]'
+            cand --target 'Where the notifier delivers [default: your first identity key]'
+            cand --policy 'What the executor may do'
+            cand --tz 'The task''s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]'
+            cand --grace 'How late a run may start and still run; later ones are recorded as missed'
+            cand --max-retries 'How many times a failed run is retried'
+            cand --retry-backoff 'First retry delay; each further retry doubles it, capped at 1 h'
+            cand --ttl 'How long the draft may wait for confirmation'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;confirm'= {
+            cand --hash 'The full 64-hex payload hash printed by `agentcron draft`'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;list'= {
+            cand --state 'Only tasks in this state (active, paused, completed, deleted, error)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --all 'Include deleted tasks'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;show'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;pause'= {
+            cand --reason 'Why, kept with the task and shown by `show`'
+            cand --expect-revision 'Only if the task is still at revision N (compare-and-set)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;resume'= {
+            cand --expect-revision 'Only if the task is still at revision N (compare-and-set)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;delete'= {
+            cand --expect-revision 'Only if the task is still at revision N (compare-and-set)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;next'= {
+            cand --count 'How many occurrences'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;tick'= {
+            cand --executor 'The executor command, split by shell word rules (no shell is run)'
+            cand --notifier 'The notifier command, split by shell word rules (no shell is run)'
+            cand --max-runs 'Claim at most N runs in this tick'
+            cand --jobs 'Run up to N executors at once'
+            cand --lease 'Lease length; the lease is renewed every third of it while the executor runs'
+            cand --timeout 'Kill the executor''s process group after this long; the run becomes unknown'
+            cand --kill-grace 'Time between SIGTERM and SIGKILL when a child is stopped'
+            cand --notify-timeout 'How long the notifier may take before its notice becomes unknown'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --dry-run 'Print what this tick would do, changing nothing'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;lease'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand check 'Exit 0 while the lease holds, 5 when it does not'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentcron;lease;check'= {
+            cand --token 'The lease token (AGENTCRON_LEASE_TOKEN in the executor''s environment)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;lease;help'= {
+            cand check 'Exit 0 while the lease holds, 5 when it does not'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentcron;lease;help;check'= {
+        }
+        &'agentcron;lease;help;help'= {
+        }
+        &'agentcron;approve'= {
+            cand --wait-id 'The wait id the executor gave'
+            cand --executor 'The executor command, split by shell word rules'
+            cand --notifier 'The notifier command, split by shell word rules'
+            cand --lease 'Lease length, renewed every third of it'
+            cand --timeout 'Kill the executor''s process group after this long'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;deny'= {
+            cand --wait-id 'The wait id the executor gave'
+            cand --notifier 'The notifier command, split by shell word rules'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;help'= {
+            cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
+            cand confirm 'Confirm a draft: create the task it describes'
+            cand list 'List your tasks in the tenant'
+            cand show 'Show one task and its last 10 runs'
+            cand pause 'Pause a task: nothing runs while it is paused'
+            cand resume 'Resume a paused task; its next run is the next occurrence after now'
+            cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand tick 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
+            cand lease 'Inspect a run''s lease (for executors fencing their side effects)'
+            cand approve 'Approve a parked run: it runs again with the continuation'
+            cand deny 'Deny a parked run: it is recorded failed ("denied")'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'agentcron;help;draft'= {
+        }
+        &'agentcron;help;confirm'= {
+        }
+        &'agentcron;help;list'= {
+        }
+        &'agentcron;help;show'= {
+        }
+        &'agentcron;help;pause'= {
+        }
+        &'agentcron;help;resume'= {
+        }
+        &'agentcron;help;delete'= {
+        }
+        &'agentcron;help;next'= {
+        }
+        &'agentcron;help;tick'= {
+        }
+        &'agentcron;help;lease'= {
+            cand check 'Exit 0 while the lease holds, 5 when it does not'
+        }
+        &'agentcron;help;lease;check'= {
+        }
+        &'agentcron;help;approve'= {
+        }
+        &'agentcron;help;deny'= {
+        }
+        &'agentcron;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

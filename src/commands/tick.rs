@@ -1,0 +1,265 @@
+//! `agentcron tick`: what system cron runs every minute.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::CmdError;
+use crate::model::{short_id, RunStatus};
+use crate::output::json::{run as run_json, time};
+use crate::output::{escape, wall_time};
+use crate::process::split_command;
+use crate::schedule;
+use crate::tick::execute::Finished;
+use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
+
+/// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
+///
+/// Meant to be run by system cron every minute (see `agentcron crontab`). Prints
+/// nothing when nothing happened. Several ticks may run at once: each occurrence is
+/// claimed by exactly one of them. Exits 0 when it did its job, whatever the runs'
+/// outcomes; 1 when an executor or notifier could not be started.
+#[derive(Debug, Args)]
+pub struct TickArgs {
+    /// The executor command, split by shell word rules (no shell is run)
+    #[arg(long, env = "AGENTCRON_EXECUTOR", value_name = "CMD")]
+    pub executor: Option<String>,
+
+    /// The notifier command, split by shell word rules (no shell is run)
+    #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
+    pub notifier: Option<String>,
+
+    /// Claim at most N runs in this tick
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub max_runs: u32,
+
+    /// Run up to N executors at once
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
+
+    /// Lease length; the lease is renewed every third of it while the executor runs
+    #[arg(long, value_name = "DUR", default_value = "60s")]
+    pub lease: String,
+
+    /// Kill the executor's process group after this long; the run becomes unknown
+    #[arg(long, value_name = "DUR", default_value = "30m")]
+    pub timeout: String,
+
+    /// Print what this tick would do, changing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Time between SIGTERM and SIGKILL when a child is stopped
+    #[arg(long, value_name = "DUR", default_value = "5s", hide = true)]
+    pub kill_grace: String,
+
+    /// How long the notifier may take before its notice becomes unknown
+    #[arg(long, value_name = "DUR", default_value = "60s", hide = true)]
+    pub notify_timeout: String,
+}
+
+pub fn duration(flag: &str, text: &str) -> Result<Duration> {
+    let seconds = schedule::parse_duration(text)
+        .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)))?;
+    Ok(Duration::from_secs(seconds as u64))
+}
+
+pub fn command_argv(flag: &str, text: &str) -> Result<Vec<String>> {
+    let argv = split_command(text).map_err(|e| CmdError::usage(format!("{flag}: {e}")))?;
+    if argv.is_empty() {
+        return Err(CmdError::usage(format!("{flag} is empty")).into());
+    }
+    Ok(argv)
+}
+
+pub fn executor(args: &TickArgs) -> Result<Executor> {
+    Ok(Executor {
+        argv: args
+            .executor
+            .as_deref()
+            .map(|c| command_argv("--executor", c))
+            .transpose()?,
+        timeout: duration("--timeout", &args.timeout)?,
+        kill_grace: duration("--kill-grace", &args.kill_grace)?,
+        lease: duration("--lease", &args.lease)?,
+        jobs: args.jobs as usize,
+        output_cap: 1 << 20,
+    })
+}
+
+pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
+    args.notifier
+        .as_deref()
+        .map(|c| {
+            Ok(Notifier {
+                argv: command_argv("--notifier", c)?,
+                timeout: duration("--notify-timeout", &args.notify_timeout)?,
+                kill_grace: duration("--kill-grace", &args.kill_grace)?,
+            })
+        })
+        .transpose()
+}
+
+pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    let options = TickOptions {
+        tenant: ctx.explicit_tenant(),
+        executor: executor(&args)?,
+        notifier: notifier(&args)?,
+        max_runs: args.max_runs as usize,
+        dry_run: args.dry_run,
+    };
+    let opener = ctx.opener();
+    let clock = ctx.clock;
+    let (store, out) = ctx.store_and_output()?;
+    let json = out.json;
+    let summary = tick::run(store, &opener, &options, clock, &mut |event| {
+        report(out, json, event)
+    })?;
+    Ok(if summary.start_failures > 0 { 1 } else { 0 })
+}
+
+fn report(out: &crate::output::Output, json: bool, event: &TickEvent) -> Result<()> {
+    if let TickEvent::SchedulerGap {
+        previous,
+        now,
+        due_tasks,
+    } = event
+    {
+        out.note(&format!(
+            "warning: the previous tick was {} s ago (at {}): system cron was not running; {due_tasks} task(s) had occurrences due",
+            now - previous,
+            schedule::format_utc(*previous)
+        ));
+    }
+    if json {
+        return out.json_line(&event_json(event));
+    }
+    if let Some(line) = event_line(event) {
+        out.line(&line)?;
+    }
+    Ok(())
+}
+
+fn event_json(event: &TickEvent) -> Value {
+    match event {
+        TickEvent::SchedulerGap {
+            previous,
+            now,
+            due_tasks,
+        } => json!({"event": "scheduler_gap",
+            "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
+        TickEvent::LeaseExpired { run } => json!({"event": "lease_expired", "run": run_json(run)}),
+        TickEvent::NoticeExpired { notice } => json!({"event": "delivery_unknown",
+            "delivery_id": notice.delivery_id, "run_id": notice.run_id}),
+        TickEvent::Delivered(d) => json!({"event": "delivery", "delivery_id": d.notice.delivery_id,
+            "run_id": d.notice.run_id, "state": d.state.as_str(), "error": d.error}),
+        TickEvent::NoticesUndelivered { count } => {
+            json!({"event": "notices_pending", "count": count,
+            "reason": "no notifier configured"})
+        }
+        TickEvent::ContinuationExpired { run } => {
+            json!({"event": "continuation_expired", "run": run_json(run)})
+        }
+        TickEvent::Decided { run, .. } => {
+            json!({"event": "claimed", "decision": run.status.as_str(), "run": run_json(run)})
+        }
+        TickEvent::WouldDecide { run, .. } => {
+            json!({"event": "would_claim", "decision": run.status.as_str(), "run": run_json(run)})
+        }
+        TickEvent::Quarantined { task_id, problem } => {
+            json!({"event": "quarantined", "task_id": task_id, "problem": problem})
+        }
+        TickEvent::Finished(f) => match f.as_ref() {
+            Finished::Recorded { run, delivery, .. } => {
+                json!({"event": "finished", "run": run_json(run),
+                "delivery": delivery.as_ref().map(|d| d.state.as_str())})
+            }
+            Finished::LeaseLost { run, claimed } => {
+                json!({"event": "outcome_discarded", "run": run_json(run),
+                "reason": "lease lost", "executor_said": format!("{:?}", claimed.status)})
+            }
+            Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
+                "run": run_json(run), "error": error}),
+        },
+    }
+}
+
+fn delivery_line(d: &crate::tick::deliver::Delivery) -> String {
+    match &d.error {
+        None => format!(
+            "notice for run {} delivered to {}",
+            short_id(&d.notice.run_id),
+            escape(&d.notice.target)
+        ),
+        Some(e) => format!(
+            "notice for run {}: {} ({})",
+            short_id(&d.notice.run_id),
+            d.state,
+            escape(e)
+        ),
+    }
+}
+
+fn event_line(event: &TickEvent) -> Option<String> {
+    let line = match event {
+        TickEvent::SchedulerGap { .. } => return None,
+        TickEvent::LeaseExpired { run } => format!(
+            "run {} of task {}: lease expired, outcome unknown; settle it with `agentcron reconcile {}`",
+            short_id(&run.run_id), short_id(&run.task_id), run.run_id
+        ),
+        TickEvent::NoticeExpired { notice } => format!(
+            "notice for run {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
+            short_id(&notice.run_id)
+        ),
+        TickEvent::Delivered(d) => delivery_line(d),
+        TickEvent::NoticesUndelivered { count } => format!(
+            "{count} notice(s) pending: no notifier configured (pass --notifier or set AGENTCRON_NOTIFIER)"
+        ),
+        TickEvent::ContinuationExpired { run } => format!(
+            "run {}: continuation expired, now failed", short_id(&run.run_id)
+        ),
+        TickEvent::Decided { task, run } | TickEvent::WouldDecide { task, run } => {
+            let verb = if matches!(event, TickEvent::WouldDecide { .. }) { "would " } else { "" };
+            let when = wall_time(run.scheduled_for, task.timezone);
+            let label = escape(&task.label());
+            match run.status {
+                RunStatus::Running => format!("{verb}run {label} for {when} (run {}, attempt {})", short_id(&run.run_id), run.attempt),
+                RunStatus::Missed => format!("{verb}record {label} for {when} missed: {}",
+                    escape(run.reason.as_deref().unwrap_or(""))),
+                RunStatus::SkippedOverlap => format!("{verb}skip {label} for {when}: {}",
+                    escape(run.reason.as_deref().unwrap_or(""))),
+                other => format!("{verb}record {label} for {when}: {other}"),
+            }
+        }
+        TickEvent::Quarantined { task_id, problem } => format!(
+            "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
+        ),
+        TickEvent::Finished(f) => match f.as_ref() {
+            Finished::Recorded { run, outcome, delivery, .. } => {
+                let mut line = format!("run {} {}", short_id(&run.run_id), outcome.status);
+                if let Some(text) = outcome.summary.as_deref().or(outcome.reason.as_deref()) {
+                    line.push_str(": ");
+                    line.push_str(&crate::output::human::clip(&escape(text), 120));
+                }
+                if let Some(d) = delivery {
+                    line.push('\n');
+                    line.push_str(&delivery_line(d));
+                }
+                line
+            }
+            Finished::LeaseLost { run, .. } => format!(
+                "run {}: lease lost; its outcome was not recorded (the run is or will be unknown)",
+                short_id(&run.run_id)
+            ),
+            Finished::NotStarted { run, error, .. } => format!(
+                "run {} failed: executor could not start: {}", short_id(&run.run_id), escape(error)
+            ),
+        },
+    };
+    Some(line)
+}

@@ -1,0 +1,327 @@
+//! Step 5 of a tick: deciding a due occurrence or retry. `plan` is pure (the
+//! dry run prints it); `claim_next` applies it in one IMMEDIATE transaction
+//! together with the advance of the task's clock, so each occurrence is
+//! decided exactly once however many ticks race for it.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::schedule;
+use crate::store::{CorruptRow, DueTask, TaskAdvance, Tx};
+
+/// The most occurrences one coalesced `missed` run counts exactly; beyond
+/// it the count is a lower bound (a minutely cron down for two years).
+const COUNT_LIMIT: u64 = 1_000_000;
+
+/// What claiming one due task does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Runs to record, in order: a coalesced missed run, then at most one
+    /// decided occurrence (running, missed or skipped_overlap).
+    pub runs: Vec<Run>,
+    pub next_run_at: Option<i64>,
+    pub next_retry_at: Option<i64>,
+    pub retry_run_id: Option<String>,
+    pub state: TaskState,
+    /// A pending retry dropped because a newer occurrence is being decided.
+    pub superseded_retry: Option<String>,
+}
+
+impl Plan {
+    pub fn running(&self) -> Option<&Run> {
+        self.runs.iter().find(|r| r.status == RunStatus::Running)
+    }
+}
+
+/// Settings of the claim that do not come from the task.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimSettings {
+    pub now: i64,
+    pub lease_seconds: i64,
+}
+
+/// Decides what the due task gets. `blocking` is a run of the task that
+/// blocks the next one; `failed` is the run a due retry repeats.
+pub fn plan(task: &Task, blocking: Option<&Run>, failed: Option<&Run>, s: ClaimSettings) -> Plan {
+    let now = s.now;
+    let mut plan = Plan {
+        runs: Vec::new(),
+        next_run_at: task.next_run_at,
+        next_retry_at: task.next_retry_at,
+        retry_run_id: task.retry_run_id.clone(),
+        state: TaskState::Active,
+        superseded_retry: None,
+    };
+    let occurrence_due = task.next_run_at.filter(|at| *at <= now);
+    if let Some(first) = occurrence_due {
+        // Every occurrence from `first` to now: earlier ones coalesce into one
+        // missed run; the latest runs if it is still within grace.
+        let (count, last) =
+            schedule::count_between(&task.schedule, task.timezone, first - 1, now, COUNT_LIMIT);
+        let count = count.max(1) as i64;
+        let latest = last.unwrap_or(first).max(first);
+        let late_by = now - latest;
+        if late_by > task.grace_seconds {
+            plan.runs.push(new_run(
+                task,
+                first,
+                first,
+                1,
+                RunStatus::Missed,
+                now,
+                |r| {
+                    r.skipped_occurrences = count;
+                    r.reason = Some(format!(
+                        "late by {late_by} s > grace {} s{}",
+                        task.grace_seconds,
+                        if count > 1 {
+                            format!(" ({count} occurrences coalesced)")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                    r.finished_at = Some(now);
+                },
+            ));
+        } else {
+            if count > 1 {
+                plan.runs.push(new_run(
+                    task,
+                    first,
+                    first,
+                    1,
+                    RunStatus::Missed,
+                    now,
+                    |r| {
+                        r.skipped_occurrences = count - 1;
+                        r.reason = Some(format!(
+                            "{} occurrence(s) passed while no tick ran",
+                            count - 1
+                        ));
+                        r.finished_at = Some(now);
+                    },
+                ));
+            }
+            plan.runs
+                .push(decided(task, latest, latest, 1, blocking, s));
+        }
+        plan.next_run_at = schedule::next_after(&task.schedule, task.timezone, now).map(|o| o.at);
+        if task.next_retry_at.is_some() {
+            plan.superseded_retry = task.retry_run_id.clone();
+            plan.next_retry_at = None;
+            plan.retry_run_id = None;
+        }
+    } else if let (Some(retry_at), Some(failed)) = (task.next_retry_at, failed) {
+        let attempt = failed.attempt + 1;
+        let late_by = now - retry_at;
+        let run = if late_by > task.grace_seconds {
+            new_run(
+                task,
+                failed.scheduled_for,
+                retry_at,
+                attempt,
+                RunStatus::Missed,
+                now,
+                |r| {
+                    r.reason = Some(format!(
+                        "retry late by {late_by} s > grace {} s",
+                        task.grace_seconds
+                    ));
+                    r.skipped_occurrences = 1;
+                    r.finished_at = Some(now);
+                },
+            )
+        } else {
+            decided(task, failed.scheduled_for, retry_at, attempt, blocking, s)
+        };
+        plan.runs.push(run);
+        plan.next_retry_at = None;
+        plan.retry_run_id = None;
+    } else {
+        // A retry whose failed run is gone (pruned): drop the retry.
+        plan.next_retry_at = None;
+        plan.retry_run_id = None;
+    }
+    let nothing_left = plan.next_run_at.is_none() && plan.next_retry_at.is_none();
+    if nothing_left && plan.running().is_none() && blocking.is_none() {
+        plan.state = TaskState::Completed;
+    }
+    plan
+}
+
+/// The run for an occurrence (or retry) that is within grace.
+fn decided(
+    task: &Task,
+    scheduled_for: i64,
+    due_at: i64,
+    attempt: i64,
+    blocking: Option<&Run>,
+    s: ClaimSettings,
+) -> Run {
+    match blocking {
+        Some(blocker) => new_run(
+            task,
+            scheduled_for,
+            due_at,
+            attempt,
+            RunStatus::SkippedOverlap,
+            s.now,
+            |r| {
+                r.blocked_by = Some(blocker.run_id.clone());
+                r.reason = Some(format!(
+                    "run {} is still {}",
+                    blocker.run_id, blocker.status
+                ));
+                r.finished_at = Some(s.now);
+            },
+        ),
+        None => new_run(
+            task,
+            scheduled_for,
+            due_at,
+            attempt,
+            RunStatus::Running,
+            s.now,
+            |r| {
+                r.lease_token = Some(uuid::Uuid::new_v4().to_string());
+                r.lease_until = Some(s.now + s.lease_seconds);
+                r.started_at = Some(s.now);
+            },
+        ),
+    }
+}
+
+fn new_run(
+    task: &Task,
+    scheduled_for: i64,
+    due_at: i64,
+    attempt: i64,
+    status: RunStatus,
+    now: i64,
+    fill: impl FnOnce(&mut Run),
+) -> Run {
+    let mut run = Run {
+        run_id: uuid::Uuid::new_v4().to_string(),
+        task_id: task.task_id.clone(),
+        tenant_key: task.tenant_key.clone(),
+        scheduled_for,
+        scheduled_local: schedule::format_local(scheduled_for, task.timezone),
+        attempt,
+        due_at,
+        status,
+        payload_hash: task.payload_hash.clone(),
+        created_at: now,
+        started_at: None,
+        finished_at: None,
+        lease_token: None,
+        lease_until: None,
+        summary: None,
+        reason: None,
+        skipped_occurrences: 0,
+        blocked_by: None,
+        wait_kind: None,
+        wait_id: None,
+        wait_deadline: None,
+        delivery_status: None,
+    };
+    fill(&mut run);
+    run
+}
+
+/// What one claim transaction did.
+#[derive(Debug)]
+pub enum Claimed {
+    Planned { task: Box<Task>, plan: Plan },
+    Quarantined { task_id: String, problem: String },
+}
+
+/// Reads what `plan` needs for one due task inside `tx`.
+pub fn prepare(
+    tx: &mut dyn Tx,
+    due: &DueTask,
+    s: ClaimSettings,
+) -> Result<Option<Result<(Task, Plan), CorruptRow>>> {
+    let task = match tx.task(&due.task_id)? {
+        Some(Ok(task)) => task,
+        Some(Err(corrupt)) => return Ok(Some(Err(corrupt))),
+        None => return Ok(None),
+    };
+    if task.state != TaskState::Active {
+        return Ok(None);
+    }
+    let blocking = tx.blocking_run(&task.task_id)?;
+    let failed = match &task.retry_run_id {
+        Some(id) => tx.run(id)?,
+        None => None,
+    };
+    let plan = plan(&task, blocking.as_ref(), failed.as_ref(), s);
+    Ok(Some(Ok((task, plan))))
+}
+
+/// Claims the earliest due task, if any, in one write transaction.
+pub fn claim_next(
+    tx: &mut dyn Tx,
+    tenant: Option<&str>,
+    s: ClaimSettings,
+    notices_for_missed: bool,
+) -> Result<Option<Claimed>> {
+    let Some(due) = tx.due_tasks(s.now, tenant, 1)?.into_iter().next() else {
+        return Ok(None);
+    };
+    match prepare(tx, &due, s)? {
+        None => Ok(None),
+        Some(Err(CorruptRow {
+            id: task_id,
+            tenant_key,
+            problem,
+        })) => {
+            tx.quarantine_task(&task_id, &problem, s.now)?;
+            tx.append_event(&Event {
+                at: s.now,
+                tenant_key,
+                actor: "agentcron:tick".into(),
+                action: "quarantine".into(),
+                task_id: Some(task_id.clone()),
+                run_id: None,
+                detail: json!({"problem": problem}),
+            })?;
+            Ok(Some(Claimed::Quarantined { task_id, problem }))
+        }
+        Some(Ok((task, plan))) => {
+            for run in &plan.runs {
+                tx.insert_run(run)?;
+                tx.append_event(&Event {
+                    at: s.now,
+                    tenant_key: task.tenant_key.clone(),
+                    actor: "agentcron:tick".into(),
+                    action: "claim".into(),
+                    task_id: Some(task.task_id.clone()),
+                    run_id: Some(run.run_id.clone()),
+                    detail: json!({"decision": run.status.as_str(), "attempt": run.attempt,
+                                   "scheduled_for": run.scheduled_for, "reason": run.reason,
+                                   "skipped_occurrences": run.skipped_occurrences}),
+                })?;
+                if run.status == RunStatus::Missed && notices_for_missed {
+                    super::settle::add_notice(tx, run, Some(&task), s.now, None)?;
+                }
+            }
+            tx.advance_task(&TaskAdvance {
+                task_id: &task.task_id,
+                expected_state: task.state,
+                expected_next_run_at: task.next_run_at,
+                expected_next_retry_at: task.next_retry_at,
+                state: plan.state,
+                next_run_at: plan.next_run_at,
+                next_retry_at: plan.next_retry_at,
+                retry_run_id: plan.retry_run_id.as_deref(),
+                consecutive_failures: task.consecutive_failures,
+                now: s.now,
+            })?;
+            Ok(Some(Claimed::Planned {
+                task: Box::new(task),
+                plan,
+            }))
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Settling a run: the guarded status change, the task's bookkeeping
+//! (failure streak, retry, completion) and the run's notice, all in the
+//! caller's one transaction.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task, TaskState};
+use crate::output::human::clip;
+use crate::output::wall_time;
+use crate::store::{RunFinish, TaskAdvance, Tx};
+
+/// Longest retry delay, whatever the backoff doubles to.
+pub const MAX_RETRY_DELAY: i64 = 3600;
+
+/// How a run ended, as the tick decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: RunStatus,
+    pub summary: Option<String>,
+    pub reason: Option<String>,
+    pub wait_kind: Option<String>,
+    pub wait_id: Option<String>,
+    pub wait_deadline: Option<i64>,
+}
+
+impl Outcome {
+    pub fn settled(status: RunStatus, summary: Option<String>, reason: Option<String>) -> Outcome {
+        Outcome {
+            status,
+            summary,
+            reason,
+            wait_kind: None,
+            wait_id: None,
+            wait_deadline: None,
+        }
+    }
+}
+
+/// When the notice is to be sent right after the commit, its claim rides in
+/// the same transaction (one durable commit fewer per run).
+pub struct NoticeClaim<'a> {
+    pub token: &'a str,
+    pub deadline: i64,
+}
+
+/// Delay before retry number `attempt` (1 = first retry).
+pub fn retry_delay(backoff: i64, attempt: i64) -> i64 {
+    let exponent = (attempt - 1).clamp(0, 30) as u32;
+    backoff
+        .saturating_mul(1i64 << exponent)
+        .min(MAX_RETRY_DELAY)
+}
+
+/// Records `outcome` for `run`, which must still be `from` (under `token`
+/// when leased). Returns the notice created, if any.
+#[allow(clippy::too_many_arguments)]
+pub fn settle(
+    tx: &mut dyn Tx,
+    run: &Run,
+    from: RunStatus,
+    token: Option<&str>,
+    outcome: &Outcome,
+    actor: &str,
+    now: i64,
+    claim: Option<NoticeClaim<'_>>,
+) -> Result<Notice> {
+    tx.finish_run(&RunFinish {
+        run_id: &run.run_id,
+        from,
+        token,
+        to: outcome.status,
+        summary: outcome.summary.as_deref(),
+        reason: outcome.reason.as_deref(),
+        wait_kind: outcome.wait_kind.as_deref(),
+        wait_id: outcome.wait_id.as_deref(),
+        wait_deadline: outcome.wait_deadline,
+        now,
+    })?;
+    let task = match tx.task(&run.task_id)? {
+        Some(Ok(task)) => Some(task),
+        _ => None,
+    };
+    if let Some(task) = &task {
+        bookkeep(tx, task, run, outcome, now)?;
+    }
+    tx.append_event(&Event {
+        at: now,
+        tenant_key: run.tenant_key.clone(),
+        actor: actor.to_string(),
+        action: "finish".into(),
+        task_id: Some(run.task_id.clone()),
+        run_id: Some(run.run_id.clone()),
+        detail: json!({"from": from.as_str(), "status": outcome.status.as_str(),
+                       "reason": outcome.reason, "attempt": run.attempt}),
+    })?;
+    let mut settled = run.clone();
+    settled.status = outcome.status;
+    settled.summary = outcome.summary.clone().or(settled.summary);
+    settled.reason = outcome.reason.clone();
+    add_notice(tx, &settled, task.as_ref(), now, claim)
+}
+
+/// The task side of a settled run: failure streak, retry, completion.
+fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64) -> Result<()> {
+    let status = outcome.status;
+    if task.state != TaskState::Active {
+        return Ok(());
+    }
+    let mut failures = task.consecutive_failures;
+    let mut next_retry_at = task.next_retry_at;
+    let mut retry_run_id = task.retry_run_id.clone();
+    match status {
+        RunStatus::Succeeded | RunStatus::DeliveryFailed => failures = 0,
+        RunStatus::Failed => {
+            failures += 1;
+            let denied = outcome.reason.as_deref() == Some("denied");
+            if run.attempt <= task.max_retries && !denied && next_retry_at.is_none() {
+                next_retry_at = Some(now + retry_delay(task.retry_backoff_seconds, run.attempt));
+                retry_run_id = Some(run.run_id.clone());
+            }
+        }
+        _ => {}
+    }
+    let finished = task.next_run_at.is_none() && next_retry_at.is_none() && status.is_settled();
+    let state = if finished {
+        TaskState::Completed
+    } else {
+        TaskState::Active
+    };
+    if (failures, next_retry_at, &retry_run_id, state)
+        == (
+            task.consecutive_failures,
+            task.next_retry_at,
+            &task.retry_run_id,
+            task.state,
+        )
+    {
+        return Ok(());
+    }
+    tx.advance_task(&TaskAdvance {
+        task_id: &task.task_id,
+        expected_state: task.state,
+        expected_next_run_at: task.next_run_at,
+        expected_next_retry_at: task.next_retry_at,
+        state,
+        next_run_at: task.next_run_at,
+        next_retry_at,
+        retry_run_id: retry_run_id.as_deref(),
+        consecutive_failures: failures,
+        now,
+    })
+}
+
+/// Adds the notice of a run that left `running` (or never ran: missed).
+pub fn add_notice(
+    tx: &mut dyn Tx,
+    run: &Run,
+    task: Option<&Task>,
+    now: i64,
+    claim: Option<NoticeClaim<'_>>,
+) -> Result<Notice> {
+    let target = task
+        .map(|t| t.target.clone())
+        .unwrap_or_else(|| run.tenant_key.clone());
+    let (state, token, deadline, attempts) = match claim {
+        Some(c) => (
+            DeliveryState::Sending,
+            Some(c.token.to_string()),
+            Some(c.deadline),
+            1,
+        ),
+        None => (DeliveryState::Pending, None, None, 0),
+    };
+    let notice = Notice {
+        delivery_id: uuid::Uuid::new_v4().to_string(),
+        run_id: run.run_id.clone(),
+        tenant_key: run.tenant_key.clone(),
+        seq: tx.next_notice_seq(&run.run_id)?,
+        state,
+        target,
+        message: message(run, task),
+        created_at: now,
+        updated_at: now,
+        claim_token: token,
+        deadline,
+        attempts,
+        last_error: None,
+    };
+    tx.insert_notice(&notice)?;
+    Ok(notice)
+}
+
+/// The one-line human text of a run's outcome.
+pub fn message(run: &Run, task: Option<&Task>) -> String {
+    let label = task
+        .map(Task::label)
+        .unwrap_or_else(|| crate::model::short_id(&run.task_id).into());
+    let when = match task {
+        Some(t) => wall_time(run.scheduled_for, t.timezone),
+        None => crate::schedule::format_utc(run.scheduled_for),
+    };
+    let status = match run.status {
+        RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => format!(
+            "is waiting for approval (agentcron approve {} --wait-id {})",
+            run.run_id,
+            run.wait_id.as_deref().unwrap_or("?")
+        ),
+        RunStatus::Unknown => "has an unknown outcome; reconcile it".to_string(),
+        other => other.to_string(),
+    };
+    let mut text = format!("{label} ({when}) {status}");
+    if let Some(detail) = run.summary.as_deref().or(run.reason.as_deref()) {
+        let first_line = detail.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if !first_line.is_empty() {
+            text.push_str(": ");
+            text.push_str(&clip(first_line.trim(), 200));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_delay;
+
+    #[test]
+    fn backoff_doubles_and_caps_at_an_hour() {
+        assert_eq!(retry_delay(60, 1), 60);
+        assert_eq!(retry_delay(60, 2), 120);
+        assert_eq!(retry_delay(60, 3), 240);
+        assert_eq!(retry_delay(60, 7), 3600);
+        assert_eq!(retry_delay(60, 1000), 3600);
+        assert_eq!(retry_delay(i64::MAX / 2, 5), 3600);
+    }
+}

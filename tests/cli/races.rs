@@ -1,0 +1,154 @@
+//! Concurrency and crashes with real processes: overlapping ticks, a tick
+//! killed with SIGKILL mid-run, a tick frozen with SIGSTOP past its lease.
+
+use std::collections::HashSet;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::T0;
+use crate::tick::Rig;
+
+const HOUR: i64 = 3600;
+
+fn spawn_tick(rig: &Rig, extra: &[&str]) -> Child {
+    let mut args = vec!["tick"];
+    args.extend_from_slice(extra);
+    rig.env
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tick")
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(pid: i32, signal: i32) {
+    // SAFETY: sending a signal to a pid we started has no memory effects.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+#[test]
+fn overlapping_ticks_execute_each_occurrence_exactly_once() {
+    let rig = Rig::new();
+    let tasks = 120;
+    for i in 0..tasks {
+        rig.env
+            .task(&["--instruction", &format!("task {i}"), "--every", "1h"]);
+    }
+    rig.env.set_now(T0 + HOUR);
+    let ticks: Vec<Child> = (0..6)
+        .map(|_| spawn_tick(&rig, &["--max-runs", "1000", "--jobs", "2"]))
+        .collect();
+    for child in ticks {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let starts = rig.starts();
+    let run_ids: HashSet<&str> = starts
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    assert_eq!(starts.len(), tasks, "each occurrence executed once");
+    assert_eq!(run_ids.len(), tasks);
+    assert_eq!(rig.env.count("SELECT count(*) FROM runs"), tasks as i64);
+    assert_eq!(
+        rig.env
+            .count("SELECT count(*) FROM runs WHERE status = 'succeeded'"),
+        tasks as i64
+    );
+    assert_eq!(
+        rig.env
+            .count("SELECT count(DISTINCT task_id || scheduled_for) FROM runs"),
+        tasks as i64
+    );
+}
+
+#[test]
+fn a_killed_tick_leaves_an_unknown_run_that_blocks_the_next_occurrence() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "30");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "k"]);
+    rig.env.set_now(T0 + HOUR);
+    let mut tick = spawn_tick(&rig, &["--lease", "2s"]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    kill(tick.id() as i32, libc::SIGKILL);
+    let _ = tick.wait();
+    let executor_pid: i32 = rig.starts()[0].split(' ').nth(3).unwrap().parse().unwrap();
+    kill(-executor_pid, libc::SIGKILL); // its own process group; clean up
+
+    rig.env.set_now(T0 + HOUR + 10);
+    let out = rig.tick(&[]).ok();
+    assert!(out.stdout.contains("lease expired"), "{}", out.stdout);
+    let runs = rig.runs("k");
+    assert_eq!(runs[0]["status"], "unknown");
+    assert_eq!(runs[0]["reason"], "execution lease expired");
+
+    rig.env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("k");
+    assert_eq!(runs[0]["status"], "skipped_overlap");
+    assert_eq!(runs[1]["status"], "unknown");
+    assert_eq!(
+        rig.starts().len(),
+        1,
+        "the uncertain run was never replayed"
+    );
+}
+
+#[test]
+fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "f"]);
+    rig.env.set_now(T0 + HOUR);
+    let tick = spawn_tick(&rig, &["--lease", "3s"]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    kill(tick.id() as i32, libc::SIGSTOP);
+    // Another tick, later than the lease, freezes the run as unknown.
+    rig.env.set_now(T0 + HOUR + 30);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("f")[0]["status"], "unknown");
+    wait_for("the executor to finish", || {
+        crate::tick::journal(&rig.env.path("exec.journal"))
+            .iter()
+            .any(|l| l.starts_with("end "))
+    });
+    kill(tick.id() as i32, libc::SIGCONT);
+    let out = tick.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("lease lost"), "{stdout}");
+    assert_eq!(
+        rig.runs("f")[0]["status"],
+        "unknown",
+        "the late outcome was discarded"
+    );
+    assert_eq!(
+        rig.env
+            .count("SELECT count(*) FROM events WHERE action = 'outcome_discarded'"),
+        1
+    );
+}

@@ -1,0 +1,478 @@
+//! `tick` with real processes: the executor and notifier fixtures journal
+//! every invocation, and the journal is the ground truth for how many times
+//! a side effect happened.
+
+use std::path::PathBuf;
+
+use crate::support::{TestEnv, T0};
+
+pub fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A TestEnv wired to the fixtures, with its journals.
+pub struct Rig {
+    pub env: TestEnv,
+}
+
+impl Rig {
+    pub fn new() -> Rig {
+        let env = TestEnv::new();
+        env.set_env(
+            "FIXTURE_JOURNAL",
+            env.path("exec.journal").to_str().unwrap(),
+        );
+        env.set_env(
+            "NOTIFIER_JOURNAL",
+            env.path("notify.journal").to_str().unwrap(),
+        );
+        std::fs::create_dir_all(env.path("stdin")).unwrap();
+        env.set_env("FIXTURE_STDIN", env.path("stdin").to_str().unwrap());
+        env.set_env("AGENTCRON_EXECUTOR", &fixture("executor.sh"));
+        Rig { env }
+    }
+
+    pub fn tick(&self, extra: &[&str]) -> crate::support::Outcome {
+        let mut args = vec!["tick"];
+        args.extend_from_slice(extra);
+        self.env.run(&args)
+    }
+
+    pub fn tick_json(&self, extra: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = vec!["--json", "tick"];
+        args.extend_from_slice(extra);
+        self.env.run(&args).ok().json_lines()
+    }
+
+    pub fn starts(&self) -> Vec<String> {
+        journal(&self.env.path("exec.journal"))
+            .into_iter()
+            .filter(|l| l.starts_with("start "))
+            .collect()
+    }
+
+    pub fn notices(&self) -> Vec<serde_json::Value> {
+        journal(&self.env.path("notify.journal"))
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("notifier got JSON"))
+            .collect()
+    }
+
+    pub fn runs(&self, task: &str) -> Vec<serde_json::Value> {
+        let shown = self.env.json(&["show", task]);
+        shown["runs"].as_array().unwrap().clone()
+    }
+
+    pub fn with_notifier(&self, exit: i32) {
+        self.env
+            .set_env("AGENTCRON_NOTIFIER", &fixture("notifier.sh"));
+        self.env.set_env("NOTIFIER_EXIT", &exit.to_string());
+    }
+}
+
+pub fn journal(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+const HOUR: i64 = 3600;
+
+#[test]
+fn a_due_task_runs_once_and_a_second_tick_is_silent() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "h"]);
+    // Nothing due yet: silence.
+    let out = rig.tick(&[]).ok();
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
+    rig.env.set_now(T0 + HOUR);
+    let out = rig.tick(&[]).ok();
+    assert!(
+        out.stdout.contains("run h for 2026-12-02 09:00 UTC"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_eq!(rig.starts().len(), 1);
+    rig.env.advance(10);
+    let out = rig.tick(&[]).ok();
+    assert_eq!(out.stdout, "");
+    assert_eq!(rig.starts().len(), 1);
+    let runs = rig.runs("h");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert_eq!(runs[0]["scheduled_for"], "2026-12-02T09:00:00Z");
+    assert_eq!(
+        rig.env.json(&["show", "h"])["next_run_at"],
+        "2026-12-02T10:00:00Z"
+    );
+}
+
+#[test]
+fn the_executor_gets_the_protocol_on_stdin_and_in_its_environment() {
+    let rig = Rig::new();
+    let task = rig.env.task(&[
+        "--instruction",
+        "it's $(rm -rf /); `x` | ; \"q\" ü",
+        "--every",
+        "1h",
+        "--policy",
+        "confirm_writes",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    let start = &rig.starts()[0];
+    let parts: Vec<&str> = start.split(' ').collect();
+    let (run_id, token) = (parts[1], parts[2]);
+    let stdin: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stdin["instruction"], "it's $(rm -rf /); `x` | ; \"q\" ü");
+    assert_eq!(stdin["policy"], "confirm_writes");
+    assert_eq!(stdin["timezone"], "Europe/Berlin");
+    assert_eq!(stdin["lease_token"], token);
+    assert_eq!(stdin["payload_hash"], task["payload_hash"]);
+    assert_eq!(stdin["continuation"], serde_json::Value::Null);
+    assert_eq!(stdin["task"]["task_id"], task["task_id"]);
+    assert_eq!(stdin["run"]["run_id"], run_id);
+    assert_eq!(stdin["run"]["status"], "running");
+    assert_eq!(stdin["run"]["scheduled_local"], "2026-12-02T10:00:00+01:00");
+}
+
+#[test]
+fn the_last_json_line_is_the_result_else_the_exit_code() {
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "j",
+        "--max-retries",
+        "0",
+    ]);
+    rig.env.set_env(
+        "FIXTURE_MODE",
+        r#"json:{"status":"delivery_failed","summary":"sent nothing"}"#,
+    );
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    let run = &rig.runs("j")[0];
+    assert_eq!(run["status"], "delivery_failed");
+    assert_eq!(run["summary"], "sent nothing");
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    let run = &rig.runs("j")[0];
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["summary"].as_str().unwrap().contains("it broke"),
+        "{run}"
+    );
+}
+
+#[test]
+fn a_run_later_than_grace_is_missed_and_does_not_execute() {
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "g",
+        "--grace",
+        "2m",
+    ]);
+    rig.env.set_now(T0 + HOUR + 121);
+    let out = rig.tick(&[]).ok();
+    assert!(out.stdout.contains("missed"), "{}", out.stdout);
+    assert!(rig.starts().is_empty());
+    let run = &rig.runs("g")[0];
+    assert_eq!(run["status"], "missed");
+    assert_eq!(run["skipped_occurrences"], 1);
+}
+
+#[test]
+fn downtime_coalesces_missed_occurrences_into_one_run_and_runs_the_latest() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    // Five occurrences (09:00 … 13:00) passed; the last is 30 s old.
+    rig.env.set_now(T0 + 5 * HOUR + 30);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("c");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let missed = runs.iter().find(|r| r["status"] == "missed").unwrap();
+    assert_eq!(missed["skipped_occurrences"], 4);
+    assert_eq!(missed["scheduled_for"], "2026-12-02T09:00:00Z");
+    let ran = runs.iter().find(|r| r["status"] == "succeeded").unwrap();
+    assert_eq!(ran["scheduled_for"], "2026-12-02T13:00:00Z");
+    assert_eq!(rig.starts().len(), 1);
+    // All of them late: one missed run for all five, nothing executed.
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    rig.env.set_now(T0 + 5 * HOUR + 600);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("c");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["skipped_occurrences"], 5);
+    assert!(rig.starts().is_empty());
+    assert_eq!(
+        rig.env.json(&["show", "c"])["next_run_at"],
+        "2026-12-02T14:00:00Z"
+    );
+}
+
+#[test]
+fn failed_runs_are_retried_with_capped_exponential_backoff() {
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1d",
+        "--name",
+        "r",
+        "--max-retries",
+        "2",
+        "--retry-backoff",
+        "1m",
+    ]);
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.set_now(T0 + 86400);
+    rig.tick(&[]).ok();
+    let task = rig.env.json(&["show", "r"]);
+    assert_eq!(task["consecutive_failures"], 1);
+    assert_eq!(task["next_retry_at"], "2026-12-03T08:01:00Z");
+    // The schedule's own clock is untouched by the retry.
+    assert_eq!(task["next_run_at"], "2026-12-04T08:00:00Z");
+    rig.env.advance(59);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1, "not yet due");
+    rig.env.advance(1);
+    rig.tick(&[]).ok();
+    let task = rig.env.json(&["show", "r"]);
+    assert_eq!(
+        task["next_retry_at"], "2026-12-03T08:03:00Z",
+        "second retry after 2 × backoff"
+    );
+    rig.env.advance(120);
+    rig.tick(&[]).ok();
+    let task = rig.env.json(&["show", "r"]);
+    assert_eq!(task["consecutive_failures"], 3);
+    assert_eq!(
+        task["next_retry_at"],
+        serde_json::Value::Null,
+        "max_retries reached"
+    );
+    let runs = rig.runs("r");
+    let attempts: Vec<i64> = runs
+        .iter()
+        .map(|r| r["attempt"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, [3, 2, 1]);
+    assert!(runs
+        .iter()
+        .all(|r| r["scheduled_for"] == "2026-12-03T08:00:00Z"));
+    assert_eq!(rig.starts().len(), 3);
+    // A success resets the streak.
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.env.set_now(T0 + 2 * 86400);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.env.json(&["show", "r"])["consecutive_failures"], 0);
+}
+
+#[test]
+fn notices_are_delivered_once_with_the_outcome() {
+    let rig = Rig::new();
+    rig.with_notifier(0);
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "n",
+        "--target",
+        "chat:42",
+    ]);
+    rig.env.set_now(T0 + HOUR);
+    let out = rig.tick(&[]).ok();
+    assert!(
+        out.stdout.contains("delivered to chat:42"),
+        "{}",
+        out.stdout
+    );
+    let notices = rig.notices();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0]["target"], "chat:42");
+    assert!(notices[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("succeeded"));
+    assert_eq!(notices[0]["run"]["status"], "succeeded");
+    rig.env.advance(30);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1, "never sent twice");
+    assert_eq!(rig.runs("n")[0]["delivery_status"], "delivered");
+}
+
+#[test]
+fn notifier_exit_75_means_retry_later_and_other_failures_are_never_resent() {
+    let rig = Rig::new();
+    rig.with_notifier(75);
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("t")[0]["delivery_status"], "pending");
+    rig.env.set_env("NOTIFIER_EXIT", "0");
+    rig.env.advance(30);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("t")[0]["delivery_status"], "delivered");
+    assert_eq!(
+        rig.notices().len(),
+        2,
+        "one temp-failed attempt, one delivery"
+    );
+
+    let rig = Rig::new();
+    rig.with_notifier(1);
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "u"]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("u")[0]["delivery_status"], "unknown");
+    rig.env.set_env("NOTIFIER_EXIT", "0");
+    rig.env.advance(30);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1, "an unknown notice is never resent");
+}
+
+#[test]
+fn without_a_notifier_notices_wait_and_tick_says_so_once() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "w"]);
+    rig.env.set_now(T0 + HOUR);
+    let out = rig.tick(&[]).ok();
+    assert!(
+        out.stdout
+            .contains("1 notice(s) pending: no notifier configured"),
+        "{}",
+        out.stdout
+    );
+    rig.env.advance(30);
+    assert_eq!(rig.tick(&[]).ok().stdout, "");
+    rig.with_notifier(0);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1);
+}
+
+#[test]
+fn a_missing_executor_fails_the_run_and_the_tick() {
+    let rig = Rig::new();
+    rig.env
+        .set_env("AGENTCRON_EXECUTOR", "/nonexistent/executor --flag");
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "m",
+        "--max-retries",
+        "0",
+    ]);
+    rig.env.set_now(T0 + HOUR);
+    let out = rig.tick(&[]);
+    assert_eq!(out.code, 1, "{} {}", out.stdout, out.stderr);
+    let run = &rig.runs("m")[0];
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["reason"].as_str().unwrap().contains("could not start"),
+        "{run}"
+    );
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_changes_nothing() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "d"]);
+    rig.env.set_now(T0 + HOUR);
+    let before = rig.env.db_bytes();
+    let out = rig.tick(&["--dry-run"]).ok();
+    assert!(out.stdout.contains("would run d"), "{}", out.stdout);
+    assert_eq!(rig.env.db_bytes(), before);
+    assert!(rig.starts().is_empty());
+}
+
+#[test]
+fn a_gap_between_ticks_is_reported_and_audited() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    rig.tick(&[]).ok();
+    rig.env.advance(301);
+    let out = rig.tick(&[]).ok();
+    assert!(
+        out.stderr.contains("system cron was not running"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        rig.env
+            .count("SELECT count(*) FROM events WHERE action = 'scheduler_gap'"),
+        1
+    );
+}
+
+#[test]
+fn an_unreadable_task_is_quarantined_and_others_still_run() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "bad", "--every", "1h", "--name", "bad"]);
+    rig.env
+        .task(&["--instruction", "good", "--every", "1h", "--name", "good"]);
+    rig.env.sql(
+        "UPDATE tasks SET schedule = '{\"kind\":\"sometimes\"}' WHERE name = 'bad' RETURNING 1",
+    );
+    rig.env.set_now(T0 + HOUR);
+    let out = rig.tick(&[]).ok();
+    assert!(out.stdout.contains("quarantined"), "{}", out.stdout);
+    assert_eq!(rig.starts().len(), 1);
+    assert_eq!(
+        rig.env.sql("SELECT state FROM tasks WHERE name = 'bad'")[0][0],
+        "error"
+    );
+    assert_eq!(rig.runs("good")[0]["status"], "succeeded");
+}
+
+#[test]
+fn lease_check_holds_only_for_the_running_token() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "l"]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    let start = rig.starts()[0].clone();
+    let parts: Vec<&str> = start.split(' ').collect();
+    // The run is settled now, so its lease no longer holds.
+    rig.env
+        .run(&["lease", "check", parts[1], "--token", parts[2]])
+        .fails(5);
+}
