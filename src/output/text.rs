@@ -1,8 +1,6 @@
 //! Text for people: escaping of untrusted strings, relative times, wall
 //! times in a task's zone.
 
-use chrono::TimeZone;
-
 use crate::schedule::Tz;
 
 /// Escapes control characters, escape sequences and bidirectional controls
@@ -49,10 +47,7 @@ pub fn relative(at: i64, now: i64) -> String {
 
 /// The instant on the task's wall clock: "2026-12-03 09:30 CST".
 pub fn wall_time(at: i64, zone: Tz) -> String {
-    match zone.timestamp_opt(at, 0).single() {
-        Some(t) => t.format("%Y-%m-%d %H:%M %Z").to_string(),
-        None => at.to_string(),
-    }
+    crate::schedule::format_wall(at, zone)
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@ const SHORT: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 pub fn describe(schedule: &Schedule, tz: Tz) -> String {
     match schedule {
-        Schedule::Once { run_at } => format!("once at {}", crate::output::wall_time(*run_at, tz)),
+        Schedule::Once { run_at } => format!("once at {}", super::format_wall(*run_at, tz)),
         Schedule::Interval { seconds, anchor_at } => format!(
             "every {} from {}",
             duration_words(*seconds),
-            crate::output::wall_time(*anchor_at, tz)
+            super::format_wall(*anchor_at, tz)
         ),
         Schedule::Calendar {
             hour,

@@ -456,6 +456,14 @@ pub fn format_local(at: i64, tz: Tz) -> String {
     }
 }
 
+/// The instant on the zone's wall clock, for people: "2026-12-03 09:30 CST".
+pub fn format_wall(at: i64, tz: Tz) -> String {
+    match tz.timestamp_opt(at, 0).single() {
+        Some(t) => t.format("%Y-%m-%d %H:%M %Z").to_string(),
+        None => format_utc(at),
+    }
+}
+
 /// RFC 3339 in UTC: "2026-12-03T01:00:00Z".
 pub fn format_utc(at: i64) -> String {
     match chrono::DateTime::from_timestamp(at, 0) {

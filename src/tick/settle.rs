@@ -98,6 +98,9 @@ pub fn settle(
     settled.status = outcome.status;
     settled.summary = outcome.summary.clone().or(settled.summary);
     settled.reason = outcome.reason.clone();
+    settled.wait_kind = outcome.wait_kind.clone();
+    settled.wait_id = outcome.wait_id.clone();
+    settled.wait_deadline = outcome.wait_deadline;
     add_notice(tx, &settled, task.as_ref(), now, claim)
 }
 
@@ -209,13 +212,21 @@ pub fn message(run: &Run, task: Option<&Task>) -> String {
         RunStatus::Unknown => "has an unknown outcome; reconcile it".to_string(),
         other => other.to_string(),
     };
+    let first_line = |text: &str| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    };
+    let details: Vec<String> = [run.reason.as_deref(), run.summary.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(first_line)
+        .collect();
     let mut text = format!("{label} ({when}) {status}");
-    if let Some(detail) = run.summary.as_deref().or(run.reason.as_deref()) {
-        let first_line = detail.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        if !first_line.is_empty() {
-            text.push_str(": ");
-            text.push_str(&clip(first_line.trim(), 200));
-        }
+    if !details.is_empty() {
+        text.push_str(": ");
+        text.push_str(&clip(&details.join(" — "), 200));
     }
     text
 }

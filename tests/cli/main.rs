@@ -6,6 +6,7 @@
 mod support;
 
 mod confirm;
+mod continuations;
 mod draft;
 mod generated;
 mod races;

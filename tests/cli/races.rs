@@ -152,3 +152,36 @@ fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
         1
     );
 }
+
+#[test]
+fn a_lost_lease_kills_the_running_executor() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "30");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    rig.env.set_now(T0 + HOUR);
+    let started = Instant::now();
+    let tick = spawn_tick(&rig, &["--lease", "3s", "--kill-grace", "1s"]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    // A later tick sees the lease as expired (its clock is 60 s ahead).
+    rig.env.set_now(T0 + HOUR + 60);
+    rig.tick(&[]).ok();
+    let out = tick.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the executor was not stopped"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("lease lost"));
+    let pid: i32 = rig.starts()[0].split(' ').nth(3).unwrap().parse().unwrap();
+    assert!(
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z')))
+            .unwrap_or(true),
+        "executor {pid} still running"
+    );
+    assert_eq!(rig.runs("s")[0]["status"], "unknown");
+}

@@ -1,0 +1,174 @@
+//! Continuations: a run parked awaiting approval is approved (once), denied,
+//! or expires; and executors killed for time or lease loss.
+
+use crate::support::T0;
+use crate::tick::Rig;
+
+const HOUR: i64 = 3600;
+
+fn parked_run(rig: &Rig) -> String {
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1d", "--name", "a"]);
+    rig.env.set_now(T0 + 86400);
+    rig.tick(&[]).ok();
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "awaiting_confirmation", "{run}");
+    assert_eq!(run["wait_id"], "w1");
+    assert_eq!(run["wait_kind"], "confirmation");
+    run["run_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn approving_runs_the_executor_again_with_the_continuation_once() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env
+        .run(&["approve", &run_id, "--wait-id", "wrong"])
+        .fails(5);
+    let out = rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "succeeded");
+    assert_eq!(run["summary"], "approved and done");
+    let stdin: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        stdin["continuation"],
+        serde_json::json!({"kind": "confirmation", "wait_id": "w1", "decision": "approved"})
+    );
+    // Claimed at most once.
+    rig.env
+        .run(&["approve", &run_id, "--wait-id", "w1"])
+        .fails(5);
+    assert_eq!(rig.starts().len(), 2);
+}
+
+#[test]
+fn only_an_owner_may_approve() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env
+        .run(&["approve", &run_id, "--wait-id", "w1", "--as", "mallory"])
+        .fails(4);
+    rig.env
+        .run(&["approve", "no-such-run", "--wait-id", "w1"])
+        .fails(3);
+}
+
+#[test]
+fn denying_records_failed_and_never_retries() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.run(&["deny", &run_id, "--wait-id", "w1"]).ok();
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["reason"], "denied");
+    assert_eq!(
+        rig.env.json(&["show", "a"])["next_retry_at"],
+        serde_json::Value::Null
+    );
+    rig.env.run(&["deny", &run_id, "--wait-id", "w1"]).fails(5);
+}
+
+#[test]
+fn an_expired_continuation_fails_and_is_delivered() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-03T08:30:00Z");
+    let run_id = parked_run(&rig);
+    rig.with_notifier(0);
+    rig.env.set_now(T0 + 86400 + 31 * 60);
+    let out = rig.tick(&[]).ok();
+    assert!(
+        out.stdout.contains("continuation expired"),
+        "{}",
+        out.stdout
+    );
+    let run = &rig.runs("a")[0];
+    assert_eq!(
+        (run["status"].as_str(), run["reason"].as_str()),
+        (Some("failed"), Some("continuation expired"))
+    );
+    rig.env
+        .run(&["approve", &run_id, "--wait-id", "w1"])
+        .fails(5);
+    let messages: Vec<String> = rig
+        .notices()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("waiting for approval")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("continuation expired")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn a_timed_out_executor_is_unknown_and_its_grandchildren_are_killed() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "spawn-grandchild");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    rig.env.set_now(T0 + HOUR);
+    let started = std::time::Instant::now();
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let run = &rig.runs("t")[0];
+    assert_eq!(run["status"], "unknown");
+    assert!(
+        run["reason"].as_str().unwrap().contains("timed out"),
+        "{run}"
+    );
+    let pid: i32 = std::fs::read_to_string(rig.env.path("exec.journal.grandchild"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let gone = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z')),
+    };
+    while !gone() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(gone(), "grandchild {pid} survived the timeout");
+    // Unknown is never retried and blocks the next occurrence.
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("t")[0]["status"], "skipped_overlap");
+}
+
+#[test]
+fn jobs_run_executors_in_parallel() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "1");
+    for i in 0..4 {
+        rig.env
+            .task(&["--instruction", &format!("p{i}"), "--every", "1h"]);
+    }
+    rig.env.set_now(T0 + HOUR);
+    let started = std::time::Instant::now();
+    rig.tick(&["--jobs", "4"]).ok();
+    let elapsed = started.elapsed();
+    assert_eq!(rig.starts().len(), 4);
+    // Four one-second executors in well under four seconds: they overlapped.
+    assert!(
+        elapsed < std::time::Duration::from_millis(3500),
+        "{elapsed:?}"
+    );
+}
