@@ -38,10 +38,17 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
+            [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
             [CompletionResult]::new('tick', 'tick', [CompletionResultType]::ParameterValue, 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices')
             [CompletionResult]::new('lease', 'lease', [CompletionResultType]::ParameterValue, 'Inspect a run''s lease (for executors fencing their side effects)')
             [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Approve a parked run: it runs again with the continuation')
             [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Deny a parked run: it is recorded failed ("denied")')
+            [CompletionResult]::new('reconcile', 'reconcile', [CompletionResultType]::ParameterValue, 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -165,6 +172,46 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;runs' {
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Only runs in this status')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N runs')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;log' {
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N events')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;explain' {
+            [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'The moment to look back from (RFC 3339, or local in the task''s zone) [default: now]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;tick' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor command, split by shell word rules (no shell is run)')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier command, split by shell word rules (no shell is run)')
@@ -255,6 +302,59 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;reconcile' {
+            [CompletionResult]::new('--decision', '--decision', [CompletionResultType]::ParameterName, 'What really happened')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why you decided so; kept with the decision')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;status' {
+            [CompletionResult]::new('--max-tick-age', '--max-tick-age', [CompletionResultType]::ParameterName, 'Exit 1 when the last tick is older than DUR')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;prune' {
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Age of what to delete, e.g. 90d')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would be deleted, changing nothing')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;check' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;help' {
             [CompletionResult]::new('draft', 'draft', [CompletionResultType]::ParameterValue, 'Draft a task: show what would run, its payload hash, and the confirm line')
             [CompletionResult]::new('confirm', 'confirm', [CompletionResultType]::ParameterValue, 'Confirm a draft: create the task it describes')
@@ -264,10 +364,17 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
+            [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
             [CompletionResult]::new('tick', 'tick', [CompletionResultType]::ParameterValue, 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices')
             [CompletionResult]::new('lease', 'lease', [CompletionResultType]::ParameterValue, 'Inspect a run''s lease (for executors fencing their side effects)')
             [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Approve a parked run: it runs again with the continuation')
             [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Deny a parked run: it is recorded failed ("denied")')
+            [CompletionResult]::new('reconcile', 'reconcile', [CompletionResultType]::ParameterValue, 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
+            [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -295,6 +402,15 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;help;next' {
             break
         }
+        'agentcron;help;runs' {
+            break
+        }
+        'agentcron;help;log' {
+            break
+        }
+        'agentcron;help;explain' {
+            break
+        }
         'agentcron;help;tick' {
             break
         }
@@ -309,6 +425,18 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;deny' {
+            break
+        }
+        'agentcron;help;reconcile' {
+            break
+        }
+        'agentcron;help;status' {
+            break
+        }
+        'agentcron;help;prune' {
+            break
+        }
+        'agentcron;help;check' {
             break
         }
         'agentcron;help;help' {

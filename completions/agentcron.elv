@@ -35,10 +35,17 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand runs 'Show run history, newest first'
+            cand log 'Show the audit trail: who changed what, when, newest first'
+            cand explain 'Explain why the occurrence at or before TIME did or did not run'
             cand tick 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
             cand lease 'Inspect a run''s lease (for executors fencing their side effects)'
             cand approve 'Approve a parked run: it runs again with the continuation'
             cand deny 'Deny a parked run: it is recorded failed ("denied")'
+            cand reconcile 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
+            cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
+            cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
+            cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentcron;draft'= {
@@ -153,6 +160,43 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;runs'= {
+            cand --status 'Only runs in this status'
+            cand --limit 'At most N runs'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;log'= {
+            cand --limit 'At most N events'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;explain'= {
+            cand --at 'The moment to look back from (RFC 3339, or local in the task''s zone) [default: now]'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;tick'= {
             cand --executor 'The executor command, split by shell word rules (no shell is run)'
             cand --notifier 'The notifier command, split by shell word rules (no shell is run)'
@@ -235,6 +279,55 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;reconcile'= {
+            cand --decision 'What really happened'
+            cand --reason 'Why you decided so; kept with the decision'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;status'= {
+            cand --max-tick-age 'Exit 1 when the last tick is older than DUR'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;prune'= {
+            cand --older-than 'Age of what to delete, e.g. 90d'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --dry-run 'Report what would be deleted, changing nothing'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;check'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;help'= {
             cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
             cand confirm 'Confirm a draft: create the task it describes'
@@ -244,10 +337,17 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand runs 'Show run history, newest first'
+            cand log 'Show the audit trail: who changed what, when, newest first'
+            cand explain 'Explain why the occurrence at or before TIME did or did not run'
             cand tick 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
             cand lease 'Inspect a run''s lease (for executors fencing their side effects)'
             cand approve 'Approve a parked run: it runs again with the continuation'
             cand deny 'Deny a parked run: it is recorded failed ("denied")'
+            cand reconcile 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
+            cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
+            cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
+            cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentcron;help;draft'= {
@@ -266,6 +366,12 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;help;next'= {
         }
+        &'agentcron;help;runs'= {
+        }
+        &'agentcron;help;log'= {
+        }
+        &'agentcron;help;explain'= {
+        }
         &'agentcron;help;tick'= {
         }
         &'agentcron;help;lease'= {
@@ -276,6 +382,14 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;approve'= {
         }
         &'agentcron;help;deny'= {
+        }
+        &'agentcron;help;reconcile'= {
+        }
+        &'agentcron;help;status'= {
+        }
+        &'agentcron;help;prune'= {
+        }
+        &'agentcron;help;check'= {
         }
         &'agentcron;help;help'= {
         }

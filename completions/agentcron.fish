@@ -39,10 +39,17 @@ complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "pause" -d 'Paus
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "resume" -d 'Resume a paused task; its next run is the next occurrence after now'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "delete" -d 'Delete a task; its history stays readable with `list --all`'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "next" -d 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "runs" -d 'Show run history, newest first'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "log" -d 'Show the audit trail: who changed what, when, newest first'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "explain" -d 'Explain why the occurrence at or before TIME did or did not run'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "tick" -d 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "lease" -d 'Inspect a run\'s lease (for executors fencing their side effects)'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "approve" -d 'Approve a parked run: it runs again with the continuation'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied")'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "reconcile" -d 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "status" -d 'Report the last tick, the due backlog, stuck runs and undelivered notices'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "prune" -d 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "check" -d 'Verify the store\'s invariants, read-only; exit 1 naming each violation'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l instruction -d 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l at -d 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task\'s zone)' -r
@@ -125,6 +132,31 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand next" -l now -d 'A f
 complete -c agentcron -n "__fish_agentcron_using_subcommand next" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
 complete -c agentcron -n "__fish_agentcron_using_subcommand next" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentcron -n "__fish_agentcron_using_subcommand next" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l status -d 'Only runs in this status' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l limit -d 'At most N runs' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand runs" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l limit -d 'At most N events' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand log" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l at -d 'The moment to look back from (RFC 3339, or local in the task\'s zone) [default: now]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l executor -d 'The executor command, split by shell word rules (no shell is run)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l notifier -d 'The notifier command, split by shell word rules (no shell is run)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l max-runs -d 'Claim at most N runs in this tick' -r
@@ -181,17 +213,59 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l now -d 'A f
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -s V -l version -d 'Print version'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "draft" -d 'Draft a task: show what would run, its payload hash, and the confirm line'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "confirm" -d 'Confirm a draft: create the task it describes'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "list" -d 'List your tasks in the tenant'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "show" -d 'Show one task and its last 10 runs'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "pause" -d 'Pause a task: nothing runs while it is paused'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "resume" -d 'Resume a paused task; its next run is the next occurrence after now'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "delete" -d 'Delete a task; its history stays readable with `list --all`'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "next" -d 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "tick" -d 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "lease" -d 'Inspect a run\'s lease (for executors fencing their side effects)'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "approve" -d 'Approve a parked run: it runs again with the continuation'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied")'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next tick lease approve deny help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l decision -d 'What really happened' -r -f -a "confirmed_succeeded\t'The work was done: settle as succeeded'
+confirmed_failed\t'The work was not done: settle as failed'
+abandoned\t'Give up on it: settle as failed'"
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l reason -d 'Why you decided so; kept with the decision' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand reconcile" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l max-tick-age -d 'Exit 1 when the last tick is older than DUR' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand status" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l older-than -d 'Age of what to delete, e.g. 90d' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l dry-run -d 'Report what would be deleted, changing nothing'
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand prune" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -l tenant -d 'The tenant every command acts in [default: default]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c agentcron -n "__fish_agentcron_using_subcommand check" -s V -l version -d 'Print version'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "draft" -d 'Draft a task: show what would run, its payload hash, and the confirm line'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "confirm" -d 'Confirm a draft: create the task it describes'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "list" -d 'List your tasks in the tenant'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "show" -d 'Show one task and its last 10 runs'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "pause" -d 'Pause a task: nothing runs while it is paused'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "resume" -d 'Resume a paused task; its next run is the next occurrence after now'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "delete" -d 'Delete a task; its history stays readable with `list --all`'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "next" -d 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "runs" -d 'Show run history, newest first'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "log" -d 'Show the audit trail: who changed what, when, newest first'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "explain" -d 'Explain why the occurrence at or before TIME did or did not run'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "tick" -d 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "lease" -d 'Inspect a run\'s lease (for executors fencing their side effects)'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "approve" -d 'Approve a parked run: it runs again with the continuation'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied")'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "reconcile" -d 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "status" -d 'Report the last tick, the due backlog, stuck runs and undelivered notices'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "prune" -d 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "check" -d 'Verify the store\'s invariants, read-only; exit 1 naming each violation'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and __fish_seen_subcommand_from lease" -f -a "check" -d 'Exit 0 while the lease holds, 5 when it does not'

@@ -12,6 +12,7 @@ pub mod commands;
 pub mod context;
 pub mod error;
 pub mod executor_result;
+pub mod explain;
 pub mod lifecycle;
 pub mod model;
 pub mod output;

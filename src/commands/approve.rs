@@ -192,7 +192,7 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
     };
     let (run, notice) = ctx.store()?.write(|tx| {
         let (_, run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
-        let outcome = Outcome::settled(RunStatus::Failed, None, Some("denied".into()));
+        let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
         let notice = settle::settle(
             tx,
             &run,

@@ -3,16 +3,23 @@
 //! They run no SQL and read no clock.
 
 pub mod approve;
+pub mod check;
 pub mod confirm;
 pub mod delete;
 pub mod draft;
+pub mod explain;
 pub mod lease;
 pub mod list;
+pub mod log;
 pub mod next;
 pub mod pause;
+pub mod prune;
+pub mod reconcile;
 pub mod resolve;
 pub mod resume;
+pub mod runs;
 pub mod show;
+pub mod status;
 pub mod tick;
 
 use anyhow::Result;
@@ -35,6 +42,13 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Lease(args) => lease::run(ctx, args),
         Command::Approve(args) => return approve::approve(ctx, args),
         Command::Deny(args) => approve::deny(ctx, args),
+        Command::Runs(args) => runs::run(ctx, args),
+        Command::Log(args) => log::run(ctx, args),
+        Command::Explain(args) => explain::run(ctx, args),
+        Command::Reconcile(args) => reconcile::run(ctx, args),
+        Command::Status(args) => return status::run(ctx, args),
+        Command::Prune(args) => prune::run(ctx, args),
+        Command::Check(args) => return check::run(ctx, args),
     }
     .map(|()| 0)
 }

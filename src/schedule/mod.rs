@@ -293,6 +293,24 @@ pub fn upcoming(schedule: &Schedule, tz: Tz, after: i64, count: usize) -> Vec<Oc
     out
 }
 
+/// The latest occurrence at or before `at`, found through widening windows
+/// (a day, a week, a year, nine years) so that sparse schedules stay cheap.
+pub fn last_at_or_before(schedule: &Schedule, tz: Tz, at: i64) -> Option<Occurrence> {
+    for window in [86_400, 8 * 86_400, 367 * 86_400, 9 * 367 * 86_400] {
+        let (_, last) = count_between(schedule, tz, at.saturating_sub(window), at, u64::MAX);
+        if let Some(found) = last {
+            // Recompute through next_after to learn whether DST shifted it.
+            return next_after(schedule, tz, found - 1)
+                .filter(|o| o.at == found)
+                .or(Some(Occurrence {
+                    at: found,
+                    shifted_from: None,
+                }));
+        }
+    }
+    None
+}
+
 /// How many occurrences fall in (from, to], at most `limit`, and the last
 /// one counted. Day by day for calendar and cron, arithmetic for intervals.
 pub fn count_between(

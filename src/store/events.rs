@@ -7,11 +7,16 @@ use crate::model::{Event, StoredEvent};
 
 pub trait EventTx {
     fn append_event(&mut self, event: &Event) -> Result<()>;
-    /// Newest first, in the tenant, optionally for one task.
+    /// Newest first, in the tenant: events of tasks the caller owns and
+    /// events about no task (drafts shown to their author, scheduler gaps);
+    /// optionally one task's.
     fn events(
         &mut self,
         tenant_key: &str,
+        owner_keys: &[String],
         task_id: Option<&str>,
         limit: u64,
     ) -> Result<Vec<StoredEvent>>;
+    /// The task's latest pause or resume at or before `at`.
+    fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>>;
 }

@@ -10,6 +10,7 @@
 pub mod deliveries;
 pub mod drafts;
 pub mod events;
+pub mod maintenance;
 pub mod meta;
 pub mod runs;
 pub mod sqlite;
@@ -22,13 +23,14 @@ use anyhow::Result;
 pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
 pub use events::EventTx;
+pub use maintenance::{MaintenanceTx, PruneCounts, Stats};
 pub use meta::MetaTx;
-pub use runs::{RunFinish, RunTx};
+pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
 
 /// Everything one transaction can do.
-pub trait Tx: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx {}
-impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx> Tx for T {}
+pub trait Tx: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx {}
+impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx> Tx for T {}
 
 /// A database holding agentcron's state.
 pub trait Store {
@@ -41,6 +43,12 @@ pub trait Store {
 
     /// Where the data lives, for messages and `status`.
     fn location(&self) -> String;
+
+    /// Bytes the store occupies on disk, when that is known.
+    fn size_bytes(&self) -> Option<u64>;
+
+    /// Gives the space of deleted rows back to the file system.
+    fn compact(&mut self) -> Result<()>;
 }
 
 impl dyn Store + '_ {

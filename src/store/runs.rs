@@ -20,9 +20,39 @@ pub struct RunFinish<'a> {
     pub now: i64,
 }
 
+/// Which runs `runs` and `reconcile` show: the caller's, in the tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFilter<'a> {
+    pub tenant_key: &'a str,
+    pub owner_keys: &'a [String],
+    pub task_id: Option<&'a str>,
+    pub status: Option<RunStatus>,
+    pub limit: u64,
+}
+
+/// An operator's decision on an unknown run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciliation {
+    pub run_id: String,
+    pub tenant_key: String,
+    pub actor: String,
+    pub decision: String,
+    pub reason: String,
+    pub prior_reason: Option<String>,
+    pub decided_at: i64,
+}
+
 pub trait RunTx {
     fn insert_run(&mut self, run: &Run) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
+    /// Runs matching the filter, newest first.
+    fn list_runs(&mut self, filter: &RunFilter<'_>) -> Result<Vec<Run>>;
+    /// Runs of the task scheduled for exactly this occurrence, every attempt.
+    fn occurrence_runs(&mut self, task_id: &str, scheduled_for: i64) -> Result<Vec<Run>>;
+    /// The latest run of the task scheduled at or before `at`.
+    fn run_at_or_before(&mut self, task_id: &str, at: i64) -> Result<Option<Run>>;
+    fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()>;
+    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>>;
     /// The task's runs, newest occurrence first.
     fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>>;
     /// A run of the task that blocks its next occurrence, if any.

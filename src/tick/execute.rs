@@ -374,6 +374,7 @@ fn outcome_of(r: &ExecResult) -> Outcome {
             wait_kind: Some(kind.into()),
             wait_id: Some(wait_id),
             wait_deadline: Some(deadline),
+            retryable: true,
         };
     }
     Outcome::settled(status, r.summary.clone(), r.reason.clone())

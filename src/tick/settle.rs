@@ -22,6 +22,9 @@ pub struct Outcome {
     pub wait_kind: Option<String>,
     pub wait_id: Option<String>,
     pub wait_deadline: Option<i64>,
+    /// Whether a failure may be retried: not when a person decided it
+    /// (denied, reconciled), since that would replay a judged run.
+    pub retryable: bool,
 }
 
 impl Outcome {
@@ -33,6 +36,14 @@ impl Outcome {
             wait_kind: None,
             wait_id: None,
             wait_deadline: None,
+            retryable: true,
+        }
+    }
+
+    pub fn final_decision(status: RunStatus, reason: String) -> Outcome {
+        Outcome {
+            retryable: false,
+            ..Outcome::settled(status, None, Some(reason))
         }
     }
 }
@@ -65,6 +76,21 @@ pub fn settle(
     now: i64,
     claim: Option<NoticeClaim<'_>>,
 ) -> Result<Notice> {
+    let (task, settled) = record(tx, run, from, token, outcome, actor, now)?;
+    add_notice(tx, &settled, task.as_ref(), now, claim)
+}
+
+/// The guarded change, the task's bookkeeping and the audit event, without a
+/// notice (reconcile: the run's notice went out when it became unknown).
+pub fn record(
+    tx: &mut dyn Tx,
+    run: &Run,
+    from: RunStatus,
+    token: Option<&str>,
+    outcome: &Outcome,
+    actor: &str,
+    now: i64,
+) -> Result<(Option<Task>, Run)> {
     tx.finish_run(&RunFinish {
         run_id: &run.run_id,
         from,
@@ -101,7 +127,8 @@ pub fn settle(
     settled.wait_kind = outcome.wait_kind.clone();
     settled.wait_id = outcome.wait_id.clone();
     settled.wait_deadline = outcome.wait_deadline;
-    add_notice(tx, &settled, task.as_ref(), now, claim)
+    settled.finished_at = Some(now);
+    Ok((task, settled))
 }
 
 /// The task side of a settled run: failure streak, retry, completion.
@@ -117,8 +144,7 @@ fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64
         RunStatus::Succeeded | RunStatus::DeliveryFailed => failures = 0,
         RunStatus::Failed => {
             failures += 1;
-            let denied = outcome.reason.as_deref() == Some("denied");
-            if run.attempt <= task.max_retries && !denied && next_retry_at.is_none() {
+            if run.attempt <= task.max_retries && outcome.retryable && next_retry_at.is_none() {
                 next_retry_at = Some(now + retry_delay(task.retry_backoff_seconds, run.attempt));
                 retry_run_id = Some(run.run_id.clone());
             }

@@ -9,6 +9,7 @@ mod confirm;
 mod continuations;
 mod draft;
 mod generated;
+mod operator;
 mod races;
 mod tasks;
 #[allow(dead_code)]

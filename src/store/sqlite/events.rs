@@ -30,33 +30,57 @@ impl EventTx for SqliteTx<'_> {
     fn events(
         &mut self,
         tenant_key: &str,
+        owner_keys: &[String],
         task_id: Option<&str>,
         limit: u64,
     ) -> Result<Vec<StoredEvent>> {
+        let keys = serde_json::to_string(owner_keys)?;
         let mut stmt = self.conn.prepare_cached(
-            "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail
-             FROM events
-             WHERE tenant_key = ?1 AND (?2 IS NULL OR task_id = ?2)
-             ORDER BY event_id DESC LIMIT ?3",
+            "SELECT e.event_id, e.at, e.tenant_key, e.actor, e.action, e.task_id, e.run_id, e.detail
+             FROM events e LEFT JOIN tasks t ON t.task_id = e.task_id
+             WHERE e.tenant_key IN (?1, '*') AND (?2 IS NULL OR e.task_id = ?2)
+               -- drafts are shown to their author, task events to the task's owners
+               AND (CASE WHEN e.task_id IS NULL
+                         THEN e.action <> 'draft' OR e.actor IN (SELECT value FROM json_each(?3))
+                         ELSE EXISTS (SELECT 1 FROM json_each(t.owner_keys) AS o
+                                      WHERE o.value IN (SELECT value FROM json_each(?3))) END)
+             ORDER BY e.event_id DESC LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![tenant_key, task_id, limit as i64], |row| {
-            let detail: String = row.get(7)?;
-            Ok(StoredEvent {
-                event_id: row.get(0)?,
-                event: Event {
-                    at: row.get(1)?,
-                    tenant_key: row.get(2)?,
-                    actor: row.get(3)?,
-                    action: row.get(4)?,
-                    task_id: row.get(5)?,
-                    run_id: row.get(6)?,
-                    // A damaged detail is shown as text rather than lost.
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                },
-            })
-        })?;
+        let rows = stmt.query_map(
+            params![tenant_key, task_id, keys, limit as i64],
+            decode_event,
+        )?;
         rows.collect::<Result<Vec<_>, _>>()
             .context("reading the audit trail")
     }
+
+    fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .prepare_cached(
+                "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail FROM events
+                 WHERE task_id = ?1 AND action IN ('pause', 'resume') AND at <= ?2
+                 ORDER BY event_id DESC LIMIT 1",
+            )?
+            .query_row(params![task_id, at], decode_event)
+            .optional()
+            .context("reading the task's pauses")
+    }
+}
+
+fn decode_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    let detail: String = row.get(7)?;
+    Ok(StoredEvent {
+        event_id: row.get(0)?,
+        event: Event {
+            at: row.get(1)?,
+            tenant_key: row.get(2)?,
+            actor: row.get(3)?,
+            action: row.get(4)?,
+            task_id: row.get(5)?,
+            run_id: row.get(6)?,
+            // A damaged detail is shown as text rather than lost.
+            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+        },
+    })
 }

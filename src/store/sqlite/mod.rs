@@ -7,6 +7,7 @@
 mod deliveries;
 mod drafts;
 mod events;
+mod maintenance;
 mod meta;
 mod open;
 mod runs;
@@ -66,6 +67,23 @@ impl Store for SqliteStore {
 
     fn location(&self) -> String {
         self.path.display().to_string()
+    }
+
+    fn size_bytes(&self) -> Option<u64> {
+        let file = |suffix: &str| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(suffix);
+            std::fs::metadata(name).map(|m| m.len()).unwrap_or(0)
+        };
+        Some(file("") + file("-wal"))
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        // VACUUM rewrites the file without the free pages; the checkpoint then
+        // folds the rewritten pages back into it and truncates the WAL.
+        self.conn
+            .execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+            .context("compacting the database")
     }
 }
 

@@ -5,7 +5,7 @@ use rusqlite::{params, OptionalExtension, Row};
 
 use super::{expect_one, SqliteTx};
 use crate::model::{DeliveryState, Run, RunStatus};
-use crate::store::{RunFinish, RunTx};
+use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 
 pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
@@ -97,6 +97,97 @@ impl RunTx for SqliteTx<'_> {
             .collect::<Result<Vec<_>, _>>()
             .context("reading the task's runs")?;
         Ok(runs)
+    }
+
+    fn list_runs(&mut self, f: &RunFilter<'_>) -> Result<Vec<Run>> {
+        let keys = serde_json::to_string(f.owner_keys)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r JOIN tasks t ON t.task_id = r.task_id
+             WHERE r.tenant_key = ?1
+               AND (?2 IS NULL OR r.task_id = ?2)
+               AND (?3 IS NULL OR r.status = ?3)
+               AND EXISTS (SELECT 1 FROM json_each(t.owner_keys) AS o
+                           WHERE o.value IN (SELECT value FROM json_each(?4)))
+             ORDER BY r.scheduled_for DESC, r.attempt DESC, r.created_at DESC LIMIT ?5"
+        ))?;
+        let runs = stmt
+            .query_map(
+                params![
+                    f.tenant_key,
+                    f.task_id,
+                    f.status.map(|s| s.as_str()),
+                    keys,
+                    f.limit as i64
+                ],
+                decode_run,
+            )?
+            .collect::<Result<Vec<_>, _>>()
+            .context("listing runs")?;
+        Ok(runs)
+    }
+
+    fn occurrence_runs(&mut self, task_id: &str, scheduled_for: i64) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r WHERE r.task_id = ?1 AND r.scheduled_for = ?2
+             ORDER BY r.attempt"
+        ))?;
+        let runs = stmt
+            .query_map(params![task_id, scheduled_for], decode_run)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading the occurrence's runs")?;
+        Ok(runs)
+    }
+
+    fn run_at_or_before(&mut self, task_id: &str, at: i64) -> Result<Option<Run>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs r WHERE r.task_id = ?1 AND r.scheduled_for <= ?2
+                 ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT 1"
+            ))?
+            .query_row(params![task_id, at], decode_run)
+            .optional()
+            .context("reading the run before the occurrence")
+    }
+
+    fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO reconciliations (run_id, tenant_key, actor, decision, reason,
+                                              prior_reason, decided_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                r.run_id,
+                r.tenant_key,
+                r.actor,
+                r.decision,
+                r.reason,
+                r.prior_reason,
+                r.decided_at
+            ])
+            .context("recording the reconciliation")?;
+        Ok(())
+    }
+
+    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>> {
+        self.conn
+            .prepare_cached(
+                "SELECT run_id, tenant_key, actor, decision, reason, prior_reason, decided_at
+                 FROM reconciliations WHERE run_id = ?1",
+            )?
+            .query_row([run_id], |row| {
+                Ok(Reconciliation {
+                    run_id: row.get(0)?,
+                    tenant_key: row.get(1)?,
+                    actor: row.get(2)?,
+                    decision: row.get(3)?,
+                    reason: row.get(4)?,
+                    prior_reason: row.get(5)?,
+                    decided_at: row.get(6)?,
+                })
+            })
+            .optional()
+            .context("reading the reconciliation")
     }
 
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {

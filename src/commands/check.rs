@@ -1,0 +1,33 @@
+//! `agentcron check`: verify, read-only, the invariants the store promises.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+
+/// Verify the store's invariants, read-only; exit 1 naming each violation
+///
+/// One run per occurrence attempt, no stale running run, settled runs finished once,
+/// reconciled runs settled, at most one notice being sent per run, retries that point
+/// at real runs, and SQLite's own integrity check.
+#[derive(Debug, Args)]
+pub struct CheckArgs {}
+
+pub fn run(ctx: &mut Ctx, _args: CheckArgs) -> Result<i32> {
+    let now = ctx.now;
+    let violations = ctx.store()?.read(|tx| tx.violations(now))?;
+    if ctx.out.json {
+        ctx.out
+            .document(&json!({"ok": violations.is_empty(), "violations": violations}))?;
+    } else if violations.is_empty() {
+        ctx.out.line("ok: every invariant holds")?;
+    } else {
+        let lines: Vec<String> = violations
+            .iter()
+            .map(|v| format!("violation: {}", crate::output::escape(v)))
+            .collect();
+        ctx.out.line(&lines.join("\n"))?;
+    }
+    Ok(if violations.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,101 @@
+//! `agentcron explain`: why an occurrence did or did not run.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::resolve::{owned_task, Caller};
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::explain::{self, Facts};
+use crate::model::RunStatus;
+use crate::output::json::{run as run_json, time};
+use crate::schedule;
+
+/// Explain why the occurrence at or before TIME did or did not run
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Task id, unique id prefix (4+ characters), or name
+    pub task: String,
+
+    /// The moment to look back from (RFC 3339, or local in the task's zone) [default: now]
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+}
+
+pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let at_text = args.at.clone();
+    let (facts_owned, explanation) = ctx.store()?.read(|tx| {
+        let task = owned_task(tx, &caller, &args.task)?;
+        let at = match &at_text {
+            Some(text) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
+            None => now,
+        };
+        let Some(occurrence) = schedule::last_at_or_before(&task.schedule, task.timezone, at)
+        else {
+            return fail(CmdError::not_found(format!(
+                "task {} has no occurrence at or before {}",
+                task.label(),
+                schedule::format_utc(at)
+            )));
+        };
+        let runs = tx.occurrence_runs(&task.task_id, occurrence.at)?;
+        let covering = if runs.is_empty() {
+            tx.run_at_or_before(&task.task_id, occurrence.at)?
+                .filter(|r| {
+                    r.status == RunStatus::Missed
+                        && r.skipped_occurrences > 1
+                        && r.created_at >= occurrence.at
+                })
+        } else {
+            None
+        };
+        let blocker = match runs.last().and_then(|r| r.blocked_by.clone()) {
+            Some(id) => tx.run(&id)?,
+            None => None,
+        };
+        let pause = tx
+            .last_pause_change(&task.task_id, occurrence.at)?
+            .map(|e| {
+                let reason = e
+                    .event
+                    .detail
+                    .get("reason")
+                    .and_then(|r| r.as_str())
+                    .map(str::to_string);
+                (e.event.action, e.event.at, reason)
+            });
+        let last_tick = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+        let facts = Facts {
+            task: &task,
+            occurrence: occurrence.clone(),
+            runs,
+            covering,
+            blocker,
+            pause,
+            last_tick,
+            now,
+        };
+        let explanation = explain::explain(&facts);
+        let final_run = facts.runs.last().cloned().or(facts.covering.clone());
+        Ok(((task.clone(), occurrence, final_run), explanation))
+    })?;
+    let (task, occurrence, run) = facts_owned;
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "task_id": task.task_id,
+            "occurrence": time(Some(occurrence.at)),
+            "occurrence_local": schedule::format_local(occurrence.at, task.timezone),
+            "dst_shifted_from": occurrence.shifted_from,
+            "rule": explanation.rule,
+            "explanation": explanation.paragraph,
+            "run": run.as_ref().map(run_json),
+        }));
+    }
+    ctx.out.line(&crate::output::escape(&explanation.paragraph))
+}

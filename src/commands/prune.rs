@@ -1,0 +1,72 @@
+//! `agentcron prune`: delete old settled history and give the space back.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::status::human_bytes;
+use crate::commands::tick::duration;
+use crate::context::Ctx;
+
+/// Delete settled runs, delivered notices, audit events and expired drafts older than DUR
+///
+/// Never unknown, running or parked runs, runs with a notice not yet delivered, or a
+/// failed run whose retry is pending. After deleting, the file is compacted (VACUUM),
+/// so the database shrinks.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Age of what to delete, e.g. 90d
+    #[arg(long, value_name = "DUR")]
+    pub older_than: String,
+
+    /// Report what would be deleted, changing nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
+    let age = duration("--older-than", &args.older_than)?;
+    let cutoff = ctx.now - age.as_secs() as i64;
+    let tenant = ctx.explicit_tenant();
+    let apply = !args.dry_run;
+    let store = ctx.store()?;
+    let before = store.size_bytes();
+    let counts = if apply {
+        store.write(|tx| tx.prune(cutoff, tenant.as_deref(), true))?
+    } else {
+        store.read(|tx| tx.prune(cutoff, tenant.as_deref(), false))?
+    };
+    let removed =
+        counts.runs + counts.notices + counts.events + counts.drafts + counts.reconciliations;
+    if apply && removed > 0 {
+        store.compact()?;
+    }
+    let after = store.size_bytes();
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "dry_run": args.dry_run,
+            "cutoff": crate::output::json::time(Some(cutoff)),
+            "runs": counts.runs, "notices": counts.notices, "reconciliations": counts.reconciliations,
+            "events": counts.events, "drafts": counts.drafts,
+            "size_before": before, "size_after": after,
+        }));
+    }
+    let verb = if args.dry_run {
+        "Would delete"
+    } else {
+        "Deleted"
+    };
+    let mut text = format!(
+        "{verb} {} runs, {} notices, {} reconciliations, {} audit events and {} expired drafts older than {}.",
+        counts.runs, counts.notices, counts.reconciliations, counts.events, counts.drafts,
+        crate::schedule::format_utc(cutoff)
+    );
+    if let (Some(b), Some(a), true) = (before, after, apply) {
+        text.push_str(&format!(
+            " Database: {} → {}.",
+            human_bytes(b),
+            human_bytes(a)
+        ));
+    }
+    ctx.out.line(&text)
+}

@@ -1,0 +1,111 @@
+//! `agentcron status`: is the scheduler alive, and what is stuck.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::tick::duration;
+use crate::context::Ctx;
+use crate::output::json::time;
+use crate::output::relative;
+
+/// Report the last tick, the due backlog, stuck runs and undelivered notices
+///
+/// With --max-tick-age, exit 1 when the last tick is older than that (or there was
+/// none): a health check for cron or a systemd timer.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Exit 1 when the last tick is older than DUR
+    #[arg(long, value_name = "DUR")]
+    pub max_tick_age: Option<String>,
+}
+
+pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
+    let max_age = args
+        .max_tick_age
+        .as_deref()
+        .map(|d| duration("--max-tick-age", d))
+        .transpose()?;
+    let (now, tenant) = (ctx.now, ctx.explicit_tenant());
+    let store = ctx.store()?;
+    let (stats, last_tick) = store.read(|tx| {
+        let stats = tx.stats(now, tenant.as_deref())?;
+        let last_tick: Option<i64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+        Ok((stats, last_tick))
+    })?;
+    let (location, size) = (store.location(), store.size_bytes());
+    let stale = match (max_age, last_tick) {
+        (Some(max), Some(tick)) => now - tick > max.as_secs() as i64,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if ctx.out.json {
+        ctx.out.document(&json!({
+            "database": location,
+            "size_bytes": size,
+            "last_tick_at": time(last_tick),
+            "tick_age_seconds": last_tick.map(|t| now - t),
+            "stale": stale,
+            "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
+            "due": stats.due,
+            "runs": {"running": stats.running, "unknown": stats.unknown, "awaiting": stats.awaiting},
+            "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending, "unknown": stats.notices_unknown},
+        }))?;
+    } else {
+        let tick = match last_tick {
+            Some(t) => format!("{} ({})", crate::schedule::format_utc(t), relative(t, now)),
+            None => "never".into(),
+        };
+        let lines = [
+            (
+                "database",
+                format!(
+                    "{location} ({})",
+                    size.map(human_bytes).unwrap_or_else(|| "?".into())
+                ),
+            ),
+            (
+                "last tick",
+                format!("{tick}{}", if stale { "  STALE" } else { "" }),
+            ),
+            (
+                "tasks",
+                format!(
+                    "{} active, {} paused, {} error",
+                    stats.tasks_active, stats.tasks_paused, stats.tasks_error
+                ),
+            ),
+            ("due now", stats.due.to_string()),
+            (
+                "runs",
+                format!(
+                    "{} running, {} unknown, {} awaiting approval",
+                    stats.running, stats.unknown, stats.awaiting
+                ),
+            ),
+            (
+                "notices",
+                format!(
+                    "{} pending, {} sending, {} unknown",
+                    stats.notices_pending, stats.notices_sending, stats.notices_unknown
+                ),
+            ),
+        ];
+        let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
+        ctx.out.line(&text.join("\n"))?;
+        if stats.unknown > 0 {
+            ctx.out
+                .note("unknown runs block their tasks: see `agentcron reconcile`");
+        }
+    }
+    Ok(if stale { 1 } else { 0 })
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}

@@ -1,0 +1,190 @@
+//! Why an occurrence did or did not run, in one paragraph, from what the
+//! store recorded. Pure: the command gathers the facts, this names the rule.
+
+use crate::model::{Run, RunStatus, Task};
+use crate::schedule::{self, Occurrence};
+
+/// Everything the store knows that bears on one occurrence.
+pub struct Facts<'a> {
+    pub task: &'a Task,
+    pub occurrence: Occurrence,
+    /// Runs scheduled for exactly this occurrence, by attempt.
+    pub runs: Vec<Run>,
+    /// A coalesced missed run that stands for this occurrence.
+    pub covering: Option<Run>,
+    /// For a skipped run: the run that blocked it, as it is now.
+    pub blocker: Option<Run>,
+    /// The last pause or resume at or before the occurrence: (action, at, reason).
+    pub pause: Option<(String, i64, Option<String>)>,
+    pub last_tick: Option<i64>,
+    pub now: i64,
+}
+
+/// The verdict: a machine-readable rule and the paragraph for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    pub rule: &'static str,
+    pub paragraph: String,
+}
+
+pub fn explain(f: &Facts<'_>) -> Explanation {
+    let tz = f.task.timezone;
+    let when = |at: i64| schedule::format_wall(at, tz);
+    let occ = f.occurrence.at;
+    let mut text = format!(
+        "The occurrence at {} ({})",
+        when(occ),
+        schedule::format_utc(occ)
+    );
+    if let Some(wall) = &f.occurrence.shifted_from {
+        text.push_str(&format!(
+            ", DST-shifted from wall time {wall}, which did not exist that day,"
+        ));
+    }
+    let (rule, body) = decide(f, &when);
+    text.push(' ');
+    text.push_str(&body);
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    Explanation {
+        rule,
+        paragraph: text,
+    }
+}
+
+fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String) {
+    let occ = f.occurrence.at;
+    if occ > f.now {
+        return ("future", "has not happened yet".into());
+    }
+    // Confirm schedules the first occurrence strictly after its own moment.
+    if occ <= f.task.created_at {
+        return (
+            "created_after",
+            format!(
+                "came before the task existed: it was confirmed at {}",
+                when(f.task.created_at)
+            ),
+        );
+    }
+    if let Some(last) = f.runs.last() {
+        let mut text = String::new();
+        for earlier in &f.runs[..f.runs.len() - 1] {
+            text.push_str(&format!(
+                "attempt {} {}{} and was superseded by a retry; ",
+                earlier.attempt,
+                earlier.status,
+                detail(earlier)
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ));
+        }
+        let (rule, body) = describe_run(f, last, when);
+        text.push_str(&body);
+        return (rule, text);
+    }
+    if let Some(cover) = &f.covering {
+        return (
+            "missed_coalesced",
+            format!(
+                "was not run: it is one of {} occurrences recorded together as missed run {} ({})",
+                cover.skipped_occurrences,
+                cover.run_id,
+                cover.reason.as_deref().unwrap_or("late")
+            ),
+        );
+    }
+    if let Some((action, at, reason)) = &f.pause {
+        if action == "pause" {
+            let why = reason
+                .as_deref()
+                .map(|r| format!(" with reason \"{r}\""))
+                .unwrap_or_default();
+            return (
+                "paused",
+                format!(
+                    "did not run because the task was paused since {}{why}",
+                    when(*at)
+                ),
+            );
+        }
+    }
+    match f.last_tick {
+        Some(tick) if tick < occ => (
+            "no_tick",
+            format!(
+                "has not been claimed: no tick has run since it (the last tick was at {})",
+                when(tick)
+            ),
+        ),
+        None => (
+            "no_tick",
+            "has not been claimed: no tick has ever run against this database".into(),
+        ),
+        Some(_) => (
+            "no_run",
+            "has no run recorded (it may have been pruned)".into(),
+        ),
+    }
+}
+
+fn detail(run: &Run) -> Option<String> {
+    run.reason.clone().or_else(|| {
+        run.summary
+            .as_ref()
+            .and_then(|s| s.lines().next().map(str::to_string))
+    })
+}
+
+fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'static str, String) {
+    let id = &run.run_id;
+    let started = run.started_at.map(when).unwrap_or_else(|| "?".into());
+    let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
+    match run.status {
+        RunStatus::Succeeded => ("succeeded", format!("ran as run {id} (attempt {}) at {started} and succeeded", run.attempt)),
+        RunStatus::DeliveryFailed => (
+            "delivery_failed",
+            format!("ran as run {id} at {started}; the work was done but the executor's own reply failed{why}"),
+        ),
+        RunStatus::Failed => {
+            let retry = match (&f.task.retry_run_id, f.task.next_retry_at) {
+                (Some(r), Some(at)) if r == id => format!("; a retry is due at {}", when(at)),
+                _ if run.attempt > f.task.max_retries => format!("; no retry is left (max {})", f.task.max_retries),
+                _ => String::new(),
+            };
+            ("failed", format!("ran as run {id} (attempt {}) at {started} and failed{why}{retry}", run.attempt))
+        }
+        RunStatus::Missed => ("missed", format!("was not run and is recorded as missed run {id}{why}")),
+        RunStatus::SkippedOverlap => {
+            let blocker = match &f.blocker {
+                Some(b) => format!(
+                    "blocked by run {} which is {} (since {})",
+                    b.run_id,
+                    b.status,
+                    when(b.finished_at.or(b.started_at).unwrap_or(b.created_at))
+                ),
+                None => run.reason.clone().unwrap_or_else(|| "blocked by an earlier run".into()),
+            };
+            ("skipped_overlap", format!("was skipped as run {id}: {blocker}"))
+        }
+        RunStatus::Unknown => (
+            "unknown",
+            format!(
+                "ran as run {id} at {started}, but its outcome is unknown{why}; it blocks later occurrences until `agentcron reconcile {id}` settles it"
+            ),
+        ),
+        RunStatus::Running => (
+            "running",
+            format!("is running as run {id} under a lease until {}", run.lease_until.map(when).unwrap_or_default()),
+        ),
+        RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => (
+            "awaiting",
+            format!(
+                "ran as run {id} and is waiting for approval (wait id {}, until {})",
+                run.wait_id.as_deref().unwrap_or("?"),
+                run.wait_deadline.map(when).unwrap_or_default()
+            ),
+        ),
+    }
+}

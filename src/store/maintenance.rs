@@ -1,0 +1,41 @@
+//! Whole-store questions and chores: health counts, pruning old history,
+//! and the invariant check.
+
+use anyhow::Result;
+
+/// What `status` reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub tasks_active: i64,
+    pub tasks_paused: i64,
+    pub tasks_error: i64,
+    pub due: i64,
+    pub running: i64,
+    pub unknown: i64,
+    pub awaiting: i64,
+    pub notices_pending: i64,
+    pub notices_sending: i64,
+    pub notices_unknown: i64,
+}
+
+/// What `prune` removes (or would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneCounts {
+    pub runs: i64,
+    pub notices: i64,
+    pub reconciliations: i64,
+    pub events: i64,
+    pub drafts: i64,
+}
+
+pub trait MaintenanceTx {
+    fn stats(&mut self, now: i64, tenant: Option<&str>) -> Result<Stats>;
+    /// Deletes (when `apply`) or counts settled history older than `cutoff`:
+    /// runs that finished before it and whose notices are all delivered,
+    /// delivered notices, their reconciliations, audit events, expired
+    /// drafts. Never unknown, running or parked runs, nor a run a pending
+    /// retry refers to.
+    fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts>;
+    /// Every broken invariant, in words; empty when the store is sound.
+    fn violations(&mut self, now: i64) -> Result<Vec<String>>;
+}

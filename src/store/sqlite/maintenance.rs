@@ -1,0 +1,155 @@
+//! SQLite side of status, prune and check.
+
+use anyhow::{Context, Result};
+use rusqlite::params;
+
+use super::SqliteTx;
+use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats};
+
+/// Runs `prune` may remove: settled long enough ago, every notice delivered
+/// (or none), not the subject of a pending retry.
+const PRUNABLE_RUNS: &str = "
+    SELECT r.run_id FROM runs r
+    WHERE r.status IN ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap')
+      AND r.finished_at < ?1 AND (?2 IS NULL OR r.tenant_key = ?2)
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state <> 'delivered')
+      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";
+
+impl MaintenanceTx for SqliteTx<'_> {
+    fn stats(&mut self, now: i64, tenant: Option<&str>) -> Result<Stats> {
+        let count = |sql: &str, with_now: bool| -> Result<i64> {
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            let n = if with_now {
+                stmt.query_row(params![tenant, now], |r| r.get(0))
+            } else {
+                stmt.query_row(params![tenant], |r| r.get(0))
+            };
+            n.context("counting for status")
+        };
+        Ok(Stats {
+            tasks_active: count("SELECT count(*) FROM tasks WHERE state = 'active' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            tasks_paused: count("SELECT count(*) FROM tasks WHERE state = 'paused' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            tasks_error: count("SELECT count(*) FROM tasks WHERE state = 'error' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            due: count(
+                "SELECT count(*) FROM tasks WHERE state = 'active' AND (?1 IS NULL OR tenant_key = ?1)
+                   AND (next_run_at <= ?2 OR next_retry_at <= ?2)",
+                true,
+            )?,
+            running: count("SELECT count(*) FROM runs WHERE status = 'running' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            unknown: count("SELECT count(*) FROM runs WHERE status = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            awaiting: count(
+                "SELECT count(*) FROM runs WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                   AND (?1 IS NULL OR tenant_key = ?1)",
+                false,
+            )?,
+            notices_pending: count("SELECT count(*) FROM deliveries WHERE state = 'pending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            notices_sending: count("SELECT count(*) FROM deliveries WHERE state = 'sending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            notices_unknown: count("SELECT count(*) FROM deliveries WHERE state = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+        })
+    }
+
+    fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts> {
+        let c = &self.conn;
+        let count = |sql: &str| -> Result<i64> {
+            c.query_row(sql, params![cutoff, tenant], |r| r.get(0))
+                .context("counting prunable rows")
+        };
+        let counts = PruneCounts {
+            runs: count(&format!("SELECT count(*) FROM ({PRUNABLE_RUNS})"))?,
+            notices: count(&format!("SELECT count(*) FROM deliveries WHERE run_id IN ({PRUNABLE_RUNS})"))?,
+            reconciliations: count(&format!("SELECT count(*) FROM reconciliations WHERE run_id IN ({PRUNABLE_RUNS})"))?,
+            events: count("SELECT count(*) FROM events WHERE at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?,
+            drafts: count("SELECT count(*) FROM drafts WHERE expires_at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?,
+        };
+        if apply {
+            let run = |sql: &str| -> Result<usize> {
+                c.execute(sql, params![cutoff, tenant]).context("pruning")
+            };
+            // Children first: notices and reconciliations point at runs.
+            c.execute_batch("CREATE TEMP TABLE IF NOT EXISTS prune_runs (run_id TEXT PRIMARY KEY); DELETE FROM prune_runs;")?;
+            run(&format!("INSERT INTO prune_runs {PRUNABLE_RUNS}"))?;
+            c.execute_batch(
+                "DELETE FROM deliveries WHERE run_id IN (SELECT run_id FROM prune_runs);
+                 DELETE FROM reconciliations WHERE run_id IN (SELECT run_id FROM prune_runs);
+                 DELETE FROM runs WHERE run_id IN (SELECT run_id FROM prune_runs);
+                 DELETE FROM prune_runs;",
+            )?;
+            run("DELETE FROM events WHERE at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?;
+            run("DELETE FROM drafts WHERE expires_at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?;
+        }
+        Ok(counts)
+    }
+
+    fn violations(&mut self, now: i64) -> Result<Vec<String>> {
+        let integrity: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        let mut found = Vec::new();
+        if integrity != "ok" {
+            found.push(format!("integrity_check: {integrity}"));
+        }
+        let mut check = |sql: &str, describe: &dyn Fn(&[String]) -> String| -> Result<()> {
+            let mut stmt = self.conn.prepare(sql)?;
+            let width = stmt.column_count();
+            let rows = stmt.query_map(params![now], |row| {
+                (0..width)
+                    .map(|i| {
+                        row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
+                            rusqlite::types::Value::Text(t) => t,
+                            rusqlite::types::Value::Integer(n) => n.to_string(),
+                            rusqlite::types::Value::Null => "null".into(),
+                            other => format!("{other:?}"),
+                        })
+                    })
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })?;
+            for row in rows {
+                found.push(describe(&row?));
+            }
+            Ok(())
+        };
+        check(
+            "SELECT task_id, scheduled_for, count(*) FROM runs WHERE attempt = 1 AND ?1 = ?1
+             GROUP BY task_id, scheduled_for HAVING count(*) > 1",
+            &|r| {
+                format!(
+                    "task {} has {} first runs for occurrence {}",
+                    r[0], r[2], r[1]
+                )
+            },
+        )?;
+        check(
+            "SELECT run_id, lease_until FROM runs WHERE status = 'running' AND lease_until < ?1",
+            &|r| {
+                format!("run {} is running with a lease that expired at {} (a tick will mark it unknown)", r[0], r[1])
+            },
+        )?;
+        check(
+            "SELECT run_id, status FROM runs
+             WHERE status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization') AND finished_at IS NULL AND ?1 = ?1",
+            &|r| format!("run {} is {} but has no finish time", r[0], r[1]),
+        )?;
+        check(
+            "SELECT r.run_id, r.status FROM runs r JOIN reconciliations c ON c.run_id = r.run_id
+             WHERE r.status NOT IN ('succeeded', 'failed') AND ?1 = ?1",
+            &|r| format!("run {} was reconciled but is {}", r[0], r[1]),
+        )?;
+        check(
+            "SELECT run_id, count(*) FROM deliveries WHERE state = 'sending' AND ?1 = ?1
+             GROUP BY run_id HAVING count(*) > 1",
+            &|r| format!("run {} has {} notices being sent at once", r[0], r[1]),
+        )?;
+        check(
+            "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND ?1 = ?1 AND
+               (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
+                  AND json_extract(e.detail, '$.from') = 'running') > 1",
+            &|r| format!("run {} left running more than once", r[0]),
+        )?;
+        check(
+            "SELECT task_id, retry_run_id FROM tasks WHERE retry_run_id IS NOT NULL AND ?1 = ?1
+               AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.retry_run_id)",
+            &|r| format!("task {} retries run {}, which does not exist", r[0], r[1]),
+        )?;
+        Ok(found)
+    }
+}

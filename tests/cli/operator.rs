@@ -1,0 +1,417 @@
+//! Operator tools: reconcile, runs, log, explain, status, prune, check.
+
+use crate::support::T0;
+use crate::tick::Rig;
+
+const HOUR: i64 = 3600;
+
+/// A task whose 09:00 run is frozen unknown (executor timed out).
+fn unknown_run(rig: &Rig, name: &str) -> String {
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.advance(HOUR);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let run = &rig.runs(name)[0];
+    assert_eq!(run["status"], "unknown");
+    run["run_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn reconcile_lists_unknown_runs_and_settles_each_decision() {
+    for (decision, status) in [
+        ("confirmed_succeeded", "succeeded"),
+        ("confirmed_failed", "failed"),
+        ("abandoned", "failed"),
+    ] {
+        let rig = Rig::new();
+        let run_id = unknown_run(&rig, "u");
+        let listed = rig.env.json(&["reconcile"]);
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        assert_eq!(listed[0]["run_id"], run_id.as_str());
+        assert!(listed[0]["reason"].as_str().unwrap().contains("timed out"));
+        let before = rig.starts().len();
+        let settled = rig.env.json(&[
+            "reconcile",
+            &run_id,
+            "--decision",
+            decision,
+            "--reason",
+            "checked the logs",
+        ]);
+        assert_eq!(settled["status"], status, "{decision}");
+        assert_eq!(rig.starts().len(), before, "reconcile never runs anything");
+        assert_eq!(
+            rig.env.json(&["show", "u"])["next_retry_at"],
+            serde_json::Value::Null,
+            "never retried"
+        );
+        let row = rig.env.sql(&format!(
+            "SELECT actor, decision, reason FROM reconciliations WHERE run_id = '{run_id}'"
+        ));
+        assert_eq!(
+            row,
+            vec![vec![
+                "unix:tester".to_string(),
+                decision.to_string(),
+                "checked the logs".to_string()
+            ]]
+        );
+        assert_eq!(rig.env.json(&["reconcile"]).as_array().unwrap().len(), 0);
+        // The task is released: its next occurrence runs.
+        rig.env.set_now(T0 + 2 * HOUR);
+        rig.tick(&[]).ok();
+        assert_eq!(rig.runs("u")[0]["status"], "succeeded");
+    }
+}
+
+#[test]
+fn reconcile_refuses_other_runs_and_needs_a_reason() {
+    let rig = Rig::new();
+    let run_id = unknown_run(&rig, "u");
+    rig.env
+        .run(&["reconcile", &run_id, "--decision", "abandoned"])
+        .fails(2);
+    rig.env
+        .run(&["reconcile", &run_id, "--decision", "maybe", "--reason", "x"])
+        .fails(2);
+    rig.env
+        .run(&[
+            "reconcile",
+            &run_id,
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+            "--as",
+            "bob",
+        ])
+        .fails(4);
+    rig.env
+        .run(&[
+            "reconcile",
+            "nope",
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+        ])
+        .fails(3);
+    rig.env.json(&[
+        "reconcile",
+        &run_id,
+        "--decision",
+        "abandoned",
+        "--reason",
+        "x",
+    ]);
+    let out = rig
+        .env
+        .run(&[
+            "reconcile",
+            &run_id,
+            "--decision",
+            "abandoned",
+            "--reason",
+            "again",
+        ])
+        .fails(5);
+    assert!(out.stderr.contains("not unknown"), "{}", out.stderr);
+}
+
+#[test]
+fn runs_filters_by_task_and_status_newest_first() {
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "a",
+        "--max-retries",
+        "0",
+    ]);
+    rig.env
+        .task(&["--instruction", "y", "--every", "1h", "--name", "b"]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.env.json(&["runs"]).as_array().unwrap().len(), 4);
+    let a = rig.env.json(&["runs", "a"]);
+    assert_eq!(a.as_array().unwrap().len(), 2);
+    assert_eq!(
+        a[0]["scheduled_for"], "2026-12-02T10:00:00Z",
+        "newest first"
+    );
+    assert_eq!(
+        rig.env
+            .json(&["runs", "--status", "failed"])
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        rig.env
+            .json(&["runs", "--limit", "1"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        rig.env
+            .json(&["runs", "--as", "mallory"])
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    rig.env.run(&["runs", "--status", "weird"]).fails(2);
+    let out = rig.env.run(&["runs", "a"]).ok();
+    assert!(out.stdout.starts_with("RUN"), "{}", out.stdout);
+}
+
+#[test]
+fn log_shows_the_audit_trail_newest_first_to_owners_only() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "l"]);
+    rig.env.json(&["pause", "l", "--reason", "holiday"]);
+    let log = rig.env.json(&["log", "l"]);
+    let actions: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["pause", "confirm"]);
+    assert_eq!(log[0]["actor"], "unix:tester");
+    assert_eq!(log[0]["detail"]["reason"], "holiday");
+    assert_eq!(
+        rig.env
+            .json(&["log", "--as", "mallory"])
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
+fn explain(rig: &Rig, task: &str, at: &str) -> serde_json::Value {
+    rig.env.json(&["explain", task, "--at", at])
+}
+
+#[test]
+fn explain_names_the_rule_that_decided() {
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "e",
+        "--grace",
+        "2m",
+    ]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    let e = explain(&rig, "e", "2026-12-02T09:30:00Z");
+    assert_eq!(e["rule"], "succeeded");
+    assert!(e["explanation"].as_str().unwrap().contains("succeeded"));
+    // Late beyond grace.
+    rig.env.set_now(T0 + 2 * HOUR + 312);
+    rig.tick(&[]).ok();
+    let e = explain(&rig, "e", "2026-12-02T10:30:00Z");
+    assert_eq!(e["rule"], "missed");
+    assert!(
+        e["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("late by 312 s > grace 120 s"),
+        "{e}"
+    );
+    // Before the task existed.
+    let e = explain(&rig, "e", "2026-12-02T08:00:00Z");
+    assert_eq!(
+        e["rule"], "created_after",
+        "the anchor instant is the moment of confirmation"
+    );
+    // Paused with a reason.
+    rig.env.json(&["pause", "e", "--reason", "maintenance"]);
+    rig.env.set_now(T0 + 4 * HOUR + 10);
+    let e = explain(&rig, "e", "2026-12-02T12:00:00Z");
+    assert_eq!(e["rule"], "paused");
+    assert!(
+        e["explanation"].as_str().unwrap().contains("maintenance"),
+        "{e}"
+    );
+    // The future.
+    assert_eq!(
+        rig.env
+            .json(&["explain", "e", "--at", "2026-12-09T00:00:00Z"])["rule"],
+        "future"
+    );
+}
+
+#[test]
+fn explain_blocked_unknown_coalesced_retried_and_dst() {
+    let rig = Rig::new();
+    let run_id = unknown_run(&rig, "b");
+    rig.env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    let e = explain(&rig, "b", "2026-12-02T10:00:00Z");
+    assert_eq!(e["rule"], "skipped_overlap");
+    assert!(
+        e["explanation"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("blocked by run {run_id} which is unknown")),
+        "{e}"
+    );
+    assert_eq!(
+        explain(&rig, "b", "2026-12-02T09:00:00Z")["rule"],
+        "unknown"
+    );
+
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    rig.env.set_now(T0 + 5 * HOUR + 600);
+    rig.tick(&[]).ok();
+    let e = explain(&rig, "c", "2026-12-02T11:30:00Z");
+    assert_eq!(e["rule"], "missed_coalesced", "{e}");
+
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1d",
+        "--name",
+        "r",
+        "--retry-backoff",
+        "1m",
+    ]);
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.set_now(T0 + 86400);
+    rig.tick(&[]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.env.advance(60);
+    rig.tick(&[]).ok();
+    let e = explain(&rig, "r", "2026-12-03T12:00:00Z");
+    assert_eq!(e["rule"], "succeeded");
+    assert!(
+        e["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("superseded by a retry"),
+        "{e}"
+    );
+
+    let rig = Rig::new();
+    rig.env.set_now(1_772_900_000); // 2026-03-07
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "02:30",
+        "--tz",
+        "America/New_York",
+        "--name",
+        "d",
+    ]);
+    rig.env.set_now(1_772_900_000 + 2 * 86400);
+    let e = explain(&rig, "d", "2026-03-08T12:00:00Z");
+    assert_eq!(e["dst_shifted_from"], "02:30");
+    assert!(
+        e["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("DST-shifted from wall time 02:30"),
+        "{e}"
+    );
+    assert_eq!(e["rule"], "no_tick");
+}
+
+#[test]
+fn status_reports_and_exits_1_when_ticks_are_stale() {
+    let rig = Rig::new();
+    let out = rig.env.run(&["status", "--max-tick-age", "5m"]);
+    assert_eq!(out.code, 1, "no tick ever: stale");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    rig.tick(&[]).ok();
+    let s = rig.env.json(&["status", "--max-tick-age", "5m"]);
+    assert_eq!(s["stale"], false);
+    assert_eq!(s["tasks"]["active"], 1);
+    rig.env.advance(2 * HOUR);
+    let s = rig.env.run(&["--json", "status", "--max-tick-age", "5m"]);
+    assert_eq!(s.code, 1);
+    let s = s.json();
+    assert_eq!(s["stale"], true);
+    assert_eq!(s["due"], 1);
+    assert!(s["size_bytes"].as_u64().unwrap() > 0);
+    rig.env.run(&["status"]).ok();
+}
+
+#[test]
+fn prune_keeps_unknown_and_parked_runs_and_shrinks_the_file() {
+    let rig = Rig::new();
+    let stuck = unknown_run(&rig, "stuck");
+    rig.with_notifier(0);
+    rig.tick(&[]).ok(); // deliver the unknown run's notice
+    for i in 0..30 {
+        rig.env.task(&[
+            "--instruction",
+            &"pad ".repeat(2000),
+            "--every",
+            "1h",
+            "--name",
+            &format!("t{i}"),
+        ]);
+    }
+    for hour in 2..=4 {
+        rig.env.set_now(T0 + hour * HOUR);
+        rig.tick(&["--max-runs", "100"]).ok();
+    }
+    let total = rig.env.count("SELECT count(*) FROM runs");
+    rig.env.set_now(T0 + 100 * 86400);
+    let dry = rig.env.json(&["prune", "--older-than", "30d", "--dry-run"]);
+    assert_eq!(dry["runs"].as_i64().unwrap(), total - 1);
+    assert_eq!(
+        rig.env.count("SELECT count(*) FROM runs"),
+        total,
+        "dry run deletes nothing"
+    );
+    let done = rig.env.json(&["prune", "--older-than", "30d"]);
+    assert_eq!(done["runs"].as_i64().unwrap(), total - 1);
+    assert!(done["size_after"].as_u64().unwrap() <= done["size_before"].as_u64().unwrap());
+    let left = rig.env.sql("SELECT run_id, status FROM runs");
+    assert_eq!(left, vec![vec![stuck, "unknown".to_string()]]);
+    assert_eq!(rig.env.json(&["check"])["ok"], true);
+}
+
+#[test]
+fn check_names_each_violation() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "k"]);
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(
+        rig.env.run(&["check"]).ok().stdout.trim(),
+        "ok: every invariant holds"
+    );
+    rig.env
+        .sql("UPDATE runs SET status = 'running', lease_until = 1 RETURNING 1");
+    let out = rig.env.run(&["check"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("lease that expired"), "{}", out.stdout);
+}
