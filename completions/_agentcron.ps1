@@ -49,6 +49,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
+            [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
+            [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for a shell')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -355,6 +358,47 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;crontab' {
+            [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
+            [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
+            [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append the tick''s output to FILE instead of letting cron mail it')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;systemd' {
+            [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
+            [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;completions' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;help' {
             [CompletionResult]::new('draft', 'draft', [CompletionResultType]::ParameterValue, 'Draft a task: show what would run, its payload hash, and the confirm line')
             [CompletionResult]::new('confirm', 'confirm', [CompletionResultType]::ParameterValue, 'Confirm a draft: create the task it describes')
@@ -375,6 +419,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
+            [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
+            [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for a shell')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -437,6 +484,15 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;check' {
+            break
+        }
+        'agentcron;help;crontab' {
+            break
+        }
+        'agentcron;help;systemd' {
+            break
+        }
+        'agentcron;help;completions' {
             break
         }
         'agentcron;help;help' {

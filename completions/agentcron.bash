@@ -22,8 +22,14 @@ _agentcron() {
             agentcron,check)
                 cmd="agentcron__subcmd__check"
                 ;;
+            agentcron,completions)
+                cmd="agentcron__subcmd__completions"
+                ;;
             agentcron,confirm)
                 cmd="agentcron__subcmd__confirm"
+                ;;
+            agentcron,crontab)
+                cmd="agentcron__subcmd__crontab"
                 ;;
             agentcron,delete)
                 cmd="agentcron__subcmd__delete"
@@ -73,6 +79,9 @@ _agentcron() {
             agentcron,status)
                 cmd="agentcron__subcmd__status"
                 ;;
+            agentcron,systemd)
+                cmd="agentcron__subcmd__systemd"
+                ;;
             agentcron,tick)
                 cmd="agentcron__subcmd__tick"
                 ;;
@@ -82,8 +91,14 @@ _agentcron() {
             agentcron__subcmd__help,check)
                 cmd="agentcron__subcmd__help__subcmd__check"
                 ;;
+            agentcron__subcmd__help,completions)
+                cmd="agentcron__subcmd__help__subcmd__completions"
+                ;;
             agentcron__subcmd__help,confirm)
                 cmd="agentcron__subcmd__help__subcmd__confirm"
+                ;;
+            agentcron__subcmd__help,crontab)
+                cmd="agentcron__subcmd__help__subcmd__crontab"
                 ;;
             agentcron__subcmd__help,delete)
                 cmd="agentcron__subcmd__help__subcmd__delete"
@@ -133,6 +148,9 @@ _agentcron() {
             agentcron__subcmd__help,status)
                 cmd="agentcron__subcmd__help__subcmd__status"
                 ;;
+            agentcron__subcmd__help,systemd)
+                cmd="agentcron__subcmd__help__subcmd__systemd"
+                ;;
             agentcron__subcmd__help,tick)
                 cmd="agentcron__subcmd__help__subcmd__tick"
                 ;;
@@ -158,7 +176,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +285,36 @@ _agentcron() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentcron__subcmd__completions)
+            opts="-h -V --db --tenant --as --json --now --help --version bash elvish fish powershell zsh"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentcron__subcmd__confirm)
             opts="-h -V --hash --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -275,6 +323,48 @@ _agentcron() {
             fi
             case "${prev}" in
                 --hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__crontab)
+            opts="-h -V --executor --notifier --log --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notifier)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -502,7 +592,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check help"
+            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -543,7 +633,35 @@ _agentcron() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentcron__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentcron__subcmd__help__subcmd__confirm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__crontab)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -782,6 +900,20 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__systemd)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1237,6 +1369,44 @@ _agentcron() {
             fi
             case "${prev}" in
                 --max-tick-age)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__systemd)
+            opts="-h -V --executor --notifier --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --notifier)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,6 +46,9 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
             cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
+            cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
+            cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
+            cand completions 'Print the completion script for a shell'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentcron;draft'= {
@@ -328,6 +331,44 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;crontab'= {
+            cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
+            cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
+            cand --log 'Append the tick''s output to FILE instead of letting cron mail it'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;systemd'= {
+            cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
+            cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;completions'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;help'= {
             cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
             cand confirm 'Confirm a draft: create the task it describes'
@@ -348,6 +389,9 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
             cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
+            cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
+            cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
+            cand completions 'Print the completion script for a shell'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'agentcron;help;draft'= {
@@ -390,6 +434,12 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;prune'= {
         }
         &'agentcron;help;check'= {
+        }
+        &'agentcron;help;crontab'= {
+        }
+        &'agentcron;help;systemd'= {
+        }
+        &'agentcron;help;completions'= {
         }
         &'agentcron;help;help'= {
         }

@@ -94,4 +94,7 @@ pub enum Command {
     Status(commands::status::StatusArgs),
     Prune(commands::prune::PruneArgs),
     Check(commands::check::CheckArgs),
+    Crontab(commands::install::CrontabArgs),
+    Systemd(commands::install::SystemdArgs),
+    Completions(commands::completions::CompletionsArgs),
 }

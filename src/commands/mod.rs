@@ -4,10 +4,12 @@
 
 pub mod approve;
 pub mod check;
+pub mod completions;
 pub mod confirm;
 pub mod delete;
 pub mod draft;
 pub mod explain;
+pub mod install;
 pub mod lease;
 pub mod list;
 pub mod log;
@@ -49,6 +51,9 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Status(args) => return status::run(ctx, args),
         Command::Prune(args) => prune::run(ctx, args),
         Command::Check(args) => return check::run(ctx, args),
+        Command::Crontab(args) => install::crontab(ctx, args),
+        Command::Systemd(args) => install::systemd(ctx, args),
+        Command::Completions(args) => completions::run(ctx, args),
     }
     .map(|()| 0)
 }

@@ -11,6 +11,8 @@ mod draft;
 mod generated;
 mod operator;
 mod races;
+mod readme;
+mod shell;
 mod tasks;
 #[allow(dead_code)]
 mod tick;

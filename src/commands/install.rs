@@ -1,0 +1,112 @@
+//! `agentcron crontab` and `agentcron systemd`: how system cron (or a
+//! systemd timer) should call this installation. Cron sets neither the XDG
+//! variables nor the caller's environment, so the lines carry an absolute
+//! binary, an absolute `--db`, and the executor and notifier in force now.
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::context::Ctx;
+use crate::store::Location;
+
+/// Print the crontab line that runs `agentcron tick` every minute
+#[derive(Debug, Args)]
+pub struct CrontabArgs {
+    /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
+    #[arg(long, env = "AGENTCRON_EXECUTOR", value_name = "CMD")]
+    pub executor: Option<String>,
+
+    /// The notifier the tick runs [default: $AGENTCRON_NOTIFIER]
+    #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
+    pub notifier: Option<String>,
+
+    /// Append the tick's output to FILE instead of letting cron mail it
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
+}
+
+/// Print a systemd .service and .timer pair that run `agentcron tick` every minute
+#[derive(Debug, Args)]
+pub struct SystemdArgs {
+    /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
+    #[arg(long, env = "AGENTCRON_EXECUTOR", value_name = "CMD")]
+    pub executor: Option<String>,
+
+    /// The notifier the tick runs [default: $AGENTCRON_NOTIFIER]
+    #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
+    pub notifier: Option<String>,
+}
+
+/// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]`.
+fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Result<Vec<String>> {
+    let binary = std::env::current_exe().context("finding the agentcron binary")?;
+    let Location::Sqlite(db) = &ctx.location;
+    let db = std::path::absolute(db).context("resolving the database path")?;
+    let mut words = vec![
+        binary.display().to_string(),
+        "--db".into(),
+        db.display().to_string(),
+    ];
+    if let Some(tenant) = ctx.explicit_tenant() {
+        words.extend(["--tenant".into(), tenant]);
+    }
+    words.push("tick".into());
+    for (flag, value) in [("--executor", executor), ("--notifier", notifier)] {
+        if let Some(value) = value {
+            words.extend([flag.to_string(), value.to_string()]);
+        }
+    }
+    Ok(words)
+}
+
+pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
+    let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    // `%` is special in crontab lines (it starts stdin); escape it.
+    let mut line = format!(
+        "* * * * * {}",
+        shell_words::join(&words).replace('%', "\\%")
+    );
+    // Without --log, cron mails the output, and tick is silent unless
+    // something happened, so the mail is news.
+    if let Some(path) = &args.log {
+        let path = std::path::absolute(path).context("resolving the log path")?;
+        line.push_str(&format!(
+            " >> {} 2>&1",
+            shell_words::quote(&path.display().to_string())
+        ));
+    }
+    if args.executor.is_none() {
+        ctx.out.note("no executor is set: pass --executor CMD (or set AGENTCRON_EXECUTOR) before installing this line");
+    }
+    ctx.out.line(&format!(
+        "# agentcron: run due tasks every minute (install with `crontab -e`)\n{line}"
+    ))
+}
+
+pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
+    let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    // systemd splits ExecStart by its own quoting rules, which accept the
+    // POSIX-style quotes shell_words writes; `%` is its specifier character.
+    let exec = shell_words::join(&words).replace('%', "%%");
+    let text = format!(
+        "# /etc/systemd/system/agentcron.service (or ~/.config/systemd/user/)\n\
+         [Unit]\n\
+         Description=agentcron tick: run due agent tasks\n\n\
+         [Service]\n\
+         Type=oneshot\n\
+         ExecStart={exec}\n\
+         # tick exits 0 when it did its job; non-zero means it could not.\n\
+         SuccessExitStatus=0\n\n\
+         # /etc/systemd/system/agentcron.timer\n\
+         [Unit]\n\
+         Description=Run agentcron tick every minute\n\n\
+         [Timer]\n\
+         OnCalendar=*-*-* *:*:00\n\
+         AccuracySec=1s\n\
+         Persistent=false\n\n\
+         [Install]\n\
+         WantedBy=timers.target\n\
+         # enable with: systemctl enable --now agentcron.timer"
+    );
+    ctx.out.line(&text)
+}
