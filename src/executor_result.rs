@@ -1,13 +1,29 @@
-//! Reading the executor's answer (SPEC section 6): the last non-empty line
-//! of stdout when it is a JSON object with a known `status`, otherwise the
-//! exit code. A JSON line with an unknown status is not a result: the exit
-//! code decides, so a chatty executor printing JSON logs stays readable.
+//! Reading the executor's answer (SPEC §6 "Result") out of a finished child.
+//!
+//! Invariants: pure — no I/O, no clock; every `ChildOutcome` maps to exactly one
+//! `ExecResult`; a summary is never longer than `SUMMARY_MAX_CHARS` characters and
+//! never empty (absent instead); a run we killed, or that a signal killed, is
+//! `Unknown` whatever it printed, because its side effects may be half done.
+//!
+//! Choices the spec leaves open:
+//! - A JSON reply wins over the exit code: `{"status":"succeeded"}` followed by
+//!   exit 1 is `Succeeded`. The reply is the executor's deliberate answer.
+//! - A last line that is JSON but not a reply — not an object, no string `status`,
+//!   or a status we do not know — is treated as ordinary output, and the exit
+//!   code decides. An unknown status may come from a newer executor protocol;
+//!   guessing its meaning would be worse than the plain exit-code rule.
+//! - A known awaiting status without its `wait_id` / `wait_deadline` is `Failed`
+//!   with a "malformed" reason, not a fallback: the executor clearly meant to
+//!   reply, and parking a run nobody can resume would block its task forever.
+//! - A non-string `summary` is ignored. A reply's summary keeps its *beginning*
+//!   (a message leads with its point); output used as a summary keeps its *end*.
+//! - A reply without `summary` has none: the stdout before it is not a message.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::process::{ChildExit, ChildOutcome};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecStatus {
     Succeeded,
     Failed,
@@ -22,56 +38,71 @@ pub struct ExecResult {
     pub status: ExecStatus,
     pub summary: Option<String>,
     pub wait_id: Option<String>,
-    /// As the executor wrote it; the caller parses the time.
+    /// As the executor gave it; the caller parses the time.
     pub wait_deadline: Option<String>,
-    /// Why, in agentcron's words (killed, timed out, exit status, malformed).
+    /// Why, when we decided the status rather than the executor.
     pub reason: Option<String>,
 }
 
 pub const SUMMARY_MAX_CHARS: usize = 2000;
 
+/// Turns a finished child into the run's result (see the module comment for the rules).
 pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
-    let unknown = |reason: String| ExecResult {
-        status: ExecStatus::Unknown,
-        summary: tail_summary(&outcome.stdout),
-        wait_id: None,
-        wait_deadline: None,
-        reason: Some(reason),
-    };
     let code = match outcome.exit {
         ChildExit::Exited(code) => code,
         ChildExit::Signaled(signal) => {
-            return unknown(format!("executor killed by signal {signal}"))
+            return unknown(outcome, format!("killed by signal {signal}"))
         }
-        ChildExit::TimedOut => return unknown("executor timed out; process group killed".into()),
-        ChildExit::Aborted => return unknown("lease lost; process group killed".into()),
+        ChildExit::TimedOut => {
+            let ran = human_duration(outcome.elapsed);
+            return unknown(outcome, format!("timed out after {ran}"));
+        }
+        ChildExit::Aborted => return unknown(outcome, "lease lost".to_string()),
     };
-    let text = String::from_utf8_lossy(&outcome.stdout);
-    if let Some(result) = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .and_then(json_result)
-    {
-        return result;
+    if let Some(reply) = last_line(&outcome.stdout).and_then(reply_of) {
+        return reply;
     }
+    let (status, reason) = if code == 0 {
+        (ExecStatus::Succeeded, None)
+    } else {
+        (ExecStatus::Failed, Some(format!("exit status {code}")))
+    };
     ExecResult {
-        status: if code == 0 {
-            ExecStatus::Succeeded
-        } else {
-            ExecStatus::Failed
-        },
-        summary: tail_summary(&outcome.stdout),
+        status,
+        summary: output_summary(outcome),
         wait_id: None,
         wait_deadline: None,
-        reason: (code != 0).then(|| format!("executor exited with status {code}")),
+        reason,
     }
 }
 
-fn json_result(line: &str) -> Option<ExecResult> {
-    let value: Value = serde_json::from_str(line.trim()).ok()?;
-    let obj = value.as_object()?;
-    let status = match obj.get("status")?.as_str()? {
+fn unknown(outcome: &ChildOutcome, reason: String) -> ExecResult {
+    ExecResult {
+        status: ExecStatus::Unknown,
+        // What it printed before dying helps whoever reconciles the run.
+        summary: output_summary(outcome),
+        wait_id: None,
+        wait_deadline: None,
+        reason: Some(reason),
+    }
+}
+
+/// The last line with anything but whitespace in it, trimmed.
+fn last_line(stdout: &[u8]) -> Option<&[u8]> {
+    stdout
+        .split(|&byte| byte == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .rfind(|line| !line.is_empty())
+}
+
+/// The executor's JSON reply, if `line` is one.
+fn reply_of(line: &[u8]) -> Option<ExecResult> {
+    // Parsed from bytes, so a line that is not valid UTF-8 is not a reply.
+    let Ok(Value::Object(reply)) = serde_json::from_slice::<Value>(line) else {
+        return None;
+    };
+    let name = reply.get("status")?.as_str()?;
+    let status = match name {
         "succeeded" => ExecStatus::Succeeded,
         "failed" => ExecStatus::Failed,
         "delivery_failed" => ExecStatus::DeliveryFailed,
@@ -79,57 +110,109 @@ fn json_result(line: &str) -> Option<ExecResult> {
         "awaiting_authorization" => ExecStatus::AwaitingAuthorization,
         _ => return None,
     };
-    let text = |key: &str| {
-        obj.get(key)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .filter(|s| !s.is_empty())
-    };
-    let summary = text("summary").map(|s| cap_chars(&s));
-    let mut result = ExecResult {
-        status,
-        summary,
-        wait_id: None,
-        wait_deadline: None,
-        reason: None,
-    };
-    if matches!(
+    let summary = reply
+        .get("summary")
+        .and_then(Value::as_str)
+        .and_then(head_summary);
+    let awaiting = matches!(
         status,
         ExecStatus::AwaitingConfirmation | ExecStatus::AwaitingAuthorization
-    ) {
-        match (text("wait_id"), text("wait_deadline")) {
-            (Some(id), Some(deadline)) => {
-                result.wait_id = Some(id);
-                result.wait_deadline = Some(deadline);
-            }
-            _ => {
-                result.status = ExecStatus::Failed;
-                result.reason =
-                    Some("the executor asked to wait without wait_id and wait_deadline".into());
-            }
+    );
+    if !awaiting {
+        return Some(ExecResult {
+            status,
+            summary,
+            wait_id: None,
+            wait_deadline: None,
+            reason: None,
+        });
+    }
+    match (field(&reply, "wait_id"), field(&reply, "wait_deadline")) {
+        (Some(wait_id), Some(wait_deadline)) => Some(ExecResult {
+            status,
+            summary,
+            wait_id: Some(wait_id),
+            wait_deadline: Some(wait_deadline),
+            reason: None,
+        }),
+        (wait_id, wait_deadline) => {
+            let missing: Vec<&str> = [
+                ("\"wait_id\"", wait_id),
+                ("\"wait_deadline\"", wait_deadline),
+            ]
+            .into_iter()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key)
+            .collect();
+            Some(ExecResult {
+                status: ExecStatus::Failed,
+                summary,
+                wait_id: None,
+                wait_deadline: None,
+                reason: Some(format!(
+                    "malformed executor reply: status \"{name}\" needs a non-empty string {}",
+                    missing.join(" and ")
+                )),
+            })
         }
     }
-    Some(result)
 }
 
-/// The last SUMMARY_MAX_CHARS characters of stdout, trimmed; None if empty.
-fn tail_summary(stdout: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(stdout);
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return None;
+/// A non-blank string field, as given.
+fn field(reply: &Map<String, Value>, key: &str) -> Option<String> {
+    let value = reply.get(key)?.as_str()?;
+    (!value.trim().is_empty()).then(|| value.to_string())
+}
+
+/// At most `SUMMARY_MAX_CHARS` characters from the start of a reply's summary.
+fn head_summary(text: &str) -> Option<String> {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .nth(SUMMARY_MAX_CHARS)
+        .map_or(text.len(), |(index, _)| index);
+    non_empty(text[..end].trim_end())
+}
+
+/// At most `SUMMARY_MAX_CHARS` characters from the end of stdout.
+fn output_summary(outcome: &ChildOutcome) -> Option<String> {
+    let mut bytes = outcome.stdout.as_slice();
+    if outcome.stdout_truncated {
+        // The capture cap may have cut a character in two; drop its orphaned
+        // continuation bytes rather than show a replacement character.
+        let orphans = bytes
+            .iter()
+            .take(3)
+            .take_while(|&&byte| byte & 0xC0 == 0x80)
+            .count();
+        bytes = &bytes[orphans..];
     }
-    let count = trimmed.chars().count();
-    Some(
-        trimmed
-            .chars()
-            .skip(count.saturating_sub(SUMMARY_MAX_CHARS))
-            .collect(),
-    )
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(SUMMARY_MAX_CHARS - 1)
+        .map_or(0, |(index, _)| index);
+    non_empty(text[start..].trim_start())
 }
 
-fn cap_chars(text: &str) -> String {
-    text.chars().take(SUMMARY_MAX_CHARS).collect()
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// "30m", "1h2m5s", "250ms": how long a killed run had been going.
+fn human_duration(duration: std::time::Duration) -> String {
+    let secs = duration.as_secs();
+    if secs == 0 {
+        return format!("{}ms", duration.as_millis());
+    }
+    let parts = [(secs / 3600, "h"), (secs / 60 % 60, "m"), (secs % 60, "s")];
+    parts
+        .iter()
+        .filter(|(amount, _)| *amount > 0)
+        .map(|(amount, unit)| format!("{amount}{unit}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -144,84 +227,337 @@ mod tests {
             stderr: Vec::new(),
             stdout_truncated: false,
             stderr_truncated: false,
-            elapsed: Duration::ZERO,
+            elapsed: Duration::from_millis(1500),
+        }
+    }
+
+    fn exited(code: i32, stdout: &str) -> ExecResult {
+        interpret(&outcome(ChildExit::Exited(code), stdout.as_bytes()))
+    }
+
+    fn result(status: ExecStatus, summary: Option<&str>, reason: Option<&str>) -> ExecResult {
+        ExecResult {
+            status,
+            summary: summary.map(str::to_string),
+            wait_id: None,
+            wait_deadline: None,
+            reason: reason.map(str::to_string),
         }
     }
 
     #[test]
-    fn the_last_json_line_wins_over_the_exit_code() {
-        let r = interpret(&outcome(
-            ChildExit::Exited(1),
-            b"log\n{\"status\":\"succeeded\",\"summary\":\"ok\"}\n\n",
-        ));
-        assert_eq!(r.status, ExecStatus::Succeeded);
-        assert_eq!(r.summary.as_deref(), Some("ok"));
-        let r = interpret(&outcome(
-            ChildExit::Exited(0),
-            b"{\"status\":\"failed\"}\nnot json",
-        ));
+    fn every_reply_status_is_understood() {
+        let cases = [
+            ("succeeded", ExecStatus::Succeeded),
+            ("failed", ExecStatus::Failed),
+            ("delivery_failed", ExecStatus::DeliveryFailed),
+        ];
+        for (name, status) in cases {
+            let stdout = format!(r#"{{"status":"{name}","summary":"done it"}}"#);
+            assert_eq!(
+                exited(0, &stdout),
+                result(status, Some("done it"), None),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_last_line_reply_wins_after_other_output() {
+        let stdout = "working...\n{\"status\":\"failed\"}\nstill working\n{\"status\":\"delivery_failed\",\"summary\":\"sent? unsure\"}\n";
         assert_eq!(
-            r.status,
-            ExecStatus::Succeeded,
-            "only the last non-empty line counts"
+            exited(0, stdout),
+            result(ExecStatus::DeliveryFailed, Some("sent? unsure"), None)
         );
     }
 
     #[test]
-    fn without_a_result_line_the_exit_code_decides() {
-        let r = interpret(&outcome(ChildExit::Exited(0), b"all fine\n"));
+    fn trailing_blank_lines_and_carriage_returns_are_skipped() {
+        let stdout = "log\r\n  {\"status\":\"failed\",\"summary\":\"no disk\"}  \r\n\n   \n\t\n";
         assert_eq!(
-            (r.status, r.summary.as_deref()),
-            (ExecStatus::Succeeded, Some("all fine"))
+            exited(0, stdout),
+            result(ExecStatus::Failed, Some("no disk"), None)
         );
-        let r = interpret(&outcome(ChildExit::Exited(2), b""));
-        assert_eq!(r.status, ExecStatus::Failed);
-        assert_eq!(r.reason.as_deref(), Some("executor exited with status 2"));
-        let r = interpret(&outcome(
-            ChildExit::Exited(0),
-            b"[1,2]\n\"text\"\n{\"status\":\"weird\"}",
-        ));
-        assert_eq!(r.status, ExecStatus::Succeeded);
     }
 
     #[test]
-    fn awaiting_needs_a_wait_id_and_deadline() {
-        let ok = br#"{"status":"awaiting_confirmation","wait_id":"w","wait_deadline":"2026-12-02T09:00:00Z"}"#;
-        let r = interpret(&outcome(ChildExit::Exited(0), ok));
-        assert_eq!(r.status, ExecStatus::AwaitingConfirmation);
-        assert_eq!(r.wait_id.as_deref(), Some("w"));
-        let r = interpret(&outcome(
-            ChildExit::Exited(0),
-            br#"{"status":"awaiting_authorization"}"#,
-        ));
-        assert_eq!(r.status, ExecStatus::Failed);
-    }
-
-    #[test]
-    fn summaries_are_capped_at_2000_characters_on_char_boundaries() {
-        let long = "é".repeat(2500);
-        let r = interpret(&outcome(ChildExit::Exited(0), long.as_bytes()));
+    fn a_reply_wins_over_the_exit_code() {
+        let stdout = r#"{"status":"succeeded"}"#;
+        assert_eq!(exited(1, stdout), result(ExecStatus::Succeeded, None, None));
+        let stdout = r#"{"status":"failed","summary":"nope"}"#;
         assert_eq!(
-            r.summary.as_ref().unwrap().chars().count(),
-            SUMMARY_MAX_CHARS
+            exited(0, stdout),
+            result(ExecStatus::Failed, Some("nope"), None)
         );
-        let json = format!("{{\"status\":\"succeeded\",\"summary\":\"{long}\"}}");
-        let r = interpret(&outcome(ChildExit::Exited(0), json.as_bytes()));
-        assert_eq!(r.summary.unwrap().chars().count(), SUMMARY_MAX_CHARS);
-        let r = interpret(&outcome(ChildExit::Exited(0), b"\xff\xfeok"));
-        assert!(r.summary.unwrap().ends_with("ok"));
     }
 
     #[test]
-    fn killed_timed_out_and_aborted_children_are_unknown() {
-        for exit in [
-            ChildExit::Signaled(9),
-            ChildExit::TimedOut,
-            ChildExit::Aborted,
+    fn a_reply_that_is_not_the_last_line_is_just_output() {
+        let stdout = "{\"status\":\"failed\"}\nall good after all\n";
+        let expected = result(ExecStatus::Succeeded, Some(stdout.trim()), None);
+        assert_eq!(exited(0, stdout), expected);
+    }
+
+    #[test]
+    fn json_that_is_not_an_object_falls_back_to_the_exit_code() {
+        for line in [
+            r#"["status","failed"]"#,
+            r#""failed""#,
+            "42",
+            "null",
+            "true",
         ] {
-            let r = interpret(&outcome(exit, b"{\"status\":\"succeeded\"}"));
-            assert_eq!(r.status, ExecStatus::Unknown, "{exit:?}");
-            assert!(r.reason.is_some());
+            assert_eq!(
+                exited(0, line),
+                result(ExecStatus::Succeeded, Some(line), None)
+            );
+            assert_eq!(
+                exited(2, line),
+                result(ExecStatus::Failed, Some(line), Some("exit status 2"))
+            );
         }
+    }
+
+    #[test]
+    fn an_object_without_a_known_string_status_falls_back_to_the_exit_code() {
+        for line in [
+            r#"{"status":"exploded"}"#,
+            r#"{"status":"SUCCEEDED"}"#,
+            r#"{"status":1}"#,
+            r#"{"status":null}"#,
+            r#"{"summary":"no status"}"#,
+            r#"{"status":"succeeded"} trailing"#,
+            r#"{"status":"succeeded""#,
+        ] {
+            assert_eq!(
+                exited(4, line),
+                result(ExecStatus::Failed, Some(line), Some("exit status 4")),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn awaiting_replies_carry_their_wait() {
+        let stdout = r#"{"status":"awaiting_confirmation","wait_id":"w-1","wait_deadline":"2030-01-01T00:00:00Z","summary":"ok?"}"#;
+        let expected = ExecResult {
+            status: ExecStatus::AwaitingConfirmation,
+            summary: Some("ok?".to_string()),
+            wait_id: Some("w-1".to_string()),
+            wait_deadline: Some("2030-01-01T00:00:00Z".to_string()),
+            reason: None,
+        };
+        assert_eq!(exited(0, stdout), expected);
+
+        let stdout =
+            r#"{"status":"awaiting_authorization","wait_id":"w-2","wait_deadline":"tomorrow"}"#;
+        let got = exited(0, stdout);
+        assert_eq!(got.status, ExecStatus::AwaitingAuthorization);
+        assert_eq!(got.wait_id.as_deref(), Some("w-2"));
+        assert_eq!(got.wait_deadline.as_deref(), Some("tomorrow"), "kept raw");
+    }
+
+    #[test]
+    fn awaiting_without_its_wait_is_a_malformed_failure() {
+        let cases = [
+            (
+                r#"{"status":"awaiting_confirmation","wait_deadline":"x"}"#,
+                "\"wait_id\"",
+            ),
+            (
+                r#"{"status":"awaiting_confirmation","wait_id":"","wait_deadline":"x"}"#,
+                "\"wait_id\"",
+            ),
+            (
+                r#"{"status":"awaiting_confirmation","wait_id":"  ","wait_deadline":"x"}"#,
+                "\"wait_id\"",
+            ),
+            (
+                r#"{"status":"awaiting_authorization","wait_id":7,"wait_deadline":"x"}"#,
+                "\"wait_id\"",
+            ),
+            (
+                r#"{"status":"awaiting_authorization","wait_id":"w"}"#,
+                "\"wait_deadline\"",
+            ),
+            (
+                r#"{"status":"awaiting_authorization"}"#,
+                "\"wait_id\" and \"wait_deadline\"",
+            ),
+        ];
+        for (line, missing) in cases {
+            let got = exited(0, line);
+            assert_eq!(got.status, ExecStatus::Failed, "{line}");
+            assert_eq!((got.wait_id, got.wait_deadline), (None, None), "{line}");
+            let reason = got.reason.expect("a reason");
+            assert!(
+                reason.starts_with("malformed executor reply: status \"awaiting_"),
+                "{reason}"
+            );
+            assert!(
+                reason.ends_with(&format!("needs a non-empty string {missing}")),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn wait_fields_on_a_settled_reply_are_ignored() {
+        let stdout = r#"{"status":"succeeded","wait_id":"w","wait_deadline":"d"}"#;
+        assert_eq!(exited(0, stdout), result(ExecStatus::Succeeded, None, None));
+    }
+
+    #[test]
+    fn a_reply_summary_that_is_not_a_string_or_is_blank_is_absent() {
+        for summary in ["null", "42", "[\"a\"]", "{}", "\"\"", "\"  \\n \""] {
+            let stdout = format!(r#"{{"status":"succeeded","summary":{summary}}}"#);
+            assert_eq!(exited(0, &stdout).summary, None, "{summary}");
+        }
+    }
+
+    #[test]
+    fn a_reply_summary_keeps_its_first_2000_characters() {
+        let long = format!("{}{}", "é".repeat(SUMMARY_MAX_CHARS - 1), "漢字");
+        let stdout = serde_json::json!({"status": "failed", "summary": long}).to_string();
+        let summary = exited(0, &stdout).summary.expect("a summary");
+        assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
+        assert_eq!(summary, format!("{}漢", "é".repeat(SUMMARY_MAX_CHARS - 1)));
+
+        let exact = "ü".repeat(SUMMARY_MAX_CHARS);
+        let stdout = serde_json::json!({"status": "failed", "summary": exact}).to_string();
+        assert_eq!(exited(0, &stdout).summary, Some(exact));
+    }
+
+    #[test]
+    fn exit_codes_decide_without_a_reply() {
+        assert_eq!(
+            exited(0, "all fine\n"),
+            result(ExecStatus::Succeeded, Some("all fine"), None)
+        );
+        assert_eq!(
+            exited(3, "broke\n"),
+            result(ExecStatus::Failed, Some("broke"), Some("exit status 3"))
+        );
+        assert_eq!(
+            exited(255, ""),
+            result(ExecStatus::Failed, None, Some("exit status 255"))
+        );
+        assert_eq!(
+            exited(0, " \n\n"),
+            result(ExecStatus::Succeeded, None, None)
+        );
+    }
+
+    #[test]
+    fn the_output_summary_is_the_trimmed_tail() {
+        let stdout = "\n  first\nsecond  \n\n";
+        assert_eq!(exited(0, stdout).summary.as_deref(), Some("first\nsecond"));
+    }
+
+    #[test]
+    fn the_output_summary_keeps_the_last_2000_characters_counting_chars() {
+        // 2000 three-byte characters fit exactly; one more pushes out the first.
+        let exact = "€".repeat(SUMMARY_MAX_CHARS);
+        assert_eq!(exited(0, &exact).summary.as_deref(), Some(exact.as_str()));
+
+        let over = format!("ab{}", "€".repeat(SUMMARY_MAX_CHARS - 1));
+        let summary = exited(0, &over).summary.expect("a summary");
+        assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
+        assert_eq!(summary, format!("b{}", "€".repeat(SUMMARY_MAX_CHARS - 1)));
+    }
+
+    #[test]
+    fn the_output_summary_is_trimmed_after_the_cut() {
+        let ys = |n| "y".repeat(n);
+        // 2002 characters: the cut keeps "c " and the y's.
+        let stdout = format!("abc {}", ys(SUMMARY_MAX_CHARS - 2));
+        let summary = exited(0, &stdout).summary.expect("a summary");
+        assert_eq!(summary, format!("c {}", ys(SUMMARY_MAX_CHARS - 2)));
+        // 2003 characters: the cut starts at the space, which is trimmed away.
+        let stdout = format!("abc {}", ys(SUMMARY_MAX_CHARS - 1));
+        let summary = exited(0, &stdout).summary.expect("a summary");
+        assert_eq!(summary, ys(SUMMARY_MAX_CHARS - 1));
+    }
+
+    #[test]
+    fn invalid_utf8_output_is_replaced_lossily() {
+        let got = interpret(&outcome(ChildExit::Exited(1), b"bad \xff\xfe bytes\n"));
+        assert_eq!(
+            got,
+            result(
+                ExecStatus::Failed,
+                Some("bad \u{fffd}\u{fffd} bytes"),
+                Some("exit status 1")
+            )
+        );
+    }
+
+    #[test]
+    fn a_reply_line_with_invalid_utf8_is_not_a_reply() {
+        let got = interpret(&outcome(
+            ChildExit::Exited(0),
+            b"{\"status\":\"failed\",\"summary\":\"\xff\"}",
+        ));
+        assert_eq!(got.status, ExecStatus::Succeeded);
+        assert_eq!(got.reason, None);
+    }
+
+    #[test]
+    fn a_character_cut_by_the_capture_cap_is_dropped() {
+        // "é" is C3 A9: a capture that kept only its second byte starts mid-character.
+        let mut cut = outcome(ChildExit::Exited(0), b"\xa9t\xc3\xa9");
+        cut.stdout_truncated = true;
+        assert_eq!(interpret(&cut).summary.as_deref(), Some("té"));
+        cut.stdout_truncated = false;
+        assert_eq!(interpret(&cut).summary.as_deref(), Some("\u{fffd}té"));
+    }
+
+    #[test]
+    fn a_reply_survives_truncated_output() {
+        let mut big = outcome(ChildExit::Exited(0), b"ing\n{\"status\":\"failed\"}\n");
+        big.stdout_truncated = true;
+        assert_eq!(interpret(&big), result(ExecStatus::Failed, None, None));
+    }
+
+    #[test]
+    fn a_signal_makes_the_run_unknown_even_after_a_reply() {
+        let got = interpret(&outcome(
+            ChildExit::Signaled(9),
+            b"{\"status\":\"succeeded\"}\n",
+        ));
+        let expected = result(
+            ExecStatus::Unknown,
+            Some("{\"status\":\"succeeded\"}"),
+            Some("killed by signal 9"),
+        );
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_timeout_is_unknown_and_says_how_long_it_ran() {
+        let mut timed_out = outcome(ChildExit::TimedOut, b"");
+        let cases = [
+            (Duration::from_secs(1800), "timed out after 30m"),
+            (Duration::from_millis(1_805_300), "timed out after 30m5s"),
+            (Duration::from_secs(3723), "timed out after 1h2m3s"),
+            (Duration::from_secs(7200), "timed out after 2h"),
+            (Duration::from_millis(250), "timed out after 250ms"),
+        ];
+        for (elapsed, reason) in cases {
+            timed_out.elapsed = elapsed;
+            assert_eq!(
+                interpret(&timed_out),
+                result(ExecStatus::Unknown, None, Some(reason))
+            );
+        }
+    }
+
+    #[test]
+    fn an_abort_is_unknown_because_the_lease_was_lost() {
+        let got = interpret(&outcome(ChildExit::Aborted, b"half done\n"));
+        assert_eq!(
+            got,
+            result(ExecStatus::Unknown, Some("half done"), Some("lease lost"))
+        );
     }
 }

@@ -118,6 +118,7 @@ pub fn deliver_claimed(
             ),
             ChildExit::Aborted => (DeliveryState::Unknown, Some("notifier aborted".to_string())),
         },
+        Err(process::SpawnError::Lost(e)) => (DeliveryState::Unknown, Some(e)),
         // It never started, so nothing was sent: safe to try again later.
         Err(e) => (
             DeliveryState::Pending,

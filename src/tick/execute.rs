@@ -63,6 +63,12 @@ pub enum Finished {
     },
 }
 
+/// Why there is no executor result.
+enum Failure {
+    NotStarted(String),
+    Lost(String),
+}
+
 struct Slot {
     token: String,
     lost: bool,
@@ -140,8 +146,12 @@ pub fn run_jobs(
     let lease_seconds = executor.lease.as_secs().max(1) as i64;
     let mut done = Vec::new();
     let mut first_error = None;
+    let mut next_renewal = std::time::Instant::now() + period;
     loop {
-        match results.recv_timeout(period) {
+        // Renew on schedule even when results keep arriving: a stream of
+        // short runs must not starve the lease of a long one.
+        let wait = next_renewal.saturating_duration_since(std::time::Instant::now());
+        match results.recv_timeout(wait) {
             Ok(Ok(finished)) => {
                 on_finish(&finished);
                 done.push(finished);
@@ -149,10 +159,12 @@ pub fn run_jobs(
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds);
-            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if std::time::Instant::now() >= next_renewal {
+            renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds);
+            next_renewal = std::time::Instant::now() + period;
         }
     }
     for handle in handles {
@@ -208,9 +220,9 @@ fn run_one(
     clock: &Clock,
 ) -> Result<Finished> {
     let result = match &executor.argv {
-        None => Err(
+        None => Err(Failure::NotStarted(
             "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
-        ),
+        )),
         Some(argv) => {
             let spec = ChildSpec {
                 argv: argv.clone(),
@@ -239,13 +251,21 @@ fn run_one(
                     }
                     result
                 })
-                .map_err(|e| e.to_string())
+                .map_err(|e| match e {
+                    process::SpawnError::Lost(message) => Failure::Lost(message),
+                    other => Failure::NotStarted(other.to_string()),
+                })
         }
     };
     let now = clock.now();
     let (outcome, not_started) = match &result {
         Ok(r) => (outcome_of(r), None),
-        Err(e) => (
+        // It ran, but we could not see how it ended: uncertain, never retried.
+        Err(Failure::Lost(e)) => (
+            Outcome::settled(RunStatus::Unknown, None, Some(e.clone())),
+            None,
+        ),
+        Err(Failure::NotStarted(e)) => (
             Outcome::settled(
                 RunStatus::Failed,
                 None,

@@ -185,3 +185,24 @@ fn a_lost_lease_kills_the_running_executor() {
     );
     assert_eq!(rig.runs("s")[0]["status"], "unknown");
 }
+
+#[test]
+fn a_healthy_run_keeps_its_lease_past_the_lease_length() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "4");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "h"]);
+    rig.env.set_now(T0 + HOUR);
+    let tick = spawn_tick(&rig, &["--lease", "2s"]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    std::thread::sleep(Duration::from_secs(3));
+    // Three real seconds later, past the original 2 s lease: renewed, so a
+    // second tick at the same moment must leave the run alone.
+    rig.env.set_now(T0 + HOUR + 3);
+    let out = rig.tick(&[]).ok();
+    assert!(!out.stdout.contains("lease expired"), "{}", out.stdout);
+    let out = tick.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(rig.runs("h")[0]["status"], "succeeded");
+}

@@ -1,0 +1,151 @@
+//! The few raw system calls the runner needs that std does not offer: signalling a
+//! whole process group, noticing that a child exited without reaping it, and
+//! keeping inherited file descriptors out of the child.
+//!
+//! Invariants: every `unsafe` block of the runner lives here; no signal is ever
+//! sent to a group id of 0 or 1 (that would mean our own group or every process
+//! we may signal); the pre-exec hook only makes async-signal-safe system calls.
+
+use std::io;
+
+/// Sends `signal` to every process in the group led by `pgid`.
+///
+/// A group that is already gone (ESRCH) is not an error: that is the outcome we want.
+pub(super) fn signal_group(pgid: u32, signal: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // kill(0, …) is our own group and kill(-1, …) is every process we may signal.
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill has no memory-safety preconditions. Its result is ignored on
+    // purpose: ESRCH means the group already ended, and EPERM cannot happen for a
+    // group made of our own children.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// True once the child `pid` has exited, *without* reaping it.
+///
+/// Leaving the zombie in place keeps its pid, and so its process-group id,
+/// reserved: a later `signal_group` can never hit an unrelated group that
+/// happened to receive the recycled number.
+pub(super) fn has_exited(pid: u32) -> io::Result<bool> {
+    let id = libc::id_t::from(pid);
+    loop {
+        // SAFETY: an all-zero siginfo_t is a valid value (it is plain data), and
+        // waitid only writes into the buffer we pass.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                id,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            // With WNOHANG, si_pid stays 0 while the child is still running.
+            // SAFETY: waitid succeeded, so the pid field of `info` is initialised.
+            return Ok(unsafe { info.si_pid() } != 0);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// The highest descriptor number the fallback of `cloexec_from_3` must cover,
+/// computed in the parent because the child may only make async-signal-safe calls.
+pub(super) fn fd_limit() -> libc::c_int {
+    // Only used on kernels without close_range; a bound keeps that loop finite
+    // when the limit is "unlimited".
+    const CEILING: libc::rlim_t = 1 << 20;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if rc != 0 {
+        return 1024;
+    }
+    libc::c_int::try_from(limit.rlim_cur.min(CEILING)).unwrap_or(1024)
+}
+
+/// Marks every descriptor from 3 up close-on-exec. Runs in the forked child
+/// between fork and exec, so it must stay async-signal-safe: raw syscalls only,
+/// no allocation.
+///
+/// Rust and SQLite open their own descriptors with O_CLOEXEC, but descriptors
+/// *inherited* by agentcron (from cron, a shell, a test harness) are not, and
+/// would otherwise pass straight through to the executor. Setting the flag rather
+/// than closing keeps std's own exec-error pipe working.
+pub(super) fn cloexec_from_3(fallback_limit: libc::c_int) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let first: libc::c_uint = 3;
+        // SAFETY: close_range takes plain integers; CLOSE_RANGE_CLOEXEC only sets flags.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+        // ENOSYS (before Linux 5.9) or EINVAL (flag unknown before 5.11): fall through.
+    }
+    cloexec_each(3, fallback_limit);
+}
+
+/// The portable way: one fcntl per possible descriptor in `first..limit`.
+fn cloexec_each(first: libc::c_int, limit: libc::c_int) {
+    for fd in first..limit {
+        // SAFETY: fcntl on any integer is memory-safe; closed descriptors give EBADF.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    fn is_cloexec(fd: libc::c_int) -> bool {
+        // SAFETY: F_GETFD on a descriptor we own.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        flags >= 0 && flags & libc::FD_CLOEXEC != 0
+    }
+
+    #[test]
+    fn the_fallback_marks_inherited_descriptors_close_on_exec() {
+        let file = tempfile::tempfile().expect("a temp file");
+        // SAFETY: dup on a valid descriptor.
+        let raw = unsafe { libc::dup(file.as_raw_fd()) };
+        assert!(raw >= 0, "dup failed");
+        // SAFETY: `raw` is a fresh descriptor nothing else owns.
+        let _owned = unsafe { OwnedFd::from_raw_fd(raw) };
+        assert!(!is_cloexec(raw), "dup clears close-on-exec");
+        // Only this descriptor: the test process's own inherited ones stay as they are.
+        cloexec_each(raw, raw + 1);
+        assert!(is_cloexec(raw));
+    }
+
+    #[test]
+    fn the_descriptor_limit_is_positive() {
+        assert!(fd_limit() > 3);
+    }
+}

@@ -1,0 +1,348 @@
+//! Running one child process — the executor or the notifier — safely.
+//!
+//! This module owns everything between "here is an argv" and "here is how the child
+//! ended": spawning without a shell, feeding stdin, draining stdout and stderr under
+//! a size cap, the wall-clock timeout, the heartbeat that renews the caller's lease,
+//! and killing the child's process group.
+//!
+//! Invariants:
+//! - No shell is ever involved: the command line is split by shell word rules here
+//!   and the program is executed directly.
+//! - The child leads its own process group, and when `run_child` returns that group
+//!   has been sent SIGKILL, so nothing the child started (except a process that
+//!   deliberately left the group) outlives the run and its recorded result.
+//! - The child inherits no file descriptor besides 0, 1 and 2.
+//! - Pipes are always drained to the end, so a child never blocks on output; at most
+//!   `output_cap` bytes of each stream are kept, and they are the last ones.
+//! - `run_child` returns within `timeout + 2 × kill_grace` plus the time spent in the
+//!   heartbeat callback, whatever the child does.
+//! - Nothing here panics on anything a child or the OS can do.
+
+mod capture;
+mod group;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io::{self, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use capture::Capture;
+
+/// How often the child is polled: short enough that a finished child is noticed
+/// promptly, long enough to cost nothing.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Longer limits are treated as this, so adding them to an `Instant` cannot overflow.
+const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// What to run and under which limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildSpec {
+    /// Program and arguments, already split; `argv[0]` is looked up in PATH.
+    pub argv: Vec<String>,
+    /// Written to the child's stdin in full, then stdin is closed.
+    pub stdin: Vec<u8>,
+    /// Added to the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Wall-clock limit for the whole run.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL; also how long output may trail the exit.
+    pub kill_grace: Duration,
+    /// Most bytes kept per stream (the tail).
+    pub output_cap: usize,
+}
+
+/// The heartbeat callback's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heartbeat {
+    Continue,
+    /// The lease is lost: kill the child.
+    Abort,
+}
+
+/// How the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildExit {
+    Exited(i32),
+    /// Killed by a signal we did not send.
+    Signaled(i32),
+    /// We killed it because `timeout` passed.
+    TimedOut,
+    /// We killed it because the heartbeat said Abort.
+    Aborted,
+}
+
+/// Everything known about a finished child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildOutcome {
+    pub exit: ChildExit,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    /// From spawn until the group was killed and reaped.
+    pub elapsed: Duration,
+}
+
+/// Why a child could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpawnError {
+    Empty,
+    NotFound(String),
+    NotExecutable(String),
+    Other(String),
+    /// The child did start, but how it ended could not be observed (someone
+    /// else reaped it): its side effects are uncertain, never "not started".
+    Lost(String),
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpawnError::Empty => f.write_str(EMPTY_COMMAND),
+            SpawnError::NotFound(program) if program.contains('/') => write!(
+                f,
+                "`{program}` does not exist (or the interpreter on its #! line does not)"
+            ),
+            SpawnError::NotFound(program) => write!(f, "`{program}` was not found in PATH"),
+            SpawnError::NotExecutable(program) => write!(
+                f,
+                "`{program}` cannot be executed: it needs execute permission and must be \
+                 a program or a script starting with #!"
+            ),
+            SpawnError::Other(message) | SpawnError::Lost(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {}
+
+const EMPTY_COMMAND: &str = "the command is empty: give a program to run";
+
+/// Splits a command line by POSIX shell word rules; no shell is involved, so
+/// `$VAR`, globs, pipes and redirections are plain characters. As in a shell, a
+/// word starting with `#` starts a comment that runs to the end: quote it (`'#1'`)
+/// to pass it as an argument.
+pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
+    let words =
+        shell_words::split(cmd).map_err(|e| format!("cannot split the command `{cmd}`: {e}"))?;
+    if words.is_empty() {
+        return Err(EMPTY_COMMAND.to_string());
+    }
+    Ok(words)
+}
+
+/// Runs the child in its own process group and waits for it, calling `heartbeat`
+/// every `heartbeat_every` (never more often than every 10 ms) while it runs.
+///
+/// On timeout or `Heartbeat::Abort` the group gets SIGTERM (and SIGCONT, so a
+/// stopped member can act on it); once the direct child has exited and both output
+/// pipes are closed, or `kill_grace` has passed, the group gets SIGKILL.
+///
+/// After a normal exit the same rule applies: output may trail the exit for up to
+/// `kill_grace` (a background job finishing its last line), then the group is
+/// SIGKILLed. We kill rather than leave survivors because a stray process still
+/// acting after its run was recorded would break "at most once"; we stop waiting
+/// because a stray holding our pipes open must not hang the tick. Output still
+/// unread after a further `kill_grace` (a process that left the group keeps a pipe
+/// open) is abandoned to a detached reader thread.
+pub fn run_child(
+    spec: &ChildSpec,
+    heartbeat_every: Duration,
+    heartbeat: &mut dyn FnMut() -> Heartbeat,
+) -> Result<ChildOutcome, SpawnError> {
+    let program = spec.argv.first().ok_or(SpawnError::Empty)?;
+    let started = Instant::now();
+    let mut child = spawn(spec, program)?;
+    let pid = child.id();
+    let (stdout, stderr) = match start_io(&mut child, spec) {
+        Ok(captures) => captures,
+        Err(e) => {
+            group::signal_group(pid, libc::SIGKILL);
+            // Reaping only; the run never really started.
+            let _ = child.wait();
+            return Err(SpawnError::Other(format!(
+                "could not start `{program}`: {e}"
+            )));
+        }
+    };
+
+    let deadline = later(started, spec.timeout);
+    let stopped = watch(&mut child, deadline, heartbeat_every, heartbeat);
+    if stopped.is_some() {
+        group::signal_group(pid, libc::SIGTERM);
+        group::signal_group(pid, libc::SIGCONT);
+    }
+    settle(
+        &mut child,
+        &[&stdout, &stderr],
+        later(Instant::now(), spec.kill_grace),
+    );
+    group::signal_group(pid, libc::SIGKILL);
+    let status = child.wait();
+    let linger_until = later(Instant::now(), spec.kill_grace);
+    while !(stdout.is_done() && stderr.is_done()) && Instant::now() < linger_until {
+        thread::sleep(POLL);
+    }
+    let elapsed = started.elapsed();
+
+    let exit = match stopped {
+        Some(exit) => exit,
+        None => {
+            let status =
+                status.map_err(|e| SpawnError::Lost(format!("lost track of `{program}`: {e}")))?;
+            exit_of(status).ok_or_else(|| {
+                SpawnError::Lost(format!(
+                    "`{program}` ended with an unrecognised wait status"
+                ))
+            })?
+        }
+    };
+    let (stdout, stdout_truncated) = stdout.finish();
+    let (stderr, stderr_truncated) = stderr.finish();
+    Ok(ChildOutcome {
+        exit,
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        elapsed,
+    })
+}
+
+fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
+    let mut command = Command::new(program);
+    command
+        .args(&spec.argv[1..])
+        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let fd_limit = group::fd_limit();
+    // SAFETY: the hook runs between fork and exec and only makes async-signal-safe
+    // system calls (see `group::cloexec_from_3`); it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            group::cloexec_from_3(fd_limit);
+            Ok(())
+        });
+    }
+    command
+        .spawn()
+        .map_err(|e| classify_spawn_error(program, &e))
+}
+
+fn classify_spawn_error(program: &str, e: &io::Error) -> SpawnError {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => SpawnError::NotFound(program.to_string()),
+        Some(libc::EACCES | libc::ENOEXEC | libc::EISDIR) => {
+            SpawnError::NotExecutable(program.to_string())
+        }
+        _ => match e.kind() {
+            io::ErrorKind::NotFound => SpawnError::NotFound(program.to_string()),
+            io::ErrorKind::PermissionDenied => SpawnError::NotExecutable(program.to_string()),
+            _ => SpawnError::Other(format!("could not start `{program}`: {e}")),
+        },
+    }
+}
+
+/// Starts the stdout and stderr readers and the stdin writer.
+fn start_io(child: &mut Child, spec: &ChildSpec) -> io::Result<(Capture, Capture)> {
+    let missing = |name| io::Error::other(format!("the child's {name} pipe is missing"));
+    let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+    let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+    let stdout = Capture::start("stdout", stdout, spec.output_cap)?;
+    let stderr = Capture::start("stderr", stderr, spec.output_cap)?;
+    let mut stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+    if !spec.stdin.is_empty() {
+        let data = spec.stdin.clone();
+        // A thread, because a child that never reads would block a direct write
+        // once the pipe buffer is full. The handle is dropped: the writer ends by
+        // itself when all is written or the pipe's reader is gone.
+        thread::Builder::new()
+            .name("agentcron-stdin".to_string())
+            .spawn(move || {
+                // EPIPE means the child exited or closed stdin without reading it
+                // all; its exit status tells that story, so this is not an error.
+                let _ = stdin.write_all(&data);
+            })?;
+    }
+    // With nothing to write, `stdin` was dropped above and the child reads EOF.
+    Ok((stdout, stderr))
+}
+
+/// Waits while the child runs; returns why we must stop it, or `None` once it
+/// exited by itself.
+fn watch(
+    child: &mut Child,
+    deadline: Instant,
+    heartbeat_every: Duration,
+    heartbeat: &mut dyn FnMut() -> Heartbeat,
+) -> Option<ChildExit> {
+    let every = heartbeat_every.clamp(POLL, CENTURY);
+    let mut next_beat = later(Instant::now(), every);
+    loop {
+        if has_exited(child) {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(ChildExit::TimedOut);
+        }
+        if now >= next_beat {
+            if heartbeat() == Heartbeat::Abort {
+                return Some(ChildExit::Aborted);
+            }
+            // Keep the cadence, but after a slow callback start afresh
+            // instead of firing a burst of catch-up beats.
+            next_beat = later(next_beat, every);
+            let now = Instant::now();
+            if next_beat <= now {
+                next_beat = later(now, every);
+            }
+            continue;
+        }
+        thread::sleep(POLL.min(deadline.min(next_beat) - now));
+    }
+}
+
+/// Waits until the direct child has exited and both streams reached end-of-file,
+/// or until `until`.
+fn settle(child: &mut Child, streams: &[&Capture], until: Instant) {
+    loop {
+        if has_exited(child) && streams.iter().all(|stream| stream.is_done()) {
+            return;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        thread::sleep(POLL.min(until - now));
+    }
+}
+
+fn has_exited(child: &mut Child) -> bool {
+    match group::has_exited(child.id()) {
+        Ok(exited) => exited,
+        // waitid failing on our own child leaves only std's reaping check; it
+        // caches the status for the final `wait`.
+        Err(_) => !matches!(child.try_wait(), Ok(None)),
+    }
+}
+
+fn exit_of(status: ExitStatus) -> Option<ChildExit> {
+    status
+        .code()
+        .map(ChildExit::Exited)
+        .or_else(|| status.signal().map(ChildExit::Signaled))
+}
+
+/// `from + by`, with absurdly long durations cut to a century.
+fn later(from: Instant, by: Duration) -> Instant {
+    from.checked_add(by.min(CENTURY)).unwrap_or(from)
+}
