@@ -54,6 +54,9 @@ impl StoreOpener {
 /// Everything a command needs besides its own arguments.
 pub struct Ctx {
     pub now: i64,
+    /// The system clock even when `now` is pinned: for comparing with
+    /// another machine's clock.
+    pub system_now: i64,
     pub clock: Clock,
     pub tenant: String,
     /// The caller's keys in the order given (deduplicated); the first is the
@@ -102,6 +105,7 @@ impl Ctx {
             identity.push(format!("unix:{}", login_name()));
         }
         Ok(Ctx {
+            system_now: system_now(),
             clock: Clock::starting_at(now),
             tenant_given: args.tenant.is_some(),
             followup,
@@ -191,6 +195,10 @@ fn system_now() -> i64 {
 
 fn location(db: Option<&Path>) -> Result<Location> {
     if let Some(path) = db {
+        let text = path.to_string_lossy();
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Location::Postgres(text.into_owned()));
+        }
         return Ok(Location::Sqlite(path.to_path_buf()));
     }
     let state_home = std::env::var_os("XDG_STATE_HOME")

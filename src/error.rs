@@ -124,6 +124,19 @@ pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
         if let Some(e) = cause.downcast_ref::<CmdError>() {
             return (e.kind, Some(e));
         }
+        if let Some(e) = cause.downcast_ref::<postgres::Error>() {
+            use postgres::error::SqlState;
+            // Waiting on another host's lock past lock_timeout, or losing a
+            // serialization race: nothing was changed, safe to retry.
+            let busy = [
+                SqlState::LOCK_NOT_AVAILABLE,
+                SqlState::T_R_SERIALIZATION_FAILURE,
+                SqlState::T_R_DEADLOCK_DETECTED,
+            ];
+            if e.code().is_some_and(|c| busy.contains(c)) {
+                return (ErrorKind::Busy, None);
+            }
+        }
         if let Some(rusqlite::Error::SqliteFailure(code, _)) =
             cause.downcast_ref::<rusqlite::Error>()
         {

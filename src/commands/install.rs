@@ -40,13 +40,14 @@ pub struct SystemdArgs {
 /// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]`.
 fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Result<Vec<String>> {
     let binary = std::env::current_exe().context("finding the agentcron binary")?;
-    let Location::Sqlite(db) = &ctx.location;
-    let db = std::path::absolute(db).context("resolving the database path")?;
-    let mut words = vec![
-        binary.display().to_string(),
-        "--db".into(),
-        db.display().to_string(),
-    ];
+    let db = match &ctx.location {
+        Location::Sqlite(path) => std::path::absolute(path)
+            .context("resolving the database path")?
+            .display()
+            .to_string(),
+        Location::Postgres(url) => url.clone(),
+    };
+    let mut words = vec![binary.display().to_string(), "--db".into(), db];
     if let Some(tenant) = ctx.explicit_tenant() {
         words.extend(["--tenant".into(), tenant]);
     }

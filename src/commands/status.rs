@@ -26,14 +26,16 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .as_deref()
         .map(|d| duration("--max-tick-age", d))
         .transpose()?;
-    let (now, tenant) = (ctx.now, ctx.explicit_tenant());
+    let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
     let store = ctx.store()?;
     let (stats, last_tick) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let last_tick: Option<i64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
         Ok((stats, last_tick))
     })?;
-    let (location, size) = (store.location(), store.size_bytes());
+    let size = store.size_bytes();
+    let skew = store.server_time().map(|server| server - system_now);
+    let location = store.location();
     let stale = match (max_age, last_tick) {
         (Some(max), Some(tick)) => now - tick > max.as_secs() as i64,
         (Some(_), None) => true,
@@ -46,6 +48,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "last_tick_at": time(last_tick),
             "tick_age_seconds": last_tick.map(|t| now - t),
             "stale": stale,
+            "clock_skew_seconds": skew,
             "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
             "due": stats.due,
             "runs": {"running": stats.running, "unknown": stats.unknown, "awaiting": stats.awaiting},
@@ -93,13 +96,28 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         ];
         let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
         ctx.out.line(&text.join("\n"))?;
+        if let Some(skew) = skew {
+            ctx.out.line(&format!(
+                "{:<10} {skew:+} s between this host and the server",
+                "clock skew"
+            ))?;
+        }
         if stats.unknown > 0 {
             ctx.out
                 .note("unknown runs block their tasks: see `agentcron reconcile`");
         }
     }
+    if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {
+        ctx.out.note(&format!(
+            "warning: this host's clock is {skew:+} s off the database server's; run NTP (leases must be much longer than the skew)"
+        ));
+    }
     Ok(if stale { 1 } else { 0 })
 }
+
+/// Above this, hosts sharing a PostgreSQL store disagree on "now" enough to
+/// matter for leases and grace windows.
+pub const MAX_SKEW_SECONDS: i64 = 5;
 
 pub fn human_bytes(bytes: u64) -> String {
     match bytes {

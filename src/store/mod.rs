@@ -12,6 +12,7 @@ pub mod drafts;
 pub mod events;
 pub mod maintenance;
 pub mod meta;
+pub mod postgres;
 pub mod runs;
 pub mod sqlite;
 pub mod tasks;
@@ -45,7 +46,11 @@ pub trait Store {
     fn location(&self) -> String;
 
     /// Bytes the store occupies on disk, when that is known.
-    fn size_bytes(&self) -> Option<u64>;
+    fn size_bytes(&mut self) -> Option<u64>;
+
+    /// The server's clock (unix seconds) when the store has one, for the
+    /// skew check in `status`; None for a local file.
+    fn server_time(&mut self) -> Option<i64>;
 
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
@@ -81,12 +86,15 @@ impl dyn Store + '_ {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
 }
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(url),
         }
     }
 }
@@ -95,6 +103,7 @@ impl std::fmt::Display for Location {
 pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>> {
     match location {
         Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, options)?)),
+        Location::Postgres(url) => Ok(Box::new(postgres::PgStore::open(url, options)?)),
     }
 }
 

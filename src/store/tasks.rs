@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 
-use crate::model::{Task, TaskState};
+use crate::model::{Policy, Task, TaskState};
+use crate::schedule::{self, Schedule};
 
 /// A stored row that failed validation on read: it is reported (and, by the
 /// tick, quarantined) instead of crashing the reader.
@@ -20,6 +21,95 @@ impl std::fmt::Display for CorruptRow {
 }
 
 impl std::error::Error for CorruptRow {}
+
+/// A task row's columns as stored, before validation. Each backend reads
+/// one of these; `decode` is the one place that checks them.
+#[derive(Debug, Clone, Default)]
+pub struct RawTask {
+    pub task_id: String,
+    pub tenant_key: String,
+    pub name: Option<String>,
+    pub owner_keys: String,
+    pub target: String,
+    pub instruction: String,
+    pub schedule: String,
+    pub timezone: String,
+    pub policy: String,
+    pub grace_seconds: i64,
+    pub max_retries: i64,
+    pub retry_backoff_seconds: i64,
+    pub payload_hash: String,
+    pub state: String,
+    pub state_reason: Option<String>,
+    pub state_changed_at: i64,
+    pub next_run_at: Option<i64>,
+    pub revision: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub consecutive_failures: i64,
+    pub next_retry_at: Option<i64>,
+    pub retry_run_id: Option<String>,
+}
+
+impl RawTask {
+    pub fn decode(self) -> Result<Task, CorruptRow> {
+        let corrupt = |problem: String| CorruptRow {
+            id: self.task_id.clone(),
+            tenant_key: self.tenant_key.clone(),
+            problem,
+        };
+        let owner_keys: Vec<String> = serde_json::from_str(&self.owner_keys)
+            .map_err(|e| corrupt(format!("owner_keys is not a JSON list of strings: {e}")))?;
+        if owner_keys.is_empty() {
+            return Err(corrupt("owner_keys is empty".into()));
+        }
+        let schedule_json: serde_json::Value = serde_json::from_str(&self.schedule)
+            .map_err(|e| corrupt(format!("schedule is not JSON: {e}")))?;
+        let schedule =
+            Schedule::from_json(&schedule_json).map_err(|e| corrupt(format!("schedule: {e}")))?;
+        let timezone =
+            schedule::parse_zone(&self.timezone).map_err(|e| corrupt(format!("timezone: {e}")))?;
+        let policy = Policy::parse(&self.policy)
+            .ok_or_else(|| corrupt(format!("unknown policy '{}'", self.policy)))?;
+        let state = TaskState::parse(&self.state)
+            .ok_or_else(|| corrupt(format!("unknown state '{}'", self.state)))?;
+        for (value, what) in [
+            (self.grace_seconds, "grace_seconds"),
+            (self.max_retries, "max_retries"),
+            (self.retry_backoff_seconds, "retry_backoff_seconds"),
+            (self.consecutive_failures, "consecutive_failures"),
+        ] {
+            if value < 0 {
+                return Err(corrupt(format!("{what} is negative")));
+            }
+        }
+        Ok(Task {
+            task_id: self.task_id,
+            tenant_key: self.tenant_key,
+            name: self.name,
+            owner_keys,
+            target: self.target,
+            instruction: self.instruction,
+            schedule,
+            timezone,
+            policy,
+            grace_seconds: self.grace_seconds,
+            max_retries: self.max_retries,
+            retry_backoff_seconds: self.retry_backoff_seconds,
+            payload_hash: self.payload_hash,
+            state,
+            state_reason: self.state_reason,
+            state_changed_at: self.state_changed_at,
+            next_run_at: self.next_run_at,
+            revision: self.revision,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            consecutive_failures: self.consecutive_failures,
+            next_retry_at: self.next_retry_at,
+            retry_run_id: self.retry_run_id,
+        })
+    }
+}
 
 /// Which tasks `list` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

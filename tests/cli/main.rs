@@ -10,6 +10,7 @@ mod continuations;
 mod draft;
 mod generated;
 mod operator;
+mod postgres;
 mod races;
 mod readme;
 mod shell;

@@ -392,7 +392,11 @@ fn prune_keeps_unknown_and_parked_runs_and_shrinks_the_file() {
     );
     let done = rig.env.json(&["prune", "--older-than", "30d"]);
     assert_eq!(done["runs"].as_i64().unwrap(), total - 1);
-    assert!(done["size_after"].as_u64().unwrap() <= done["size_before"].as_u64().unwrap());
+    // SQLite's VACUUM rewrites the file smaller; PostgreSQL's plain VACUUM
+    // only makes the space reusable (VACUUM FULL would lock every table).
+    if !crate::support::on_postgres() {
+        assert!(done["size_after"].as_u64().unwrap() <= done["size_before"].as_u64().unwrap());
+    }
     let left = rig.env.sql("SELECT run_id, status FROM runs");
     assert_eq!(left, vec![vec![stuck, "unknown".to_string()]]);
     assert_eq!(rig.env.json(&["check"])["ok"], true);

@@ -14,9 +14,56 @@ pub const T0: i64 = 1_796_198_400;
 
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
+    /// The SQLite file (also when the suite runs against PostgreSQL: tests
+    /// that pass their own `--db PATH` still get SQLite).
     pub db: PathBuf,
+    /// Set when `AGENTCRON_TEST_STORE=postgres`: this test's own schema.
+    pg: Option<PgSchema>,
     now: Cell<i64>,
     env: RefCell<Vec<(String, String)>>,
+}
+
+/// A schema of its own per test on the PostgreSQL server, dropped at the end.
+pub struct PgSchema {
+    base: String,
+    schema: String,
+}
+
+impl PgSchema {
+    fn create() -> PgSchema {
+        let base = std::env::var("AGENTCRON_TEST_PG")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_string());
+        let schema = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let mut client = postgres::Client::connect(&base, postgres::NoTls).unwrap_or_else(|e| {
+            panic!("AGENTCRON_TEST_STORE=postgres but {base} is unreachable: {e}")
+        });
+        client
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .expect("create test schema");
+        PgSchema { base, schema }
+    }
+
+    pub fn url(&self) -> String {
+        let sep = if self.base.contains('?') { '&' } else { '?' };
+        format!("{}{sep}options=-csearch_path%3D{}", self.base, self.schema)
+    }
+
+    fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test schema")
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema));
+        }
+    }
+}
+
+/// Whether this run of the suite targets PostgreSQL.
+pub fn on_postgres() -> bool {
+    std::env::var("AGENTCRON_TEST_STORE").is_ok_and(|v| v == "postgres")
 }
 
 /// What one invocation did.
@@ -94,6 +141,7 @@ impl TestEnv {
         TestEnv {
             dir,
             db,
+            pg: on_postgres().then(PgSchema::create),
             now: Cell::new(T0),
             env: RefCell::new(Vec::new()),
         }
@@ -131,7 +179,7 @@ impl TestEnv {
             .env("LOGNAME", "tester")
             .env("USER", "tester")
             .env("AGENTCRON_TZ", "UTC")
-            .env("AGENTCRON_DB", &self.db)
+            .env("AGENTCRON_DB", self.db_arg())
             .env("AGENTCRON_NOW", self.now.get().to_string());
         for (k, v) in self.env.borrow().iter() {
             cmd.env(k, v);
@@ -192,8 +240,39 @@ impl TestEnv {
         self.json(&confirm)
     }
 
-    /// A byte-exact snapshot of the database files, to prove nothing was written.
+    /// What AGENTCRON_DB is for this test: the file, or the schema's URL.
+    pub fn db_arg(&self) -> String {
+        match &self.pg {
+            Some(pg) => pg.url(),
+            None => self.db.display().to_string(),
+        }
+    }
+
+    /// A byte-exact snapshot of the database, to prove nothing was written:
+    /// the files on SQLite, every row of every table on PostgreSQL.
     pub fn db_bytes(&self) -> Vec<(String, Vec<u8>)> {
+        if let Some(pg) = &self.pg {
+            let mut client = pg.client();
+            let tables = [
+                "meta",
+                "drafts",
+                "tasks",
+                "runs",
+                "deliveries",
+                "reconciliations",
+                "events",
+            ];
+            return tables
+                .iter()
+                .map(|t| {
+                    let dump = client
+                        .query_one(&format!("SELECT coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '') FROM {t} x"), &[])
+                        .map(|row| row.get::<_, String>(0))
+                        .unwrap_or_default();
+                    (t.to_string(), dump.into_bytes())
+                })
+                .collect();
+        }
         let Some(dir) = self.db.parent() else {
             return Vec::new();
         };
@@ -218,6 +297,22 @@ impl TestEnv {
     /// Runs SQL against the database directly, for inspecting or damaging
     /// it; every value comes back as text ("NULL" for null).
     pub fn sql(&self, sql: &str) -> Vec<Vec<String>> {
+        if let Some(pg) = &self.pg {
+            let mut client = pg.client();
+            return client
+                .simple_query(sql)
+                .expect("run test SQL")
+                .into_iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(row) => Some(
+                        (0..row.len())
+                            .map(|i| row.get(i).unwrap_or("NULL").to_string())
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect();
+        }
         let conn = rusqlite::Connection::open(&self.db).expect("open db for inspection");
         conn.busy_timeout(std::time::Duration::from_secs(10)).ok();
         let mut stmt = conn.prepare(sql).expect("prepare test SQL");

@@ -69,13 +69,17 @@ impl Store for SqliteStore {
         self.path.display().to_string()
     }
 
-    fn size_bytes(&self) -> Option<u64> {
+    fn size_bytes(&mut self) -> Option<u64> {
         let file = |suffix: &str| {
             let mut name = self.path.clone().into_os_string();
             name.push(suffix);
             std::fs::metadata(name).map(|m| m.len()).unwrap_or(0)
         };
         Some(file("") + file("-wal"))
+    }
+
+    fn server_time(&mut self) -> Option<i64> {
+        None
     }
 
     fn compact(&mut self) -> Result<()> {

@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{expect_one, SqliteTx};
-use crate::model::{Policy, Task, TaskState};
-use crate::schedule::{self, Schedule};
+use crate::model::Task;
+use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
 
 pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
@@ -14,81 +14,46 @@ pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, ta
     state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
     consecutive_failures, next_retry_at, retry_run_id";
 
-/// The raw columns, read without interpretation so that decoding can fail
-/// softly.
+/// Reads the columns as stored; a column of the wrong type (which STRICT
+/// tables make unlikely) is reported like any other damage.
 pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, CorruptRow>> {
     let task_id: String = row.get(0)?;
     let tenant_key: String = row.get(1)?;
-    let decoded = (|| -> Result<Task, String> {
-        let text = |i: usize| -> Result<String, String> {
-            row.get::<_, String>(i)
-                .map_err(|e| format!("column {i}: {e}"))
-        };
-        let int = |i: usize| -> Result<i64, String> {
-            row.get::<_, i64>(i).map_err(|e| format!("column {i}: {e}"))
-        };
-        let opt_int = |i: usize| -> Result<Option<i64>, String> {
-            row.get::<_, Option<i64>>(i)
-                .map_err(|e| format!("column {i}: {e}"))
-        };
-        let opt_text = |i: usize| -> Result<Option<String>, String> {
-            row.get::<_, Option<String>>(i)
-                .map_err(|e| format!("column {i}: {e}"))
-        };
-        let owner_keys: Vec<String> = serde_json::from_str(&text(3)?)
-            .map_err(|e| format!("owner_keys is not a JSON list of strings: {e}"))?;
-        if owner_keys.is_empty() {
-            return Err("owner_keys is empty".into());
-        }
-        let schedule_json: serde_json::Value =
-            serde_json::from_str(&text(6)?).map_err(|e| format!("schedule is not JSON: {e}"))?;
-        let schedule = Schedule::from_json(&schedule_json).map_err(|e| format!("schedule: {e}"))?;
-        let timezone = schedule::parse_zone(&text(7)?).map_err(|e| format!("timezone: {e}"))?;
-        let policy_text = text(8)?;
-        let policy =
-            Policy::parse(&policy_text).ok_or_else(|| format!("unknown policy '{policy_text}'"))?;
-        let state_text = text(13)?;
-        let state =
-            TaskState::parse(&state_text).ok_or_else(|| format!("unknown state '{state_text}'"))?;
-        let nonnegative = |i: usize, what: &str| -> Result<i64, String> {
-            let v = int(i)?;
-            if v < 0 {
-                Err(format!("{what} is negative"))
-            } else {
-                Ok(v)
-            }
-        };
-        Ok(Task {
+    let raw = (|| -> rusqlite::Result<RawTask> {
+        Ok(RawTask {
             task_id: task_id.clone(),
             tenant_key: tenant_key.clone(),
-            name: opt_text(2)?,
-            owner_keys,
-            target: text(4)?,
-            instruction: text(5)?,
-            schedule,
-            timezone,
-            policy,
-            grace_seconds: nonnegative(9, "grace_seconds")?,
-            max_retries: nonnegative(10, "max_retries")?,
-            retry_backoff_seconds: nonnegative(11, "retry_backoff_seconds")?,
-            payload_hash: text(12)?,
-            state,
-            state_reason: opt_text(14)?,
-            state_changed_at: int(15)?,
-            next_run_at: opt_int(16)?,
-            revision: int(17)?,
-            created_at: int(18)?,
-            updated_at: int(19)?,
-            consecutive_failures: nonnegative(20, "consecutive_failures")?,
-            next_retry_at: opt_int(21)?,
-            retry_run_id: opt_text(22)?,
+            name: row.get(2)?,
+            owner_keys: row.get(3)?,
+            target: row.get(4)?,
+            instruction: row.get(5)?,
+            schedule: row.get(6)?,
+            timezone: row.get(7)?,
+            policy: row.get(8)?,
+            grace_seconds: row.get(9)?,
+            max_retries: row.get(10)?,
+            retry_backoff_seconds: row.get(11)?,
+            payload_hash: row.get(12)?,
+            state: row.get(13)?,
+            state_reason: row.get(14)?,
+            state_changed_at: row.get(15)?,
+            next_run_at: row.get(16)?,
+            revision: row.get(17)?,
+            created_at: row.get(18)?,
+            updated_at: row.get(19)?,
+            consecutive_failures: row.get(20)?,
+            next_retry_at: row.get(21)?,
+            retry_run_id: row.get(22)?,
         })
     })();
-    Ok(decoded.map_err(|problem| CorruptRow {
-        id: task_id,
-        tenant_key,
-        problem,
-    }))
+    Ok(match raw {
+        Ok(raw) => raw.decode(),
+        Err(e) => Err(CorruptRow {
+            id: task_id,
+            tenant_key,
+            problem: e.to_string(),
+        }),
+    })
 }
 
 impl TaskTx for SqliteTx<'_> {

@@ -1,0 +1,147 @@
+//! PostgreSQL side of the delivery ledger.
+
+use anyhow::{Context, Result};
+use postgres::Row;
+
+use super::{col, expect_one, PgTx};
+use crate::model::{DeliveryState, Notice};
+use crate::store::{DeliveryTx, NoticeFinish};
+
+const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
+    created_at, updated_at, claim_token, deadline, attempts, last_error";
+
+fn decode_notice(row: &Row) -> Result<Notice> {
+    let state: String = col(row, 4)?;
+    Ok(Notice {
+        delivery_id: col(row, 0)?,
+        run_id: col(row, 1)?,
+        tenant_key: col(row, 2)?,
+        seq: col(row, 3)?,
+        state: DeliveryState::parse(&state)
+            .with_context(|| format!("unknown delivery state '{state}'"))?,
+        target: col(row, 5)?,
+        message: col(row, 6)?,
+        created_at: col(row, 7)?,
+        updated_at: col(row, 8)?,
+        claim_token: col(row, 9)?,
+        deadline: col(row, 10)?,
+        attempts: col(row, 11)?,
+        last_error: col(row, 12)?,
+    })
+}
+
+impl DeliveryTx for PgTx<'_, '_> {
+    fn insert_notice(&mut self, n: &Notice) -> Result<()> {
+        self.tx
+            .execute(
+                &format!("INSERT INTO deliveries ({NOTICE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"),
+                &[
+                    &n.delivery_id,
+                    &n.run_id,
+                    &n.tenant_key,
+                    &n.seq,
+                    &n.state.as_str(),
+                    &n.target,
+                    &n.message,
+                    &n.created_at,
+                    &n.updated_at,
+                    &n.claim_token,
+                    &n.deadline,
+                    &n.attempts,
+                    &n.last_error,
+                ],
+            )
+            .context("recording the notice")?;
+        Ok(())
+    }
+
+    fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
+        let row = self.tx.query_one(
+            "SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1",
+            &[&run_id],
+        )?;
+        col(&row, 0)
+    }
+
+    fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {NOTICE_COLUMNS} FROM deliveries
+                     WHERE state = 'pending' AND ($1::text IS NULL OR tenant_key = $1)
+                     ORDER BY created_at, delivery_id LIMIT $2"
+                ),
+                &[&tenant, &i64::from(limit)],
+            )
+            .context("reading pending notices")?;
+        rows.iter().map(decode_notice).collect()
+    }
+
+    fn claim_notice(
+        &mut self,
+        delivery_id: &str,
+        token: &str,
+        deadline: i64,
+        now: i64,
+    ) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE deliveries SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
+                     attempts = attempts + 1
+                 WHERE delivery_id = $4 AND state = 'pending'",
+                &[&token, &deadline, &now, &delivery_id],
+            )
+            .context("claiming the notice")?;
+        expect_one(changed, || {
+            format!("notice {delivery_id} was claimed by another tick")
+        })
+    }
+
+    fn finish_notice(&mut self, f: &NoticeFinish<'_>) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE deliveries
+                 SET state = $1, last_error = $2, updated_at = $3,
+                     claim_token = CASE WHEN $1 = 'pending' THEN NULL ELSE claim_token END,
+                     deadline = CASE WHEN $1 = 'pending' THEN NULL ELSE deadline END
+                 WHERE delivery_id = $4 AND state = 'sending' AND claim_token = $5",
+                &[&f.to.as_str(), &f.error, &f.now, &f.delivery_id, &f.token],
+            )
+            .context("recording the delivery")?;
+        expect_one(changed, || {
+            format!("notice {} is no longer ours to record", f.delivery_id)
+        })
+    }
+
+    fn expire_notices(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Notice>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "UPDATE deliveries
+                     SET state = 'unknown', updated_at = $1,
+                         last_error = 'delivery deadline passed; the notifier may or may not have sent it'
+                     WHERE state = 'sending' AND deadline < $1 AND ($2::text IS NULL OR tenant_key = $2)
+                     RETURNING {NOTICE_COLUMNS}"
+                ),
+                &[&now, &tenant],
+            )
+            .context("expiring delivery attempts")?;
+        rows.iter().map(decode_notice).collect()
+    }
+
+    fn announce_pending(&mut self, tenant: Option<&str>) -> Result<u64> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE deliveries SET announced = 1
+                 WHERE state = 'pending' AND announced = 0 AND ($1::text IS NULL OR tenant_key = $1)",
+                &[&tenant],
+            )
+            .context("noting undelivered notices")?;
+        Ok(changed)
+    }
+}

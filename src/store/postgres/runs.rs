@@ -1,0 +1,293 @@
+//! PostgreSQL side of the runs and reconciliations tables.
+
+use anyhow::{Context, Result};
+use postgres::Row;
+
+use super::tasks::owned;
+use super::{col, expect_one, PgTx};
+use crate::model::{DeliveryState, Run, RunStatus};
+use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
+
+const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
+    r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
+    r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline,
+    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
+
+fn decode_run(row: &Row) -> Result<Run> {
+    let status: String = col(row, 7)?;
+    let status =
+        RunStatus::parse(&status).with_context(|| format!("unknown run status '{status}'"))?;
+    let delivery: Option<String> = col(row, 21)?;
+    Ok(Run {
+        run_id: col(row, 0)?,
+        task_id: col(row, 1)?,
+        tenant_key: col(row, 2)?,
+        scheduled_for: col(row, 3)?,
+        scheduled_local: col(row, 4)?,
+        attempt: col(row, 5)?,
+        due_at: col(row, 6)?,
+        status,
+        payload_hash: col(row, 8)?,
+        created_at: col(row, 9)?,
+        started_at: col(row, 10)?,
+        finished_at: col(row, 11)?,
+        lease_token: col(row, 12)?,
+        lease_until: col(row, 13)?,
+        summary: col(row, 14)?,
+        reason: col(row, 15)?,
+        skipped_occurrences: col(row, 16)?,
+        blocked_by: col(row, 17)?,
+        wait_kind: col(row, 18)?,
+        wait_id: col(row, 19)?,
+        wait_deadline: col(row, 20)?,
+        delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
+    })
+}
+
+impl PgTx<'_, '_> {
+    fn runs_where(
+        &mut self,
+        tail: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Run>> {
+        let rows = self
+            .tx
+            .query(&format!("SELECT {RUN_COLUMNS} FROM runs r {tail}"), params)
+            .context("reading runs")?;
+        rows.iter().map(decode_run).collect()
+    }
+}
+
+impl RunTx for PgTx<'_, '_> {
+    fn insert_run(&mut self, r: &Run) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
+                    attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
+                    lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
+                    wait_kind, wait_id, wait_deadline)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                    $17, $18, $19, $20, $21)",
+                &[
+                    &r.run_id,
+                    &r.task_id,
+                    &r.tenant_key,
+                    &r.scheduled_for,
+                    &r.scheduled_local,
+                    &r.attempt,
+                    &r.due_at,
+                    &r.status.as_str(),
+                    &r.payload_hash,
+                    &r.created_at,
+                    &r.started_at,
+                    &r.finished_at,
+                    &r.lease_token,
+                    &r.lease_until,
+                    &r.summary,
+                    &r.reason,
+                    &r.skipped_occurrences,
+                    &r.blocked_by,
+                    &r.wait_kind,
+                    &r.wait_id,
+                    &r.wait_deadline,
+                ],
+            )
+            .context("recording the run")?;
+        Ok(())
+    }
+
+    fn list_runs(&mut self, f: &RunFilter<'_>) -> Result<Vec<Run>> {
+        let tail = format!(
+            "JOIN tasks t ON t.task_id = r.task_id
+             WHERE r.tenant_key = $1 AND ($2::text IS NULL OR r.task_id = $2)
+               AND ($3::text IS NULL OR r.status = $3) AND {}
+             ORDER BY r.scheduled_for DESC, r.attempt DESC, r.created_at DESC LIMIT $5",
+            owned("t", 4)
+        );
+        self.runs_where(
+            &tail,
+            &[
+                &f.tenant_key,
+                &f.task_id,
+                &f.status.map(|s| s.as_str()),
+                &f.owner_keys,
+                &(f.limit as i64),
+            ],
+        )
+    }
+
+    fn occurrence_runs(&mut self, task_id: &str, scheduled_for: i64) -> Result<Vec<Run>> {
+        self.runs_where(
+            "WHERE r.task_id = $1 AND r.scheduled_for = $2 ORDER BY r.attempt",
+            &[&task_id, &scheduled_for],
+        )
+    }
+
+    fn run_at_or_before(&mut self, task_id: &str, at: i64) -> Result<Option<Run>> {
+        Ok(self
+            .runs_where(
+                "WHERE r.task_id = $1 AND r.scheduled_for <= $2 ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT 1",
+                &[&task_id, &at],
+            )?
+            .into_iter()
+            .next())
+    }
+
+    fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO reconciliations (run_id, tenant_key, actor, decision, reason, prior_reason, decided_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                &[&r.run_id, &r.tenant_key, &r.actor, &r.decision, &r.reason, &r.prior_reason, &r.decided_at],
+            )
+            .context("recording the reconciliation")?;
+        Ok(())
+    }
+
+    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>> {
+        let row = self.tx.query_opt(
+            "SELECT run_id, tenant_key, actor, decision, reason, prior_reason, decided_at
+             FROM reconciliations WHERE run_id = $1",
+            &[&run_id],
+        )?;
+        row.map(|r| {
+            Ok(Reconciliation {
+                run_id: col(&r, 0)?,
+                tenant_key: col(&r, 1)?,
+                actor: col(&r, 2)?,
+                decision: col(&r, 3)?,
+                reason: col(&r, 4)?,
+                prior_reason: col(&r, 5)?,
+                decided_at: col(&r, 6)?,
+            })
+        })
+        .transpose()
+    }
+
+    fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
+        Ok(self
+            .runs_where("WHERE r.run_id = $1", &[&run_id])?
+            .into_iter()
+            .next())
+    }
+
+    fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>> {
+        self.runs_where(
+            "WHERE r.task_id = $1 ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT $2",
+            &[&task_id, &(limit as i64)],
+        )
+    }
+
+    fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>> {
+        Ok(self
+            .runs_where(
+                "WHERE r.task_id = $1 AND r.status IN
+                     ('running', 'awaiting_confirmation', 'awaiting_authorization', 'unknown')
+                 ORDER BY r.scheduled_for LIMIT 1",
+                &[&task_id],
+            )?
+            .into_iter()
+            .next())
+    }
+
+    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        let rows = self
+            .tx
+            .query(
+                "UPDATE runs SET status = 'unknown', reason = 'execution lease expired', finished_at = $1
+                 WHERE status = 'running' AND lease_until < $1 AND ($2::text IS NULL OR tenant_key = $2)
+                 RETURNING run_id",
+                &[&now, &tenant],
+            )
+            .context("expiring leases")?;
+        let ids: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+        ids.iter()
+            .filter_map(|id| self.run(id).transpose())
+            .collect()
+    }
+
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET lease_until = greatest(lease_until, $1)
+                 WHERE run_id = $2 AND lease_token = $3 AND status = 'running'",
+                &[&until, &run_id, &token],
+            )
+            .context("renewing the lease")?;
+        Ok(changed == 1)
+    }
+
+    fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
+        let row = self.tx.query_one(
+            "SELECT count(*) FROM runs
+             WHERE run_id = $1 AND lease_token = $2 AND status = 'running' AND lease_until >= $3",
+            &[&run_id, &token, &now],
+        )?;
+        Ok(col::<i64>(&row, 0)? == 1)
+    }
+
+    fn finish_run(&mut self, f: &RunFinish<'_>) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs
+                 SET status = $1, summary = coalesce($2, summary), reason = $3,
+                     wait_kind = $4, wait_id = $5, wait_deadline = $6, lease_until = NULL,
+                     finished_at = CASE WHEN $1 IN ('awaiting_confirmation', 'awaiting_authorization')
+                                        THEN NULL ELSE $7::bigint END
+                 WHERE run_id = $8 AND status = $9 AND ($10::text IS NULL OR lease_token = $10)",
+                &[
+                    &f.to.as_str(),
+                    &f.summary,
+                    &f.reason,
+                    &f.wait_kind,
+                    &f.wait_id,
+                    &f.wait_deadline,
+                    &f.now,
+                    &f.run_id,
+                    &f.from.as_str(),
+                    &f.token,
+                ],
+            )
+            .context("recording the run's outcome")?;
+        expect_one(changed, || {
+            format!(
+                "run {} is no longer {} under this lease; its outcome was not recorded",
+                f.run_id, f.from
+            )
+        })
+    }
+
+    fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        self.runs_where(
+            "WHERE r.status IN ('awaiting_confirmation', 'awaiting_authorization')
+               AND r.wait_deadline < $1 AND ($2::text IS NULL OR r.tenant_key = $2)
+             ORDER BY r.wait_deadline FOR UPDATE OF r SKIP LOCKED",
+            &[&now, &tenant],
+        )
+    }
+
+    fn reclaim_parked(
+        &mut self,
+        run_id: &str,
+        wait_id: &str,
+        token: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET status = 'running', lease_token = $1, lease_until = $2, started_at = $3
+                 WHERE run_id = $4 AND wait_id = $5
+                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+                &[&token, &lease_until, &now, &run_id, &wait_id],
+            )
+            .context("claiming the continuation")?;
+        expect_one(changed, || {
+            format!("run {run_id} is not waiting on '{wait_id}' (already claimed?)")
+        })
+    }
+}

@@ -1,0 +1,139 @@
+//! The PostgreSQL schema, as an append-only list of migrations tracked in
+//! `agentcron_schema`, applied in one transaction under an advisory lock so
+//! that two hosts starting at once migrate exactly once.
+//!
+//! Never change or reorder an entry: databases in the field applied it.
+
+use anyhow::{Context, Result};
+use postgres::Client;
+
+use crate::error::{CmdError, ErrorKind};
+
+/// Migration `i` takes the schema from version `i` to `i + 1`. The tables
+/// mirror the SQLite schema column for column (BIGINT seconds, TEXT JSON).
+const MIGRATIONS: &[&str] = &[r#"
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    CREATE TABLE drafts (
+        draft_id TEXT PRIMARY KEY, tenant_key TEXT NOT NULL, payload TEXT NOT NULL,
+        payload_hash TEXT NOT NULL, created_by TEXT NOT NULL, created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL);
+    CREATE INDEX drafts_by_expiry ON drafts (expires_at);
+
+    CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY, tenant_key TEXT NOT NULL, name TEXT,
+        owner_keys TEXT NOT NULL, target TEXT NOT NULL, instruction TEXT NOT NULL,
+        schedule TEXT NOT NULL, timezone TEXT NOT NULL, policy TEXT NOT NULL,
+        grace_seconds BIGINT NOT NULL, max_retries BIGINT NOT NULL,
+        retry_backoff_seconds BIGINT NOT NULL, payload TEXT NOT NULL, payload_hash TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'completed', 'deleted', 'error')),
+        state_reason TEXT, state_changed_at BIGINT NOT NULL, next_run_at BIGINT,
+        revision BIGINT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+        consecutive_failures BIGINT NOT NULL DEFAULT 0, next_retry_at BIGINT, retry_run_id TEXT);
+    CREATE UNIQUE INDEX tasks_by_name ON tasks (tenant_key, name)
+        WHERE name IS NOT NULL AND state <> 'deleted';
+    CREATE INDEX tasks_by_tenant ON tasks (tenant_key, created_at);
+    CREATE INDEX tasks_due ON tasks (next_run_at) WHERE state = 'active';
+    CREATE INDEX tasks_retry_due ON tasks (next_retry_at)
+        WHERE state = 'active' AND next_retry_at IS NOT NULL;
+
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY, task_id TEXT NOT NULL REFERENCES tasks (task_id),
+        tenant_key TEXT NOT NULL, scheduled_for BIGINT NOT NULL, scheduled_local TEXT NOT NULL,
+        attempt BIGINT NOT NULL, due_at BIGINT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN (
+            'running', 'succeeded', 'failed', 'delivery_failed', 'awaiting_confirmation',
+            'awaiting_authorization', 'unknown', 'missed', 'skipped_overlap')),
+        payload_hash TEXT NOT NULL, created_at BIGINT NOT NULL, started_at BIGINT,
+        finished_at BIGINT, lease_token TEXT, lease_until BIGINT, summary TEXT, reason TEXT,
+        skipped_occurrences BIGINT NOT NULL DEFAULT 0, blocked_by TEXT, wait_kind TEXT,
+        wait_id TEXT, wait_deadline BIGINT,
+        UNIQUE (task_id, scheduled_for, attempt));
+    CREATE INDEX runs_by_task ON runs (task_id, scheduled_for DESC, attempt DESC);
+    CREATE INDEX runs_by_tenant_status ON runs (tenant_key, status, scheduled_for);
+    CREATE INDEX runs_leased ON runs (lease_until) WHERE status = 'running';
+    CREATE INDEX runs_parked ON runs (wait_deadline)
+        WHERE status IN ('awaiting_confirmation', 'awaiting_authorization');
+    CREATE INDEX runs_blocking ON runs (task_id)
+        WHERE status IN ('running', 'awaiting_confirmation', 'awaiting_authorization', 'unknown');
+
+    CREATE TABLE deliveries (
+        delivery_id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs (run_id),
+        tenant_key TEXT NOT NULL, seq BIGINT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'delivered', 'unknown')),
+        target TEXT NOT NULL, message TEXT NOT NULL, created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL, claim_token TEXT, deadline BIGINT,
+        attempts BIGINT NOT NULL DEFAULT 0, last_error TEXT, announced BIGINT NOT NULL DEFAULT 0,
+        UNIQUE (run_id, seq));
+    CREATE INDEX deliveries_pending ON deliveries (created_at) WHERE state = 'pending';
+    CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
+
+    CREATE TABLE reconciliations (
+        run_id TEXT PRIMARY KEY REFERENCES runs (run_id), tenant_key TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        decision TEXT NOT NULL CHECK (decision IN ('confirmed_succeeded', 'confirmed_failed', 'abandoned')),
+        reason TEXT NOT NULL, prior_reason TEXT, decided_at BIGINT NOT NULL);
+
+    CREATE TABLE events (
+        event_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at BIGINT NOT NULL,
+        tenant_key TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+        task_id TEXT, run_id TEXT, detail TEXT NOT NULL);
+    CREATE INDEX events_by_tenant ON events (tenant_key, event_id);
+    CREATE INDEX events_by_task ON events (task_id, event_id);
+    CREATE INDEX events_by_time ON events (at);
+"#];
+
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('agentcron_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row = client.query_one(
+        "SELECT coalesce(max(version), 0)::BIGINT FROM agentcron_schema",
+        &[],
+    )?;
+    Ok(row.get(0))
+}
+
+pub fn migrate(client: &mut Client) -> Result<()> {
+    // The common case costs one query and takes no lock.
+    let seen = current(client).context("reading the schema version")?;
+    if seen == LATEST {
+        return Ok(());
+    }
+    refuse_newer(seen)?;
+    let mut tx = client
+        .transaction()
+        .context("starting the schema migration")?;
+    // Serialises hosts migrating at once; released at commit.
+    tx.execute("SELECT pg_advisory_xact_lock(7415906301)", &[])
+        .context("locking for migration")?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS agentcron_schema (version BIGINT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")?;
+    let version = current(&mut tx)?;
+    refuse_newer(version)?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(sql)
+            .with_context(|| format!("applying schema migration {}", index + 1))?;
+        tx.execute(
+            "INSERT INTO agentcron_schema (version) VALUES ($1)",
+            &[&((index + 1) as i64)],
+        )?;
+    }
+    tx.commit().context("committing the schema migration")
+}
+
+fn refuse_newer(version: i64) -> Result<()> {
+    if !(0..=LATEST).contains(&version) {
+        return Err(CmdError::new(
+            ErrorKind::Runtime,
+            format!("the database has schema version {version}, newer than this agentcron understands ({LATEST})"),
+        )
+        .with_hint("upgrade agentcron; nothing was changed")
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! PostgreSQL side of the tasks table.
+
+use anyhow::{Context, Result};
+use postgres::Row;
+
+use super::{col, expect_one, PgTx};
+use crate::model::Task;
+use crate::payload::Payload;
+use crate::store::tasks::RawTask;
+use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+
+pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
+    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
+    state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
+    consecutive_failures, next_retry_at, retry_run_id";
+
+/// True when the task row's owner keys intersect $n (a text[] of keys).
+pub(super) fn owned(alias: &str, param: usize) -> String {
+    format!("({alias}.owner_keys::jsonb ?| ${param}::text[])")
+}
+
+pub(super) fn decode_task(row: &Row) -> Result<Result<Task, CorruptRow>> {
+    let task_id: String = col(row, 0)?;
+    let tenant_key: String = col(row, 1)?;
+    let raw = (|| -> Result<RawTask> {
+        Ok(RawTask {
+            task_id: task_id.clone(),
+            tenant_key: tenant_key.clone(),
+            name: col(row, 2)?,
+            owner_keys: col(row, 3)?,
+            target: col(row, 4)?,
+            instruction: col(row, 5)?,
+            schedule: col(row, 6)?,
+            timezone: col(row, 7)?,
+            policy: col(row, 8)?,
+            grace_seconds: col(row, 9)?,
+            max_retries: col(row, 10)?,
+            retry_backoff_seconds: col(row, 11)?,
+            payload_hash: col(row, 12)?,
+            state: col(row, 13)?,
+            state_reason: col(row, 14)?,
+            state_changed_at: col(row, 15)?,
+            next_run_at: col(row, 16)?,
+            revision: col(row, 17)?,
+            created_at: col(row, 18)?,
+            updated_at: col(row, 19)?,
+            consecutive_failures: col(row, 20)?,
+            next_retry_at: col(row, 21)?,
+            retry_run_id: col(row, 22)?,
+        })
+    })();
+    Ok(match raw {
+        Ok(raw) => raw.decode(),
+        Err(e) => Err(CorruptRow {
+            id: task_id,
+            tenant_key,
+            problem: e.to_string(),
+        }),
+    })
+}
+
+fn is_unique_violation(e: &postgres::Error) -> bool {
+    e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+impl TaskTx for PgTx<'_, '_> {
+    fn insert_task(&mut self, t: &Task) -> Result<()> {
+        let owner_keys = serde_json::to_string(&t.owner_keys)?;
+        let payload = Payload::of_task(t).canonical();
+        self.tx
+            .execute(
+                &format!(
+                    "INSERT INTO tasks ({TASK_COLUMNS}, payload)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                             $17, $18, $19, $20, $21, $22, $23, $24)"
+                ),
+                &[
+                    &t.task_id,
+                    &t.tenant_key,
+                    &t.name,
+                    &owner_keys,
+                    &t.target,
+                    &t.instruction,
+                    &t.schedule.to_json().to_string(),
+                    &t.timezone.name(),
+                    &t.policy.as_str(),
+                    &t.grace_seconds,
+                    &t.max_retries,
+                    &t.retry_backoff_seconds,
+                    &t.payload_hash,
+                    &t.state.as_str(),
+                    &t.state_reason,
+                    &t.state_changed_at,
+                    &t.next_run_at,
+                    &t.revision,
+                    &t.created_at,
+                    &t.updated_at,
+                    &t.consecutive_failures,
+                    &t.next_retry_at,
+                    &t.retry_run_id,
+                    &payload,
+                ],
+            )
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                        "a task named '{}' already exists in tenant '{}'",
+                        t.name.as_deref().unwrap_or(""),
+                        t.tenant_key
+                    )))
+                } else {
+                    anyhow::Error::new(e).context("saving the task")
+                }
+            })?;
+        Ok(())
+    }
+
+    fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>> {
+        let row = self
+            .tx
+            .query_opt(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"),
+                &[&task_id],
+            )
+            .context("reading the task")?;
+        row.map(|r| decode_task(&r)).transpose()
+    }
+
+    fn task_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let upper = format!("{prefix}\u{10FFFF}");
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id FROM tasks WHERE task_id >= $1 AND task_id < $2 AND tenant_key = $3
+                 ORDER BY task_id LIMIT $4",
+                &[&prefix, &upper, &tenant_key, &i64::from(limit)],
+            )
+            .context("looking up tasks by id prefix")?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
+    fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT task_id FROM tasks WHERE tenant_key = $1 AND name = $2 AND state <> 'deleted'",
+                &[&tenant_key, &name],
+            )
+            .context("looking up the task by name")?;
+        row.map(|r| col(&r, 0)).transpose()
+    }
+
+    fn list_tasks(&mut self, f: &TaskFilter<'_>) -> Result<Vec<Result<Task, CorruptRow>>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks t
+                     WHERE tenant_key = $1 AND ($2::bool OR state <> 'deleted')
+                       AND ($3::text IS NULL OR state = $3) AND {}
+                     ORDER BY created_at, task_id",
+                    owned("t", 4)
+                ),
+                &[
+                    &f.tenant_key,
+                    &f.include_deleted,
+                    &f.state.map(|s| s.as_str()),
+                    &f.owner_keys,
+                ],
+            )
+            .context("listing tasks")?;
+        rows.iter().map(decode_task).collect()
+    }
+
+    fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks
+                 SET state = $1, state_reason = $2, next_run_at = $3, state_changed_at = $4,
+                     updated_at = $4, revision = revision + 1,
+                     next_retry_at = CASE WHEN $1 = 'active' THEN next_retry_at END,
+                     retry_run_id = CASE WHEN $1 = 'active' THEN retry_run_id END
+                 WHERE task_id = $5 AND state = $6 AND revision = $7",
+                &[
+                    &c.to.as_str(),
+                    &c.reason,
+                    &c.next_run_at,
+                    &c.now,
+                    &c.task_id,
+                    &c.from.as_str(),
+                    &c.revision,
+                ],
+            )
+            .context("updating the task")?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected {} at revision {})",
+                c.task_id, c.from, c.revision
+            )
+        })?;
+        Ok(c.revision + 1)
+    }
+
+    fn due_tasks(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
+        // SKIP LOCKED: a row another host is claiming is passed over, never waited on.
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id,
+                        CASE WHEN next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)
+                             THEN next_run_at ELSE next_retry_at END AS due,
+                        NOT (next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)) AS retry
+                 FROM tasks
+                 WHERE state = 'active' AND (next_run_at <= $1 OR next_retry_at <= $1)
+                   AND ($2::text IS NULL OR tenant_key = $2)
+                 ORDER BY 2, 1 LIMIT $3
+                 FOR UPDATE SKIP LOCKED",
+                &[&now, &tenant, &i64::from(limit)],
+            )
+            .context("finding due tasks")?;
+        rows.iter()
+            .map(|r| {
+                Ok(DueTask {
+                    task_id: col(r, 0)?,
+                    due_at: col(r, 1)?,
+                    is_retry: col(r, 2)?,
+                })
+            })
+            .collect()
+    }
+
+    fn due_count(&mut self, now: i64, tenant: Option<&str>) -> Result<i64> {
+        let row = self
+            .tx
+            .query_one(
+                "SELECT count(*) FROM tasks WHERE state = 'active' AND ($2::text IS NULL OR tenant_key = $2)
+                   AND (next_run_at <= $1 OR next_retry_at <= $1)",
+                &[&now, &tenant],
+            )
+            .context("counting due tasks")?;
+        col(&row, 0)
+    }
+
+    fn advance_task(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks
+                 SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
+                     consecutive_failures = $5, updated_at = $6,
+                     state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END
+                 WHERE task_id = $7 AND state = $8
+                   AND next_run_at IS NOT DISTINCT FROM $9 AND next_retry_at IS NOT DISTINCT FROM $10",
+                &[
+                    &a.state.as_str(),
+                    &a.next_run_at,
+                    &a.next_retry_at,
+                    &a.retry_run_id,
+                    &a.consecutive_failures,
+                    &a.now,
+                    &a.task_id,
+                    &a.expected_state.as_str(),
+                    &a.expected_next_run_at,
+                    &a.expected_next_retry_at,
+                ],
+            )
+            .context("advancing the task's schedule")?;
+        expect_one(changed, || {
+            format!("task {} changed while it was being scheduled", a.task_id)
+        })
+    }
+
+    fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks
+                 SET state = 'error', state_reason = $1, next_run_at = NULL, next_retry_at = NULL,
+                     retry_run_id = NULL, state_changed_at = $2, updated_at = $2, revision = revision + 1
+                 WHERE task_id = $3 AND state NOT IN ('error', 'deleted')",
+                &[&problem, &now, &task_id],
+            )
+            .context("quarantining the task")?;
+        expect_one(changed, || {
+            format!("task {task_id} was already quarantined")
+        })
+    }
+}

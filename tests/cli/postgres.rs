@@ -1,0 +1,105 @@
+//! PostgreSQL-only behaviour (SPEC section 12): migrations racing on a new
+//! schema, clock skew in status, clear connection errors. Skipped with a note
+//! when no server answers, unless the suite runs with AGENTCRON_TEST_STORE=postgres.
+
+use std::process::Stdio;
+
+use crate::support::{on_postgres, TestEnv, BIN, T0};
+
+fn base() -> String {
+    std::env::var("AGENTCRON_TEST_PG")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".into())
+}
+
+fn server() -> Option<postgres::Client> {
+    match postgres::Client::connect(&base(), postgres::NoTls) {
+        Ok(client) => Some(client),
+        Err(e) if !on_postgres() => {
+            eprintln!("skipped: no PostgreSQL at {} ({e})", base());
+            None
+        }
+        Err(e) => panic!("no PostgreSQL at {}: {e}", base()),
+    }
+}
+
+#[test]
+fn hosts_migrating_a_new_schema_at_once_migrate_it_exactly_once() {
+    let Some(mut client) = server() else { return };
+    let schema = format!("m_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .unwrap();
+    let url = format!("{}?options=-csearch_path%3D{schema}", base());
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            std::process::Command::new(BIN)
+                .args(["--db", &url, "--json", "list"])
+                .env("AGENTCRON_NOW", T0.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let rows = client
+        .query(
+            &format!("SELECT version FROM {schema}.agentcron_schema"),
+            &[],
+        )
+        .unwrap();
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+    assert_eq!(rows.len(), 1, "one migration row");
+}
+
+#[test]
+fn status_reports_the_clock_skew_to_the_server() {
+    if server().is_none() || !on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let status = env.json(&["status"]);
+    let skew = status["clock_skew_seconds"]
+        .as_i64()
+        .expect("a skew on PostgreSQL");
+    assert!(
+        skew.abs() <= 5,
+        "this host and its own server agree: {skew}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_one_clear_error() {
+    let env = TestEnv::new();
+    let out = env
+        .run(&["--db", "postgresql://postgres@127.0.0.1:1/test", "list"])
+        .fails(1);
+    assert!(
+        out.stderr
+            .contains("cannot connect to PostgreSQL at postgres://postgres@127.0.0.1:1/test"),
+        "{}",
+        out.stderr
+    );
+    let out = env
+        .run(&[
+            "--db",
+            "postgresql://postgres@127.0.0.1:5432/test?bogus=1",
+            "list",
+        ])
+        .fails(2);
+    assert!(
+        out.stderr.contains("not a valid PostgreSQL URL"),
+        "{}",
+        out.stderr
+    );
+}
