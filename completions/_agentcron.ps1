@@ -51,6 +51,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
             [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
             [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write every task, run, notice, reconciliation and audit event as JSON Lines')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Read an export into an empty store, in one transaction')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for a shell')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -387,6 +389,30 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;export' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;import' {
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;completions' {
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
@@ -421,6 +447,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
             [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
             [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write every task, run, notice, reconciliation and audit event as JSON Lines')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Read an export into an empty store, in one transaction')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the completion script for a shell')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -490,6 +518,12 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;systemd' {
+            break
+        }
+        'agentcron;help;export' {
+            break
+        }
+        'agentcron;help;import' {
             break
         }
         'agentcron;help;completions' {

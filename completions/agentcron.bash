@@ -43,8 +43,14 @@ _agentcron() {
             agentcron,explain)
                 cmd="agentcron__subcmd__explain"
                 ;;
+            agentcron,export)
+                cmd="agentcron__subcmd__export"
+                ;;
             agentcron,help)
                 cmd="agentcron__subcmd__help"
+                ;;
+            agentcron,import)
+                cmd="agentcron__subcmd__import"
                 ;;
             agentcron,lease)
                 cmd="agentcron__subcmd__lease"
@@ -112,8 +118,14 @@ _agentcron() {
             agentcron__subcmd__help,explain)
                 cmd="agentcron__subcmd__help__subcmd__explain"
                 ;;
+            agentcron__subcmd__help,export)
+                cmd="agentcron__subcmd__help__subcmd__export"
+                ;;
             agentcron__subcmd__help,help)
                 cmd="agentcron__subcmd__help__subcmd__help"
+                ;;
+            agentcron__subcmd__help,import)
+                cmd="agentcron__subcmd__help__subcmd__import"
                 ;;
             agentcron__subcmd__help,lease)
                 cmd="agentcron__subcmd__help__subcmd__lease"
@@ -176,7 +188,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -591,8 +603,38 @@ _agentcron() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentcron__subcmd__export)
+            opts="-h -V --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd completions help"
+            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -731,7 +773,35 @@ _agentcron() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentcron__subcmd__help__subcmd__export)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentcron__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__import)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -934,6 +1004,36 @@ _agentcron() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__import)
+            opts="-h -V --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -48,6 +48,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
             cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
             cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
+            cand export 'Write every task, run, notice, reconciliation and audit event as JSON Lines'
+            cand import 'Read an export into an empty store, in one transaction'
             cand completions 'Print the completion script for a shell'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -358,6 +360,28 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;export'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;import'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;completions'= {
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
@@ -391,6 +415,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
             cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
             cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
+            cand export 'Write every task, run, notice, reconciliation and audit event as JSON Lines'
+            cand import 'Read an export into an empty store, in one transaction'
             cand completions 'Print the completion script for a shell'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -438,6 +464,10 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;crontab'= {
         }
         &'agentcron;help;systemd'= {
+        }
+        &'agentcron;help;export'= {
+        }
+        &'agentcron;help;import'= {
         }
         &'agentcron;help;completions'= {
         }

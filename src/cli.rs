@@ -96,5 +96,7 @@ pub enum Command {
     Check(commands::check::CheckArgs),
     Crontab(commands::install::CrontabArgs),
     Systemd(commands::install::SystemdArgs),
+    Export(commands::transfer::ExportArgs),
+    Import(commands::transfer::ImportArgs),
     Completions(commands::completions::CompletionsArgs),
 }

@@ -23,6 +23,7 @@ pub mod runs;
 pub mod show;
 pub mod status;
 pub mod tick;
+pub mod transfer;
 
 use anyhow::Result;
 
@@ -54,6 +55,8 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Crontab(args) => install::crontab(ctx, args),
         Command::Systemd(args) => install::systemd(ctx, args),
         Command::Completions(args) => completions::run(ctx, args),
+        Command::Export(args) => transfer::export(ctx, args),
+        Command::Import(args) => transfer::import(ctx, args),
     }
     .map(|()| 0)
 }

@@ -16,6 +16,7 @@ pub mod postgres;
 pub mod runs;
 pub mod sqlite;
 pub mod tasks;
+pub mod transfer;
 
 use std::path::PathBuf;
 
@@ -28,10 +29,17 @@ pub use maintenance::{MaintenanceTx, PruneCounts, Stats};
 pub use meta::MetaTx;
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+pub use transfer::TransferTx;
 
 /// Everything one transaction can do.
-pub trait Tx: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx {}
-impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx> Tx for T {}
+pub trait Tx:
+    DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx
+{
+}
+impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx> Tx
+    for T
+{
+}
 
 /// A database holding agentcron's state.
 pub trait Store {

@@ -17,3 +17,4 @@ mod shell;
 mod tasks;
 #[allow(dead_code)]
 mod tick;
+mod transfer;

@@ -103,3 +103,43 @@ fn an_unreachable_server_is_one_clear_error() {
         out.stderr
     );
 }
+
+#[test]
+fn a_sqlite_store_moves_to_postgresql_and_back_unchanged() {
+    let Some(mut client) = server() else { return };
+    let env = TestEnv::new();
+    let sqlite = env.path("from.db");
+    let sqlite = sqlite.to_str().unwrap();
+    let draft = env.json(&[
+        "--db",
+        sqlite,
+        "draft",
+        "--instruction",
+        "move me ü",
+        "--every",
+        "1h",
+        "--name",
+        "m",
+    ]);
+    let (id, hash) = (
+        draft["draft_id"].as_str().unwrap(),
+        draft["payload_hash"].as_str().unwrap(),
+    );
+    env.json(&["--db", sqlite, "confirm", id, "--hash", hash]);
+    env.set_now(T0 + 3600);
+    env.set_env("AGENTCRON_EXECUTOR", "true");
+    env.run(&["--db", sqlite, "tick"]).ok();
+    let dump = env.run(&["--db", sqlite, "export"]).ok().stdout;
+    let schema = format!("x_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .unwrap();
+    let url = format!("{}?options=-csearch_path%3D{schema}", base());
+    env.run_with_stdin(&["--db", &url, "import"], dump.as_bytes())
+        .ok();
+    let back = env.run(&["--db", &url, "export"]).ok().stdout;
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+    assert_eq!(back, dump);
+}

@@ -9,6 +9,7 @@ mod records;
 mod runs;
 pub mod schema;
 mod tasks;
+mod transfer;
 
 use anyhow::{Context, Result};
 use postgres::{Client, Config, IsolationLevel, NoTls, Transaction};

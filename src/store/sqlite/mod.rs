@@ -13,6 +13,7 @@ mod open;
 mod runs;
 pub mod schema;
 mod tasks;
+mod transfer;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,108 @@
+//! `agentcron export` and `agentcron import`: the whole store as JSON Lines,
+//! the way from SQLite to PostgreSQL (or back).
+
+use std::io::{BufRead, BufReader};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::store::transfer::{self, TABLES};
+
+/// Write every task, run, notice, reconciliation and audit event as JSON Lines
+///
+/// Each line is one row: {"table": NAME, COLUMN: VALUE, …}. Drafts are not
+/// exported (they expire within the hour). Pipe it into `agentcron import`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {}
+
+/// Read an export into an empty store, in one transaction
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The JSON Lines file; `-` reads standard input
+    #[arg(default_value = "-")]
+    pub file: String,
+}
+
+pub fn export(ctx: &mut Ctx, _args: ExportArgs) -> Result<()> {
+    let (store, out) = ctx.store_and_output()?;
+    let dumps = store.read(|tx| {
+        TABLES
+            .iter()
+            .map(|t| Ok((t.name, tx.dump_table(t)?)))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    for (name, rows) in dumps {
+        for mut row in rows {
+            row.insert("table".into(), Value::String(name.into()));
+            out.json_line(&Value::Object(row))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
+    let reader: Box<dyn BufRead> = if args.file == "-" {
+        Box::new(BufReader::new(std::io::stdin()))
+    } else {
+        let file =
+            std::fs::File::open(&args.file).with_context(|| format!("opening {}", args.file))?;
+        Box::new(BufReader::new(file))
+    };
+    // Parse and check everything before writing anything.
+    let mut rows = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("reading line {}", index + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |why: String| {
+            CmdError::usage(format!("line {}: {why}", index + 1))
+                .with_hint("give the output of `agentcron export`")
+        };
+        let value: Value =
+            serde_json::from_str(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let Some(object) = value.as_object() else {
+            return fail(bad("not a JSON object".into()));
+        };
+        let name = object.get("table").and_then(Value::as_str).unwrap_or("");
+        let Some(table) = transfer::table(name) else {
+            return fail(bad(format!("unknown table '{name}'")));
+        };
+        let values = table.values(object).map_err(|e| bad(e.to_string()))?;
+        rows.push((table, values));
+    }
+    let counts = ctx.store()?.write(|tx| {
+        if !tx.is_empty()? {
+            return fail(
+                CmdError::conflict(
+                    "import needs an empty store, and this one has tasks, runs or events",
+                )
+                .with_hint("import into a new --db"),
+            );
+        }
+        let mut counts = serde_json::Map::new();
+        for (table, values) in &rows {
+            tx.load_row(table, values)?;
+            let n = counts.entry(table.name).or_insert(json!(0));
+            *n = json!(n.as_i64().unwrap_or(0) + 1);
+        }
+        Ok(counts)
+    })?;
+    if ctx.out.json {
+        return ctx.out.document(&Value::Object(counts));
+    }
+    let summary: Vec<String> = TABLES
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}",
+                counts.get(t.name).and_then(Value::as_i64).unwrap_or(0),
+                t.name
+            )
+        })
+        .collect();
+    ctx.out.line(&format!("Imported {}.", summary.join(", ")))
+}

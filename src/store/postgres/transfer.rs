@@ -1,0 +1,65 @@
+//! PostgreSQL side of export and import.
+
+use anyhow::{Context, Result};
+use postgres::types::ToSql;
+use serde_json::{Map, Value};
+
+use super::{col, PgTx};
+use crate::store::transfer::{Table, TransferTx};
+
+impl TransferTx for PgTx<'_, '_> {
+    fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
+        let rows = self
+            .tx
+            .query(&table.select_sql(), &[])
+            .with_context(|| format!("exporting {}", table.name))?;
+        rows.iter()
+            .map(|row| {
+                let mut object = Map::new();
+                for (i, (name, is_int)) in table.columns.iter().enumerate() {
+                    let value = if *is_int {
+                        col::<Option<i64>>(row, i)?
+                            .map(Value::from)
+                            .unwrap_or(Value::Null)
+                    } else {
+                        col::<Option<String>>(row, i)?
+                            .map(Value::String)
+                            .unwrap_or(Value::Null)
+                    };
+                    object.insert(name.to_string(), value);
+                }
+                Ok(object)
+            })
+            .collect()
+    }
+
+    fn load_row(&mut self, table: &Table, values: &[Value]) -> Result<()> {
+        let params: Vec<Box<dyn ToSql + Sync>> = table
+            .columns
+            .iter()
+            .zip(values)
+            .map(|((_, is_int), v)| -> Box<dyn ToSql + Sync> {
+                if *is_int {
+                    Box::new(v.as_i64())
+                } else {
+                    Box::new(v.as_str().map(str::to_string))
+                }
+            })
+            .collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let sql = table
+            .insert_sql(|i, is_int| format!("${i}::{}", if is_int { "bigint" } else { "text" }));
+        self.tx
+            .execute(&sql, &refs)
+            .with_context(|| format!("importing a row into {}", table.name))?;
+        Ok(())
+    }
+
+    fn is_empty(&mut self) -> Result<bool> {
+        let row = self.tx.query_one(
+            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM runs) + (SELECT count(*) FROM events)",
+            &[],
+        )?;
+        Ok(col::<i64>(&row, 0)? == 0)
+    }
+}

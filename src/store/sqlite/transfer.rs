@@ -1,0 +1,55 @@
+//! SQLite side of export and import.
+
+use anyhow::{Context, Result};
+use rusqlite::types::Value as Sql;
+use serde_json::{Map, Value};
+
+use super::SqliteTx;
+use crate::store::transfer::{Table, TransferTx};
+
+impl TransferTx for SqliteTx<'_> {
+    fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
+        let mut stmt = self.conn.prepare(&table.select_sql())?;
+        let rows = stmt.query_map([], |row| {
+            let mut object = Map::new();
+            for (i, (name, _)) in table.columns.iter().enumerate() {
+                let value = match row.get::<_, Sql>(i)? {
+                    Sql::Null => Value::Null,
+                    Sql::Integer(n) => Value::from(n),
+                    Sql::Real(f) => Value::from(f),
+                    Sql::Text(t) => Value::String(t),
+                    Sql::Blob(b) => Value::String(String::from_utf8_lossy(&b).into_owned()),
+                };
+                object.insert(name.to_string(), value);
+            }
+            Ok(object)
+        })?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("exporting {}", table.name))
+    }
+
+    fn load_row(&mut self, table: &Table, values: &[Value]) -> Result<()> {
+        let params: Vec<Sql> = values
+            .iter()
+            .map(|v| match v {
+                Value::Number(n) => Sql::Integer(n.as_i64().unwrap_or_default()),
+                Value::String(s) => Sql::Text(s.clone()),
+                _ => Sql::Null,
+            })
+            .collect();
+        self.conn
+            .prepare_cached(&table.insert_sql(|i, _| format!("?{i}")))?
+            .execute(rusqlite::params_from_iter(params))
+            .with_context(|| format!("importing a row into {}", table.name))?;
+        Ok(())
+    }
+
+    fn is_empty(&mut self) -> Result<bool> {
+        let n: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM runs) + (SELECT count(*) FROM events)",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n == 0)
+    }
+}

@@ -1,0 +1,193 @@
+//! Moving a store's contents between backends (`export` / `import`): every
+//! table as JSON Lines, one object per row keyed by column name. The column
+//! lists are fixed here, so a key in an imported line can never become SQL.
+
+use anyhow::Result;
+use serde_json::{Map, Value};
+
+/// A column and whether it holds an integer (else text).
+pub type Column = (&'static str, bool);
+
+/// One table's name and columns, in the order rows must be imported
+/// (parents before children).
+pub struct Table {
+    pub name: &'static str,
+    pub columns: &'static [Column],
+}
+
+const I: bool = true;
+const T: bool = false;
+
+pub const TABLES: &[Table] = &[
+    Table {
+        name: "meta",
+        columns: &[("key", T), ("value", T)],
+    },
+    Table {
+        name: "tasks",
+        columns: &[
+            ("task_id", T),
+            ("tenant_key", T),
+            ("name", T),
+            ("owner_keys", T),
+            ("target", T),
+            ("instruction", T),
+            ("schedule", T),
+            ("timezone", T),
+            ("policy", T),
+            ("grace_seconds", I),
+            ("max_retries", I),
+            ("retry_backoff_seconds", I),
+            ("payload", T),
+            ("payload_hash", T),
+            ("state", T),
+            ("state_reason", T),
+            ("state_changed_at", I),
+            ("next_run_at", I),
+            ("revision", I),
+            ("created_at", I),
+            ("updated_at", I),
+            ("consecutive_failures", I),
+            ("next_retry_at", I),
+            ("retry_run_id", T),
+        ],
+    },
+    Table {
+        name: "runs",
+        columns: &[
+            ("run_id", T),
+            ("task_id", T),
+            ("tenant_key", T),
+            ("scheduled_for", I),
+            ("scheduled_local", T),
+            ("attempt", I),
+            ("due_at", I),
+            ("status", T),
+            ("payload_hash", T),
+            ("created_at", I),
+            ("started_at", I),
+            ("finished_at", I),
+            ("lease_token", T),
+            ("lease_until", I),
+            ("summary", T),
+            ("reason", T),
+            ("skipped_occurrences", I),
+            ("blocked_by", T),
+            ("wait_kind", T),
+            ("wait_id", T),
+            ("wait_deadline", I),
+        ],
+    },
+    Table {
+        name: "deliveries",
+        columns: &[
+            ("delivery_id", T),
+            ("run_id", T),
+            ("tenant_key", T),
+            ("seq", I),
+            ("state", T),
+            ("target", T),
+            ("message", T),
+            ("created_at", I),
+            ("updated_at", I),
+            ("claim_token", T),
+            ("deadline", I),
+            ("attempts", I),
+            ("last_error", T),
+            ("announced", I),
+        ],
+    },
+    Table {
+        name: "reconciliations",
+        columns: &[
+            ("run_id", T),
+            ("tenant_key", T),
+            ("actor", T),
+            ("decision", T),
+            ("reason", T),
+            ("prior_reason", T),
+            ("decided_at", I),
+        ],
+    },
+    // event_id is left out: the importing store numbers events in file order.
+    Table {
+        name: "events",
+        columns: &[
+            ("at", I),
+            ("tenant_key", T),
+            ("actor", T),
+            ("action", T),
+            ("task_id", T),
+            ("run_id", T),
+            ("detail", T),
+        ],
+    },
+];
+
+pub fn table(name: &str) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+impl Table {
+    /// `SELECT a, b, … FROM t ORDER BY <first column>` (events in id order).
+    pub fn select_sql(&self) -> String {
+        let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
+        let order = if self.name == "events" {
+            "event_id"
+        } else {
+            columns[0]
+        };
+        format!(
+            "SELECT {} FROM {} ORDER BY {order}",
+            columns.join(", "),
+            self.name
+        )
+    }
+
+    /// `INSERT INTO t (a, b, …) VALUES (…)` with placeholders from `placeholder(i, is_int)`.
+    pub fn insert_sql(&self, placeholder: impl Fn(usize, bool) -> String) -> String {
+        let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
+        let values: Vec<String> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| placeholder(i + 1, c.1))
+            .collect();
+        format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            self.name,
+            columns.join(", "),
+            values.join(", ")
+        )
+    }
+
+    /// The row's values in column order, checked against the column types.
+    pub fn values(&self, row: &Map<String, Value>) -> Result<Vec<Value>> {
+        if let Some(extra) = row
+            .keys()
+            .find(|k| *k != "table" && !self.columns.iter().any(|c| c.0 == k.as_str()))
+        {
+            anyhow::bail!("unknown column '{extra}' for table {}", self.name);
+        }
+        self.columns
+            .iter()
+            .map(
+                |(name, is_int)| match row.get(*name).unwrap_or(&Value::Null) {
+                    Value::Null => Ok(Value::Null),
+                    Value::Number(n) if *is_int && n.is_i64() => Ok(Value::Number(n.clone())),
+                    Value::String(s) if !*is_int => Ok(Value::String(s.clone())),
+                    other => anyhow::bail!("column {}.{name} cannot hold {other}", self.name),
+                },
+            )
+            .collect()
+    }
+}
+
+pub trait TransferTx {
+    /// Every row of the table as a JSON object keyed by column.
+    fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>>;
+    /// Inserts one row (values in column order, from `Table::values`).
+    fn load_row(&mut self, table: &Table, values: &[Value]) -> Result<()>;
+    /// Whether the store holds no tasks, runs or events yet.
+    fn is_empty(&mut self) -> Result<bool>;
+}
