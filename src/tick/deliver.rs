@@ -53,6 +53,8 @@ pub fn deliver_pending(
     if !claimed {
         return Ok(None);
     }
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_delivery_claim");
     deliver_claimed(store, notifier, notice, &token, clock).map(Some)
 }
 
@@ -125,8 +127,10 @@ pub fn deliver_claimed(
             Some(format!("notifier could not start: {e}")),
         ),
     };
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_notifier_exit");
     let now = clock.now();
-    store.write(|tx| {
+    let recorded = store.write(|tx| {
         tx.finish_notice(&NoticeFinish {
             delivery_id: &notice.delivery_id,
             token,
@@ -143,12 +147,22 @@ pub fn deliver_claimed(
             run_id: Some(notice.run_id.clone()),
             detail: json!({"delivery_id": notice.delivery_id, "state": state.as_str(), "error": error}),
         })
-    })?;
-    Ok(Delivery {
-        notice: notice.clone(),
-        state,
-        error,
-    })
+    });
+    match recorded {
+        Ok(()) => Ok(Delivery {
+            notice: notice.clone(),
+            state,
+            error,
+        }),
+        // Our deadline passed and another tick already froze the notice as
+        // unknown: it stays unknown, whatever the notifier said.
+        Err(e) if is_conflict(&e) => Ok(Delivery {
+            notice: notice.clone(),
+            state: DeliveryState::Unknown,
+            error: Some("the delivery deadline passed before the result was recorded".into()),
+        }),
+        Err(e) => Err(e),
+    }
 }
 
 pub fn is_conflict(err: &anyhow::Error) -> bool {

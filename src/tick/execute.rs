@@ -234,6 +234,9 @@ fn run_one(
             };
             let run_id = job.run.run_id.clone();
             let mut heartbeat = || {
+                // The first heartbeat comes once the child is running.
+                #[cfg(feature = "test-hooks")]
+                crate::hooks::at("after_spawn");
                 if lease_lost(leases, &run_id) {
                     Heartbeat::Abort
                 } else {
@@ -257,6 +260,8 @@ fn run_one(
                 })
         }
     };
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("before_outcome");
     let now = clock.now();
     let (outcome, not_started) = match &result {
         Ok(r) => (outcome_of(r), None),
@@ -302,6 +307,8 @@ fn run_one(
         Err(e) if deliver::is_conflict(&e) => return lost(store, job, result.ok(), now),
         Err(e) => return Err(e),
     };
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_outcome");
     let delivery = match (notifier, &token) {
         (Some(n), Some(t)) => Some(deliver::deliver_claimed(store, n, &notice, t, clock)?),
         _ => None,

@@ -203,6 +203,8 @@ pub fn run(
             }
         }
     }
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_claim");
     // Missed runs just decided have notices too.
     if decisions > jobs.len() {
         deliver_all_pending(store, options, &clock, &mut summary, report)?;

@@ -9,6 +9,7 @@ mod confirm;
 mod continuations;
 mod draft;
 mod generated;
+mod hooks;
 mod operator;
 mod postgres;
 mod races;

@@ -1,0 +1,24 @@
+//! Deterministic crash points for the reliability suite, compiled only with
+//! the `test-hooks` feature (never in release builds).
+//!
+//! `AGENTCRON_TEST_HOOK=POINT:abort` aborts the process at POINT, as a
+//! `kill -9` there would; `POINT:sleep:MS` pauses it. This is the one place
+//! besides context.rs that reads the environment, and only in test builds.
+
+/// Called at each named point; does nothing unless the hook names it.
+pub fn at(point: &str) {
+    let Ok(spec) = std::env::var("AGENTCRON_TEST_HOOK") else {
+        return;
+    };
+    let mut parts = spec.splitn(3, ':');
+    if parts.next() != Some(point) {
+        return;
+    }
+    match (parts.next(), parts.next()) {
+        (Some("abort"), _) => std::process::abort(),
+        (Some("sleep"), Some(ms)) => {
+            std::thread::sleep(std::time::Duration::from_millis(ms.parse().unwrap_or(0)));
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,112 @@
+//! Deterministic crash points (`--features test-hooks`): the tick aborts at a
+//! named point, as `kill -9` there would, and a later tick recovers. Each
+//! point has one exact expected final state; nothing is ever run twice.
+#![cfg(feature = "test-hooks")]
+
+use crate::support::T0;
+use crate::tick::{journal, Rig};
+
+const HOUR: i64 = 3600;
+
+/// Runs one tick that aborts at `point`, then recovery ticks well past every
+/// lease and deadline; returns (run status, delivery status, executions,
+/// notifier calls).
+fn crash_at(point: &str) -> (String, String, usize, usize) {
+    let rig = Rig::new();
+    rig.with_notifier(0);
+    // Long enough for a heartbeat (after_spawn) to come while it runs.
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "0.4");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    rig.env.set_now(T0 + HOUR);
+    if point == "after_delivery_claim" || point == "after_notifier_exit" {
+        // A pending notice first (no notifier), then the crash while delivering it.
+        rig.env.set_env("AGENTCRON_NOTIFIER", "");
+        let mut cmd = rig.env.command(&["tick", "--lease", "2s"]);
+        cmd.env_remove("AGENTCRON_NOTIFIER");
+        assert!(cmd.output().unwrap().status.success());
+        rig.with_notifier(0);
+    }
+    rig.env
+        .set_env("AGENTCRON_TEST_HOOK", &format!("{point}:abort"));
+    let out = rig.tick(&[
+        "--lease",
+        "2s",
+        "--notify-timeout",
+        "1s",
+        "--kill-grace",
+        "1s",
+    ]);
+    assert_ne!(
+        out.code, 0,
+        "the tick should have aborted at {point}: {} {}",
+        out.stdout, out.stderr
+    );
+    rig.env.set_env("AGENTCRON_TEST_HOOK", "");
+    // Let an orphaned executor finish, then recover past lease and deadline.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    rig.env.set_now(T0 + HOUR + 30);
+    rig.tick(&[]).ok();
+    rig.env.set_now(T0 + HOUR + 60);
+    rig.tick(&[]).ok();
+    let run = &rig.runs("c")[0];
+    assert_eq!(rig.env.json(&["check"])["ok"], true, "{point}");
+    (
+        run["status"].as_str().unwrap().to_string(),
+        run["delivery_status"]
+            .as_str()
+            .unwrap_or("none")
+            .to_string(),
+        rig.starts().len(),
+        journal(&rig.env.path("notify.journal")).len(),
+    )
+}
+
+#[test]
+fn crash_after_the_claim_commit_freezes_the_run_unexecuted() {
+    assert_eq!(
+        crash_at("after_claim"),
+        ("unknown".into(), "delivered".into(), 0, 1)
+    );
+}
+
+#[test]
+fn crash_after_spawn_freezes_the_run_and_never_replays_it() {
+    assert_eq!(
+        crash_at("after_spawn"),
+        ("unknown".into(), "delivered".into(), 1, 1)
+    );
+}
+
+#[test]
+fn crash_before_the_outcome_freezes_the_run() {
+    assert_eq!(
+        crash_at("before_outcome"),
+        ("unknown".into(), "delivered".into(), 1, 1)
+    );
+}
+
+#[test]
+fn crash_after_the_outcome_commit_keeps_the_outcome_and_never_sends_the_notice() {
+    assert_eq!(
+        crash_at("after_outcome"),
+        ("succeeded".into(), "unknown".into(), 1, 0)
+    );
+}
+
+#[test]
+fn crash_after_the_delivery_claim_never_sends_the_notice() {
+    assert_eq!(
+        crash_at("after_delivery_claim"),
+        ("succeeded".into(), "unknown".into(), 1, 0)
+    );
+}
+
+#[test]
+fn crash_after_the_notifier_exits_sends_the_notice_once() {
+    assert_eq!(
+        crash_at("after_notifier_exit"),
+        ("succeeded".into(), "unknown".into(), 1, 1)
+    );
+}
