@@ -12,6 +12,7 @@ mod generated;
 mod operator;
 mod races;
 mod readme;
+mod reliability;
 mod shell;
 mod tasks;
 #[allow(dead_code)]
