@@ -34,8 +34,10 @@ fn random_kills_never_replay_a_run() {
     for iteration in 0..iterations {
         rig.env.set_now(T0 + (iteration as i64 + 1) * HOUR);
         let sleep_ms = rng.below(301);
-        rig.env
-            .set_env("FIXTURE_SLEEP", &format!("{}.{:03}", sleep_ms / 1000, sleep_ms % 1000));
+        rig.env.set_env(
+            "FIXTURE_SLEEP",
+            &format!("{}.{:03}", sleep_ms / 1000, sleep_ms % 1000),
+        );
         let jobs = (1 + rng.below(3)).to_string();
         let starts_before = journal_starts(&journal).len();
         let mut tick = spawn(&rig.env, &["tick", "--lease", "2s", "--jobs", &jobs]);
