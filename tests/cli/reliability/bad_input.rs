@@ -470,7 +470,7 @@ fn misbehaving(
 
 #[test]
 fn malformed_command_lines_are_refused_cleanly_and_write_nothing() {
-    let (_rng, _guard) = seeded("bad_input", 0);
+    let (_rng, _guard) = seeded("malformed_command_lines", 0);
     let env = TestEnv::new();
     env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
     let cases = cases(&env);

@@ -151,7 +151,7 @@ fn storm_and_check(tasks: usize, busy_timeout: Option<&str>, rng: &mut Rng) -> (
 
 #[test]
 fn claim_storm_sixteen_ticks_claim_each_of_500_occurrences_once() {
-    let (mut rng, _guard) = super::seeded("claim_storm", 1);
+    let (mut rng, _guard) = super::seeded("claim_storm_sixteen_ticks", 1);
     for _ in 0..stress() {
         storm_and_check(500, None, &mut rng);
     }
@@ -162,7 +162,7 @@ fn claim_storm_sixteen_ticks_claim_each_of_500_occurrences_once() {
 #[test]
 #[ignore = "defect: a tick that hits SQLITE_BUSY in its claim loop exits 75 and abandons the runs it already claimed (left running, never executed, later unknown)"]
 fn claim_storm_with_a_short_busy_timeout_busy_ticks_leave_nothing_behind() {
-    let (mut rng, _guard) = super::seeded("claim_storm_busy", 1);
+    let (mut rng, _guard) = super::seeded("claim_storm_with_a_short_busy_timeout", 1);
     for _ in 0..stress() {
         storm_and_check(500, Some("1s"), &mut rng);
     }

@@ -110,7 +110,7 @@ fn make_tasks(rig: &Rig, tz: &str, specs: &[(&str, &[&str])]) -> Vec<String> {
 
 #[test]
 fn clock_jumps_forward_and_back_never_run_an_occurrence_twice() {
-    let (mut rng, _guard) = seeded("clock_jumps", 3);
+    let (mut rng, _guard) = seeded("clock_jumps_forward", 3);
     let rig = Rig::new();
     let tasks = make_tasks(
         &rig,
@@ -182,7 +182,7 @@ fn set(items: &[&str]) -> BTreeSet<i64> {
 
 #[test]
 fn dst_transitions_in_new_york_run_each_occurrence_once() {
-    let (_rng, _guard) = seeded("dst_new_york", 0);
+    let (_rng, _guard) = seeded("dst_transitions", 0);
     let rig = Rig::new();
     let march = utc("2026-03-07T00:00:00Z");
     rig.env.set_now(march);
@@ -285,7 +285,7 @@ fn dst_transitions_in_new_york_run_each_occurrence_once() {
 
 #[test]
 fn the_2038_boundary_is_an_ordinary_hour() {
-    let (_rng, _guard) = seeded("year_2038", 0);
+    let (_rng, _guard) = seeded("the_2038_boundary", 0);
     let rig = Rig::new();
     let start = utc("2038-01-19T00:00:00Z");
     rig.env.set_now(start);
@@ -326,7 +326,7 @@ fn the_2038_boundary_is_an_ordinary_hour() {
 
 #[test]
 fn the_end_of_year_9999_completes_an_interval_task_cleanly() {
-    let (_rng, _guard) = seeded("year_9999", 0);
+    let (_rng, _guard) = seeded("the_end_of_year_9999", 0);
     let rig = Rig::new();
     rig.env.set_now(utc("9999-12-31T21:00:00Z"));
     let tasks = make_tasks(

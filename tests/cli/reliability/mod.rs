@@ -48,7 +48,8 @@ impl Rng {
 
 /// The seed of a scenario: `AGENTCRON_SEED` when set, else its constant.
 /// The returned guard prints it if the test fails, so a failure can be
-/// replayed exactly.
+/// replayed exactly; `scenario` is a unique part of the test's name, used
+/// as the cargo test filter in the replay line.
 pub fn seeded(scenario: &str, default: u64) -> (Rng, SeedGuard) {
     let seed = std::env::var("AGENTCRON_SEED")
         .ok()
@@ -74,7 +75,7 @@ impl Drop for SeedGuard {
         if std::thread::panicking() {
             eprintln!(
                 "\n*** {} failed with seed {}: reproduce with AGENTCRON_SEED={} AGENTCRON_STRESS={} \
-                 cargo test --test cli reliability::{} -- --nocapture\n",
+                 cargo test --test cli {} -- --nocapture\n",
                 self.scenario,
                 self.seed,
                 self.seed,

@@ -49,7 +49,7 @@ fn injections(marker: &Path) -> Vec<String> {
 
 #[test]
 fn injected_sql_and_shell_arrive_byte_identical_and_do_nothing() {
-    let (_rng, _guard) = seeded("injection", 0);
+    let (_rng, _guard) = seeded("injected_sql", 0);
     let rig = Rig::new();
     rig.with_notifier(0);
     let marker = rig.env.path("pwned");
@@ -131,7 +131,7 @@ const EVIL: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mred\u{9b}31m\u{202e}tx
 
 #[test]
 fn terminal_escapes_are_escaped_in_every_human_output() {
-    let (_rng, _guard) = seeded("escapes", 0);
+    let (_rng, _guard) = seeded("terminal_escapes", 0);
     let rig = Rig::new();
     rig.with_notifier(0);
     rig.env.task(&[
