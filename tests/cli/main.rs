@@ -14,6 +14,7 @@ mod operator;
 mod postgres;
 mod races;
 mod readme;
+mod reliability;
 mod shell;
 mod tasks;
 #[allow(dead_code)]

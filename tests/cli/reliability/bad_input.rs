@@ -1,0 +1,596 @@
+//! Scenario 4: malformed command lines. Each exits with 2 (or the SPEC
+//! section 10 code of what it names: 3 for a task that is not there, 1 for a
+//! path the file system refuses), never 0 and never 101; stderr explains
+//! it without raw control characters; the database is byte-identical.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, Instant};
+
+use super::{raw_controls, seeded};
+use crate::support::TestEnv;
+
+pub struct Case {
+    pub args: Vec<OsString>,
+    pub env: Vec<(&'static str, OsString)>,
+    pub codes: &'static [i32],
+}
+
+fn case(args: &[&str], codes: &'static [i32]) -> Case {
+    Case {
+        args: args.iter().map(OsString::from).collect(),
+        env: Vec::new(),
+        codes,
+    }
+}
+
+fn bytes_case(args: &[&[u8]], codes: &'static [i32]) -> Case {
+    Case {
+        args: args
+            .iter()
+            .map(|a| OsStr::from_bytes(a).to_os_string())
+            .collect(),
+        env: Vec::new(),
+        codes,
+    }
+}
+
+fn env_case(key: &'static str, value: &[u8], args: &[&str], codes: &'static [i32]) -> Case {
+    let mut c = case(args, codes);
+    c.env.push((key, OsStr::from_bytes(value).to_os_string()));
+    c
+}
+
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Runs with a deadline; a process still alive after it is killed and
+/// reported as `code: None`.
+pub fn run_bounded(mut cmd: std::process::Command, deadline: Duration) -> Ran {
+    use std::io::Read;
+    let began = Instant::now();
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentcron");
+    // Drain the pipes on threads so a chatty child cannot block on them.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).ok();
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        err.read_to_end(&mut v).ok();
+        v
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if began.elapsed() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    Ran {
+        code: status.and_then(|s| s.code()).or(signal.map(|s| -s)),
+        stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+        elapsed: began.elapsed(),
+    }
+}
+
+fn cases(env: &TestEnv) -> Vec<Case> {
+    let big = "x".repeat(100 * 1024);
+    let mut all = Vec::new();
+    // Every subcommand with its required arguments missing.
+    for args in [
+        &["confirm"][..],
+        &["confirm", "0000"],
+        &["show"],
+        &["pause"],
+        &["resume"],
+        &["delete"],
+        &["next"],
+        &["explain"],
+        &["lease"],
+        &["lease", "check"],
+        &["lease", "check", "run"],
+        &["approve"],
+        &["approve", "run"],
+        &["deny"],
+        &["deny", "run"],
+        &["reconcile", "run"],
+        &["reconcile", "run", "--decision", "abandoned"],
+        &["prune"],
+        &["completions"],
+        &["draft"],
+        &["draft", "--instruction", "x"],
+        &["draft", "--every", "1h"],
+        &[],
+        &["status", "--max-tick-age"],
+        &["runs", "--status"],
+        &["log", "--limit"],
+    ] {
+        all.push(case(args, &[2]));
+    }
+    // Unknown flags and subcommands.
+    for args in [
+        &["--bogus", "list"][..],
+        &["list", "--bogus"],
+        &["-Z", "list"],
+        &["lisst"],
+        &["tick", "--max-runs"],
+        &["tick", "--lease", "forever"],
+        &["tick", "--timeout", "-1s"],
+        &["tick", "--lease", "0s"],
+        &["list", "--state", "sleeping"],
+        &["runs", "--status", "exploded"],
+        &["reconcile", "run", "--decision", "maybe", "--reason", "r"],
+        &["completions", "powershell-7"],
+        &["status", "--max-tick-age", "soon"],
+        &["prune", "--older-than", "yesterday"],
+        &["", "list"],
+        &["list", ""],
+    ] {
+        all.push(case(args, &[2]));
+    }
+    // NaN, infinities, negative, fractional and huge numbers.
+    let numbers = [
+        "NaN",
+        "nan",
+        "inf",
+        "-inf",
+        "-1",
+        "1e3",
+        "1.5",
+        "0x10",
+        "18446744073709551616",
+        "99999999999999999999999999",
+        "",
+        " 1",
+        "\u{0661}",
+    ];
+    let numeric_flags: [&[&str]; 6] = [
+        &["next", "t1", "--count"],
+        &["tick", "--max-runs"],
+        &["tick", "--jobs"],
+        &["runs", "--limit"],
+        &["log", "--limit"],
+        &["draft", "--instruction", "x", "--in", "1h", "--max-retries"],
+    ];
+    for flag in numeric_flags {
+        for n in numbers {
+            let mut args = flag.to_vec();
+            args.push(n);
+            all.push(case(&args, &[2]));
+        }
+    }
+    // Times, dates and durations that do not exist.
+    for schedule in [
+        &["--at", "2026-02-30 09:00"][..],
+        &["--at", "2027-02-29T09:00:00Z"],
+        &["--at", "2026-13-01T00:00:00Z"],
+        &["--at", "2026-12-31T24:00:00Z"],
+        &["--at", "2026-12-31 24:00"],
+        &["--at", "NaN"],
+        &["--at", ""],
+        &["--in", "inf"],
+        &["--in", "-1h"],
+        &["--in", "0s"],
+        &["--in", "1.5h"],
+        &["--every", "0s"],
+        &["--every", "inf"],
+        &["--every", "99999999999999w"],
+        &["--every", "1h", "--start", "2027-02-29T00:00:00Z"],
+        &["--daily", "24:00"],
+        &["--daily", "23:60"],
+        &["--daily", "-1:00"],
+        &["--daily", "9:5:3"],
+        &["--daily", ""],
+        &["--daily", "09:00", "--days", ""],
+        &["--cron", ""],
+        &["--cron", "* * * * * *"],
+        &["--cron", "*/0 * * * *"],
+        &["--cron", "0 0 31 2 *"],
+        &["--cron", "0 24 * * *"],
+        &["--cron", "0 0 0 * *"],
+        &["--cron", "0 0 * 13 *"],
+        &["--cron", "0 0 * * 8"],
+        &["--cron", "5-1 * * * *"],
+        &["--in", "1h", "--grace", "NaN"],
+        &["--in", "1h", "--retry-backoff", "-5m"],
+        &["--in", "1h", "--ttl", "0s"],
+    ] {
+        let mut args = vec!["draft", "--instruction", "x"];
+        args.extend_from_slice(schedule);
+        all.push(case(&args, &[2]));
+    }
+    // Zones that are paths, or not zones.
+    for zone in [
+        "../../../etc/passwd",
+        "/etc/localtime",
+        "UTC/../UTC",
+        "",
+        "America/New York",
+        "\u{1b}[2J",
+        "Europe/\u{202e}nilreB",
+    ] {
+        all.push(case(
+            &[
+                "draft",
+                "--instruction",
+                "x",
+                "--daily",
+                "09:00",
+                "--tz",
+                zone,
+            ],
+            &[2],
+        ));
+    }
+    all.push(env_case(
+        "AGENTCRON_TZ",
+        b"../../etc/shadow",
+        &["draft", "--instruction", "x", "--daily", "09:00"],
+        &[2],
+    ));
+    // Control and bidi characters in every kind of argument. (Values that
+    // clap itself echoes are tried with ESC and BEL only, which clap strips
+    // when stderr is not a terminal; C1 and bidi ones are pinned as a defect
+    // by `clap_usage_errors_escape_what_the_user_typed`.)
+    for evil in [
+        "a\u{1b}[31mred",
+        "\u{9b}31m",
+        "x\u{202e}y",
+        "\u{2066}z",
+        "bell\u{7}",
+    ] {
+        all.push(case(&["show", evil], &[3]));
+        all.push(case(&["pause", evil], &[3]));
+        all.push(case(&["explain", evil], &[3]));
+        all.push(case(&["runs", evil], &[3]));
+        all.push(case(
+            &["draft", "--instruction", "x", "--in", "1h", "--name", evil],
+            &[2],
+        ));
+        all.push(case(
+            &[
+                "draft",
+                "--instruction",
+                "x",
+                "--daily",
+                "09:00",
+                "--days",
+                evil,
+            ],
+            &[2],
+        ));
+        all.push(case(&["draft", "--instruction", "x", "--cron", evil], &[2]));
+    }
+    for evil in ["a\u{1b}[31mred", "bell\u{7}"] {
+        all.push(case(&["list", "--state", evil], &[2]));
+        all.push(case(&["tick", "--max-runs", evil], &[2]));
+        all.push(case(&[evil], &[2]));
+        all.push(case(&["list", &format!("--{evil}")], &[2]));
+        all.push(case(
+            &[
+                "draft",
+                "--instruction",
+                "x",
+                "--in",
+                "1h",
+                "--policy",
+                evil,
+            ],
+            &[2],
+        ));
+    }
+    for evil in ["a\u{1b}[31mred", "\u{9b}31m", "bell\u{7}"] {
+        all.push(case(&["--tenant", evil, "list"], &[2]));
+        all.push(case(&["--as", evil, "list"], &[2]));
+    }
+    // 100 kB arguments.
+    all.push(case(&["draft", "--instruction", &big, "--in", "1h"], &[2]));
+    all.push(case(&["show", &big], &[3]));
+    all.push(case(
+        &["draft", "--instruction", "x", "--in", "1h", "--name", &big],
+        &[2],
+    ));
+    all.push(case(&["--tenant", &big, "list"], &[2]));
+    all.push(case(&["--as", &big, "list"], &[2]));
+    all.push(case(
+        &[
+            "draft",
+            "--instruction",
+            "x",
+            "--daily",
+            "09:00",
+            "--tz",
+            &big,
+        ],
+        &[2],
+    ));
+    all.push(case(&["draft", "--instruction", "x", "--cron", &big], &[2]));
+    all.push(case(&["draft", "--instruction", "x", "--at", &big], &[2]));
+    all.push(case(&["confirm", &big, "--hash", &big], &[2, 3]));
+    all.push(case(&["--db", &big, "list"], &[1, 2]));
+    // Invalid UTF-8 in argv.
+    let bad: &[u8] = b"a\xff\xfeb";
+    for args in [
+        &[&b"draft"[..], b"--instruction", bad, b"--in", b"1h"][..],
+        &[b"show", bad],
+        &[b"--tenant", bad, b"list"],
+        &[b"--as", bad, b"list"],
+        &[bad],
+        &[b"list", b"--state", bad],
+        &[
+            b"draft",
+            b"--instruction",
+            b"x",
+            b"--daily",
+            b"09:00",
+            b"--tz",
+            bad,
+        ],
+        &[b"draft", b"--instruction", b"x", b"--cron", bad],
+        &[b"confirm", bad, b"--hash", bad],
+        &[b"next", b"t1", b"--count", bad],
+    ] {
+        all.push(bytes_case(args, &[2, 3]));
+    }
+    // The environment is input too.
+    for now in [
+        &b"NaN"[..],
+        b"inf",
+        b"-1e999",
+        b"2026-02-30T00:00:00Z",
+        b"tomorrow",
+        b"\xff",
+    ] {
+        all.push(env_case("AGENTCRON_NOW", now, &["list"], &[2]));
+    }
+    for timeout in [&b"-1"[..], b"NaN", b"0s", b"1x"] {
+        all.push(env_case("AGENTCRON_BUSY_TIMEOUT", timeout, &["list"], &[2]));
+    }
+    all.push(env_case("AGENTCRON_TENANT", b"a\x1bb", &["list"], &[2]));
+    all.push(env_case(
+        "AGENTCRON_EXECUTOR",
+        b"'unbalanced",
+        &["tick"],
+        &[2],
+    ));
+    all.push(env_case("AGENTCRON_AS", b"ok,\x1b[31m", &["list"], &[2]));
+    // Database paths that cannot hold the state.
+    let dir = env.path("a-directory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = env.path("a-fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let real = env.path("real.db");
+    std::fs::copy(&env.db, &real).unwrap();
+    let link = env.path("link.db");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let under_file = env.path("real.db/inside/agentcron.db");
+    for db in [
+        dir.as_os_str(),
+        fifo.as_os_str(),
+        link.as_os_str(),
+        OsStr::new("/dev/null"),
+        OsStr::new(":memory:"),
+        OsStr::new(""),
+        under_file.as_os_str(),
+    ] {
+        let mut c = case(&["list"], &[1, 2]);
+        c.args.insert(0, db.to_os_string());
+        c.args.insert(0, "--db".into());
+        all.push(c);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Root writes through file modes, so a read-only file only means
+        // something to an ordinary user.
+        let ro = env.path("read-only.db");
+        std::fs::copy(&env.db, &ro).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o400)).unwrap();
+        let mut c = case(&["pause", "t1"], &[1]);
+        c.args.insert(0, ro.into_os_string());
+        c.args.insert(0, "--db".into());
+        all.push(c);
+    } else {
+        eprintln!("bad input: running as root, the read-only database case is skipped");
+    }
+    all
+}
+
+/// Runs every case; returns a line per case that misbehaved, and how many
+/// cases ended with each exit code.
+fn misbehaving(
+    env: &TestEnv,
+    cases: &[Case],
+) -> (Vec<String>, std::collections::BTreeMap<Option<i32>, usize>) {
+    let mut failures = Vec::new();
+    let mut by_code = std::collections::BTreeMap::new();
+    for c in cases {
+        let mut cmd = env.command(&[]);
+        cmd.args(&c.args);
+        for (k, v) in &c.env {
+            cmd.env(k, v);
+        }
+        let ran = run_bounded(cmd, Duration::from_secs(10));
+        let shown = format!("{:?} {:?}", c.env, c.args)
+            .chars()
+            .take(200)
+            .collect::<String>();
+        *by_code.entry(ran.code).or_insert(0) += 1;
+        let mut problems = Vec::new();
+        match ran.code {
+            None => problems.push(format!("still running after {:?}", ran.elapsed)),
+            Some(code) if !c.codes.contains(&code) => {
+                problems.push(format!("exit {code}, expected one of {:?}", c.codes))
+            }
+            _ => {}
+        }
+        if ran.stderr.trim().is_empty() {
+            problems.push("stderr is empty".into());
+        }
+        let raw = raw_controls(&ran.stderr);
+        if !raw.is_empty() {
+            problems.push(format!("raw control characters on stderr: {raw:?}"));
+        }
+        if ran.stderr.contains("panicked") {
+            problems.push("panic".into());
+        }
+        if !problems.is_empty() {
+            failures.push(format!(
+                "{shown}: {}\n    stderr: {:?}",
+                problems.join("; "),
+                ran.stderr.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    (failures, by_code)
+}
+
+#[test]
+fn malformed_command_lines_are_refused_cleanly_and_write_nothing() {
+    let (_rng, _guard) = seeded("malformed_command_lines", 0);
+    let env = TestEnv::new();
+    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    let cases = cases(&env);
+    assert!(cases.len() >= 120, "only {} cases", cases.len());
+    let before = env.db_bytes();
+    let others: Vec<_> = ["real.db"]
+        .iter()
+        .map(|n| std::fs::read(env.path(n)).unwrap())
+        .collect();
+    let (failures, by_code) = misbehaving(&env, &cases);
+    assert_eq!(env.db_bytes(), before, "the database changed");
+    let after: Vec<_> = ["real.db"]
+        .iter()
+        .map(|n| std::fs::read(env.path(n)).unwrap())
+        .collect();
+    assert_eq!(after, others, "a refused --db file changed");
+    eprintln!("bad input: {} cases, exit codes {by_code:?}", cases.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases misbehaved:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+fn assert_all_behave(env: &TestEnv, cases: &[Case]) {
+    let before = env.db_bytes();
+    let (failures, _) = misbehaving(env, cases);
+    assert_eq!(env.db_bytes(), before, "the database changed");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases misbehaved:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "defect: clap's usage errors print the offending argument raw (C1 CSI and bidi always, ESC on a terminal)"]
+fn clap_usage_errors_escape_what_the_user_typed() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    let mut cases = Vec::new();
+    for evil in ["\u{9b}31m", "x\u{202e}y", "\u{2066}z"] {
+        cases.push(case(&["list", "--state", evil], &[2]));
+        cases.push(case(&["tick", "--max-runs", evil], &[2]));
+        cases.push(case(&[evil], &[2]));
+        cases.push(case(&["list", &format!("--{evil}")], &[2]));
+        cases.push(case(
+            &[
+                "draft",
+                "--instruction",
+                "x",
+                "--in",
+                "1h",
+                "--policy",
+                evil,
+            ],
+            &[2],
+        ));
+    }
+    assert_all_behave(&env, &cases);
+    // On a terminal clap keeps ESC too: run under a pseudo-terminal.
+    let out = std::process::Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} list --state \"$(printf 'a\\033[31mred')\"",
+            crate::support::BIN
+        ))
+        .arg("/dev/null")
+        .env("AGENTCRON_DB", &env.db)
+        .output()
+        .expect("script(1) runs the binary under a pty");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("\u{1b}[31mred"),
+        "raw ESC from argv reached the terminal: {text:?}"
+    );
+}
+
+#[test]
+#[ignore = "defect: tenant and identity keys accept bidirectional overrides (U+202E, U+2066)"]
+fn keys_with_bidi_overrides_are_refused() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    let mut cases = Vec::new();
+    for evil in ["x\u{202e}y", "\u{2066}z"] {
+        cases.push(case(&["--tenant", evil, "list"], &[2]));
+        cases.push(case(&["--as", evil, "list"], &[2]));
+    }
+    assert_all_behave(&env, &cases);
+}
+
+#[test]
+#[ignore = "defect: a non-UTF-8 AGENTCRON_BUSY_TIMEOUT or AGENTCRON_TZ is silently replaced by the default"]
+fn non_utf8_environment_values_are_refused() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    let cases: Vec<Case> = ["AGENTCRON_BUSY_TIMEOUT", "AGENTCRON_TZ", "AGENTCRON_NOW"]
+        .into_iter()
+        .map(|key| env_case(key, b"\xff", &["list"], &[2]))
+        .collect();
+    assert_all_behave(&env, &cases);
+}
+
+#[test]
+#[ignore = "defect: with --json, clap's usage errors are plain text, not one JSON object"]
+fn usage_errors_in_json_mode_are_one_json_object() {
+    let env = TestEnv::new();
+    for args in [
+        &["--json", "list", "--bogus"][..],
+        &["--json", "tick", "--max-runs", "NaN"],
+        &["--json", "show"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.code, 2, "{args:?}");
+        let err: serde_json::Value = serde_json::from_str(out.stderr.trim())
+            .unwrap_or_else(|e| panic!("{args:?}: stderr is not JSON ({e}): {}", out.stderr));
+        assert_eq!(err["error"]["exit_code"], 2);
+    }
+}

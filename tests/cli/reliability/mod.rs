@@ -1,0 +1,256 @@
+//! The reliability suite (issue #6): claim storms, random kills, clock
+//! faults, bad input, corrupted databases and the security checklist of
+//! SPEC section 11, each scenario followed by one shared invariant check.
+//!
+//! Randomness comes from a tiny xorshift generator seeded from a printed
+//! constant or `AGENTCRON_SEED`; the seed is printed whenever a scenario
+//! fails. `AGENTCRON_STRESS=N` multiplies every iteration count by N.
+
+mod bad_input;
+mod claim_storm;
+mod clock_faults;
+mod corruption;
+mod kills;
+mod security;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use crate::support::TestEnv;
+
+/// xorshift64*: small, fast and reproducible from one integer.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // Zero is xorshift's one fixed point; any other constant will do.
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15 | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// The seed of a scenario: `AGENTCRON_SEED` when set, else its constant.
+/// The returned guard prints it if the test fails, so a failure can be
+/// replayed exactly; `scenario` is a unique part of the test's name, used
+/// as the cargo test filter in the replay line.
+pub fn seeded(scenario: &str, default: u64) -> (Rng, SeedGuard) {
+    let seed = std::env::var("AGENTCRON_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(default);
+    eprintln!("{scenario}: seed {seed}, stress {}", stress());
+    (
+        Rng::new(seed),
+        SeedGuard {
+            scenario: scenario.to_string(),
+            seed,
+        },
+    )
+}
+
+pub struct SeedGuard {
+    scenario: String,
+    seed: u64,
+}
+
+impl Drop for SeedGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "\n*** {} failed with seed {}: reproduce with AGENTCRON_SEED={} AGENTCRON_STRESS={} \
+                 cargo test --test cli {} -- --nocapture\n",
+                self.scenario,
+                self.seed,
+                self.seed,
+                stress(),
+                self.scenario
+            );
+        }
+    }
+}
+
+/// `AGENTCRON_STRESS`, default 1.
+pub fn stress() -> u64 {
+    std::env::var("AGENTCRON_STRESS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
+}
+
+pub const LEGAL_STATUSES: &[&str] = &[
+    "running",
+    "succeeded",
+    "failed",
+    "delivery_failed",
+    "awaiting_confirmation",
+    "awaiting_authorization",
+    "unknown",
+    "missed",
+    "skipped_overlap",
+];
+
+/// `start <run_id> <token> <pid>` lines of the executor fixture's journal.
+pub fn journal_starts(path: &Path) -> Vec<(String, String, i32)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split(' ');
+            if parts.next() != Some("start") {
+                return None;
+            }
+            let run = parts.next()?.to_string();
+            let token = parts.next()?.to_string();
+            let pid = parts.next()?.parse().ok()?;
+            Some((run, token, pid))
+        })
+        .collect()
+}
+
+/// What the invariant check measured, for the figures in RELIABILITY.md.
+#[derive(Debug, Default)]
+pub struct Figures {
+    pub runs: usize,
+    pub starts: usize,
+    pub occurrences: i64,
+}
+
+/// The invariants every scenario ends with:
+/// - `agentcron check` exits 0 and `PRAGMA integrity_check` is ok;
+/// - one run per (task, occurrence, attempt), every status legal;
+/// - the journal has at most one start per run id and per (task,
+///   occurrence, attempt), and names only runs that exist;
+/// - no occurrence of an interval task was lost: its first-attempt runs
+///   (a coalesced missed run counting `skipped_occurrences`) cover every
+///   occurrence from its creation up to its `next_run_at`.
+///
+/// (That no process exited 101 is asserted by `TestEnv::run` itself.)
+pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
+    let check = env.run(&["check"]);
+    assert_eq!(
+        check.code, 0,
+        "agentcron check: {}{}",
+        check.stdout, check.stderr
+    );
+    assert_eq!(env.sql("PRAGMA integrity_check")[0][0], "ok");
+    let dupes = env.sql(
+        "SELECT task_id, scheduled_for, attempt, count(*) FROM runs
+         GROUP BY task_id, scheduled_for, attempt HAVING count(*) > 1",
+    );
+    assert!(dupes.is_empty(), "duplicate runs: {dupes:?}");
+    let runs = env.sql("SELECT run_id, task_id, scheduled_for, attempt, status FROM runs");
+    let mut by_id: HashMap<&str, (&str, &str, &str)> = HashMap::new();
+    for r in &runs {
+        assert!(
+            LEGAL_STATUSES.contains(&r[4].as_str()),
+            "illegal status {r:?}"
+        );
+        by_id.insert(&r[0], (&r[1], &r[2], &r[3]));
+    }
+    let starts = journal_starts(journal);
+    let mut seen_runs = HashSet::new();
+    let mut seen_occurrences = HashSet::new();
+    for (run, _, _) in &starts {
+        assert!(seen_runs.insert(run.as_str()), "run {run} started twice");
+        let occurrence = by_id
+            .get(run.as_str())
+            .unwrap_or_else(|| panic!("journal names run {run}, which the store does not have"));
+        assert!(
+            seen_occurrences.insert(*occurrence),
+            "occurrence {occurrence:?} started twice"
+        );
+    }
+    let occurrences = assert_no_interval_occurrence_lost(env);
+    Figures {
+        runs: runs.len(),
+        starts: starts.len(),
+        occurrences,
+    }
+}
+
+/// Returns how many interval occurrences were accounted for.
+fn assert_no_interval_occurrence_lost(env: &TestEnv) -> i64 {
+    let tasks = env.sql(
+        "SELECT task_id, json_extract(schedule, '$.seconds'), json_extract(schedule, '$.anchor_at'),
+                created_at, coalesce(next_run_at, 253402300799 + 1), state
+         FROM tasks WHERE json_extract(schedule, '$.kind') = 'interval'",
+    );
+    let mut total = 0;
+    for t in tasks {
+        let [id, seconds, anchor, created, next, state] = &t[..] else {
+            unreachable!()
+        };
+        let (seconds, anchor, created, next): (i64, i64, i64, i64) = (
+            seconds.parse().unwrap(),
+            anchor.parse().unwrap(),
+            created.parse().unwrap(),
+            next.parse().unwrap(),
+        );
+        if next <= 253_402_300_799 {
+            assert_eq!(
+                (next - anchor) % seconds,
+                0,
+                "task {id}: next_run_at {next} is not an occurrence"
+            );
+        }
+        // Occurrences strictly after creation and strictly before next_run_at.
+        let first_k = (created - anchor).div_euclid(seconds) + 1;
+        let last_k = (next - 1 - anchor).div_euclid(seconds);
+        let last_k = last_k.min((253_402_300_799 - anchor).div_euclid(seconds));
+        let expected = (last_k - first_k + 1).max(0);
+        let covered: i64 = env.count(&format!(
+            "SELECT coalesce(sum(CASE WHEN status = 'missed' THEN max(skipped_occurrences, 1) ELSE 1 END), 0)
+             FROM runs WHERE task_id = '{id}' AND attempt = 1"
+        ));
+        assert_eq!(
+            covered, expected,
+            "task {id} ({state}): runs cover {covered} occurrences, {expected} were due before next_run_at {next}"
+        );
+        total += expected;
+    }
+    total
+}
+
+/// Spawns `agentcron` with the env's settings and `args`, output piped.
+pub fn spawn(env: &TestEnv, args: &[&str]) -> std::process::Child {
+    env.command(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentcron")
+}
+
+pub fn kill(pid: i32, signal: i32) {
+    // SAFETY: sending a signal has no memory effects on this process.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Raw control characters that must never reach a terminal unescaped.
+pub fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| {
+            matches!(c, '\u{1b}' | '\u{9b}' | '\u{7}' | '\u{8}' | '\u{0}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
