@@ -179,8 +179,14 @@ pub fn check_key(flag: &str, key: &str) -> Result<()> {
             CmdError::usage(format!("{flag} must be 1 to 256 characters (got {count})")).into(),
         );
     }
-    if key.chars().any(char::is_control) {
-        return Err(CmdError::usage(format!("{flag} must not contain control characters")).into());
+    if key
+        .chars()
+        .any(|c| c.is_control() || crate::output::text::is_bidi_control(c))
+    {
+        return Err(CmdError::usage(format!(
+            "{flag} must not contain control or bidirectional-override characters"
+        ))
+        .into());
     }
     Ok(())
 }
@@ -216,20 +222,32 @@ fn location(db: Option<&Path>) -> Result<Location> {
     ))
 }
 
+/// An environment variable, None when unset; a value that is not UTF-8 is
+/// a usage error rather than silently ignored.
+fn env_text(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(text) => Ok(Some(text)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(CmdError::usage(format!("{name} is not valid UTF-8")).into())
+        }
+    }
+}
+
 fn busy_timeout() -> Result<Duration> {
-    match std::env::var("AGENTCRON_BUSY_TIMEOUT") {
-        Ok(text) => {
+    match env_text("AGENTCRON_BUSY_TIMEOUT")? {
+        Some(text) => {
             let seconds = schedule::parse_duration(&text)
                 .map_err(|e| CmdError::usage(format!("AGENTCRON_BUSY_TIMEOUT: {}", e.message)))?;
             Ok(Duration::from_secs(seconds as u64))
         }
-        Err(_) => Ok(Duration::from_secs(5)),
+        None => Ok(Duration::from_secs(5)),
     }
 }
 
 /// AGENTCRON_TZ, else the system zone (TZ, then /etc/localtime), else UTC.
 fn default_zone() -> Result<Tz> {
-    if let Ok(name) = std::env::var("AGENTCRON_TZ") {
+    if let Some(name) = env_text("AGENTCRON_TZ")? {
         return schedule::parse_zone(&name).map_err(|e| {
             CmdError::from(e)
                 .with_hint("AGENTCRON_TZ must be an IANA zone name")

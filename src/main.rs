@@ -3,7 +3,10 @@
 use clap::Parser;
 
 fn main() {
-    let cli = agentcron::cli::Cli::parse();
+    let cli = match agentcron::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => std::process::exit(agentcron::output::report_parse_error(&err)),
+    };
     let json = cli.global.json;
     let code = match agentcron::run(cli) {
         Ok(code) => code,

@@ -46,7 +46,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "database": location,
             "size_bytes": size,
             "last_tick_at": time(last_tick),
-            "tick_age_seconds": last_tick.map(|t| now - t),
+            // A clock set back leaves the last tick "in the future": age 0.
+            "tick_age_seconds": last_tick.map(|t| (now - t).max(0)),
             "stale": stale,
             "clock_skew_seconds": skew,
             "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
@@ -56,6 +57,10 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         }))?;
     } else {
         let tick = match last_tick {
+            Some(t) if t > now => format!(
+                "{} (later than now: the clock went back?)",
+                crate::schedule::format_utc(t)
+            ),
             Some(t) => format!("{} ({})", crate::schedule::format_utc(t), relative(t, now)),
             None => "never".into(),
         };

@@ -103,6 +103,35 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Reports what clap found wrong with the command line (exit 2), or prints
+/// the help or version it was asked for (exit 0). Usage errors are escaped,
+/// since they echo the offending argument, and follow `--json`.
+pub fn report_parse_error(err: &clap::Error) -> i32 {
+    use clap::error::ErrorKind as Clap;
+    if matches!(err.kind(), Clap::DisplayHelp | Clap::DisplayVersion) {
+        let text = err.render().to_string();
+        return match write_stdout(&text) {
+            Ok(()) | Err(_) => 0,
+        };
+    }
+    let text = err.render().to_string();
+    let json = std::env::args_os().any(|a| a == "--json");
+    let mut stderr = io::stderr().lock();
+    if json {
+        let first = text.lines().next().unwrap_or("invalid command line");
+        let message = escape(first.trim_start_matches("error: "));
+        let value = serde_json::json!({
+            "error": {"kind": "usage", "message": message, "causes": [], "hint": "see --help",
+                      "exit_code": 2}
+        });
+        let _ = writeln!(stderr, "{value}");
+    } else {
+        let lines: Vec<String> = text.lines().map(escape).collect();
+        let _ = writeln!(stderr, "{}", lines.join("\n").trim_end());
+    }
+    2
+}
+
 /// Prints the error the way SPEC section 10 asks and returns the exit code.
 pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     if err.chain().any(|c| c.is::<BrokenPipe>()) {

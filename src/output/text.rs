@@ -21,7 +21,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn is_bidi_control(c: char) -> bool {
+/// Characters that reorder displayed text (Trojan Source).
+pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

@@ -406,12 +406,13 @@ impl DayRule {
     }
 
     /// How many days to look ahead before concluding there is no next one:
-    /// a week for calendars; for cron, past the longest gap between matching
-    /// days, eight years (Feb 29 across 2100, which is not a leap year).
+    /// a week for calendars; for cron, a whole 400-year Gregorian cycle, after
+    /// which the calendar repeats (`0 0 29 2 */7`, a Sunday Feb 29, can be
+    /// 40 years apart), so a cron that matches nowhere in it never will.
     fn scan_days(&self) -> usize {
         match self {
             DayRule::Calendar { .. } => 10,
-            DayRule::Cron(_) => 366 * 9,
+            DayRule::Cron(_) => 146_097 + 366,
         }
     }
 

@@ -290,18 +290,30 @@ fn run_one(
         }),
         _ => None,
     };
-    let recorded = store.write(|tx| {
-        settle::settle(
-            tx,
-            &job.run,
-            RunStatus::Running,
-            Some(&job.token),
-            &outcome,
-            "agentcron:tick",
-            now,
-            claim,
-        )
-    });
+    // A database busy past busy_timeout must not turn a finished run into an
+    // unknown one: the outcome write is tried again while the lease holds.
+    let mut attempts = 0;
+    let recorded = loop {
+        attempts += 1;
+        let result = store.write(|tx| {
+            settle::settle(
+                tx,
+                &job.run,
+                RunStatus::Running,
+                Some(&job.token),
+                &outcome,
+                "agentcron:tick",
+                now,
+                claim,
+            )
+        });
+        match result {
+            Err(e) if attempts < 5 && is_busy(&e) && !lease_lost(leases, &job.run.run_id) => {
+                continue
+            }
+            other => break other,
+        }
+    };
     let notice = match recorded {
         Ok(notice) => notice,
         Err(e) if deliver::is_conflict(&e) => return lost(store, job, result.ok(), now),
@@ -332,6 +344,10 @@ fn run_one(
             notice,
         },
     })
+}
+
+fn is_busy(err: &anyhow::Error) -> bool {
+    crate::error::classify(err).0 == crate::error::ErrorKind::Busy
 }
 
 /// The lease is gone: keep what the executor said in the audit trail (it

@@ -169,28 +169,45 @@ pub fn run(
         deliver_all_pending(store, options, &clock, &mut summary, report)?;
     }
 
-    // 5. Claims, one transaction each.
+    // 5. Claims, one transaction each. From the first claim on, nothing may
+    // stop this tick from executing what it claimed: a busy database or a
+    // closed stdout is remembered and reported after step 6.
     let mut jobs = Vec::new();
     let mut decisions = 0;
+    let mut deferred: Option<anyhow::Error> = None;
+    let mut tell = |event: &TickEvent, deferred: &mut Option<anyhow::Error>| {
+        if let Err(e) = report(event) {
+            deferred.get_or_insert(e);
+        }
+    };
     while jobs.len() < options.max_runs && decisions < MAX_DECISIONS {
         let settings = claim::ClaimSettings {
             now: clock.now(),
             lease_seconds: options.executor.lease.as_secs().max(1) as i64,
         };
-        let Some(claimed) = store.write(|tx| claim::claim_next(tx, tenant, settings, true))? else {
-            break;
+        let claimed = match store.write(|tx| claim::claim_next(tx, tenant, settings, true)) {
+            Ok(Some(claimed)) => claimed,
+            Ok(None) => break,
+            Err(e) if jobs.is_empty() => return Err(e),
+            Err(e) => {
+                deferred.get_or_insert(e);
+                break;
+            }
         };
         decisions += 1;
         match claimed {
             claim::Claimed::Quarantined { task_id, problem } => {
-                report(&TickEvent::Quarantined { task_id, problem })?;
+                tell(&TickEvent::Quarantined { task_id, problem }, &mut deferred);
             }
             claim::Claimed::Planned { task, plan } => {
                 for run in &plan.runs {
-                    report(&TickEvent::Decided {
-                        task: task.clone(),
-                        run: run.clone(),
-                    })?;
+                    tell(
+                        &TickEvent::Decided {
+                            task: task.clone(),
+                            run: run.clone(),
+                        },
+                        &mut deferred,
+                    );
                     if run.status == RunStatus::Running {
                         jobs.push(execute::Job {
                             task: (*task).clone(),
@@ -207,7 +224,12 @@ pub fn run(
     crate::hooks::at("after_claim");
     // Missed runs just decided have notices too.
     if decisions > jobs.len() {
-        deliver_all_pending(store, options, &clock, &mut summary, report)?;
+        if let Err(e) = deliver_all_pending(store, options, &clock, &mut summary, &mut |event| {
+            tell(event, &mut deferred);
+            Ok(())
+        }) {
+            deferred.get_or_insert(e);
+        }
     }
 
     // 6. Execute.
@@ -227,7 +249,7 @@ pub fn run(
             }
         },
     )?;
-    if let Some(e) = finish_error {
+    if let Some(e) = deferred.or(finish_error) {
         return Err(e);
     }
     announce_undelivered(store, options, report)?;

@@ -50,6 +50,7 @@ impl Outcome {
 
 /// When the notice is to be sent right after the commit, its claim rides in
 /// the same transaction (one durable commit fewer per run).
+#[derive(Clone, Copy)]
 pub struct NoticeClaim<'a> {
     pub token: &'a str,
     pub deadline: i64,
