@@ -36,6 +36,27 @@ use capture::Capture;
 /// promptly, long enough to cost nothing.
 const POLL: Duration = Duration::from_millis(10);
 
+/// The first wait between polls. Most executors and notifiers are quick, so
+/// waiting starts short and doubles up to POLL: a child that exits at once
+/// costs well under a millisecond of waiting, a long one still only ~100
+/// wake-ups a second.
+const FIRST_POLL: Duration = Duration::from_micros(200);
+
+/// Poll intervals that grow from FIRST_POLL to POLL.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff(FIRST_POLL)
+    }
+
+    /// Sleeps for the current step (at most `limit`) and grows it.
+    fn sleep(&mut self, limit: Duration) {
+        thread::sleep(self.0.min(limit));
+        self.0 = (self.0 * 2).min(POLL);
+    }
+}
+
 /// Longer limits are treated as this, so adding them to an `Instant` cannot overflow.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -185,8 +206,9 @@ pub fn run_child(
     group::signal_group(pid, libc::SIGKILL);
     let status = child.wait();
     let linger_until = later(Instant::now(), spec.kill_grace);
+    let mut backoff = Backoff::new();
     while !(stdout.is_done() && stderr.is_done()) && Instant::now() < linger_until {
-        thread::sleep(POLL);
+        backoff.sleep(POLL);
     }
     let elapsed = started.elapsed();
 
@@ -286,6 +308,7 @@ fn watch(
 ) -> Option<ChildExit> {
     let every = heartbeat_every.clamp(POLL, CENTURY);
     let mut next_beat = later(Instant::now(), every);
+    let mut backoff = Backoff::new();
     loop {
         if has_exited(child) {
             return None;
@@ -307,13 +330,14 @@ fn watch(
             }
             continue;
         }
-        thread::sleep(POLL.min(deadline.min(next_beat) - now));
+        backoff.sleep(deadline.min(next_beat) - now);
     }
 }
 
 /// Waits until the direct child has exited and both streams reached end-of-file,
 /// or until `until`.
 fn settle(child: &mut Child, streams: &[&Capture], until: Instant) {
+    let mut backoff = Backoff::new();
     loop {
         if has_exited(child) && streams.iter().all(|stream| stream.is_done()) {
             return;
@@ -322,7 +346,7 @@ fn settle(child: &mut Child, streams: &[&Capture], until: Instant) {
         if now >= until {
             return;
         }
-        thread::sleep(POLL.min(until - now));
+        backoff.sleep(until - now);
     }
 }
 

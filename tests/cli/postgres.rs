@@ -52,14 +52,16 @@ fn hosts_migrating_a_new_schema_at_once_migrate_it_exactly_once() {
     }
     let rows = client
         .query(
-            &format!("SELECT version FROM {schema}.agentcron_schema"),
+            &format!("SELECT version FROM {schema}.agentcron_schema ORDER BY version"),
             &[],
         )
         .unwrap();
     client
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .unwrap();
-    assert_eq!(rows.len(), 1, "one migration row");
+    let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let expected: Vec<i64> = (1..=agentcron::store::postgres::schema::LATEST).collect();
+    assert_eq!(versions, expected, "each migration applied exactly once");
 }
 
 #[test]
