@@ -103,14 +103,15 @@ impl RunTx for SqliteTx<'_> {
         let keys = serde_json::to_string(f.owner_keys)?;
         // Two texts rather than `?2 IS NULL OR …`, so that each can walk its
         // index newest first and stop at the limit instead of sorting all runs.
+        // (`+` keeps SQLite from picking the tenant index for one task's runs.)
         let scope = if f.task_id.is_some() {
-            "r.task_id = ?2"
+            "r.task_id = ?2 AND +r.tenant_key = ?1"
         } else {
             "r.tenant_key = ?1 AND ?2 IS NULL"
         };
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {RUN_COLUMNS} FROM runs r JOIN tasks t ON t.task_id = r.task_id
-             WHERE {scope} AND r.tenant_key = ?1
+             WHERE {scope}
                AND (?3 IS NULL OR r.status = ?3)
                AND EXISTS (SELECT 1 FROM json_each(t.owner_keys) AS o
                            WHERE o.value IN (SELECT value FROM json_each(?4)))
