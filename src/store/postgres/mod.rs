@@ -37,9 +37,21 @@ impl PgStore {
         }
         let shown = redact(&config);
         let mut client = config.connect(NoTls).map_err(|e| {
+            let detail = e
+                .as_db_error()
+                .map(|d| d.message().to_string())
+                .unwrap_or_else(|| e.to_string());
+            // A server full of connections refused us before anything changed:
+            // like a busy SQLite file, safe to retry.
+            let full = e.code() == Some(&postgres::error::SqlState::TOO_MANY_CONNECTIONS);
+            let kind = if full {
+                crate::error::ErrorKind::Busy
+            } else {
+                crate::error::ErrorKind::Runtime
+            };
             crate::error::CmdError::new(
-                crate::error::ErrorKind::Runtime,
-                format!("cannot connect to PostgreSQL at {shown}: {e}"),
+                kind,
+                format!("cannot connect to PostgreSQL at {shown}: {detail}"),
             )
             .with_hint(
                 "check that the server runs and the URL (host, port, database, user) is right",
