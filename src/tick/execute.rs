@@ -126,7 +126,8 @@ pub fn run_jobs(
                 };
                 let Some(job) = job else { break };
                 let finished = run_one(
-                    store.as_mut(),
+                    &mut store,
+                    &opener,
                     &executor,
                     notifier.as_ref(),
                     &job,
@@ -163,7 +164,12 @@ pub fn run_jobs(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if std::time::Instant::now() >= next_renewal {
-            renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds);
+            if !renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds) {
+                // The server went away; a new connection renews next time.
+                if let Ok(fresh) = opener.open() {
+                    keeper = fresh;
+                }
+            }
             next_renewal = std::time::Instant::now() + period;
         }
     }
@@ -178,29 +184,37 @@ pub fn run_jobs(
 
 /// Renews every live lease in one transaction; marks the ones lost. A busy
 /// database is not a lost lease: it is tried again next period.
-fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) {
+/// Returns false when the connection itself failed (not busy): the caller
+/// reconnects before the next renewal.
+fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) -> bool {
     let held: Vec<(String, String)> = match leases.lock() {
         Ok(l) => l
             .iter()
             .filter(|(_, s)| !s.lost)
             .map(|(id, s)| (id.clone(), s.token.clone()))
             .collect(),
-        Err(_) => return,
+        Err(_) => return true,
     };
     if held.is_empty() {
-        return;
+        return true;
     }
     let renewed = store.write(|tx| {
         held.iter()
             .map(|(id, token)| Ok((id.clone(), tx.renew_lease(id, token, until)?)))
             .collect::<Result<Vec<_>>>()
     });
-    if let (Ok(renewed), Ok(mut l)) = (renewed, leases.lock()) {
-        for (id, ok) in renewed {
-            if let (false, Some(slot)) = (ok, l.get_mut(&id)) {
-                slot.lost = true;
+    match renewed {
+        Ok(renewed) => {
+            if let Ok(mut l) = leases.lock() {
+                for (id, ok) in renewed {
+                    if let (false, Some(slot)) = (ok, l.get_mut(&id)) {
+                        slot.lost = true;
+                    }
+                }
             }
+            true
         }
+        Err(e) => is_busy(&e),
     }
 }
 
@@ -212,7 +226,8 @@ fn lease_lost(leases: &Leases, run_id: &str) -> bool {
 }
 
 fn run_one(
-    store: &mut dyn crate::store::Store,
+    store: &mut Box<dyn crate::store::Store>,
+    opener: &StoreOpener,
     executor: &Executor,
     notifier: Option<&Notifier>,
     job: &Job,
@@ -280,7 +295,7 @@ fn run_one(
         ),
     };
     if lease_lost(leases, &job.run.run_id) {
-        return lost(store, job, result.ok(), now);
+        return lost(store.as_mut(), job, result.ok(), now);
     }
     let token = notifier.map(|_| uuid::Uuid::new_v4().to_string());
     let claim = match (&token, notifier) {
@@ -307,22 +322,38 @@ fn run_one(
                 claim,
             )
         });
+        let retry = attempts < 10 && !lease_lost(leases, &job.run.run_id);
         match result {
-            Err(e) if attempts < 5 && is_busy(&e) && !lease_lost(leases, &job.run.run_id) => {
-                continue
+            Err(e) if retry && is_busy(&e) => continue,
+            // The connection broke (a database server restarting): the
+            // outcome is known, so reconnect and record it while the lease
+            // still holds rather than leave the run to become unknown.
+            Err(e) if retry && !deliver::is_conflict(&e) => {
+                std::thread::sleep(Duration::from_millis(500));
+                if let Ok(fresh) = opener.open() {
+                    *store = fresh;
+                }
+                drop(e);
+                continue;
             }
             other => break other,
         }
     };
     let notice = match recorded {
         Ok(notice) => notice,
-        Err(e) if deliver::is_conflict(&e) => return lost(store, job, result.ok(), now),
+        Err(e) if deliver::is_conflict(&e) => return lost(store.as_mut(), job, result.ok(), now),
         Err(e) => return Err(e),
     };
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_outcome");
     let delivery = match (notifier, &token) {
-        (Some(n), Some(t)) => Some(deliver::deliver_claimed(store, n, &notice, t, clock)?),
+        (Some(n), Some(t)) => Some(deliver::deliver_claimed(
+            store.as_mut(),
+            n,
+            &notice,
+            t,
+            clock,
+        )?),
         _ => None,
     };
     let mut run = job.run.clone();

@@ -145,3 +145,54 @@ fn a_sqlite_store_moves_to_postgresql_and_back_unchanged() {
         .unwrap();
     assert_eq!(back, dump);
 }
+
+/// Restarts the PostgreSQL server while a tick runs three executors. Opt-in
+/// (`AGENTCRON_TEST_PG_RESTART=1`, needs `pg_ctlcluster` and root), since it
+/// interrupts every other user of the server.
+#[test]
+fn a_server_restart_mid_tick_leaves_every_run_legal() {
+    if std::env::var("AGENTCRON_TEST_PG_RESTART").is_err() || !on_postgres() {
+        return;
+    }
+    let rig = crate::tick::Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "2");
+    for i in 0..3 {
+        rig.env
+            .task(&["--instruction", &format!("r{i}"), "--every", "1h"]);
+    }
+    rig.env.set_now(T0 + 3600);
+    let tick = rig
+        .env
+        .command(&["tick", "--lease", "10s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let version = std::fs::read_dir("/etc/postgresql")
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    let restarted = std::process::Command::new("pg_ctlcluster")
+        .args([
+            "--skip-systemctl-redirect",
+            version.to_str().unwrap(),
+            "main",
+            "restart",
+        ])
+        .status()
+        .unwrap();
+    assert!(restarted.success());
+    tick.wait_with_output().unwrap();
+    // Outcomes known to the tick were recorded on a new connection.
+    assert_eq!(
+        rig.env
+            .count("SELECT count(*) FROM runs WHERE status = 'succeeded'"),
+        3
+    );
+    assert_eq!(rig.starts().len(), 3);
+    assert_eq!(rig.env.json(&["check"])["ok"], true);
+}
