@@ -151,6 +151,25 @@ pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
     (ErrorKind::Runtime, None)
 }
 
+/// Whether the error is the database connection going away (a PostgreSQL
+/// server restarting): worth reconnecting for, unlike a damaged file.
+pub fn is_connection_lost(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        let Some(e) = cause.downcast_ref::<postgres::Error>() else {
+            return false;
+        };
+        if e.is_closed() {
+            return true;
+        }
+        match e.code() {
+            // Class 08 (connection exception) and 57P01-57P03 (shutdown, crash, cannot connect now).
+            Some(code) => code.code().starts_with("08") || code.code().starts_with("57P0"),
+            // No SQLSTATE: the socket itself failed.
+            None => e.as_db_error().is_none(),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -214,7 +214,7 @@ fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) -
             }
             true
         }
-        Err(e) => is_busy(&e),
+        Err(e) => !crate::error::is_connection_lost(&e),
     }
 }
 
@@ -328,7 +328,7 @@ fn run_one(
             // The connection broke (a database server restarting): the
             // outcome is known, so reconnect and record it while the lease
             // still holds rather than leave the run to become unknown.
-            Err(e) if retry && !deliver::is_conflict(&e) => {
+            Err(e) if retry && crate::error::is_connection_lost(&e) => {
                 std::thread::sleep(Duration::from_millis(500));
                 if let Ok(fresh) = opener.open() {
                     *store = fresh;
