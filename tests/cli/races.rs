@@ -206,3 +206,42 @@ fn a_healthy_run_keeps_its_lease_past_the_lease_length() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(rig.runs("h")[0]["status"], "succeeded");
 }
+
+#[test]
+fn a_database_busy_for_most_of_busy_timeout_never_expires_a_healthy_run() {
+    if crate::support::on_postgres() {
+        return; // holds the SQLite write lock directly
+    }
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "6");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "b"]);
+    rig.env.set_now(T0 + HOUR);
+    let tick = spawn_tick(&rig, &["--lease", "10s"]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    // Another writer holds the lock for 0.8 × busy_timeout (5 s), while a
+    // second tick, 5 s later by its clock, wants to expire leases.
+    let conn = rusqlite::Connection::open(&rig.env.db).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    rig.env.set_now(T0 + HOUR + 5);
+    let second = spawn_tick(&rig, &[]);
+    std::thread::sleep(Duration::from_millis(4000));
+    conn.execute_batch("COMMIT").unwrap();
+    let second = second.wait_with_output().unwrap();
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&second.stdout).contains("lease expired"));
+    let first = tick.wait_with_output().unwrap();
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(rig.runs("b")[0]["status"], "succeeded");
+}
