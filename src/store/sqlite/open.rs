@@ -41,7 +41,11 @@ fn configure(conn: &Connection) -> Result<()> {
     if !mode.eq_ignore_ascii_case("wal") {
         anyhow::bail!("could not switch the journal to WAL (got {mode})");
     }
-    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+    // journal_size_limit: when a checkpoint resets the kept WAL, truncate it
+    // back to 8 MiB, so bursts of overlapping ticks cannot leave it large.
+    conn.execute_batch(
+        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 8388608;",
+    )?;
     // Every invocation is a short process. Letting the last one out
     // checkpoint and delete the WAL costs the next one two extra fsyncs to
     // recreate it; keep the WAL (commits stay fsynced, and the automatic

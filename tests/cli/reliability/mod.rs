@@ -12,6 +12,7 @@ mod clock_faults;
 mod corruption;
 mod kills;
 mod security;
+mod soak;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
