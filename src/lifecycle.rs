@@ -142,28 +142,9 @@ fn apply(
 }
 
 fn missed_once(task: &Task, run_at: i64, now: i64) -> Run {
-    Run {
-        run_id: uuid::Uuid::new_v4().to_string(),
-        task_id: task.task_id.clone(),
-        tenant_key: task.tenant_key.clone(),
-        scheduled_for: run_at,
-        scheduled_local: schedule::format_local(run_at, task.timezone),
-        attempt: 1,
-        due_at: run_at,
-        status: RunStatus::Missed,
-        payload_hash: task.payload_hash.clone(),
-        created_at: now,
-        started_at: None,
-        finished_at: Some(now),
-        lease_token: None,
-        lease_until: None,
-        summary: None,
-        reason: Some("its time passed while the task was paused".into()),
-        skipped_occurrences: 1,
-        blocked_by: None,
-        wait_kind: None,
-        wait_id: None,
-        wait_deadline: None,
-        delivery_status: None,
-    }
+    crate::tick::claim::new_run(task, run_at, run_at, 1, RunStatus::Missed, now, |r| {
+        r.finished_at = Some(now);
+        r.reason = Some("its time passed while the task was paused".into());
+        r.skipped_occurrences = 1;
+    })
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::commands::resolve::{owned_task, Caller};
-use crate::commands::tick::{command_argv, duration};
+use crate::commands::tick::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Run, RunStatus, Task};
@@ -96,14 +96,8 @@ fn parked(
 }
 
 fn notifier_of(cmd: Option<&str>) -> Result<Option<Notifier>> {
-    cmd.map(|c| {
-        Ok(Notifier {
-            argv: command_argv("--notifier", c)?,
-            timeout: std::time::Duration::from_secs(60),
-            kill_grace: std::time::Duration::from_secs(5),
-        })
-    })
-    .transpose()
+    use std::time::Duration;
+    notifier_from(cmd, Duration::from_secs(60), Duration::from_secs(5))
 }
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {

@@ -93,16 +93,27 @@ pub fn executor(args: &TickArgs) -> Result<Executor> {
 }
 
 pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
-    args.notifier
-        .as_deref()
-        .map(|c| {
-            Ok(Notifier {
-                argv: command_argv("--notifier", c)?,
-                timeout: duration("--notify-timeout", &args.notify_timeout)?,
-                kill_grace: duration("--kill-grace", &args.kill_grace)?,
-            })
+    notifier_from(
+        args.notifier.as_deref(),
+        duration("--notify-timeout", &args.notify_timeout)?,
+        duration("--kill-grace", &args.kill_grace)?,
+    )
+}
+
+/// The notifier for a command line, when one is configured.
+pub fn notifier_from(
+    cmd: Option<&str>,
+    timeout: Duration,
+    kill_grace: Duration,
+) -> Result<Option<Notifier>> {
+    cmd.map(|c| {
+        Ok(Notifier {
+            argv: command_argv("--notifier", c)?,
+            timeout,
+            kill_grace,
         })
-        .transpose()
+    })
+    .transpose()
 }
 
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {

@@ -52,7 +52,6 @@ pub trait RunTx {
     /// The latest run of the task scheduled at or before `at`.
     fn run_at_or_before(&mut self, task_id: &str, at: i64) -> Result<Option<Run>>;
     fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()>;
-    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>>;
     /// The task's runs, newest occurrence first.
     fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>>;
     /// A run of the task that blocks its next occurrence, if any.

@@ -192,7 +192,8 @@ fn decided(
     }
 }
 
-fn new_run(
+/// A run row of `task` with the fields every decision shares; `fill` sets the rest.
+pub(crate) fn new_run(
     task: &Task,
     scheduled_for: i64,
     due_at: i64,

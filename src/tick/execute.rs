@@ -333,7 +333,6 @@ fn run_one(
                 if let Ok(fresh) = opener.open() {
                     *store = fresh;
                 }
-                drop(e);
                 continue;
             }
             other => break other,

@@ -145,26 +145,6 @@ impl RunTx for PgTx<'_, '_> {
         Ok(())
     }
 
-    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>> {
-        let row = self.tx.query_opt(
-            "SELECT run_id, tenant_key, actor, decision, reason, prior_reason, decided_at
-             FROM reconciliations WHERE run_id = $1",
-            &[&run_id],
-        )?;
-        row.map(|r| {
-            Ok(Reconciliation {
-                run_id: col(&r, 0)?,
-                tenant_key: col(&r, 1)?,
-                actor: col(&r, 2)?,
-                decision: col(&r, 3)?,
-                reason: col(&r, 4)?,
-                prior_reason: col(&r, 5)?,
-                decided_at: col(&r, 6)?,
-            })
-        })
-        .transpose()
-    }
-
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
         Ok(self
             .runs_where("WHERE r.run_id = $1", &[&run_id])?

@@ -176,27 +176,6 @@ impl RunTx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn reconciliation(&mut self, run_id: &str) -> Result<Option<Reconciliation>> {
-        self.conn
-            .prepare_cached(
-                "SELECT run_id, tenant_key, actor, decision, reason, prior_reason, decided_at
-                 FROM reconciliations WHERE run_id = ?1",
-            )?
-            .query_row([run_id], |row| {
-                Ok(Reconciliation {
-                    run_id: row.get(0)?,
-                    tenant_key: row.get(1)?,
-                    actor: row.get(2)?,
-                    decision: row.get(3)?,
-                    reason: row.get(4)?,
-                    prior_reason: row.get(5)?,
-                    decided_at: row.get(6)?,
-                })
-            })
-            .optional()
-            .context("reading the reconciliation")
-    }
-
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
         self.conn
             .prepare_cached(&format!(
