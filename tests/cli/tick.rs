@@ -30,6 +30,7 @@ impl Rig {
             "NOTIFIER_JOURNAL",
             env.path("notify.journal").to_str().unwrap(),
         );
+        env.set_env("NOTIFIER_CALLS", env.path("notify.calls").to_str().unwrap());
         std::fs::create_dir_all(env.path("stdin")).unwrap();
         env.set_env("FIXTURE_STDIN", env.path("stdin").to_str().unwrap());
         env.set_env("AGENTCRON_EXECUTOR", &fixture("executor.sh"));

@@ -112,7 +112,7 @@ fn corrupted_databases_are_refused_or_used_but_never_crash() {
     let (mut rng, _guard) = seeded("corrupted_databases", 5);
     let rig = Rig::new();
     let original = template(&rig);
-    let mut samples: Vec<(String, Vec<u8>)> = (0..150 * stress())
+    let mut samples: Vec<(String, Vec<u8>)> = (0..500 * stress())
         .map(|_| damage(&original, &mut rng))
         .collect();
     samples.extend(not_sqlite(&mut rng));

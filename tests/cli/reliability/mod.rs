@@ -11,6 +11,7 @@ mod claim_storm;
 mod clock_faults;
 mod corruption;
 mod kills;
+mod power_loss;
 mod security;
 mod soak;
 
@@ -188,6 +189,43 @@ pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
         starts: starts.len(),
         occurrences,
     }
+}
+
+/// `<pid> <run id> <delivery id>` lines the notifier fixture writes first
+/// thing on every call (`NOTIFIER_CALLS`).
+pub fn notifier_calls(path: &Path) -> Vec<(i32, String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split(' ');
+            let pid = parts.next()?.parse().ok()?;
+            Some((pid, parts.next()?.to_string(), parts.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Every notifier call (the fixture's `NOTIFIER_CALLS` ledger) was claimed
+/// in the store before it began: its delivery exists and is no longer
+/// `pending`, so no tick can send it again; and no delivery was sent twice.
+/// Returns how many calls there were.
+pub fn assert_notified_at_most_once(env: &TestEnv, calls: &Path) -> usize {
+    let calls = notifier_calls(calls);
+    let mut seen = HashSet::new();
+    for (_, run, delivery) in &calls {
+        assert!(
+            seen.insert(delivery),
+            "delivery {delivery} of run {run} sent twice"
+        );
+        let state = env.sql(&format!(
+            "SELECT state FROM deliveries WHERE delivery_id = '{delivery}' AND run_id = '{run}'"
+        ));
+        assert!(
+            state.len() == 1 && state[0][0] != "pending",
+            "run {run} was notified but its delivery {delivery} is {state:?}"
+        );
+    }
+    calls.len()
 }
 
 /// Returns how many interval occurrences were accounted for.
