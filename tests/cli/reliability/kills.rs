@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls, seeded,
-    spawn, stress, Rng,
+    spawn, stress, Rng, SettledRuns,
 };
 use crate::support::T0;
 use crate::tick::Rig;
@@ -86,6 +86,7 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
     rig.with_notifier(0);
     rig.env.set_env("FIXTURE_MODE", "sleep");
     let mut tally = Tally::default();
+    let mut settled = SettledRuns::read(&rig.env);
     for iteration in 0..iterations {
         rig.env.set_now(T0 + (iteration as i64 + 1) * HOUR);
         rig.env
@@ -127,6 +128,7 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
         if iteration % 20 == 19 {
             assert_invariants(&rig.env, &journal);
             assert_notified_at_most_once(&rig.env, &calls);
+            settled = settled.assert_unchanged(&rig.env);
         }
         // The operator settles what is uncertain, so the next occurrences can run.
         let open = rig
@@ -155,6 +157,7 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
     rig.tick(&[]).ok();
     let figures = assert_invariants(&rig.env, &journal);
     tally.notices = assert_notified_at_most_once(&rig.env, &calls);
+    settled.assert_unchanged(&rig.env);
     let reconciled = rig.env.count("SELECT count(*) FROM reconciliations");
     assert_eq!(
         reconciled as usize, tally.unknown,

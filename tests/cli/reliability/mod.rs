@@ -191,6 +191,35 @@ pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
     }
 }
 
+/// Every settled run (SPEC: settled runs never change again; `unknown` ones
+/// only through reconcile, after which they are settled too), all columns.
+#[derive(Default)]
+pub struct SettledRuns(HashMap<String, Vec<String>>);
+
+impl SettledRuns {
+    pub fn read(env: &TestEnv) -> SettledRuns {
+        let rows = env.sql(
+            "SELECT * FROM runs WHERE status IN
+               ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap')",
+        );
+        SettledRuns(rows.into_iter().map(|r| (r[0].clone(), r)).collect())
+    }
+
+    /// Asserts that every run settled in `self` is still in the store,
+    /// column for column; returns the store's settled runs now.
+    pub fn assert_unchanged(&self, env: &TestEnv) -> SettledRuns {
+        let now = SettledRuns::read(env);
+        for (run, row) in &self.0 {
+            assert_eq!(
+                now.0.get(run),
+                Some(row),
+                "settled run {run} changed (before: {row:?})"
+            );
+        }
+        now
+    }
+}
+
 /// `<pid> <run id> <delivery id>` lines the notifier fixture writes first
 /// thing on every call (`NOTIFIER_CALLS`).
 pub fn notifier_calls(path: &Path) -> Vec<(i32, String, String)> {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls, seeded,
-    spawn, stress,
+    spawn, stress, SettledRuns,
 };
 use crate::support::T0;
 use crate::tick::{fixture, Rig};
@@ -212,6 +212,7 @@ fn power_loss_never_loses_an_acknowledged_write_or_replays_a_run() {
     let calls = rig.env.path("notify.calls");
 
     let mut mount = Some(LazyMount::mount(&backing, &mountpoint, None));
+    let mut settled = SettledRuns::default(); // no database yet
     let began = Instant::now();
     let mut acknowledged_tasks = 0;
     let (mut lost, mut kept, mut unknown) = (0, 0, 0);
@@ -281,6 +282,7 @@ fn power_loss_never_loses_an_acknowledged_write_or_replays_a_run() {
         );
         assert_invariants(&rig.env, &exec_journal);
         assert_notified_at_most_once(&rig.env, &calls);
+        settled = settled.assert_unchanged(&rig.env);
 
         let open = rig
             .env

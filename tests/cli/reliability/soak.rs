@@ -3,7 +3,7 @@
 //! WAL stayed bounded. 30 rounds by default; AGENTCRON_STRESS=10 gives the
 //! issue's 300.
 
-use super::{assert_invariants, seeded, spawn, stress};
+use super::{assert_invariants, seeded, spawn, stress, SettledRuns};
 use crate::support::T0;
 use crate::tick::Rig;
 
@@ -30,6 +30,7 @@ fn soak_overlapping_ticks_over_mixed_schedules() {
     }
     let rounds = 30 * stress();
     let mut wal_max = 0u64;
+    let mut settled = SettledRuns::read(&rig.env);
     for round in 1..=rounds {
         rig.env.set_now(T0 + 60 * round as i64);
         let ticks: Vec<_> = (0..8)
@@ -50,10 +51,14 @@ fn soak_overlapping_ticks_over_mixed_schedules() {
                 .unwrap_or(0);
             wal_max = wal_max.max(wal);
         }
+        if round % 10 == 0 {
+            settled = settled.assert_unchanged(&rig.env);
+        }
     }
     // A last tick picks up anything a busy tick left due.
     rig.tick(&["--max-runs", "1000"]).ok();
     let figures = assert_invariants(&rig.env, &rig.env.path("exec.journal"));
+    settled.assert_unchanged(&rig.env);
     eprintln!(
         "soak: {tasks} tasks, {rounds} rounds × 8 ticks, WAL max {wal_max} bytes, {figures:?}"
     );
