@@ -109,20 +109,62 @@ pub const LEGAL_STATUSES: &[&str] = &[
     "skipped_overlap",
 ];
 
-/// `start <run_id> <token> <pid>` lines of the executor fixture's journal.
+/// `start <run_id> <token> <pid> ...` lines of the executor fixture's journal.
 pub fn journal_starts(path: &Path) -> Vec<(String, String, i32)> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
+    executions(path)
+        .into_iter()
+        .map(|e| (e.run, e.token, e.pid))
+        .collect()
+}
+
+/// One executor invocation as the fixture journaled it.
+pub struct Execution {
+    pub run: String,
+    pub token: String,
+    pub pid: i32,
+    pub task: String,
+    /// Unix seconds of the occurrence from the run on stdin, when present.
+    pub occurrence: Option<i64>,
+    pub attempt: Option<i64>,
+    pub started_ns: Option<i128>,
+    pub ended_ns: Option<i128>,
+}
+
+/// Every executor invocation in the journal, with its end when it ended.
+pub fn executions(path: &Path) -> Vec<Execution> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut ends: HashMap<&str, i128> = HashMap::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        if parts.next() == Some("end") {
+            if let (Some(run), Some(at)) = (parts.next(), parts.next()) {
+                if let Ok(at) = at.parse() {
+                    ends.insert(run, at);
+                }
+            }
+        }
+    }
+    text.lines()
         .filter_map(|l| {
-            let mut parts = l.split(' ');
-            if parts.next() != Some("start") {
+            let parts: Vec<&str> = l.split(' ').collect();
+            if parts.first() != Some(&"start") || parts.len() < 4 {
                 return None;
             }
-            let run = parts.next()?.to_string();
-            let token = parts.next()?.to_string();
-            let pid = parts.next()?.parse().ok()?;
-            Some((run, token, pid))
+            let field = |i: usize| parts.get(i).copied().filter(|f| *f != "-");
+            Some(Execution {
+                run: parts[1].to_string(),
+                token: parts[2].to_string(),
+                pid: parts[3].parse().ok()?,
+                task: field(4).unwrap_or_default().to_string(),
+                occurrence: field(5).map(|t| {
+                    chrono::DateTime::parse_from_rfc3339(t)
+                        .unwrap_or_else(|e| panic!("journal occurrence {t}: {e}"))
+                        .timestamp()
+                }),
+                attempt: field(6).and_then(|a| a.parse().ok()),
+                started_ns: field(7).and_then(|a| a.parse().ok()),
+                ended_ns: ends.get(parts[1]).copied(),
+            })
         })
         .collect()
 }
@@ -170,18 +212,37 @@ pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
         );
         by_id.insert(&r[0], (&r[1], &r[2], &r[3]));
     }
-    let starts = journal_starts(journal);
+    let starts = executions(journal);
     let mut seen_runs = HashSet::new();
     let mut seen_occurrences = HashSet::new();
-    for (run, _, _) in &starts {
+    let mut journaled_occurrences = HashSet::new();
+    for e in &starts {
+        let run = &e.run;
         assert!(seen_runs.insert(run.as_str()), "run {run} started twice");
-        let occurrence = by_id
+        let stored = by_id
             .get(run.as_str())
             .unwrap_or_else(|| panic!("journal names run {run}, which the store does not have"));
         assert!(
-            seen_occurrences.insert(*occurrence),
-            "occurrence {occurrence:?} started twice"
+            seen_occurrences.insert(*stored),
+            "occurrence {stored:?} started twice"
         );
+        // The journal's own account, not only the store's: what the
+        // executor was told it is running.
+        if let (Some(at), Some(attempt)) = (e.occurrence, e.attempt) {
+            assert_eq!(
+                (e.task.as_str(), at.to_string(), attempt.to_string()),
+                (stored.0, stored.1.to_string(), stored.2.to_string()),
+                "run {run}: the executor was given another occurrence than the store has"
+            );
+            assert!(
+                journaled_occurrences.insert((e.task.clone(), at, attempt)),
+                "the journal shows occurrence {at} attempt {attempt} of {} twice",
+                e.task
+            );
+        }
+        if let (Some(start), Some(end)) = (e.started_ns, e.ended_ns) {
+            assert!(end >= start, "run {run} ended before it started");
+        }
     }
     let occurrences = assert_no_interval_occurrence_lost(env);
     Figures {
