@@ -409,7 +409,9 @@ fn cases(env: &TestEnv) -> Vec<Case> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         // Root writes through file modes, so a read-only file only means
-        // something to an ordinary user.
+        // something to an ordinary user (as root,
+        // a_database_on_a_read_only_file_system_is_refused_cleanly uses a
+        // read-only mount instead).
         let ro = env.path("read-only.db");
         std::fs::copy(&env.db, &ro).unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -418,8 +420,6 @@ fn cases(env: &TestEnv) -> Vec<Case> {
         c.args.insert(0, ro.into_os_string());
         c.args.insert(0, "--db".into());
         all.push(c);
-    } else {
-        eprintln!("bad input: running as root, the read-only database case is skipped");
     }
     all
 }
@@ -593,5 +593,98 @@ fn usage_errors_in_json_mode_are_one_json_object() {
         let err: serde_json::Value = serde_json::from_str(out.stderr.trim())
             .unwrap_or_else(|e| panic!("{args:?}: stderr is not JSON ({e}): {}", out.stderr));
         assert_eq!(err["error"]["exit_code"], 2);
+    }
+}
+
+/// A database the process may not write: on a read-only bind mount when
+/// the suite runs as root (root writes through file modes), else a file
+/// and folder without write permission. Writes exit 1 with one error line,
+/// reads still work, nothing changes.
+#[test]
+fn a_database_on_a_read_only_file_system_is_refused_cleanly() {
+    if crate::support::on_postgres() {
+        return; // about the SQLite file itself
+    }
+    let env = TestEnv::new();
+    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    let source = env.db.parent().unwrap().to_path_buf();
+    let read_only = env.path("read-only");
+    std::fs::create_dir_all(&read_only).unwrap();
+    let _mount = ReadOnlyView::new(&source, &read_only);
+    let before = env.db_bytes();
+    let db = read_only.join("agentcron.db");
+    let db = db.to_str().unwrap();
+    let writes: Vec<Case> = [
+        &["pause", "t1"][..],
+        &["delete", "t1"],
+        &["tick"],
+        &["draft", "--instruction", "y", "--every", "1h"],
+        &["prune", "--older-than", "1d"],
+    ]
+    .iter()
+    .map(|args| {
+        let mut all = vec!["--db", db];
+        all.extend_from_slice(args);
+        case(&all, &[1])
+    })
+    .collect();
+    let (failures, _) = misbehaving(&env, &writes);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let list = env.run(&["--db", db, "list"]).ok();
+    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    assert_eq!(env.db_bytes(), before, "the read-only database changed");
+}
+
+/// `source` seen read-only at `view` until dropped.
+struct ReadOnlyView {
+    view: std::path::PathBuf,
+    mounted: bool,
+}
+
+impl ReadOnlyView {
+    fn new(source: &std::path::Path, view: &std::path::Path) -> ReadOnlyView {
+        use std::os::unix::fs::PermissionsExt;
+        use std::process::Command;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let bind = Command::new("mount")
+                .arg("--bind")
+                .arg(source)
+                .arg(view)
+                .status();
+            assert!(bind.is_ok_and(|s| s.success()), "mount --bind failed");
+            let ro = Command::new("mount")
+                .args(["-o", "remount,bind,ro"])
+                .arg(view)
+                .status();
+            assert!(ro.is_ok_and(|s| s.success()), "remount read-only failed");
+            return ReadOnlyView {
+                view: view.to_path_buf(),
+                mounted: true,
+            };
+        }
+        for entry in std::fs::read_dir(source).unwrap().flatten() {
+            std::fs::copy(entry.path(), view.join(entry.file_name())).unwrap();
+            std::fs::set_permissions(
+                view.join(entry.file_name()),
+                std::fs::Permissions::from_mode(0o400),
+            )
+            .unwrap();
+        }
+        std::fs::set_permissions(view, std::fs::Permissions::from_mode(0o500)).unwrap();
+        ReadOnlyView {
+            view: view.to_path_buf(),
+            mounted: false,
+        }
+    }
+}
+
+impl Drop for ReadOnlyView {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(&self.view)
+                .status();
+        }
     }
 }
