@@ -47,10 +47,14 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
         let mut to = TaskState::Active;
         let mut detail = json!({"next_run_at": crate::output::json::time(next)});
         if let (Schedule::Once { run_at }, None) = (&task.schedule, next) {
-            // Its one time passed while paused: record it missed and finish.
-            let run = missed_once(&task, *run_at, req.now);
-            tx.insert_run(&run)?;
-            detail = json!({"missed_run_id": run.run_id});
+            // Its one time passed while paused: record it missed and finish,
+            // unless it was already decided before the pause (it ran, or
+            // failed with a retry the pause dropped): one run per occurrence.
+            if tx.occurrence_runs(&task.task_id, *run_at)?.is_empty() {
+                let run = missed_once(&task, *run_at, req.now);
+                tx.insert_run(&run)?;
+                detail = json!({"missed_run_id": run.run_id});
+            }
             to = TaskState::Completed;
         } else if next.is_none() {
             to = TaskState::Completed;

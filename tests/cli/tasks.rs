@@ -156,6 +156,26 @@ fn resuming_a_once_task_after_its_time_records_one_missed_run_and_completes() {
 }
 
 #[test]
+fn resuming_a_once_task_whose_run_already_happened_completes_without_a_second_run() {
+    // Found by the model-based store test: the resume recorded a second
+    // `missed` run for the occurrence and failed on the unique key (exit 1),
+    // leaving the task paused for good.
+    let env = TestEnv::new();
+    env.task(&["--instruction", "x", "--in", "1h", "--name", "o"]);
+    env.advance(3600);
+    // No executor: the run fails and a retry is pending, so the task stays active.
+    env.run(&["tick"]);
+    assert_eq!(env.json(&["show", "o"])["state"], "active");
+    env.json(&["pause", "o"]);
+    let resumed = env.json(&["resume", "o"]);
+    assert_eq!(resumed["state"], "completed");
+    let runs = env.json(&["runs", "o"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "failed");
+}
+
+#[test]
 fn next_lists_occurrences_in_the_task_zone_with_dst_marks() {
     let env = TestEnv::new();
     env.set_now(1_772_900_000); // 2026-03-07, before the US spring-forward

@@ -238,6 +238,42 @@ fn downtime_coalesces_missed_occurrences_into_one_run_and_runs_the_latest() {
 }
 
 #[test]
+fn a_once_task_is_retried_after_its_only_run_failed() {
+    // Found by the model-based store test: on PostgreSQL the due query
+    // produced a NULL "is retry" flag for a task with no next occurrence,
+    // and every tick failed while such a retry was due.
+    let rig = Rig::new();
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--in",
+        "1h",
+        "--name",
+        "o",
+        "--max-retries",
+        "1",
+        "--retry-backoff",
+        "1m",
+    ]);
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.advance(3600);
+    rig.tick(&[]).ok();
+    assert_eq!(
+        rig.env.json(&["show", "o"])["next_retry_at"],
+        "2026-12-02T09:01:00Z"
+    );
+    rig.env.advance(60);
+    rig.tick(&[]).ok();
+    let attempts: Vec<i64> = rig
+        .runs("o")
+        .iter()
+        .map(|r| r["attempt"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, [2, 1]);
+    assert_eq!(rig.env.json(&["show", "o"])["state"], "completed");
+}
+
+#[test]
 fn failed_runs_are_retried_with_capped_exponential_backoff() {
     let rig = Rig::new();
     rig.env.task(&[

@@ -244,9 +244,12 @@ impl MaintenanceTx for PgTx<'_, '_> {
                 |r| Ok(format!("run {} has {} notices being sent at once", col::<String>(r, 0)?, col::<String>(r, 1)?)),
             ),
             (
+                // Once per entry into running: the claim and each approval.
                 "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND $1::bigint = $1 AND
                    (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
-                      AND e.detail::jsonb->>'from' = 'running') > 1",
+                      AND e.detail::jsonb->>'from' = 'running')
+                   > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
+                            AND e.action = 'approve')",
                 |r| Ok(format!("run {} left running more than once", col::<String>(r, 0)?)),
             ),
         ];

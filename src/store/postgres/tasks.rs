@@ -215,7 +215,11 @@ impl TaskTx for PgTx<'_, '_> {
                 "SELECT task_id,
                         CASE WHEN next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)
                              THEN next_run_at ELSE next_retry_at END AS due,
-                        NOT (next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)) AS retry
+                        -- coalesce: a once task past its run has next_run_at NULL,
+                        -- and NOT NULL would be no boolean at all.
+                        NOT coalesce(next_run_at <= $1
+                                     AND (next_retry_at IS NULL OR next_run_at <= next_retry_at),
+                                     false) AS retry
                  FROM tasks
                  WHERE state = 'active' AND (next_run_at <= $1 OR next_retry_at <= $1)
                    AND ($2::text IS NULL OR tenant_key = $2)

@@ -147,9 +147,14 @@ impl MaintenanceTx for SqliteTx<'_> {
             &|r| format!("run {} has {} notices being sent at once", r[0], r[1]),
         )?;
         check(
+            // A run enters running when claimed and again at each approval
+            // (recorded in the same transaction as the reclaim); it may
+            // leave running once per entry.
             "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND ?1 = ?1 AND
                (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
-                  AND json_extract(e.detail, '$.from') = 'running') > 1",
+                  AND json_extract(e.detail, '$.from') = 'running')
+               > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
+                        AND e.action = 'approve')",
             &|r| format!("run {} left running more than once", r[0]),
         )?;
         check(
