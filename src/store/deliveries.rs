@@ -21,9 +21,14 @@ pub trait DeliveryTx {
     /// The next number for a run's notice (a run parked on a continuation
     /// has more than one).
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64>;
+    /// Whether one of the run's notices is being sent now. A run's notices
+    /// go out one at a time, in order: a later one waits while an earlier
+    /// one is `sending`.
+    fn notice_sending(&mut self, run_id: &str) -> Result<bool>;
     /// Pending notices, oldest first.
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>>;
-    /// pending → sending; Conflict when another tick claimed it first.
+    /// pending → sending; Conflict when another tick claimed it first, or
+    /// while another notice of the same run is sending.
     fn claim_notice(
         &mut self,
         delivery_id: &str,

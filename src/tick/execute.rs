@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::context::{Clock, StoreOpener};
 use crate::executor_result::{self, ExecResult, ExecStatus};
-use crate::model::{Event, Notice, Run, RunStatus, Task};
+use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
 use crate::output::json;
 use crate::process::{self, ChildSpec, Heartbeat};
 use crate::schedule;
@@ -346,13 +346,11 @@ fn run_one(
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_outcome");
     let delivery = match (notifier, &token) {
-        (Some(n), Some(t)) => Some(deliver::deliver_claimed(
-            store.as_mut(),
-            n,
-            &notice,
-            t,
-            clock,
-        )?),
+        // Claimed in the outcome's transaction (unless an earlier notice of
+        // the run was still being sent: then it waits as pending).
+        (Some(n), Some(t)) if notice.state == DeliveryState::Sending => Some(
+            deliver::deliver_claimed(store.as_mut(), n, &notice, t, clock)?,
+        ),
         _ => None,
     };
     let mut run = job.run.clone();

@@ -193,6 +193,12 @@ pub fn add_notice(
     let target = task
         .map(|t| t.target.clone())
         .unwrap_or_else(|| run.tenant_key.clone());
+    // A run's notices go out one at a time: while an earlier one is still
+    // being sent, this one waits as pending (a later tick sends it).
+    let claim = match claim {
+        Some(c) if !tx.notice_sending(&run.run_id)? => Some(c),
+        _ => None,
+    };
     let (state, token, deadline, attempts) = match claim {
         Some(c) => (
             DeliveryState::Sending,

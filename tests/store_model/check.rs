@@ -492,8 +492,8 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
         }
     }
 
-    // `check` names stale leases and, unless the harness pins the open
-    // finding (docs/RELIABILITY.md), runs with two notices sending at once.
+    // `check` names stale leases, and runs with two notices sending at once
+    // (which the store's claim guard should make impossible).
     let stale = running
         .iter()
         .filter(|r| r.lease_until.is_some_and(|u| u < m.now))
@@ -506,11 +506,7 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
     {
         *sending.entry(&n.run_id).or_default() += 1;
     }
-    let crowded = if h.strict_notices {
-        0
-    } else {
-        sending.values().filter(|n| **n > 1).count()
-    };
+    let crowded = sending.values().filter(|n| **n > 1).count();
     let count = |what: &str| seen.violations.iter().filter(|v| v.contains(what)).count();
     let named = (
         count("lease that expired"),

@@ -79,25 +79,17 @@ pub struct Harness {
     pub store: Box<dyn Store>,
     pub model: Model,
     pub snapshots: Snapshots,
-    /// Expect `check` to allow only one sending notice per run (the open
-    /// finding pinned by an ignored test).
-    pub strict_notices: bool,
     _place: Place,
     counter: u64,
 }
 
 /// Runs one generated sequence; the error names the step and the difference.
 pub fn run_case(backend: Backend, ops: &[Op]) -> Result<(), String> {
-    run_case_with(backend, ops, false)
-}
-
-pub fn run_case_with(backend: Backend, ops: &[Op], strict_notices: bool) -> Result<(), String> {
     let (store, place) = open(backend).map_err(|e| format!("opening the store: {e:#}"))?;
     let mut h = Harness {
         store,
         model: Model::new(T0),
         snapshots: Snapshots::default(),
-        strict_notices,
         _place: place,
         counter: 0,
     };

@@ -97,7 +97,7 @@ fn postgres_store_matches_the_model() {
 mod regressions {
     use agentcron::model::RunStatus;
 
-    use crate::drive::{run_case, run_case_with, Backend};
+    use crate::drive::{run_case, Backend};
     use crate::ops::{Op, Pick, SchedSpec, Sel, TaskSpec, Tok};
 
     fn once_in_30s(grace: i64) -> Op {
@@ -188,10 +188,9 @@ mod regressions {
         run_case(Backend::Postgres, &ops).unwrap();
     }
 
-    /// Open finding: a denied run's notice can be claimed while the notice
-    /// announcing the wait is still being sent, which `check` reports.
+    /// Was an open finding: a denied run's notice could be claimed while
+    /// the notice announcing the wait was still being sent.
     #[test]
-    #[ignore = "open finding, see docs/RELIABILITY.md"]
     fn a_run_has_one_notice_sending_at_a_time() {
         let ops = [
             Op::Create(TaskSpec {
@@ -214,6 +213,6 @@ mod regressions {
                 deadline: 10,
             },
         ];
-        run_case_with(Backend::Sqlite, &ops, true).unwrap();
+        run_case(Backend::Sqlite, &ops).unwrap();
     }
 }

@@ -397,8 +397,16 @@ impl Model {
         }
     }
 
-    /// A pending notice, or one claimed in the same transaction.
+    fn notice_sending(&self, run_id: &str) -> bool {
+        self.notices
+            .iter()
+            .any(|n| n.run_id == run_id && n.state == DeliveryState::Sending)
+    }
+
+    /// A pending notice, or one claimed in the same transaction — unless
+    /// an earlier notice of the run is still being sent: then it waits.
     pub fn add_notice(&mut self, run_id: &str, claim: Option<(String, i64)>) {
+        let claim = claim.filter(|_| !self.notice_sending(run_id));
         let seq = 1 + self
             .notices
             .iter()
@@ -519,6 +527,9 @@ impl Model {
     }
 
     pub fn claim_notice(&mut self, n: usize, token: &str, deadline: i64) -> Result<(), Conflict> {
+        if self.notice_sending(&self.notices[n].run_id.clone()) {
+            return Err(Conflict); // a run's notices go out one at a time
+        }
         let n = &mut self.notices[n];
         if n.state != DeliveryState::Pending {
             return Err(Conflict);

@@ -55,6 +55,14 @@ impl DeliveryTx for PgTx<'_, '_> {
         Ok(())
     }
 
+    fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
+        let row = self.tx.query_one(
+            "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1)",
+            &[&run_id],
+        )?;
+        col(&row, 0)
+    }
+
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
         let row = self.tx.query_one(
             "SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1",
@@ -90,12 +98,18 @@ impl DeliveryTx for PgTx<'_, '_> {
             .execute(
                 "UPDATE deliveries SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
                      attempts = attempts + 1
-                 WHERE delivery_id = $4 AND state = 'pending'",
+                 WHERE delivery_id = $4 AND state = 'pending'
+                   AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
+                                   WHERE earlier.state = 'sending'
+                                     AND earlier.run_id = deliveries.run_id)",
                 &[&token, &deadline, &now, &delivery_id],
             )
             .context("claiming the notice")?;
         expect_one(changed, || {
-            format!("notice {delivery_id} was claimed by another tick")
+            format!(
+                "notice {delivery_id} was claimed by another tick, \
+                 or another notice of its run is being sent"
+            )
         })
     }
 
