@@ -11,7 +11,7 @@ mod tests;
 #[cfg(test)]
 mod vectors;
 
-use chrono::{Datelike, NaiveDate, TimeZone};
+use chrono::{Datelike, NaiveDate, Offset, TimeZone};
 pub use chrono_tz::Tz;
 use serde_json::{json, Value};
 
@@ -468,10 +468,15 @@ fn fixed(tz: Tz, date: NaiveDate, hour: u32, minute: u32) -> Option<Occurrence> 
 }
 
 /// RFC 3339 with the zone's offset at that instant: "2026-12-03T09:00:00+08:00".
+/// RFC 3339 offsets are whole minutes; an offset with seconds (local mean
+/// time, Africa/Monrovia until 1972 at -00:44:30) would be cut and name
+/// another instant, so that instant is written in UTC instead.
 pub fn format_local(at: i64, tz: Tz) -> String {
     match tz.timestamp_opt(at, 0).single() {
-        Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-        None => format_utc(at),
+        Some(t) if t.offset().fix().local_minus_utc() % 60 == 0 => {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+        }
+        _ => format_utc(at),
     }
 }
 

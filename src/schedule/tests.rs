@@ -31,6 +31,21 @@ fn cron(expr: &str) -> Schedule {
 }
 
 #[test]
+fn format_local_names_the_same_instant_even_under_an_offset_with_seconds() {
+    // Found by fuzzing: Monrovia kept -00:44:30 until 1972; RFC 3339 cannot
+    // write those 30 s, so the local form fell 30 s off the instant.
+    let monrovia = zone("Africa/Monrovia");
+    assert_eq!(format_local(0, monrovia), "1970-01-01T00:00:00Z");
+    assert_eq!(parse_time(&format_local(0, monrovia), monrovia), Ok(0));
+    let later = utc("2026-03-01T12:00:00Z");
+    assert_eq!(format_local(later, monrovia), "2026-03-01T12:00:00+00:00");
+    assert_eq!(
+        format_local(later, zone("Asia/Kolkata")),
+        "2026-03-01T17:30:00+05:30"
+    );
+}
+
+#[test]
 fn a_daily_time_in_a_spring_gap_runs_once_shifted_by_the_gap() {
     // New York, Berlin, London, Sydney: one-hour gaps.
     assert_eq!(
