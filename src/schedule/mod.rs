@@ -468,12 +468,14 @@ fn fixed(tz: Tz, date: NaiveDate, hour: u32, minute: u32) -> Option<Occurrence> 
 }
 
 /// RFC 3339 with the zone's offset at that instant: "2026-12-03T09:00:00+08:00".
-/// RFC 3339 offsets are whole minutes; an offset with seconds (local mean
-/// time, Africa/Monrovia until 1972 at -00:44:30) would be cut and name
-/// another instant, so that instant is written in UTC instead.
+/// Where RFC 3339 cannot say it, the instant is written in UTC instead: its
+/// offsets are whole minutes (an offset with seconds, local mean time such
+/// as Africa/Monrovia's -00:44:30 until 1972, would be cut and name another
+/// instant) and its years have four digits (9999-12-31T23:00Z is already
+/// the year 10000 in Sydney).
 pub fn format_local(at: i64, tz: Tz) -> String {
     match tz.timestamp_opt(at, 0).single() {
-        Some(t) if t.offset().fix().local_minus_utc() % 60 == 0 => {
+        Some(t) if t.offset().fix().local_minus_utc() % 60 == 0 && t.year() <= 9999 => {
             t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
         }
         _ => format_utc(at),
