@@ -13,6 +13,8 @@ pub mod context;
 pub mod error;
 pub mod executor_result;
 pub mod explain;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 pub mod lifecycle;

@@ -11,7 +11,7 @@ mod tests;
 #[cfg(test)]
 mod vectors;
 
-use chrono::{Datelike, NaiveDate, TimeZone};
+use chrono::{Datelike, NaiveDate, Offset, TimeZone};
 pub use chrono_tz::Tz;
 use serde_json::{json, Value};
 
@@ -468,10 +468,17 @@ fn fixed(tz: Tz, date: NaiveDate, hour: u32, minute: u32) -> Option<Occurrence> 
 }
 
 /// RFC 3339 with the zone's offset at that instant: "2026-12-03T09:00:00+08:00".
+/// Where RFC 3339 cannot say it, the instant is written in UTC instead: its
+/// offsets are whole minutes (an offset with seconds, local mean time such
+/// as Africa/Monrovia's -00:44:30 until 1972, would be cut and name another
+/// instant) and its years have four digits (9999-12-31T23:00Z is already
+/// the year 10000 in Sydney).
 pub fn format_local(at: i64, tz: Tz) -> String {
     match tz.timestamp_opt(at, 0).single() {
-        Some(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-        None => format_utc(at),
+        Some(t) if t.offset().fix().local_minus_utc() % 60 == 0 && t.year() <= 9999 => {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+        }
+        _ => format_utc(at),
     }
 }
 

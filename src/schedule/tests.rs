@@ -31,6 +31,34 @@ fn cron(expr: &str) -> Schedule {
 }
 
 #[test]
+fn format_local_names_the_same_instant_even_under_an_offset_with_seconds() {
+    // Found by fuzzing: Monrovia kept -00:44:30 until 1972; RFC 3339 cannot
+    // write those 30 s, so the local form fell 30 s off the instant.
+    let monrovia = zone("Africa/Monrovia");
+    assert_eq!(format_local(0, monrovia), "1970-01-01T00:00:00Z");
+    assert_eq!(parse_time(&format_local(0, monrovia), monrovia), Ok(0));
+    let later = utc("2026-03-01T12:00:00Z");
+    assert_eq!(format_local(later, monrovia), "2026-03-01T12:00:00+00:00");
+    assert_eq!(
+        format_local(later, zone("Asia/Kolkata")),
+        "2026-03-01T17:30:00+05:30"
+    );
+}
+
+#[test]
+fn format_local_stays_rfc_3339_when_the_local_year_is_past_9999() {
+    // Found by fuzzing: "+10000-01-01T10:00:00+11:00" is not RFC 3339.
+    let sydney = zone("Australia/Sydney");
+    let at = utc("9999-12-31T23:00:00Z");
+    assert_eq!(format_local(at, sydney), "9999-12-31T23:00:00Z");
+    assert_eq!(parse_time(&format_local(at, sydney), sydney), Ok(at));
+    assert_eq!(
+        format_local(utc("9999-12-31T12:00:00Z"), sydney),
+        "9999-12-31T23:00:00+11:00"
+    );
+}
+
+#[test]
 fn a_daily_time_in_a_spring_gap_runs_once_shifted_by_the_gap() {
     // New York, Berlin, London, Sydney: one-hour gaps.
     assert_eq!(

@@ -1,0 +1,170 @@
+//! The stored-row decoder, `RawTask::decode`: any row either decodes or is
+//! reported as corrupt (never a panic), and a decoded task written back the
+//! way `insert_task` writes it decodes to the same task.
+//!
+//! Input: one column per line, in `RawTask`'s field order (task_id,
+//! tenant_key, name, owner_keys, target, instruction, schedule, timezone,
+//! policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
+//! state, state_reason, state_changed_at, next_run_at, revision, created_at,
+//! updated_at, consecutive_failures, next_retry_at, retry_run_id). `\N` is
+//! NULL in a nullable column; an integer that does not parse is 0; missing
+//! lines are empty (or 0, or NULL).
+
+use crate::model::{DeliveryState, Policy, RunStatus, Task, TaskState};
+use crate::payload::Payload;
+use crate::schedule;
+use crate::store::tasks::RawTask;
+
+pub fn check_stored_row(data: &[u8]) {
+    let lines = super::lines(data);
+    let text = |i: usize| lines.get(i).cloned().unwrap_or_default();
+    let nullable = |i: usize| lines.get(i).filter(|l| *l != "\\N").cloned();
+    let int = |i: usize| text(i).trim().parse::<i64>().unwrap_or(0);
+    let nullable_int = |i: usize| nullable(i).map(|l| l.trim().parse::<i64>().unwrap_or(0));
+    let raw = RawTask {
+        task_id: text(0),
+        tenant_key: text(1),
+        name: nullable(2),
+        owner_keys: text(3),
+        target: text(4),
+        instruction: text(5),
+        schedule: text(6),
+        timezone: text(7),
+        policy: text(8),
+        grace_seconds: int(9),
+        max_retries: int(10),
+        retry_backoff_seconds: int(11),
+        payload_hash: text(12),
+        state: text(13),
+        state_reason: nullable(14),
+        state_changed_at: int(15),
+        next_run_at: nullable_int(16),
+        revision: int(17),
+        created_at: int(18),
+        updated_at: int(19),
+        consecutive_failures: int(20),
+        next_retry_at: nullable_int(21),
+        retry_run_id: nullable(22),
+    };
+    spellings_hold(&raw.state);
+    let decoded = raw.clone().decode();
+    match decoded {
+        Err(corrupt) => {
+            assert_eq!(
+                (&corrupt.id, &corrupt.tenant_key),
+                (&raw.task_id, &raw.tenant_key),
+                "{corrupt:?}"
+            );
+            assert!(!corrupt.problem.is_empty(), "{corrupt:?}");
+        }
+        Ok(task) => {
+            decoded_holds(&raw, &task);
+            let written = stored(&task);
+            assert_eq!(written.clone().decode(), Ok(task.clone()), "{written:?}");
+            let payload = Payload::of_task(&task);
+            let canonical = payload.canonical();
+            let read_back = Payload::from_canonical(&canonical).map_err(|e| e.to_string());
+            assert_eq!(read_back, Ok(payload), "{canonical}");
+        }
+    }
+}
+
+/// What decode promises about a row it accepts.
+fn decoded_holds(raw: &RawTask, task: &Task) {
+    let context = format!("{raw:?} decoded to {task:?}");
+    assert!(!task.owner_keys.is_empty(), "{context}");
+    assert_eq!(task.schedule.validate(), Ok(()), "{context}");
+    assert_eq!(
+        schedule::parse_zone(&raw.timezone),
+        Ok(task.timezone),
+        "{context}"
+    );
+    assert_eq!(task.policy.as_str(), raw.policy, "{context}");
+    assert_eq!(task.state.as_str(), raw.state, "{context}");
+    for value in [
+        task.grace_seconds,
+        task.max_retries,
+        task.retry_backoff_seconds,
+        task.consecutive_failures,
+    ] {
+        assert!(value >= 0, "{context}");
+    }
+    // The other columns pass through untouched.
+    assert_eq!(
+        (
+            &task.task_id,
+            &task.tenant_key,
+            &task.name,
+            &task.target,
+            &task.instruction
+        ),
+        (
+            &raw.task_id,
+            &raw.tenant_key,
+            &raw.name,
+            &raw.target,
+            &raw.instruction
+        ),
+        "{context}"
+    );
+    assert_eq!(
+        (
+            task.next_run_at,
+            task.next_retry_at,
+            &task.retry_run_id,
+            &task.state_reason
+        ),
+        (
+            raw.next_run_at,
+            raw.next_retry_at,
+            &raw.retry_run_id,
+            &raw.state_reason
+        ),
+        "{context}"
+    );
+}
+
+/// The columns as both stores' `insert_task` writes them.
+fn stored(task: &Task) -> RawTask {
+    RawTask {
+        task_id: task.task_id.clone(),
+        tenant_key: task.tenant_key.clone(),
+        name: task.name.clone(),
+        owner_keys: serde_json::to_string(&task.owner_keys).expect("strings serialize"),
+        target: task.target.clone(),
+        instruction: task.instruction.clone(),
+        schedule: task.schedule.to_json().to_string(),
+        timezone: task.timezone.name().to_string(),
+        policy: task.policy.as_str().to_string(),
+        grace_seconds: task.grace_seconds,
+        max_retries: task.max_retries,
+        retry_backoff_seconds: task.retry_backoff_seconds,
+        payload_hash: task.payload_hash.clone(),
+        state: task.state.as_str().to_string(),
+        state_reason: task.state_reason.clone(),
+        state_changed_at: task.state_changed_at,
+        next_run_at: task.next_run_at,
+        revision: task.revision,
+        created_at: task.created_at,
+        updated_at: task.updated_at,
+        consecutive_failures: task.consecutive_failures,
+        next_retry_at: task.next_retry_at,
+        retry_run_id: task.retry_run_id.clone(),
+    }
+}
+
+/// Stored spellings are strict: one text per value, read back exactly.
+fn spellings_hold(text: &str) {
+    if let Some(state) = TaskState::parse(text) {
+        assert_eq!(state.as_str(), text);
+    }
+    if let Some(policy) = Policy::parse(text) {
+        assert_eq!(policy.as_str(), text);
+    }
+    if let Some(status) = RunStatus::parse(text) {
+        assert_eq!(status.as_str(), text);
+    }
+    if let Some(delivery) = DeliveryState::parse(text) {
+        assert_eq!(delivery.as_str(), text);
+    }
+}
