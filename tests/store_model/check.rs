@@ -416,9 +416,7 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
         }
     }
 
-    // Each due task with its earliest due time. (SQLite lists a task whose
-    // occurrence and retry are both due twice, PostgreSQL once; the claim
-    // takes only the first either way.)
+    // Each due task once, with its earliest due time.
     let mut want_due = BTreeMap::<String, i64>::new();
     for t in m.tasks.iter().filter(|t| t.state == TaskState::Active) {
         let due = [t.next_run_at, t.next_retry_at]
@@ -436,8 +434,9 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
     }
     let mut got_due = BTreeMap::<String, i64>::new();
     for d in &seen.due {
-        let at = got_due.entry(d.task_id.clone()).or_insert(d.due_at);
-        *at = (*at).min(d.due_at);
+        if got_due.insert(d.task_id.clone(), d.due_at).is_some() {
+            return Err(format!("due_tasks lists {} twice", d.task_id));
+        }
     }
     if want_due != got_due {
         return Err(format!("due_tasks = {got_due:?}, model {want_due:?}"));

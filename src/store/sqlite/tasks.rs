@@ -217,7 +217,7 @@ impl TaskTx for SqliteTx<'_> {
                AND (?2 IS NULL OR tenant_key = ?2)
              ORDER BY 2, 1 LIMIT ?3",
         )?;
-        let due = stmt
+        let mut due = stmt
             .query_map(params![now, tenant, limit], |row| {
                 Ok(DueTask {
                     task_id: row.get(0)?,
@@ -227,6 +227,10 @@ impl TaskTx for SqliteTx<'_> {
             })?
             .collect::<Result<Vec<_>, _>>()
             .context("finding due tasks")?;
+        // A task with both its occurrence and a retry due is listed once, at
+        // the earlier time (as on PostgreSQL).
+        let mut seen = std::collections::HashSet::new();
+        due.retain(|d| seen.insert(d.task_id.clone()));
         Ok(due)
     }
 
