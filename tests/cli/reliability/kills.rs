@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls, seeded,
-    spawn, stress, Rng, SettledRuns,
+    assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls,
+    reconcile_unknown, recover, seeded, spawn, stress, Rng, SettledRuns,
 };
 use crate::support::T0;
 use crate::tick::Rig;
@@ -112,17 +112,7 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
                 tally.notifiers_killed += 1;
             }
         }
-        // Recovery: later than any lease or delivery deadline the dead tick held.
-        rig.env.advance(600);
-        rig.tick(&["--lease", "2s"]).ok();
-        rig.env.advance(1);
-        rig.tick(&["--lease", "2s"]).ok();
-        assert_eq!(
-            rig.env
-                .count("SELECT count(*) FROM runs WHERE status = 'running'"),
-            0,
-            "iteration {iteration}: a run is still running after recovery"
-        );
+        recover(&rig, 600, &format!("iteration {iteration}"));
         // The full check reads every run and journal line; every 20th kill
         // keeps the suite linear (the last check sees everything anyway).
         if iteration % 20 == 19 {
@@ -130,24 +120,7 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
             assert_notified_at_most_once(&rig.env, &calls);
             settled = settled.assert_unchanged(&rig.env);
         }
-        // The operator settles what is uncertain, so the next occurrences can run.
-        let open = rig
-            .env
-            .sql("SELECT run_id FROM runs WHERE status = 'unknown'");
-        tally.unknown += open.len();
-        for (n, run) in open.iter().enumerate() {
-            let decision = ["abandoned", "confirmed_failed", "confirmed_succeeded"][n % 3];
-            rig.env
-                .run(&[
-                    "reconcile",
-                    &run[0],
-                    "--decision",
-                    decision,
-                    "--reason",
-                    "reliability test",
-                ])
-                .ok();
-        }
+        tally.unknown += reconcile_unknown(&rig.env, "reliability test");
     }
     // Let orphaned executors and notifiers finish, then a last tick must not
     // start any of their runs or send any of their notices again.

@@ -252,6 +252,41 @@ pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
     }
 }
 
+/// After a crash: two ticks, the first `past` seconds later (beyond every
+/// lease and delivery deadline the dead tick held); then no run may be left
+/// `running`.
+pub fn recover(rig: &crate::tick::Rig, past: i64, context: &str) {
+    rig.env.advance(past);
+    rig.tick(&["--lease", "2s"]).ok();
+    rig.env.advance(1);
+    rig.tick(&["--lease", "2s"]).ok();
+    assert_eq!(
+        rig.env
+            .count("SELECT count(*) FROM runs WHERE status = 'running'"),
+        0,
+        "{context}: a run is still running after recovery"
+    );
+}
+
+/// The operator settles every `unknown` run (cycling the three decisions)
+/// so later occurrences can run; returns how many there were.
+pub fn reconcile_unknown(env: &TestEnv, reason: &str) -> usize {
+    let open = env.sql("SELECT run_id FROM runs WHERE status = 'unknown'");
+    for (n, run) in open.iter().enumerate() {
+        let decision = ["abandoned", "confirmed_failed", "confirmed_succeeded"][n % 3];
+        env.run(&[
+            "reconcile",
+            &run[0],
+            "--decision",
+            decision,
+            "--reason",
+            reason,
+        ])
+        .ok();
+    }
+    open.len()
+}
+
 /// Every settled run (SPEC: settled runs never change again; `unknown` ones
 /// only through reconcile, after which they are settled too), all columns.
 #[derive(Default)]

@@ -25,8 +25,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{
-    assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls, seeded,
-    spawn, stress, SettledRuns,
+    assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls,
+    reconcile_unknown, recover, seeded, spawn, stress, SettledRuns,
 };
 use crate::support::T0;
 use crate::tick::{fixture, Rig};
@@ -270,36 +270,12 @@ fn power_loss_never_loses_an_acknowledged_write_or_replays_a_run() {
             acknowledged_tasks as i64,
             "iteration {iteration}: a confirmed task was lost ({report})"
         );
-        rig.env.advance(10);
-        rig.tick(&["--lease", "2s"]).ok();
-        rig.env.advance(1);
-        rig.tick(&["--lease", "2s"]).ok();
-        assert_eq!(
-            rig.env
-                .count("SELECT count(*) FROM runs WHERE status = 'running'"),
-            0,
-            "iteration {iteration}: a run is still running after recovery"
-        );
+        recover(&rig, 10, &format!("iteration {iteration}"));
         assert_invariants(&rig.env, &exec_journal);
         assert_notified_at_most_once(&rig.env, &calls);
         settled = settled.assert_unchanged(&rig.env);
 
-        let open = rig
-            .env
-            .sql("SELECT run_id FROM runs WHERE status = 'unknown'");
-        unknown += open.len();
-        for run in &open {
-            rig.env
-                .run(&[
-                    "reconcile",
-                    &run[0],
-                    "--decision",
-                    "abandoned",
-                    "--reason",
-                    "power loss test",
-                ])
-                .ok();
-        }
+        unknown += reconcile_unknown(&rig.env, "power loss test");
     }
     let figures = assert_invariants(&rig.env, &exec_journal);
     eprintln!(
