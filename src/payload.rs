@@ -31,6 +31,42 @@ pub struct Payload {
 }
 
 impl Payload {
+    /// The task confirming this payload creates: active, revision 1, its
+    /// first occurrence at `next_run_at`.
+    pub fn new_task(
+        &self,
+        task_id: String,
+        payload_hash: String,
+        next_run_at: i64,
+        now: i64,
+    ) -> crate::model::Task {
+        crate::model::Task {
+            task_id,
+            tenant_key: self.tenant_key.clone(),
+            name: self.name.clone(),
+            owner_keys: self.owner_keys.clone(),
+            target: self.target.clone(),
+            instruction: self.instruction.clone(),
+            schedule: self.schedule.clone(),
+            timezone: self.timezone,
+            policy: self.policy,
+            grace_seconds: self.grace_seconds,
+            max_retries: self.max_retries,
+            retry_backoff_seconds: self.retry_backoff_seconds,
+            payload_hash,
+            state: crate::model::TaskState::Active,
+            state_reason: None,
+            state_changed_at: now,
+            next_run_at: Some(next_run_at),
+            revision: 1,
+            created_at: now,
+            updated_at: now,
+            consecutive_failures: 0,
+            next_retry_at: None,
+            retry_run_id: None,
+        }
+    }
+
     /// The payload a confirmed task was made from.
     pub fn of_task(t: &crate::model::Task) -> Payload {
         Payload {

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::commands::resolve::Caller;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Task, TaskState};
+use crate::model::Event;
 use crate::output::json::time;
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
@@ -103,31 +103,12 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
                     .with_hint("draft it again with a future time"),
             );
         };
-        let task = Task {
-            task_id: uuid::Uuid::new_v4().to_string(),
-            tenant_key: payload.tenant_key.clone(),
-            name: payload.name.clone(),
-            owner_keys: payload.owner_keys.clone(),
-            target: payload.target.clone(),
-            instruction: payload.instruction.clone(),
-            schedule: payload.schedule.clone(),
-            timezone: payload.timezone,
-            policy: payload.policy,
-            grace_seconds: payload.grace_seconds,
-            max_retries: payload.max_retries,
-            retry_backoff_seconds: payload.retry_backoff_seconds,
-            payload_hash: draft.payload_hash.clone(),
-            state: TaskState::Active,
-            state_reason: None,
-            state_changed_at: now,
-            next_run_at: Some(next.at),
-            revision: 1,
-            created_at: now,
-            updated_at: now,
-            consecutive_failures: 0,
-            next_retry_at: None,
-            retry_run_id: None,
-        };
+        let task = payload.new_task(
+            uuid::Uuid::new_v4().to_string(),
+            draft.payload_hash.clone(),
+            next.at,
+            now,
+        );
         tx.insert_task(&task)?;
         tx.consume_draft(&draft.draft_id)?;
         tx.append_event(&Event {

@@ -1,6 +1,7 @@
 //! The stored-row decoder, `RawTask::decode`: any row either decodes or is
-//! reported as corrupt (never a panic), and a decoded task written back the
-//! way `insert_task` writes it decodes to the same task.
+//! reported as corrupt (never a panic), and a decoded task encoded again
+//! with `RawTask::encode` (the columns both stores' `insert_task` write)
+//! decodes to the same task.
 //!
 //! Input: one column per line, in `RawTask`'s field order (task_id,
 //! tenant_key, name, owner_keys, target, instruction, schedule, timezone,
@@ -59,7 +60,7 @@ pub fn check_stored_row(data: &[u8]) {
         }
         Ok(task) => {
             decoded_holds(&raw, &task);
-            let written = stored(&task);
+            let written = RawTask::encode(&task);
             assert_eq!(written.clone().decode(), Ok(task.clone()), "{written:?}");
             let payload = Payload::of_task(&task);
             let canonical = payload.canonical();
@@ -122,35 +123,6 @@ fn decoded_holds(raw: &RawTask, task: &Task) {
         ),
         "{context}"
     );
-}
-
-/// The columns as both stores' `insert_task` writes them.
-fn stored(task: &Task) -> RawTask {
-    RawTask {
-        task_id: task.task_id.clone(),
-        tenant_key: task.tenant_key.clone(),
-        name: task.name.clone(),
-        owner_keys: serde_json::to_string(&task.owner_keys).expect("strings serialize"),
-        target: task.target.clone(),
-        instruction: task.instruction.clone(),
-        schedule: task.schedule.to_json().to_string(),
-        timezone: task.timezone.name().to_string(),
-        policy: task.policy.as_str().to_string(),
-        grace_seconds: task.grace_seconds,
-        max_retries: task.max_retries,
-        retry_backoff_seconds: task.retry_backoff_seconds,
-        payload_hash: task.payload_hash.clone(),
-        state: task.state.as_str().to_string(),
-        state_reason: task.state_reason.clone(),
-        state_changed_at: task.state_changed_at,
-        next_run_at: task.next_run_at,
-        revision: task.revision,
-        created_at: task.created_at,
-        updated_at: task.updated_at,
-        consecutive_failures: task.consecutive_failures,
-        next_retry_at: task.next_retry_at,
-        retry_run_id: task.retry_run_id.clone(),
-    }
 }
 
 /// Stored spellings are strict: one text per value, read back exactly.

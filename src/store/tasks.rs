@@ -52,6 +52,35 @@ pub struct RawTask {
 }
 
 impl RawTask {
+    /// The columns a task is stored as (both stores; `decode` reads them back).
+    pub fn encode(t: &Task) -> RawTask {
+        RawTask {
+            task_id: t.task_id.clone(),
+            tenant_key: t.tenant_key.clone(),
+            name: t.name.clone(),
+            owner_keys: serde_json::to_string(&t.owner_keys).expect("strings serialize"),
+            target: t.target.clone(),
+            instruction: t.instruction.clone(),
+            schedule: t.schedule.to_json().to_string(),
+            timezone: t.timezone.name().to_string(),
+            policy: t.policy.as_str().to_string(),
+            grace_seconds: t.grace_seconds,
+            max_retries: t.max_retries,
+            retry_backoff_seconds: t.retry_backoff_seconds,
+            payload_hash: t.payload_hash.clone(),
+            state: t.state.as_str().to_string(),
+            state_reason: t.state_reason.clone(),
+            state_changed_at: t.state_changed_at,
+            next_run_at: t.next_run_at,
+            revision: t.revision,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            consecutive_failures: t.consecutive_failures,
+            next_retry_at: t.next_retry_at,
+            retry_run_id: t.retry_run_id.clone(),
+        }
+    }
+
     pub fn decode(self) -> Result<Task, CorruptRow> {
         let corrupt = |problem: String| CorruptRow {
             id: self.task_id.clone(),

@@ -10,7 +10,7 @@ use serde_json::json;
 use agentcron::commands::resolve::Caller;
 use agentcron::error::{classify, ErrorKind};
 use agentcron::lifecycle::{self, Request};
-use agentcron::model::{DeliveryState, Draft, Event, Policy, RunStatus, Task, TaskState};
+use agentcron::model::{DeliveryState, Draft, Event, Policy, RunStatus, TaskState};
 use agentcron::payload::{hash_hex, Payload};
 use agentcron::schedule::{self, Schedule};
 use agentcron::store::{
@@ -327,31 +327,7 @@ impl Harness {
             );
             let next = schedule::next_after(&payload.schedule, payload.timezone, now)
                 .ok_or_else(|| anyhow::anyhow!("no future occurrence"))?;
-            let task = Task {
-                task_id: task_id.clone(),
-                tenant_key: payload.tenant_key.clone(),
-                name: payload.name.clone(),
-                owner_keys: payload.owner_keys.clone(),
-                target: payload.target.clone(),
-                instruction: payload.instruction.clone(),
-                schedule: payload.schedule.clone(),
-                timezone: payload.timezone,
-                policy: payload.policy,
-                grace_seconds: payload.grace_seconds,
-                max_retries: payload.max_retries,
-                retry_backoff_seconds: payload.retry_backoff_seconds,
-                payload_hash: draft.payload_hash.clone(),
-                state: TaskState::Active,
-                state_reason: None,
-                state_changed_at: now,
-                next_run_at: Some(next.at),
-                revision: 1,
-                created_at: now,
-                updated_at: now,
-                consecutive_failures: 0,
-                next_retry_at: None,
-                retry_run_id: None,
-            };
+            let task = payload.new_task(task_id.clone(), draft.payload_hash.clone(), next.at, now);
             tx.insert_task(&task)?;
             tx.consume_draft(&draft.draft_id)?;
             tx.append_event(&event(now, "confirm", Some(&task_id), None, json!({})))

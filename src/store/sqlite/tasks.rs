@@ -58,7 +58,7 @@ pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, Corrup
 
 impl TaskTx for SqliteTx<'_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
-        let owner_keys = serde_json::to_string(&t.owner_keys)?;
+        let r = RawTask::encode(t);
         let payload = crate::payload::Payload::of_task(t).canonical();
         self.conn
             .prepare_cached(&format!(
@@ -67,29 +67,29 @@ impl TaskTx for SqliteTx<'_> {
                          ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
             ))?
             .execute(params![
-                t.task_id,
-                t.tenant_key,
-                t.name,
-                owner_keys,
-                t.target,
-                t.instruction,
-                t.schedule.to_json().to_string(),
-                t.timezone.name(),
-                t.policy.as_str(),
-                t.grace_seconds,
-                t.max_retries,
-                t.retry_backoff_seconds,
-                t.payload_hash,
-                t.state.as_str(),
-                t.state_reason,
-                t.state_changed_at,
-                t.next_run_at,
-                t.revision,
-                t.created_at,
-                t.updated_at,
-                t.consecutive_failures,
-                t.next_retry_at,
-                t.retry_run_id,
+                r.task_id,
+                r.tenant_key,
+                r.name,
+                r.owner_keys,
+                r.target,
+                r.instruction,
+                r.schedule,
+                r.timezone,
+                r.policy,
+                r.grace_seconds,
+                r.max_retries,
+                r.retry_backoff_seconds,
+                r.payload_hash,
+                r.state,
+                r.state_reason,
+                r.state_changed_at,
+                r.next_run_at,
+                r.revision,
+                r.created_at,
+                r.updated_at,
+                r.consecutive_failures,
+                r.next_retry_at,
+                r.retry_run_id,
                 payload,
             ])
             .map_err(|e| match e {
