@@ -36,7 +36,8 @@ const HOUR: i64 = 3600;
 /// The lazy file system mounted over a backing directory.
 struct LazyMount {
     mountpoint: PathBuf,
-    daemon: Child,
+    /// None once the power was cut and the daemon has exited.
+    daemon: Option<Child>,
 }
 
 impl LazyMount {
@@ -69,7 +70,7 @@ impl LazyMount {
         }
         LazyMount {
             mountpoint: mountpoint.to_path_buf(),
-            daemon,
+            daemon: Some(daemon),
         }
     }
 
@@ -95,10 +96,7 @@ impl LazyMount {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let daemon = std::mem::replace(
-            &mut self.daemon,
-            Command::new("true").spawn().expect("spawn true"),
-        );
+        let daemon = self.daemon.take().expect("the daemon runs until the cut");
         let out = daemon.wait_with_output().expect("wait for lazyfs.py");
         let report = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
@@ -117,8 +115,10 @@ impl Drop for LazyMount {
                 .arg(&self.mountpoint)
                 .status();
         }
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
+        if let Some(mut daemon) = self.daemon.take() {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
     }
 }
 
