@@ -220,8 +220,10 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;tick' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor command, split by shell word rules (no shell is run)')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier command, split by shell word rules (no shell is run)')
-            [CompletionResult]::new('--max-runs', '--max-runs', [CompletionResultType]::ParameterName, 'Claim at most N runs in this tick')
-            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Run up to N executors at once')
+            [CompletionResult]::new('--max-runs', '--max-runs', [CompletionResultType]::ParameterName, 'Start at most N runs in this tick')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Run up to N executors at once in this tick')
+            [CompletionResult]::new('--max-running', '--max-running', [CompletionResultType]::ParameterName, 'At most N runs running at once in the whole store, across every tick')
+            [CompletionResult]::new('--delivery-give-up', '--delivery-give-up', [CompletionResultType]::ParameterName, 'Give up on a notice the notifier keeps refusing (exit 75) after this long')
             [CompletionResult]::new('--lease', '--lease', [CompletionResultType]::ParameterName, 'Lease length; the lease is renewed every third of it while the executor runs')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Kill the executor''s process group after this long; the run becomes unknown')
             [CompletionResult]::new('--kill-grace', '--kill-grace', [CompletionResultType]::ParameterName, 'Time between SIGTERM and SIGKILL when a child is stopped')

@@ -1534,7 +1534,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__tick)
-            opts="-h -V --executor --notifier --max-runs --jobs --lease --timeout --dry-run --kill-grace --notify-timeout --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --max-runs --jobs --max-running --delivery-give-up --lease --timeout --dry-run --kill-grace --notify-timeout --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1553,6 +1553,14 @@ _agentcron() {
                     return 0
                     ;;
                 --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-running)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delivery-give-up)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

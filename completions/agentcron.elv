@@ -205,8 +205,10 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;tick'= {
             cand --executor 'The executor command, split by shell word rules (no shell is run)'
             cand --notifier 'The notifier command, split by shell word rules (no shell is run)'
-            cand --max-runs 'Claim at most N runs in this tick'
-            cand --jobs 'Run up to N executors at once'
+            cand --max-runs 'Start at most N runs in this tick'
+            cand --jobs 'Run up to N executors at once in this tick'
+            cand --max-running 'At most N runs running at once in the whole store, across every tick'
+            cand --delivery-give-up 'Give up on a notice the notifier keeps refusing (exit 75) after this long'
             cand --lease 'Lease length; the lease is renewed every third of it while the executor runs'
             cand --timeout 'Kill the executor''s process group after this long; the run becomes unknown'
             cand --kill-grace 'Time between SIGTERM and SIGKILL when a child is stopped'

@@ -164,8 +164,10 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -s h -l hel
 complete -c agentcron -n "__fish_agentcron_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l executor -d 'The executor command, split by shell word rules (no shell is run)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l notifier -d 'The notifier command, split by shell word rules (no shell is run)' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l max-runs -d 'Claim at most N runs in this tick' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l jobs -d 'Run up to N executors at once' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l max-runs -d 'Start at most N runs in this tick' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l jobs -d 'Run up to N executors at once in this tick' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l max-running -d 'At most N runs running at once in the whole store, across every tick' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l delivery-give-up -d 'Give up on a notice the notifier keeps refusing (exit 75) after this long' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l lease -d 'Lease length; the lease is renewed every third of it while the executor runs' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l timeout -d 'Kill the executor\'s process group after this long; the run becomes unknown' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand tick" -l kill-grace -d 'Time between SIGTERM and SIGKILL when a child is stopped' -r

@@ -17,6 +17,8 @@ pub struct Facts<'a> {
     /// The last pause or resume at or before the occurrence: (action, at, reason).
     pub pause: Option<(String, i64, Option<String>)>,
     pub last_tick: Option<i64>,
+    /// A tick saw this occurrence due within grace but had no free slot.
+    pub queued: Option<crate::store::QueueMark>,
     pub now: i64,
 }
 
@@ -95,6 +97,18 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
             ),
         );
     }
+    if let Some(mark) = &f.queued {
+        return (
+            "queued",
+            format!(
+                "is queued: a tick saw it due at {} (within its grace of {} s) but had no free slot; \
+                 it runs when one frees, however long that takes (waiting {} so far)",
+                when(mark.seen_at),
+                f.task.grace_seconds,
+                crate::output::human_duration(f.now - occ)
+            ),
+        );
+    }
     if let Some((action, at, reason)) = &f.pause {
         if action == "pause" {
             let why = reason
@@ -141,6 +155,15 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
     let id = &run.run_id;
     let started = run.started_at.map(when).unwrap_or_else(|| "?".into());
     let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
+    // Capacity is not lateness: say how long it waited for a slot.
+    let started = match run.queued_seconds {
+        Some(wait) if wait > f.task.grace_seconds => format!(
+            "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
+            crate::output::human_duration(wait)
+        ),
+        Some(wait) if wait > 0 => format!("{started}, {} after it was due", crate::output::human_duration(wait)),
+        _ => started,
+    };
     match run.status {
         RunStatus::Succeeded => ("succeeded", format!("ran as run {id} (attempt {}) at {started} and succeeded", run.attempt)),
         RunStatus::DeliveryFailed => (

@@ -73,11 +73,14 @@ string_enum!(
 
 string_enum!(
     /// State of one notice in the delivery ledger (SPEC section 7).
+    /// `undeliverable`: never sent, the notifier kept answering "try later"
+    /// (exit 75) past `--delivery-give-up`.
     DeliveryState {
         Pending = "pending",
         Sending = "sending",
         Delivered = "delivered",
         Unknown = "unknown",
+        Undeliverable = "undeliverable",
     }
 );
 
@@ -177,6 +180,9 @@ pub struct Run {
     pub wait_kind: Option<String>,
     pub wait_id: Option<String>,
     pub wait_deadline: Option<i64>,
+    /// How long a run that started waited for a free slot after it was due
+    /// (start − due instant); None for runs that never started.
+    pub queued_seconds: Option<i64>,
     pub delivery_status: Option<DeliveryState>,
 }
 

@@ -71,7 +71,11 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
                 (e.event.action, e.event.at, reason)
             });
         let last_tick = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+        let queued = tx
+            .queue_mark(&task.task_id)?
+            .filter(|m| m.due_at == occurrence.at);
         let facts = Facts {
+            queued,
             task: &task,
             occurrence: occurrence.clone(),
             runs,

@@ -28,11 +28,15 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .transpose()?;
     let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
     let store = ctx.store()?;
-    let (stats, last_tick) = store.read(|tx| {
+    let (stats, queue, limit, last_tick) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
+        let queue = tx.queue_stats(tenant.as_deref())?;
+        // The limit the last tick ran with (the tick's flag, not stored elsewhere).
+        let limit: Option<i64> = tx.meta("max_running")?.and_then(|v| v.parse().ok());
         let last_tick: Option<i64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
-        Ok((stats, last_tick))
+        Ok((stats, queue, limit, last_tick))
     })?;
+    let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     let skew = store.server_time().map(|server| server - system_now);
     let location = store.location();
@@ -52,8 +56,13 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "clock_skew_seconds": skew,
             "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
             "due": stats.due,
-            "runs": {"running": stats.running, "unknown": stats.unknown, "awaiting": stats.awaiting},
-            "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending, "unknown": stats.notices_unknown},
+            "queue": {"due_now": stats.due, "queued": queue.queued,
+                      "oldest_queued_wait_seconds": oldest_wait,
+                      "running": queue.running_all, "max_running": limit},
+            "runs": {"running": stats.running, "unknown": stats.unknown, "awaiting": stats.awaiting,
+                     "stuck": stats.stuck},
+            "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending,
+                        "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable},
         }))?;
     } else {
         let tick = match last_tick {
@@ -85,17 +94,44 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             ),
             ("due now", stats.due.to_string()),
             (
+                "queue",
+                format!(
+                    "{} queued{}; {} running of {} (every tenant)",
+                    queue.queued,
+                    oldest_wait
+                        .map(|w| format!(
+                            ", the oldest waiting {}",
+                            crate::output::human_duration(w)
+                        ))
+                        .unwrap_or_default(),
+                    queue.running_all,
+                    limit
+                        .map(|l| format!("at most {l}"))
+                        .unwrap_or_else(|| "no limit".into())
+                ),
+            ),
+            (
                 "runs",
                 format!(
-                    "{} running, {} unknown, {} awaiting approval",
-                    stats.running, stats.unknown, stats.awaiting
+                    "{} running{}, {} unknown, {} awaiting approval",
+                    stats.running,
+                    if stats.stuck > 0 {
+                        format!(" ({} STUCK past their lease)", stats.stuck)
+                    } else {
+                        String::new()
+                    },
+                    stats.unknown,
+                    stats.awaiting
                 ),
             ),
             (
                 "notices",
                 format!(
-                    "{} pending, {} sending, {} unknown",
-                    stats.notices_pending, stats.notices_sending, stats.notices_unknown
+                    "{} pending, {} sending, {} unknown, {} undeliverable",
+                    stats.notices_pending,
+                    stats.notices_sending,
+                    stats.notices_unknown,
+                    stats.notices_undeliverable
                 ),
             ),
         ];
@@ -106,6 +142,11 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                 "{:<10} {skew:+} s between this host and the server",
                 "clock skew"
             ))?;
+        }
+        if stats.stuck > 0 {
+            ctx.out.note(
+                "runs past their lease are stuck (their tick died or hangs); the next tick freezes them as unknown",
+            );
         }
         if stats.unknown > 0 {
             ctx.out

@@ -32,15 +32,36 @@ pub struct TickArgs {
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 
-    /// Claim at most N runs in this tick
-    #[arg(long, value_name = "N", default_value_t = 5,
-          value_parser = clap::value_parser!(u32).range(1..=10000))]
+    /// Start at most N runs in this tick
+    ///
+    /// Bounds how long one tick lives: with runs of minutes, a tick that
+    /// started N runs ends after its last one; the next cron tick goes on.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub max_runs: u32,
 
-    /// Run up to N executors at once
-    #[arg(long, value_name = "N", default_value_t = 1,
+    /// Run up to N executors at once in this tick
+    ///
+    /// A run is claimed only when a slot is free, and its executor starts at
+    /// once; due runs waiting for a slot keep their place (waiting is not
+    /// lateness).
+    #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
+
+    /// At most N runs running at once in the whole store, across every tick
+    ///
+    /// Counted inside each claim's transaction, so the limit holds however
+    /// many ticks overlap (on PostgreSQL, across hosts). Default: no limit.
+    #[arg(long, env = "AGENTCRON_MAX_RUNNING", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1000000))]
+    pub max_running: Option<u64>,
+
+    /// Give up on a notice the notifier keeps refusing (exit 75) after this long
+    ///
+    /// It becomes `undeliverable`: never sent, counted by `status`.
+    #[arg(long, value_name = "DUR", default_value = "24h")]
+    pub delivery_give_up: String,
 
     /// Lease length; the lease is renewed every third of it while the executor runs
     #[arg(long, value_name = "DUR", default_value = "60s")]
@@ -122,6 +143,8 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         executor: executor(&args)?,
         notifier: notifier(&args)?,
         max_runs: args.max_runs as usize,
+        max_running: args.max_running,
+        delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
     };
     let opener = ctx.opener();
@@ -164,7 +187,13 @@ fn event_json(event: &TickEvent) -> Value {
             due_tasks,
         } => json!({"event": "scheduler_gap",
             "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
-        TickEvent::LeaseExpired { run } => json!({"event": "lease_expired", "run": run_json(run)}),
+        TickEvent::LeaseExpired { run, task } => json!({"event": "lease_expired",
+            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+        TickEvent::NoticeUndeliverable { notice } => json!({"event": "delivery_undeliverable",
+            "delivery_id": notice.delivery_id, "run_id": notice.run_id,
+            "attempts": notice.attempts, "error": notice.last_error}),
+        TickEvent::Queued { count, reason } => json!({"event": "queued", "count": count,
+            "reason": reason}),
         TickEvent::NoticeExpired { notice } => json!({"event": "delivery_unknown",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id}),
         TickEvent::Delivered(d) => json!({"event": "delivery", "delivery_id": d.notice.delivery_id,
@@ -186,10 +215,7 @@ fn event_json(event: &TickEvent) -> Value {
             json!({"event": "quarantined", "task_id": task_id, "problem": problem})
         }
         TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, delivery, .. } => {
-                json!({"event": "finished", "run": run_json(run),
-                "delivery": delivery.as_ref().map(|d| d.state.as_str())})
-            }
+            Finished::Recorded { run, .. } => json!({"event": "finished", "run": run_json(run)}),
             Finished::LeaseLost { run, claimed } => {
                 json!({"event": "outcome_discarded", "run": run_json(run),
                 "reason": "lease lost", "executor_said": format!("{:?}", claimed.status)})
@@ -219,9 +245,19 @@ fn delivery_line(d: &crate::tick::deliver::Delivery) -> String {
 fn event_line(event: &TickEvent) -> Option<String> {
     let line = match event {
         TickEvent::SchedulerGap { .. } => return None,
-        TickEvent::LeaseExpired { run } => format!(
-            "run {} of task {}: lease expired, outcome unknown; settle it with `agentcron reconcile {}`",
-            short_id(&run.run_id), short_id(&run.task_id), run.run_id
+        TickEvent::LeaseExpired { run, task } => format!(
+            "run {} of task {}: lease expired, outcome unknown; once you know what happened, settle it with \
+             `agentcron reconcile {} --decision confirmed_succeeded|confirmed_failed|abandoned --reason TEXT`",
+            short_id(&run.run_id),
+            task.as_ref().map(|t| escape(&t.label())).unwrap_or_else(|| short_id(&run.task_id).to_string()),
+            run.run_id
+        ),
+        TickEvent::NoticeUndeliverable { notice } => format!(
+            "notice for run {}: undeliverable after {} attempt(s); the notifier kept answering \"try later\" (exit 75)",
+            short_id(&notice.run_id), notice.attempts
+        ),
+        TickEvent::Queued { count, reason } => format!(
+            "{count} due run(s) queued: {reason}; they keep their place and run when a slot frees"
         ),
         TickEvent::NoticeExpired { notice } => format!(
             "notice for run {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
@@ -251,15 +287,11 @@ fn event_line(event: &TickEvent) -> Option<String> {
             "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
         ),
         TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, outcome, delivery, .. } => {
+            Finished::Recorded { run, outcome, .. } => {
                 let mut line = format!("run {} {}", short_id(&run.run_id), outcome.status);
                 if let Some(text) = outcome.summary.as_deref().or(outcome.reason.as_deref()) {
                     line.push_str(": ");
                     line.push_str(&crate::output::human::clip(&escape(text), 120));
-                }
-                if let Some(d) = delivery {
-                    line.push('\n');
-                    line.push_str(&delivery_line(d));
                 }
                 line
             }

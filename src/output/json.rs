@@ -64,5 +64,6 @@ pub fn run(r: &Run) -> Value {
         "wait_id": r.wait_id,
         "wait_deadline": time(r.wait_deadline),
         "skipped_occurrences": r.skipped_occurrences,
+        "queued_seconds": r.queued_seconds,
     })
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::error::{classify, ErrorKind};
 
-pub use text::{escape, relative, wall_time};
+pub use text::{escape, human_duration, relative, wall_time};
 
 /// The printer every command writes through.
 pub struct Output {

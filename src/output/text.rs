@@ -29,20 +29,35 @@ pub fn is_bidi_control(c: char) -> bool {
 /// "in 14 min", "3 h ago", "now".
 pub fn relative(at: i64, now: i64) -> String {
     let delta = at - now;
-    let magnitude = delta.unsigned_abs();
-    let amount = if magnitude < 45 {
+    if delta.unsigned_abs() < 45 {
         return "now".to_string();
-    } else if magnitude < 90 * 60 {
-        format!("{} min", (magnitude + 30) / 60)
-    } else if magnitude < 36 * 3600 {
-        format!("{} h", (magnitude + 1800) / 3600)
-    } else {
-        format!("{} d", (magnitude + 43200) / 86400)
-    };
+    }
+    let amount = human_duration(delta.unsigned_abs() as i64);
     if delta > 0 {
         format!("in {amount}")
     } else {
         format!("{amount} ago")
+    }
+}
+
+/// A length of time in the unit a person would use: "45 s", "90 min",
+/// "5 h", "5 h 30 min", "3 d". Minutes up to two hours, so that "in 90 min"
+/// is not rounded to "in 2 h".
+pub fn human_duration(seconds: i64) -> String {
+    let s = seconds.max(0);
+    if s < 60 {
+        format!("{s} s")
+    } else if s < 2 * 3600 {
+        format!("{} min", (s + 30) / 60)
+    } else if s < 2 * 86400 {
+        let minutes = (s + 30) / 60;
+        match (minutes / 60, minutes % 60) {
+            (h, 0) => format!("{h} h"),
+            (h, m) if h < 10 => format!("{h} h {m} min"),
+            (h, m) => format!("{} h", h + i64::from(m >= 30)),
+        }
+    } else {
+        format!("{} d", (s + 43200) / 86400)
     }
 }
 
@@ -70,5 +85,17 @@ mod tests {
         assert_eq!(relative(1000 + 14 * 60, 1000), "in 14 min");
         assert_eq!(relative(1000 - 3 * 3600, 1000), "3 h ago");
         assert_eq!(relative(1000 + 3 * 86400, 1000), "in 3 d");
+        assert_eq!(relative(1000 + 90 * 60, 1000), "in 90 min");
+        assert_eq!(relative(1000 - 52 * 60, 1000), "52 min ago");
+    }
+
+    #[test]
+    fn durations_use_the_unit_a_person_would() {
+        assert_eq!(human_duration(5), "5 s");
+        assert_eq!(human_duration(65), "1 min");
+        assert_eq!(human_duration(119 * 60), "119 min");
+        assert_eq!(human_duration(5 * 3600 + 30 * 60), "5 h 30 min");
+        assert_eq!(human_duration(12 * 3600 + 40 * 60), "13 h");
+        assert_eq!(human_duration(3 * 86400), "3 d");
     }
 }

@@ -13,6 +13,8 @@ pub struct NoticeFinish<'a> {
     pub token: &'a str,
     pub to: DeliveryState,
     pub error: Option<&'a str>,
+    /// For `pending` (the notifier said "try later"): not before this.
+    pub retry_at: Option<i64>,
     pub now: i64,
 }
 
@@ -27,6 +29,21 @@ pub trait DeliveryTx {
     fn notice_sending(&mut self, run_id: &str) -> Result<bool>;
     /// Pending notices, oldest first.
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>>;
+    /// Pending notices whose next attempt is due, oldest first.
+    fn notices_to_send(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Notice>>;
+    /// pending notices created before `created_before` → undeliverable
+    /// (never sent); returns them.
+    fn give_up_notices(
+        &mut self,
+        created_before: i64,
+        now: i64,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Notice>>;
     /// pending → sending; Conflict when another tick claimed it first, or
     /// while another notice of the same run is sending.
     fn claim_notice(

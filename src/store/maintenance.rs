@@ -16,6 +16,10 @@ pub struct Stats {
     pub notices_pending: i64,
     pub notices_sending: i64,
     pub notices_unknown: i64,
+    /// Never sent: the notifier kept answering "try later" past the give-up age.
+    pub notices_undeliverable: i64,
+    /// Running runs whose lease has passed: stuck, though no tick froze them yet.
+    pub stuck: i64,
 }
 
 /// What `prune` removes (or would remove).

@@ -13,6 +13,7 @@ pub mod events;
 pub mod maintenance;
 pub mod meta;
 pub mod postgres;
+pub mod queue;
 pub mod runs;
 pub mod sqlite;
 pub mod tasks;
@@ -27,17 +28,27 @@ pub use drafts::DraftTx;
 pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats};
 pub use meta::MetaTx;
+pub use queue::{QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
 pub use transfer::TransferTx;
 
 /// Everything one transaction can do.
 pub trait Tx:
-    DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx
+    DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx + QueueTx
 {
 }
-impl<T: DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx> Tx
-    for T
+impl<
+        T: DraftTx
+            + TaskTx
+            + RunTx
+            + DeliveryTx
+            + EventTx
+            + MetaTx
+            + MaintenanceTx
+            + TransferTx
+            + QueueTx,
+    > Tx for T
 {
 }
 

@@ -50,6 +50,9 @@ pub const TABLES: &[Table] = &[
             ("consecutive_failures", I),
             ("next_retry_at", I),
             ("retry_run_id", T),
+            ("queued_for", I),
+            ("queued_since", I),
+            ("queued_next", I),
         ],
     },
     Table {
@@ -76,6 +79,7 @@ pub const TABLES: &[Table] = &[
             ("wait_kind", T),
             ("wait_id", T),
             ("wait_deadline", I),
+            ("queued_seconds", I),
         ],
     },
     Table {
@@ -95,6 +99,7 @@ pub const TABLES: &[Table] = &[
             ("attempts", I),
             ("last_error", T),
             ("announced", I),
+            ("next_attempt_at", I),
         ],
     },
     Table {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::model::{Event, Run, RunStatus, Task, TaskState};
 use crate::schedule;
-use crate::store::{CorruptRow, DueTask, TaskAdvance, Tx};
+use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Tx};
 
 /// The most occurrences one coalesced `missed` run counts exactly; beyond
 /// it the count is a lower bound (a minutely cron down for two years).
@@ -42,8 +42,16 @@ pub struct ClaimSettings {
 }
 
 /// Decides what the due task gets. `blocking` is a run of the task that
-/// blocks the next one; `failed` is the run a due retry repeats.
-pub fn plan(task: &Task, blocking: Option<&Run>, failed: Option<&Run>, s: ClaimSettings) -> Plan {
+/// blocks the next one; `failed` is the run a due retry repeats; `queued`
+/// is what a tick saw due within grace but could not start (SPEC section 6,
+/// "Capacity is not lateness").
+pub fn plan(
+    task: &Task,
+    blocking: Option<&Run>,
+    failed: Option<&Run>,
+    queued: Option<&QueueMark>,
+    s: ClaimSettings,
+) -> Plan {
     let now = s.now;
     let mut plan = Plan {
         runs: Vec::new(),
@@ -56,56 +64,13 @@ pub fn plan(task: &Task, blocking: Option<&Run>, failed: Option<&Run>, s: ClaimS
     let occurrence_due = task.next_run_at.filter(|at| *at <= now);
     if let Some(first) = occurrence_due {
         // Every occurrence from `first` to now: earlier ones coalesce into one
-        // missed run; the latest runs if it is still within grace.
+        // missed run; the latest runs if a tick saw it within grace.
         let (count, last) =
             schedule::count_between(&task.schedule, task.timezone, first - 1, now, COUNT_LIMIT);
         let count = count.max(1) as i64;
         let latest = last.unwrap_or(first).max(first);
-        let late_by = now - latest;
-        if late_by > task.grace_seconds {
-            plan.runs.push(new_run(
-                task,
-                first,
-                first,
-                1,
-                RunStatus::Missed,
-                now,
-                |r| {
-                    r.skipped_occurrences = count;
-                    r.reason = Some(format!(
-                        "late by {late_by} s > grace {} s{}",
-                        task.grace_seconds,
-                        if count > 1 {
-                            format!(" ({count} occurrences coalesced)")
-                        } else {
-                            String::new()
-                        }
-                    ));
-                    r.finished_at = Some(now);
-                },
-            ));
-        } else {
-            if count > 1 {
-                plan.runs.push(new_run(
-                    task,
-                    first,
-                    first,
-                    1,
-                    RunStatus::Missed,
-                    now,
-                    |r| {
-                        r.skipped_occurrences = count - 1;
-                        r.reason = Some(format!(
-                            "{} occurrence(s) passed while no tick ran",
-                            count - 1
-                        ));
-                        r.finished_at = Some(now);
-                    },
-                ));
-            }
-            plan.runs
-                .push(decided(task, latest, latest, 1, blocking, s));
-        }
+        let queued = queued.filter(|m| (first..=latest).contains(&m.due_at));
+        plan.runs = decide_occurrences(task, first, latest, count, queued, blocking, s);
         plan.next_run_at = schedule::next_after(&task.schedule, task.timezone, now).map(|o| o.at);
         if task.next_retry_at.is_some() {
             plan.superseded_retry = task.retry_run_id.clone();
@@ -115,7 +80,8 @@ pub fn plan(task: &Task, blocking: Option<&Run>, failed: Option<&Run>, s: ClaimS
     } else if let (Some(retry_at), Some(failed)) = (task.next_retry_at, failed) {
         let attempt = failed.attempt + 1;
         let late_by = now - retry_at;
-        let run = if late_by > task.grace_seconds {
+        let seen_in_time = queued.is_some_and(|m| m.due_at == retry_at);
+        let run = if late_by > task.grace_seconds && !seen_in_time {
             new_run(
                 task,
                 failed.scheduled_for,
@@ -148,6 +114,109 @@ pub fn plan(task: &Task, blocking: Option<&Run>, failed: Option<&Run>, s: ClaimS
         plan.state = TaskState::Completed;
     }
     plan
+}
+
+/// The runs for the `count` due occurrences from `first` to `latest`.
+fn decide_occurrences(
+    task: &Task,
+    first: i64,
+    latest: i64,
+    count: i64,
+    queued: Option<&QueueMark>,
+    blocking: Option<&Run>,
+    s: ClaimSettings,
+) -> Vec<Run> {
+    let now = s.now;
+    let grace = task.grace_seconds;
+    let coalesced = |skipped: i64, reason: String| {
+        new_run(task, first, first, 1, RunStatus::Missed, now, |r| {
+            r.skipped_occurrences = skipped;
+            r.reason = Some(reason);
+            r.finished_at = Some(now);
+        })
+    };
+    let mut runs = Vec::new();
+    match queued {
+        // Seen in time, still the newest: it runs whatever the queue wait.
+        Some(mark) if mark.due_at == latest => {
+            if count > 1 {
+                runs.push(coalesced(count - 1, unclaimed(count - 1)));
+            }
+            runs.push(decided(task, latest, latest, 1, blocking, s));
+        }
+        // A newer occurrence overtook the queued one: only the newest may run.
+        Some(mark) => {
+            runs.push(coalesced(
+                count - 1,
+                format!(
+                    "superseded while queued: the occurrence at {} (seen due at {}, waiting for a free slot) \
+                     was overtaken by the one at {}{}",
+                    crate::schedule::format_utc(mark.due_at),
+                    crate::schedule::format_utc(mark.seen_at),
+                    crate::schedule::format_utc(latest),
+                    if count > 2 {
+                        format!(" ({} occurrences coalesced)", count - 1)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+            let late_by = now - latest;
+            if late_by > grace {
+                runs.push(new_run(
+                    task,
+                    latest,
+                    latest,
+                    1,
+                    RunStatus::Missed,
+                    now,
+                    |r| {
+                        r.skipped_occurrences = 1;
+                        r.reason = Some(format!(
+                        "late by {late_by} s > grace {grace} s; no tick saw it due within grace"
+                    ));
+                        r.finished_at = Some(now);
+                    },
+                ));
+            } else {
+                runs.push(decided(task, latest, latest, 1, blocking, s));
+            }
+        }
+        None => {
+            let late_by = now - latest;
+            if late_by > grace {
+                let first_late = now - first;
+                runs.push(coalesced(
+                    count,
+                    if count > 1 {
+                        format!(
+                            "late by {late_by} s > grace {grace} s ({count} occurrences coalesced, \
+                             the first late by {first_late} s); no tick saw them due within grace"
+                        )
+                    } else {
+                        format!(
+                            "late by {late_by} s > grace {grace} s; no tick saw it due within grace"
+                        )
+                    },
+                ));
+            } else {
+                if count > 1 {
+                    runs.push(coalesced(count - 1, unclaimed(count - 1)));
+                }
+                runs.push(decided(task, latest, latest, 1, blocking, s));
+            }
+        }
+    }
+    runs
+}
+
+/// Why occurrences before the one that runs were not claimed. A tick that
+/// failed (a full disk) leaves no trace, so this names both causes.
+fn unclaimed(count: i64) -> String {
+    format!(
+        "{count} occurrence(s) passed unclaimed: no tick claimed them within grace \
+         (cron was not running, or the ticks failed)"
+    )
 }
 
 /// The run for an occurrence (or retry) that is within grace.
@@ -186,7 +255,9 @@ fn decided(
             |r| {
                 r.lease_token = Some(uuid::Uuid::new_v4().to_string());
                 r.lease_until = Some(s.now + s.lease_seconds);
+                // Claimed only when a slot is free: its executor starts now.
                 r.started_at = Some(s.now);
+                r.queued_seconds = Some((s.now - due_at).max(0));
             },
         ),
     }
@@ -224,6 +295,7 @@ pub(crate) fn new_run(
         wait_kind: None,
         wait_id: None,
         wait_deadline: None,
+        queued_seconds: None,
         delivery_status: None,
     };
     fill(&mut run);
@@ -256,11 +328,19 @@ pub fn prepare(
         Some(id) => tx.run(id)?,
         None => None,
     };
-    let plan = plan(&task, blocking.as_ref(), failed.as_ref(), s);
+    let queued = tx.queue_mark(&task.task_id)?;
+    let plan = plan(
+        &task,
+        blocking.as_ref(),
+        failed.as_ref(),
+        queued.as_ref(),
+        s,
+    );
     Ok(Some(Ok((task, plan))))
 }
 
-/// Claims the earliest due task, if any, in one write transaction.
+/// Claims the earliest due task of the whole store, if any, in the
+/// caller's write transaction.
 pub fn claim_next(
     tx: &mut dyn Tx,
     tenant: Option<&str>,
@@ -270,7 +350,17 @@ pub fn claim_next(
     let Some(due) = tx.due_tasks(s.now, tenant, 1)?.into_iter().next() else {
         return Ok(None);
     };
-    match prepare(tx, &due, s)? {
+    claim_due(tx, &due, s, notices_for_missed)
+}
+
+/// Decides one due task and records the decision.
+pub fn claim_due(
+    tx: &mut dyn Tx,
+    due: &DueTask,
+    s: ClaimSettings,
+    notices_for_missed: bool,
+) -> Result<Option<Claimed>> {
+    match prepare(tx, due, s)? {
         None => Ok(None),
         Some(Err(CorruptRow {
             id: task_id,
@@ -301,7 +391,8 @@ pub fn claim_next(
                     run_id: Some(run.run_id.clone()),
                     detail: json!({"decision": run.status.as_str(), "attempt": run.attempt,
                                    "scheduled_for": run.scheduled_for, "reason": run.reason,
-                                   "skipped_occurrences": run.skipped_occurrences}),
+                                   "skipped_occurrences": run.skipped_occurrences,
+                                   "queued_seconds": run.queued_seconds}),
                 })?;
                 if run.status == RunStatus::Missed && notices_for_missed {
                     super::settle::add_notice(tx, run, Some(&task), s.now, None)?;

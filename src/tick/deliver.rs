@@ -1,13 +1,22 @@
 //! Delivering notices through the notifier (SPEC section 7): the claim is
 //! committed before the notifier starts; exit 0 is delivered, exit 75 puts
-//! the notice back to pending, anything else is unknown and never resent.
+//! the notice back to pending after a doubling delay (60 s up to 1 h),
+//! anything else is unknown and never resent.
+//!
+//! Notices go out alongside the executors, never in front of a claim: the
+//! worker that recorded an outcome sends its notice when a lane is free
+//! (tick/execute.rs), and one pending lane here sends the rest one at a
+//! time, each at most once per tick.
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::Clock;
+use crate::context::{Clock, StoreOpener};
 use crate::model::{DeliveryState, Event, Notice};
 use crate::output::json;
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
@@ -15,6 +24,30 @@ use crate::store::{NoticeFinish, Store};
 
 /// EX_TEMPFAIL: the notifier says nothing was sent.
 pub const EX_TEMPFAIL: i32 = 75;
+
+/// First delay after an exit 75; it doubles with each attempt.
+pub const TEMPFAIL_BACKOFF: i64 = 60;
+/// The longest delay between two attempts of one notice.
+pub const MAX_TEMPFAIL_BACKOFF: i64 = 3600;
+
+/// Notices one tick's pending lane sends at most.
+pub const MAX_DELIVERIES: usize = 200;
+
+/// Once the tick's executors are done, how long the pending lane may go on
+/// starting deliveries before the tick ends (a notifier hung on every
+/// notice must not keep a tick alive for hours).
+const DELIVERY_TAIL: Duration = Duration::from_secs(60);
+
+/// How often an idle pending lane looks for new notices while executors run.
+const LANE_POLL: Duration = Duration::from_millis(100);
+
+/// Delay before the next attempt after `attempts` attempts ended in exit 75.
+pub fn tempfail_delay(attempts: i64) -> i64 {
+    let exponent = (attempts - 1).clamp(0, 30) as u32;
+    TEMPFAIL_BACKOFF
+        .saturating_mul(1i64 << exponent)
+        .min(MAX_TEMPFAIL_BACKOFF)
+}
 
 /// How to run the notifier.
 #[derive(Debug, Clone)]
@@ -104,7 +137,7 @@ pub fn deliver_claimed(
             ChildExit::Exited(0) => (DeliveryState::Delivered, None),
             ChildExit::Exited(EX_TEMPFAIL) => (
                 DeliveryState::Pending,
-                Some("notifier exited 75: nothing was sent; retrying later".to_string()),
+                Some("notifier exited 75: nothing was sent; trying again later".to_string()),
             ),
             ChildExit::Exited(code) => (
                 DeliveryState::Unknown,
@@ -130,12 +163,21 @@ pub fn deliver_claimed(
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_notifier_exit");
     let now = clock.now();
+    // A notice claimed in its outcome's transaction carries its attempt
+    // already; one listed as pending was counted by the claim since.
+    let attempts = if notice.state == DeliveryState::Sending {
+        notice.attempts
+    } else {
+        notice.attempts + 1
+    };
+    let retry_at = (state == DeliveryState::Pending).then(|| now + tempfail_delay(attempts));
     let recorded = store.write(|tx| {
         tx.finish_notice(&NoticeFinish {
             delivery_id: &notice.delivery_id,
             token,
             to: state,
             error: error.as_deref(),
+            retry_at,
             now,
         })?;
         tx.append_event(&Event {
@@ -170,4 +212,104 @@ pub fn is_conflict(err: &anyhow::Error) -> bool {
         crate::error::classify(err).0,
         crate::error::ErrorKind::Conflict
     )
+}
+
+/// The lane that sends pending notices while the tick's executors run.
+pub struct PendingLane {
+    executors_done: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl PendingLane {
+    pub fn start(
+        opener: &StoreOpener,
+        notifier: &Notifier,
+        tenant: Option<String>,
+        clock: Clock,
+        messages: mpsc::Sender<super::execute::Message>,
+    ) -> PendingLane {
+        let executors_done = Arc::new(AtomicBool::new(false));
+        let (done, opener, notifier) = (executors_done.clone(), opener.clone(), notifier.clone());
+        let handle = std::thread::spawn(move || {
+            let result = drain(
+                &opener,
+                &notifier,
+                tenant.as_deref(),
+                clock,
+                &done,
+                &messages,
+            );
+            let _ = messages.send(super::execute::Message::LaneDone(result));
+        });
+        PendingLane {
+            executors_done,
+            handle,
+        }
+    }
+
+    /// Tells the lane that no executor of this tick runs any more: it ends
+    /// once nothing is left to send (or its time is up).
+    pub fn executors_done(&self) {
+        self.executors_done.store(true, Ordering::Release);
+    }
+
+    pub fn join(self) {
+        self.executors_done();
+        let _ = self.handle.join();
+    }
+}
+
+fn drain(
+    opener: &StoreOpener,
+    notifier: &Notifier,
+    tenant: Option<&str>,
+    clock: Clock,
+    executors_done: &AtomicBool,
+    messages: &mpsc::Sender<super::execute::Message>,
+) -> Result<()> {
+    let mut store = opener.open()?;
+    let mut attempted = HashSet::new();
+    let mut done_since: Option<Instant> = None;
+    loop {
+        let done = executors_done.load(Ordering::Acquire);
+        if done && done_since.is_none() {
+            done_since = Some(Instant::now());
+        }
+        let out_of_time = done_since.is_some_and(|t| t.elapsed() > DELIVERY_TAIL);
+        if attempted.len() >= MAX_DELIVERIES || out_of_time {
+            return Ok(());
+        }
+        let now = clock.now();
+        let notices: Vec<Notice> = store
+            .read(|tx| tx.notices_to_send(now, tenant, 64))?
+            .into_iter()
+            .filter(|n| !attempted.contains(&n.delivery_id))
+            .collect();
+        if notices.is_empty() {
+            if done {
+                return Ok(());
+            }
+            std::thread::sleep(LANE_POLL);
+            continue;
+        }
+        for notice in notices {
+            // At most one attempt per notice per tick.
+            attempted.insert(notice.delivery_id.clone());
+            let Some(delivery) = deliver_pending(store.as_mut(), notifier, &notice, &clock)? else {
+                continue;
+            };
+            let failed_to_start = delivery
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("notifier could not start"));
+            let _ = messages.send(super::execute::Message::Delivered(Box::new(delivery)));
+            if failed_to_start {
+                // The same notifier will not start for the next one either.
+                return Ok(());
+            }
+            if attempted.len() >= MAX_DELIVERIES {
+                return Ok(());
+            }
+        }
+    }
 }

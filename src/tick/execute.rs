@@ -1,13 +1,21 @@
-//! Step 6 of a tick: running the executor for each claimed run, up to
-//! `jobs` at once, while one lease keeper renews every lease this tick holds
-//! (queued or running) every lease/3 in a single transaction. A run whose
-//! lease is lost has its process group killed, and its outcome is recorded
-//! only if its token still holds. No transaction is open while a child runs.
+//! Step 5–6 of a tick: the executor workers. At most `jobs` executors run
+//! at once; the main loop (tick/mod.rs) claims a run only when a slot is
+//! free and hands it to an idle worker, which spawns the executor at once.
+//! The main loop renews every lease this tick holds every lease/3 in one
+//! transaction. A run whose lease is lost has its process group killed, and
+//! its outcome is recorded only if its token still holds and has not
+//! expired. No transaction is open while a child runs.
+//!
+//! A worker whose executor finished frees its slot first, then may deliver
+//! the run's notice itself, but only while one of the tick's delivery lanes
+//! is free: a hung notifier never holds an executor slot, and at most
+//! `jobs` notifiers run at once from here.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::{json, Value};
@@ -18,6 +26,7 @@ use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
 use crate::output::json;
 use crate::process::{self, ChildSpec, Heartbeat};
 use crate::schedule;
+use crate::store::Store;
 
 use super::deliver::{self, Delivery, Notifier};
 use super::settle::{self, NoticeClaim, Outcome};
@@ -49,7 +58,6 @@ pub enum Finished {
     Recorded {
         run: Run,
         outcome: Outcome,
-        delivery: Option<Delivery>,
         notice: Notice,
     },
     /// The lease was lost: the outcome was not recorded.
@@ -59,8 +67,28 @@ pub enum Finished {
         run: Run,
         error: String,
         notice: Notice,
-        delivery: Option<Delivery>,
     },
+}
+
+/// What the tick's threads tell its main loop.
+#[derive(Debug)]
+pub enum Message {
+    /// An executor slot is free again (the run's outcome, or why not).
+    Finished(Result<Box<Finished>>),
+    /// A notice went out (or did not).
+    Delivered(Box<Delivery>),
+    /// The pending-notice lane has stopped.
+    LaneDone(Result<()>),
+}
+
+impl Finished {
+    /// The run's notice, when its outcome was recorded.
+    pub fn notice(&self) -> Option<&Notice> {
+        match self {
+            Finished::Recorded { notice, .. } | Finished::NotStarted { notice, .. } => Some(notice),
+            Finished::LeaseLost { .. } => None,
+        }
+    }
 }
 
 /// Why there is no executor result.
@@ -69,14 +97,189 @@ enum Failure {
     Lost(String),
 }
 
-struct Slot {
+pub struct Slot {
     token: String,
     lost: bool,
 }
 
-type Leases = Arc<Mutex<HashMap<String, Slot>>>;
+/// The leases this tick holds, by run id.
+pub type Leases = Arc<Mutex<HashMap<String, Slot>>>;
 
-/// Runs every job and returns what happened, in completion order.
+/// Delivery lanes: how many notifiers the workers may run at once.
+#[derive(Debug)]
+pub struct Lanes {
+    busy: AtomicUsize,
+    capacity: usize,
+}
+
+impl Lanes {
+    pub fn new(capacity: usize) -> Lanes {
+        Lanes {
+            busy: AtomicUsize::new(0),
+            capacity,
+        }
+    }
+
+    fn try_reserve(&self) -> bool {
+        self.busy
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.capacity).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release(&self) {
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What every worker shares.
+struct Shared {
+    opener: StoreOpener,
+    executor: Executor,
+    notifier: Option<Notifier>,
+    leases: Leases,
+    lanes: Lanes,
+    clock: Clock,
+    idle: AtomicUsize,
+    messages: mpsc::Sender<Message>,
+}
+
+/// The tick's executor workers, spawned as runs are dispatched (each with
+/// its own connection), at most `2 × jobs`: `jobs` running executors and
+/// as many delivering their run's notice.
+pub struct Workers {
+    shared: Arc<Shared>,
+    queue: Option<mpsc::Sender<Job>>,
+    receiver: Arc<Mutex<mpsc::Receiver<Job>>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    pub fn new(
+        opener: &StoreOpener,
+        executor: &Executor,
+        notifier: Option<&Notifier>,
+        clock: Clock,
+        messages: mpsc::Sender<Message>,
+    ) -> Workers {
+        let (queue, receiver) = mpsc::channel();
+        Workers {
+            shared: Arc::new(Shared {
+                opener: opener.clone(),
+                executor: executor.clone(),
+                notifier: notifier.cloned(),
+                leases: Arc::new(Mutex::new(HashMap::new())),
+                lanes: Lanes::new(executor.jobs.max(1)),
+                clock,
+                idle: AtomicUsize::new(0),
+                messages,
+            }),
+            queue: Some(queue),
+            receiver: Arc::new(Mutex::new(receiver)),
+            handles: Vec::new(),
+        }
+    }
+
+    /// The leases of the runs handed out and not yet finished.
+    pub fn leases(&self) -> &Leases {
+        &self.shared.leases
+    }
+
+    /// Hands a claimed run to an idle worker, starting one when none is idle.
+    pub fn dispatch(&mut self, job: Job) {
+        if let Ok(mut leases) = self.shared.leases.lock() {
+            leases.insert(
+                job.run.run_id.clone(),
+                Slot {
+                    token: job.token.clone(),
+                    lost: false,
+                },
+            );
+        }
+        // The main loop keeps fewer than `jobs` executors in flight and the
+        // lanes let at most `jobs` workers deliver, so below this limit a
+        // worker is always idle or can be started.
+        let limit = 2 * self.shared.executor.jobs.max(1);
+        let took_idle = self
+            .shared
+            .idle
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if !took_idle && self.handles.len() < limit {
+            self.spawn_worker();
+        }
+        if let Some(queue) = &self.queue {
+            let _ = queue.send(job);
+        }
+    }
+
+    fn spawn_worker(&mut self) {
+        let (shared, receiver) = (self.shared.clone(), self.receiver.clone());
+        self.handles.push(std::thread::spawn(move || {
+            let mut store: Option<Box<dyn Store>> = None;
+            loop {
+                let job = match receiver.lock() {
+                    Ok(r) => r.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                let connection = match store.take() {
+                    Some(s) => Ok(s),
+                    None => shared.opener.open(),
+                };
+                let mut s = match connection {
+                    Ok(s) => s,
+                    Err(e) => {
+                        if let Ok(mut l) = shared.leases.lock() {
+                            l.remove(&job.run.run_id);
+                        }
+                        let _ = shared.messages.send(Message::Finished(Err(e)));
+                        return;
+                    }
+                };
+                let (finished, to_deliver) = run_one(&mut s, &shared, &job);
+                if let Ok(mut l) = shared.leases.lock() {
+                    l.remove(&job.run.run_id);
+                }
+                let _ = shared
+                    .messages
+                    .send(Message::Finished(finished.map(Box::new)));
+                if let (Some((notice, token)), Some(notifier)) = (to_deliver, &shared.notifier) {
+                    let delivery = deliver::deliver_claimed(
+                        s.as_mut(),
+                        notifier,
+                        &notice,
+                        &token,
+                        &shared.clock,
+                    );
+                    shared.lanes.release();
+                    match delivery {
+                        Ok(d) => {
+                            let _ = shared.messages.send(Message::Delivered(Box::new(d)));
+                        }
+                        Err(e) => {
+                            let _ = shared.messages.send(Message::Finished(Err(e)));
+                        }
+                    }
+                }
+                store = Some(s);
+                shared.idle.fetch_add(1, Ordering::AcqRel);
+            }
+        }));
+    }
+
+    /// Waits for every worker (and the notices they are delivering).
+    pub fn join(mut self) {
+        self.queue = None;
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Runs the jobs (a continuation's `approve --now`) to the end, renewing
+/// their leases; returns what happened, in completion order.
 pub fn run_jobs(
     opener: &StoreOpener,
     executor: &Executor,
@@ -88,97 +291,84 @@ pub fn run_jobs(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    let leases: Leases = Arc::new(Mutex::new(
-        jobs.iter()
-            .map(|j| {
-                (
-                    j.run.run_id.clone(),
-                    Slot {
-                        token: j.token.clone(),
-                        lost: false,
-                    },
-                )
-            })
-            .collect(),
-    ));
-    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>()));
-    let workers = executor
-        .jobs
-        .max(1)
-        .min(queue.lock().map(|q| q.len()).unwrap_or(1));
-    let (sender, results) = mpsc::channel::<Result<Finished>>();
-    let mut handles = Vec::new();
-    for _ in 0..workers {
-        let (queue, leases, sender) = (queue.clone(), leases.clone(), sender.clone());
-        let (opener, executor, notifier) = (opener.clone(), executor.clone(), notifier.cloned());
-        handles.push(std::thread::spawn(move || {
-            let mut store = match opener.open() {
-                Ok(store) => store,
-                Err(e) => {
-                    let _ = sender.send(Err(e));
-                    return;
-                }
-            };
-            loop {
-                let job = match queue.lock() {
-                    Ok(mut q) => q.pop_front(),
-                    Err(_) => None,
-                };
-                let Some(job) = job else { break };
-                let finished = run_one(
-                    &mut store,
-                    &opener,
-                    &executor,
-                    notifier.as_ref(),
-                    &job,
-                    &leases,
-                    &clock,
-                );
-                if let Ok(mut l) = leases.lock() {
-                    l.remove(&job.run.run_id);
-                }
-                let _ = sender.send(finished);
-            }
-        }));
-    }
-    drop(sender);
     let mut keeper = opener.open()?;
-    let period = (executor.lease / 3).max(Duration::from_millis(200));
-    let lease_seconds = executor.lease.as_secs().max(1) as i64;
+    let (sender, messages) = mpsc::channel();
+    let mut workers = Workers::new(opener, executor, notifier, clock, sender);
+    let mut waiting = jobs.len();
+    let mut pending = jobs.into_iter();
+    let slots = executor.jobs.max(1);
+    for job in pending.by_ref().take(slots) {
+        workers.dispatch(job);
+    }
+    let mut renewals = Renewals::new(executor.lease);
     let mut done = Vec::new();
     let mut first_error = None;
-    let mut next_renewal = std::time::Instant::now() + period;
-    loop {
-        // Renew on schedule even when results keep arriving: a stream of
-        // short runs must not starve the lease of a long one.
-        let wait = next_renewal.saturating_duration_since(std::time::Instant::now());
-        match results.recv_timeout(wait) {
-            Ok(Ok(finished)) => {
-                on_finish(&finished);
-                done.push(finished);
-            }
-            Ok(Err(e)) => {
-                first_error.get_or_insert(e);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if std::time::Instant::now() >= next_renewal {
-            if !renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds) {
-                // The server went away; a new connection renews next time.
-                if let Ok(fresh) = opener.open() {
-                    keeper = fresh;
+    while waiting > 0 {
+        match messages.recv_timeout(renewals.wait()) {
+            Ok(Message::Finished(finished)) => {
+                waiting -= 1;
+                match finished {
+                    Ok(f) => {
+                        on_finish(&f);
+                        done.push(*f);
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                if let Some(job) = pending.next() {
+                    workers.dispatch(job);
                 }
             }
-            next_renewal = std::time::Instant::now() + period;
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if renewals.renew_if_due(keeper.as_mut(), workers.leases(), &clock) {
+            if let Ok(fresh) = opener.open() {
+                keeper = fresh;
+            }
         }
     }
-    for handle in handles {
-        let _ = handle.join();
-    }
+    workers.join();
     match first_error {
         Some(e) => Err(e),
         None => Ok(done),
+    }
+}
+
+/// Lease renewal on schedule, every lease/3, even while results keep
+/// arriving: a stream of short runs must not starve the lease of a long one.
+pub struct Renewals {
+    period: Duration,
+    lease_seconds: i64,
+    next: Instant,
+}
+
+impl Renewals {
+    pub fn new(lease: Duration) -> Renewals {
+        let period = (lease / 3).max(Duration::from_millis(200));
+        Renewals {
+            period,
+            lease_seconds: lease.as_secs().max(1) as i64,
+            next: Instant::now() + period,
+        }
+    }
+
+    /// How long until the next renewal is due.
+    pub fn wait(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// Renews when due; true when the connection itself was lost (the
+    /// caller opens another before the next renewal).
+    pub fn renew_if_due(&mut self, store: &mut dyn Store, leases: &Leases, clock: &Clock) -> bool {
+        if Instant::now() < self.next {
+            return false;
+        }
+        let now = clock.now();
+        let lost = !renew_all(store, leases, now, now + self.lease_seconds);
+        self.next = Instant::now() + self.period;
+        lost
     }
 }
 
@@ -186,7 +376,7 @@ pub fn run_jobs(
 /// database is not a lost lease: it is tried again next period.
 /// Returns false when the connection itself failed (not busy): the caller
 /// reconnects before the next renewal.
-fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) -> bool {
+fn renew_all(store: &mut dyn Store, leases: &Leases, _now: i64, until: i64) -> bool {
     let held: Vec<(String, String)> = match leases.lock() {
         Ok(l) => l
             .iter()
@@ -225,58 +415,18 @@ fn lease_lost(leases: &Leases, run_id: &str) -> bool {
         .unwrap_or(true)
 }
 
+/// Runs one job to its recorded outcome. Returns the outcome and, when a
+/// delivery lane was free, the notice claimed in the outcome's transaction
+/// for this worker to deliver.
 fn run_one(
-    store: &mut Box<dyn crate::store::Store>,
-    opener: &StoreOpener,
-    executor: &Executor,
-    notifier: Option<&Notifier>,
+    store: &mut Box<dyn Store>,
+    shared: &Shared,
     job: &Job,
-    leases: &Leases,
-    clock: &Clock,
-) -> Result<Finished> {
-    let result = match &executor.argv {
-        None => Err(Failure::NotStarted(
-            "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
-        )),
-        Some(argv) => {
-            let spec = ChildSpec {
-                argv: argv.clone(),
-                stdin: format!("{}\n", stdin_for(job)).into_bytes(),
-                env: environment(store.location(), job),
-                timeout: executor.timeout,
-                kill_grace: executor.kill_grace,
-                output_cap: executor.output_cap,
-            };
-            let run_id = job.run.run_id.clone();
-            let mut heartbeat = || {
-                // The first heartbeat comes once the child is running.
-                #[cfg(feature = "test-hooks")]
-                crate::hooks::at("after_spawn");
-                if lease_lost(leases, &run_id) {
-                    Heartbeat::Abort
-                } else {
-                    Heartbeat::Continue
-                }
-            };
-            process::run_child(&spec, Duration::from_millis(100), &mut heartbeat)
-                .map(|out| {
-                    let mut result = executor_result::interpret(&out);
-                    if matches!(out.exit, process::ChildExit::TimedOut) {
-                        result.reason = Some(format!(
-                            "timed out after {} s; process group killed",
-                            executor.timeout.as_secs()
-                        ));
-                    }
-                    result
-                })
-                .map_err(|e| match e {
-                    process::SpawnError::Lost(message) => Failure::Lost(message),
-                    other => Failure::NotStarted(other.to_string()),
-                })
-        }
-    };
+) -> (Result<Finished>, Option<(Notice, String)>) {
+    let result = execute(store.location(), shared, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
+    let clock = &shared.clock;
     let now = clock.now();
     let (outcome, not_started) = match &result {
         Ok(r) => (outcome_of(r), None),
@@ -294,16 +444,27 @@ fn run_one(
             Some(e.clone()),
         ),
     };
-    if lease_lost(leases, &job.run.run_id) {
-        return lost(store.as_mut(), job, result.ok(), now);
+    if lease_lost(&shared.leases, &job.run.run_id) {
+        return (lost(store.as_mut(), job, result.ok(), now), None);
     }
-    let token = notifier.map(|_| uuid::Uuid::new_v4().to_string());
-    let claim = match (&token, notifier) {
+    // The notice rides in the outcome's transaction when this worker can
+    // send it right after (one durable commit fewer per run).
+    let lane = shared
+        .notifier
+        .as_ref()
+        .filter(|_| shared.lanes.try_reserve());
+    let token = lane.map(|_| uuid::Uuid::new_v4().to_string());
+    let claim = match (&token, lane) {
         (Some(t), Some(n)) => Some(NoticeClaim {
             token: t,
             deadline: now + deliver::deadline_seconds(n),
         }),
         _ => None,
+    };
+    let release = |keep: bool| {
+        if lane.is_some() && !keep {
+            shared.lanes.release();
+        }
     };
     // A database busy past busy_timeout must not turn a finished run into an
     // unknown one: the outcome write is tried again while the lease holds.
@@ -322,7 +483,7 @@ fn run_one(
                 claim,
             )
         });
-        let retry = attempts < 10 && !lease_lost(leases, &job.run.run_id);
+        let retry = attempts < 10 && !lease_lost(&shared.leases, &job.run.run_id);
         match result {
             Err(e) if retry && is_busy(&e) => continue,
             // The connection broke (a database server restarting): the
@@ -330,7 +491,7 @@ fn run_one(
             // still holds rather than leave the run to become unknown.
             Err(e) if retry && crate::error::is_connection_lost(&e) => {
                 std::thread::sleep(Duration::from_millis(500));
-                if let Ok(fresh) = opener.open() {
+                if let Ok(fresh) = shared.opener.open() {
                     *store = fresh;
                 }
                 continue;
@@ -340,38 +501,82 @@ fn run_one(
     };
     let notice = match recorded {
         Ok(notice) => notice,
-        Err(e) if deliver::is_conflict(&e) => return lost(store.as_mut(), job, result.ok(), now),
-        Err(e) => return Err(e),
+        Err(e) if deliver::is_conflict(&e) => {
+            release(false);
+            return (lost(store.as_mut(), job, result.ok(), now), None);
+        }
+        Err(e) => {
+            release(false);
+            return (Err(e), None);
+        }
     };
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_outcome");
-    let delivery = match (notifier, &token) {
-        // Claimed in the outcome's transaction (unless an earlier notice of
-        // the run was still being sent: then it waits as pending).
-        (Some(n), Some(t)) if notice.state == DeliveryState::Sending => Some(
-            deliver::deliver_claimed(store.as_mut(), n, &notice, t, clock)?,
-        ),
+    // Claimed in the outcome's transaction (unless an earlier notice of
+    // the run was still being sent: then it waits as pending).
+    let to_deliver = match token {
+        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t)),
         _ => None,
     };
+    release(to_deliver.is_some());
     let mut run = job.run.clone();
     run.status = outcome.status;
     run.summary = outcome.summary.clone();
     run.reason = outcome.reason.clone();
     run.finished_at = Some(now);
-    Ok(match not_started {
-        Some(error) => Finished::NotStarted {
-            run,
-            error,
-            notice,
-            delivery,
-        },
+    let finished = match not_started {
+        Some(error) => Finished::NotStarted { run, error, notice },
         None => Finished::Recorded {
             run,
             outcome,
-            delivery,
             notice,
         },
-    })
+    };
+    (Ok(finished), to_deliver)
+}
+
+/// Spawns the executor and waits for it, watching the lease.
+fn execute(location: String, shared: &Shared, job: &Job) -> Result<ExecResult, Failure> {
+    let executor = &shared.executor;
+    let Some(argv) = &executor.argv else {
+        return Err(Failure::NotStarted(
+            "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
+        ));
+    };
+    let spec = ChildSpec {
+        argv: argv.clone(),
+        stdin: format!("{}\n", stdin_for(job)).into_bytes(),
+        env: environment(location, job),
+        timeout: executor.timeout,
+        kill_grace: executor.kill_grace,
+        output_cap: executor.output_cap,
+    };
+    let run_id = job.run.run_id.clone();
+    let mut heartbeat = || {
+        // The first heartbeat comes once the child is running.
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::at("after_spawn");
+        if lease_lost(&shared.leases, &run_id) {
+            Heartbeat::Abort
+        } else {
+            Heartbeat::Continue
+        }
+    };
+    process::run_child(&spec, Duration::from_millis(100), &mut heartbeat)
+        .map(|out| {
+            let mut result = executor_result::interpret(&out);
+            if matches!(out.exit, process::ChildExit::TimedOut) {
+                result.reason = Some(format!(
+                    "timed out after {} s; process group killed",
+                    executor.timeout.as_secs()
+                ));
+            }
+            result
+        })
+        .map_err(|e| match e {
+            process::SpawnError::Lost(message) => Failure::Lost(message),
+            other => Failure::NotStarted(other.to_string()),
+        })
 }
 
 fn is_busy(err: &anyhow::Error) -> bool {
@@ -381,7 +586,7 @@ fn is_busy(err: &anyhow::Error) -> bool {
 /// The lease is gone: keep what the executor said in the audit trail (it
 /// helps whoever reconciles the run) but change no run.
 fn lost(
-    store: &mut dyn crate::store::Store,
+    store: &mut dyn Store,
     job: &Job,
     claimed: Option<ExecResult>,
     now: i64,

@@ -1,9 +1,14 @@
-//! The tick algorithm (SPEC section 6), in its order, each step its own
+//! The tick algorithm (SPEC section 6), in its order, each write its own
 //! IMMEDIATE transaction:
-//! 1. expired leases → unknown;  2. expired delivery attempts → unknown;
-//! 3. pending notices delivered;  4. expired continuations → failed;
-//! 5. due occurrences and retries claimed, earliest first;
-//! 6. claimed runs executed under renewed leases, outcomes recorded, notices sent.
+//! 1. expired leases → unknown;  2. expired delivery attempts → unknown,
+//!    notices never sent past `--delivery-give-up` → undeliverable;
+//! 3. expired continuations → failed;
+//! 4. claims, work-conserving: whenever one of the `--jobs` slots is free,
+//!    the next due run (round robin over tenants) is claimed and its
+//!    executor starts at once; due work that cannot start now is marked as
+//!    seen, so the wait for a slot never counts as lateness;
+//! 5. notices go out alongside, on their own lanes;
+//! 6. leases renewed every lease/3; outcomes recorded under a live lease.
 //!
 //! Claim (transaction) → execute (no transaction held) → finish
 //! (transaction) → deliver. A tick that dies leaves its runs to step 1 of a
@@ -12,13 +17,17 @@
 pub mod claim;
 pub mod deliver;
 pub mod execute;
+pub mod queue;
 pub mod settle;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::context::{Clock, StoreOpener};
-use crate::model::{Event, RunStatus};
+use crate::model::{DeliveryState, Event, RunStatus};
 use crate::store::Store;
 
 pub use deliver::Notifier;
@@ -31,14 +40,22 @@ pub const SCHEDULER_GAP_SECONDS: i64 = 300;
 /// with a huge backlog is drained over several ticks, each bounded in time.
 pub const MAX_DECISIONS: usize = 1000;
 
-/// How many pending notices one tick tries to deliver.
-pub const MAX_DELIVERIES: u32 = 200;
+/// Due tasks one pass of marking looks at.
+const MARK_LIMIT: u32 = 20_000;
+
+/// How often a tick that is out of capacity marks newly due work as seen,
+/// and how often one with a free slot looks for newly due work.
+const RECHECK: Duration = Duration::from_secs(1);
 
 pub struct TickOptions {
     pub tenant: Option<String>,
     pub executor: Executor,
     pub notifier: Option<Notifier>,
     pub max_runs: usize,
+    /// Runs `running` in the whole store at most (every tick of the host).
+    pub max_running: Option<u64>,
+    /// A notice still not sent this long after it was created is undeliverable.
+    pub delivery_give_up: Duration,
     pub dry_run: bool,
 }
 
@@ -52,8 +69,12 @@ pub enum TickEvent {
     },
     LeaseExpired {
         run: crate::model::Run,
+        task: Option<Box<crate::model::Task>>,
     },
     NoticeExpired {
+        notice: crate::model::Notice,
+    },
+    NoticeUndeliverable {
         notice: crate::model::Notice,
     },
     Delivered(deliver::Delivery),
@@ -67,12 +88,17 @@ pub enum TickEvent {
         task: Box<crate::model::Task>,
         run: crate::model::Run,
     },
+    /// Due work this tick could not start now, marked as seen in time.
+    Queued {
+        count: usize,
+        reason: &'static str,
+    },
     Quarantined {
         task_id: String,
         problem: String,
     },
     Finished(Box<execute::Finished>),
-    /// Dry run only: what step 5 would decide.
+    /// Dry run only: what step 4 would decide.
     WouldDecide {
         task: Box<crate::model::Task>,
         run: crate::model::Run,
@@ -95,59 +121,401 @@ pub fn run(
     clock: Clock,
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
 ) -> Result<TickSummary> {
-    let tenant = options.tenant.as_deref();
     if options.dry_run {
         return dry_run(store, options, clock, report);
     }
     let mut summary = TickSummary::default();
-    record_tick(store, tenant, clock.now(), report)?;
+    let notices_waiting = record_tick(store, options, clock.now(), report)?;
+    expire(store, options, clock, report)?;
 
+    // From here on, nothing may stop this tick from executing what it
+    // claimed: a busy database or a closed stdout is remembered and
+    // reported at the end.
+    let (sender, messages) = mpsc::channel();
+    let mut lane = Lane {
+        notifier: options.notifier.as_ref(),
+        started: None,
+        running: false,
+        sender: sender.clone(),
+    };
+    if notices_waiting {
+        lane.start(opener, options, clock);
+    }
+    let mut workers = execute::Workers::new(
+        opener,
+        &options.executor,
+        options.notifier.as_ref(),
+        clock,
+        sender,
+    );
+    let mut scheduler = Scheduler {
+        options,
+        clock,
+        round_robin: queue::RoundRobin::default(),
+        in_flight: 0,
+        started: 0,
+        decisions: 0,
+        nothing_due: false,
+        at_limit: false,
+        last_mark: None,
+        deferred: None,
+    };
+    let mut renewals = execute::Renewals::new(options.executor.lease);
+    let mut keeper: Option<Box<dyn Store>> = None;
+    loop {
+        let decided_before = scheduler.decisions;
+        if let Err(e) = scheduler.claim(store, &mut workers, report) {
+            if scheduler.in_flight == 0 && scheduler.started == 0 && scheduler.decisions == 0 {
+                lane.join();
+                workers.join();
+                return Err(e);
+            }
+            scheduler.deferred.get_or_insert(e);
+            scheduler.nothing_due = true;
+        }
+        // Missed and skipped runs have notices: they go out in this tick.
+        if scheduler.decisions > decided_before {
+            lane.start(opener, options, clock);
+        }
+        scheduler.mark_if_out_of_capacity(store, report);
+        if scheduler.in_flight == 0 && scheduler.finished_claiming() {
+            if !lane.running {
+                break;
+            }
+            lane.executors_done();
+        }
+        let wait = renewals.wait().min(RECHECK);
+        match messages.recv_timeout(wait) {
+            Ok(execute::Message::Finished(finished)) => {
+                scheduler.in_flight -= 1;
+                // A free slot: what became due meanwhile may be claimed.
+                scheduler.nothing_due = false;
+                scheduler.at_limit = false;
+                match finished {
+                    Ok(f) => {
+                        if matches!(*f, execute::Finished::NotStarted { .. }) {
+                            summary.start_failures += 1;
+                        }
+                        if f.notice()
+                            .is_some_and(|n| n.state == DeliveryState::Pending)
+                        {
+                            lane.start(opener, options, clock);
+                        }
+                        scheduler.tell(report, &TickEvent::Finished(f));
+                    }
+                    Err(e) => {
+                        scheduler.deferred.get_or_insert(e);
+                    }
+                }
+            }
+            Ok(execute::Message::Delivered(delivery)) => {
+                let failed_to_start = delivery
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("notifier could not start"));
+                summary.start_failures += usize::from(failed_to_start);
+                scheduler.tell(report, &TickEvent::Delivered(*delivery));
+            }
+            Ok(execute::Message::LaneDone(result)) => {
+                lane.running = false;
+                if let Err(e) = result {
+                    scheduler.deferred.get_or_insert(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Time passes: occurrences may have come due, the limit
+                // may have room again.
+                if scheduler.in_flight > 0 || lane.running {
+                    scheduler.nothing_due = false;
+                    scheduler.at_limit = false;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let renewer: &mut dyn Store = match keeper.as_mut() {
+            Some(k) => k.as_mut(),
+            None => &mut *store,
+        };
+        if renewals.renew_if_due(renewer, workers.leases(), &clock) {
+            // The connection went away; a new one renews next time.
+            keeper = opener.open().ok();
+        }
+    }
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_claim");
+    lane.join();
+    workers.join();
+    // What the workers and the lane said while the loop was ending: the
+    // notices workers delivered after their slots were freed.
+    while let Ok(message) = messages.try_recv() {
+        match message {
+            execute::Message::Delivered(delivery) => {
+                let failed_to_start = delivery
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("notifier could not start"));
+                summary.start_failures += usize::from(failed_to_start);
+                scheduler.tell(report, &TickEvent::Delivered(*delivery));
+            }
+            execute::Message::Finished(Err(e)) | execute::Message::LaneDone(Err(e)) => {
+                scheduler.deferred.get_or_insert(e);
+            }
+            _ => {}
+        }
+    }
+    if let Some(e) = scheduler.deferred {
+        return Err(e);
+    }
+    announce_undelivered(store, options, report)?;
+    Ok(summary)
+}
+
+/// The pending-notice lane, started the first time something waits.
+struct Lane<'a> {
+    notifier: Option<&'a Notifier>,
+    started: Option<deliver::PendingLane>,
+    running: bool,
+    sender: mpsc::Sender<execute::Message>,
+}
+
+impl Lane<'_> {
+    fn start(&mut self, opener: &StoreOpener, options: &TickOptions, clock: Clock) {
+        let Some(notifier) = self.notifier else {
+            return;
+        };
+        if self.started.is_some() {
+            return;
+        }
+        self.started = Some(deliver::PendingLane::start(
+            opener,
+            notifier,
+            options.tenant.clone(),
+            clock,
+            self.sender.clone(),
+        ));
+        self.running = true;
+    }
+
+    fn executors_done(&self) {
+        if let Some(lane) = &self.started {
+            lane.executors_done();
+        }
+    }
+
+    fn join(&mut self) {
+        if let Some(lane) = self.started.take() {
+            lane.join();
+        }
+    }
+}
+
+/// Step 4's state within one tick.
+struct Scheduler<'a> {
+    options: &'a TickOptions,
+    clock: Clock,
+    round_robin: queue::RoundRobin,
+    /// Executors of this tick running now.
+    in_flight: usize,
+    /// Runs this tick started (at most `--max-runs`).
+    started: usize,
+    /// Decisions that started nothing (missed, skipped).
+    decisions: usize,
+    /// The last claim found nothing due.
+    nothing_due: bool,
+    /// The last claim found `--max-running` runs running.
+    at_limit: bool,
+    last_mark: Option<Instant>,
+    deferred: Option<anyhow::Error>,
+}
+
+impl Scheduler<'_> {
+    fn free_slots(&self) -> usize {
+        let slots = self
+            .options
+            .executor
+            .jobs
+            .max(1)
+            .saturating_sub(self.in_flight);
+        slots.min(self.options.max_runs.saturating_sub(self.started))
+    }
+
+    /// Whether this tick will claim nothing more.
+    fn finished_claiming(&self) -> bool {
+        self.nothing_due
+            || self.at_limit
+            || self.started >= self.options.max_runs
+            || self.decisions >= MAX_DECISIONS
+    }
+
+    fn tell(&mut self, report: &mut dyn FnMut(&TickEvent) -> Result<()>, event: &TickEvent) {
+        if let Err(e) = report(event) {
+            self.deferred.get_or_insert(e);
+        }
+    }
+
+    /// Claims while slots are free and work is due, handing each started
+    /// run to a worker as soon as its claim commits.
+    fn claim(
+        &mut self,
+        store: &mut dyn Store,
+        workers: &mut execute::Workers,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) -> Result<()> {
+        while self.free_slots() > 0 && !self.finished_claiming() {
+            let settings = claim::ClaimSettings {
+                now: self.clock.now(),
+                lease_seconds: self.options.executor.lease.as_secs().max(1) as i64,
+            };
+            let slots = self.free_slots();
+            let tenant = self.options.tenant.as_deref();
+            let rr = &mut self.round_robin;
+            let max_running = self.options.max_running;
+            let batch = store
+                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))?;
+            for claimed in batch.claimed {
+                match claimed {
+                    claim::Claimed::Quarantined { task_id, problem } => {
+                        self.decisions += 1;
+                        self.tell(report, &TickEvent::Quarantined { task_id, problem });
+                    }
+                    claim::Claimed::Planned { task, plan } => {
+                        for run in plan.runs {
+                            if run.status == RunStatus::Running {
+                                self.started += 1;
+                                self.in_flight += 1;
+                                workers.dispatch(execute::Job {
+                                    task: (*task).clone(),
+                                    token: run.lease_token.clone().unwrap_or_default(),
+                                    run: run.clone(),
+                                    continuation: serde_json::Value::Null,
+                                });
+                            } else {
+                                self.decisions += 1;
+                            }
+                            self.tell(
+                                report,
+                                &TickEvent::Decided {
+                                    task: task.clone(),
+                                    run,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            match batch.stop {
+                queue::Stop::NothingDue => self.nothing_due = true,
+                queue::Stop::AtLimit => self.at_limit = true,
+                queue::Stop::Enough => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// When due work is left that this tick cannot start now, marks it as
+    /// seen (at most once a second): it then runs later whatever the wait.
+    fn mark_if_out_of_capacity(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        if self.nothing_due && !self.at_limit {
+            return;
+        }
+        let reason = if self.at_limit {
+            "--max-running runs are running"
+        } else if self.started >= self.options.max_runs {
+            "this tick started --max-runs runs"
+        } else if self.free_slots() == 0 {
+            "every --jobs slot is busy"
+        } else {
+            return;
+        };
+        if self.last_mark.is_some_and(|t| t.elapsed() < RECHECK) {
+            return;
+        }
+        self.last_mark = Some(Instant::now());
+        let now = self.clock.now();
+        let tenant = self.options.tenant.as_deref();
+        match store.write(|tx| queue::mark_queued(tx, tenant, now, MARK_LIMIT)) {
+            Ok(0) => {}
+            Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
+            // Not fatal: a later pass (or tick) marks them while within grace.
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
+            Err(e) => {
+                self.deferred.get_or_insert(e);
+            }
+        }
+    }
+}
+
+/// Steps 1–3: what expired since the last tick.
+fn expire(
+    store: &mut dyn Store,
+    options: &TickOptions,
+    clock: Clock,
+    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+) -> Result<()> {
+    let tenant = options.tenant.as_deref();
     // 1. Expired leases: the outcome is uncertain, so the run is frozen.
     let now = clock.now();
     let expired = store.write(|tx| {
         let runs = tx.expire_leases(now, tenant)?;
-        for run in &runs {
+        let mut out = Vec::new();
+        for run in runs {
             let task = tx.task(&run.task_id)?.and_then(Result::ok);
             tx.append_event(&event(
                 now,
-                run,
+                &run,
                 "lease_expired",
                 json!({"lease_until": run.lease_until}),
             ))?;
-            settle::add_notice(tx, run, task.as_ref(), now, None)?;
+            settle::add_notice(tx, &run, task.as_ref(), now, None)?;
+            out.push((run, task));
         }
-        Ok(runs)
+        Ok(out)
     })?;
-    for run in expired {
-        report(&TickEvent::LeaseExpired { run })?;
+    for (run, task) in expired {
+        report(&TickEvent::LeaseExpired {
+            run,
+            task: task.map(Box::new),
+        })?;
     }
 
     // 2. Delivery attempts past their deadline: maybe sent, never resent.
+    // Notices the notifier never took past the give-up age: never sent.
     let now = clock.now();
-    let notices = store.write(|tx| {
-        let notices = tx.expire_notices(now, tenant)?;
-        for n in &notices {
-            tx.append_event(&Event {
-                at: now,
-                tenant_key: n.tenant_key.clone(),
-                actor: ACTOR.into(),
-                action: "delivery".into(),
-                task_id: None,
-                run_id: Some(n.run_id.clone()),
-                detail: json!({"delivery_id": n.delivery_id, "state": "unknown",
-                               "error": "delivery deadline passed"}),
-            })?;
+    let give_up_before = now - options.delivery_give_up.as_secs() as i64;
+    let (expired, abandoned) = store.write(|tx| {
+        let expired = tx.expire_notices(now, tenant)?;
+        for n in &expired {
+            tx.append_event(&delivery_event(
+                now,
+                n,
+                json!({"delivery_id": n.delivery_id, "state": "unknown",
+                       "error": "delivery deadline passed"}),
+            ))?;
         }
-        Ok(notices)
+        let abandoned = tx.give_up_notices(give_up_before, now, tenant)?;
+        for n in &abandoned {
+            tx.append_event(&delivery_event(
+                now,
+                n,
+                json!({"delivery_id": n.delivery_id, "state": "undeliverable",
+                       "error": n.last_error, "attempts": n.attempts}),
+            ))?;
+        }
+        Ok((expired, abandoned))
     })?;
-    for notice in notices {
+    for notice in expired {
         report(&TickEvent::NoticeExpired { notice })?;
     }
+    for notice in abandoned {
+        report(&TickEvent::NoticeUndeliverable { notice })?;
+    }
 
-    // 3. Pending notices.
-    deliver_all_pending(store, options, &clock, &mut summary, report)?;
-
-    // 4. Continuations past their deadline fail, and are delivered.
+    // 3. Continuations past their deadline fail; their notices go out with
+    // the others.
     let now = clock.now();
     let parked = store.write(|tx| {
         let runs = tx.expired_continuations(now, tenant)?;
@@ -161,99 +529,22 @@ pub fn run(
         }
         Ok(runs)
     })?;
-    let any_parked = !parked.is_empty();
     for run in parked {
         report(&TickEvent::ContinuationExpired { run })?;
     }
-    if any_parked {
-        deliver_all_pending(store, options, &clock, &mut summary, report)?;
-    }
+    Ok(())
+}
 
-    // 5. Claims, one transaction each. From the first claim on, nothing may
-    // stop this tick from executing what it claimed: a busy database or a
-    // closed stdout is remembered and reported after step 6.
-    let mut jobs = Vec::new();
-    let mut decisions = 0;
-    let mut deferred: Option<anyhow::Error> = None;
-    let mut tell = |event: &TickEvent, deferred: &mut Option<anyhow::Error>| {
-        if let Err(e) = report(event) {
-            deferred.get_or_insert(e);
-        }
-    };
-    while jobs.len() < options.max_runs && decisions < MAX_DECISIONS {
-        let settings = claim::ClaimSettings {
-            now: clock.now(),
-            lease_seconds: options.executor.lease.as_secs().max(1) as i64,
-        };
-        let claimed = match store.write(|tx| claim::claim_next(tx, tenant, settings, true)) {
-            Ok(Some(claimed)) => claimed,
-            Ok(None) => break,
-            Err(e) if jobs.is_empty() => return Err(e),
-            Err(e) => {
-                deferred.get_or_insert(e);
-                break;
-            }
-        };
-        decisions += 1;
-        match claimed {
-            claim::Claimed::Quarantined { task_id, problem } => {
-                tell(&TickEvent::Quarantined { task_id, problem }, &mut deferred);
-            }
-            claim::Claimed::Planned { task, plan } => {
-                for run in &plan.runs {
-                    tell(
-                        &TickEvent::Decided {
-                            task: task.clone(),
-                            run: run.clone(),
-                        },
-                        &mut deferred,
-                    );
-                    if run.status == RunStatus::Running {
-                        jobs.push(execute::Job {
-                            task: (*task).clone(),
-                            run: run.clone(),
-                            token: run.lease_token.clone().unwrap_or_default(),
-                            continuation: serde_json::Value::Null,
-                        });
-                    }
-                }
-            }
-        }
+fn delivery_event(now: i64, n: &crate::model::Notice, detail: serde_json::Value) -> Event {
+    Event {
+        at: now,
+        tenant_key: n.tenant_key.clone(),
+        actor: ACTOR.into(),
+        action: "delivery".into(),
+        task_id: None,
+        run_id: Some(n.run_id.clone()),
+        detail,
     }
-    #[cfg(feature = "test-hooks")]
-    crate::hooks::at("after_claim");
-    // Missed runs just decided have notices too.
-    if decisions > jobs.len() {
-        if let Err(e) = deliver_all_pending(store, options, &clock, &mut summary, &mut |event| {
-            tell(event, &mut deferred);
-            Ok(())
-        }) {
-            deferred.get_or_insert(e);
-        }
-    }
-
-    // 6. Execute.
-    let mut finish_error = None;
-    execute::run_jobs(
-        opener,
-        &options.executor,
-        options.notifier.as_ref(),
-        jobs,
-        clock,
-        &mut |f| {
-            if matches!(f, execute::Finished::NotStarted { .. }) {
-                summary.start_failures += 1;
-            }
-            if let Err(e) = report(&TickEvent::Finished(Box::new(f.clone()))) {
-                finish_error.get_or_insert(e);
-            }
-        },
-    )?;
-    if let Some(e) = deferred.or(finish_error) {
-        return Err(e);
-    }
-    announce_undelivered(store, options, report)?;
-    Ok(summary)
 }
 
 fn event(now: i64, run: &crate::model::Run, action: &str, detail: serde_json::Value) -> Event {
@@ -268,20 +559,31 @@ fn event(now: i64, run: &crate::model::Run, action: &str, detail: serde_json::Va
     }
 }
 
-/// Stores this tick's time; reports a gap when the previous one is old.
+/// Stores this tick's time (and its `--max-running`, for `status`);
+/// reports a gap when the previous tick is old. Returns whether notices
+/// wait to be sent.
 fn record_tick(
     store: &mut dyn Store,
-    tenant: Option<&str>,
+    options: &TickOptions,
     now: i64,
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
-) -> Result<()> {
-    let gap = store.write(|tx| {
+) -> Result<bool> {
+    let tenant = options.tenant.as_deref();
+    let (gap, notices_waiting) = store.write(|tx| {
         let previous = tx.meta("last_tick_at")?.and_then(|v| v.parse::<i64>().ok());
         // A clock that went backwards must not move the record back.
         if previous.is_none_or(|p| now > p) {
             tx.set_meta("last_tick_at", &now.to_string())?;
         }
-        match previous {
+        let limit = options
+            .max_running
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        if tx.meta("max_running")?.unwrap_or_default() != limit {
+            tx.set_meta("max_running", &limit)?;
+        }
+        let waiting = options.notifier.is_some() && !tx.notices_to_send(now, tenant, 1)?.is_empty();
+        let gap = match previous {
             Some(previous) if now - previous > SCHEDULER_GAP_SECONDS => {
                 let due_tasks = tx.due_count(now, tenant)?;
                 tx.append_event(&Event {
@@ -294,10 +596,11 @@ fn record_tick(
                     detail: json!({"previous_tick": crate::output::json::time(Some(previous)),
                                    "seconds": now - previous, "due_tasks": due_tasks}),
                 })?;
-                Ok(Some((previous, due_tasks)))
+                Some((previous, due_tasks))
             }
-            _ => Ok(None),
-        }
+            _ => None,
+        };
+        Ok((gap, waiting))
     })?;
     if let Some((previous, due_tasks)) = gap {
         report(&TickEvent::SchedulerGap {
@@ -306,36 +609,7 @@ fn record_tick(
             due_tasks,
         })?;
     }
-    Ok(())
-}
-
-fn deliver_all_pending(
-    store: &mut dyn Store,
-    options: &TickOptions,
-    clock: &Clock,
-    summary: &mut TickSummary,
-    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
-) -> Result<()> {
-    let Some(notifier) = &options.notifier else {
-        return Ok(());
-    };
-    let pending = store.read(|tx| tx.pending_notices(options.tenant.as_deref(), MAX_DELIVERIES))?;
-    for notice in pending {
-        if let Some(delivery) = deliver::deliver_pending(store, notifier, &notice, clock)? {
-            let failed_to_start = delivery
-                .error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("notifier could not start"));
-            if failed_to_start {
-                summary.start_failures += 1;
-                report(&TickEvent::Delivered(delivery))?;
-                // The same notifier will not start for the next one either.
-                break;
-            }
-            report(&TickEvent::Delivered(delivery))?;
-        }
-    }
-    Ok(())
+    Ok(notices_waiting)
 }
 
 /// Without a notifier, notices wait; say so once per notice.

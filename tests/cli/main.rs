@@ -5,6 +5,7 @@
 #[allow(dead_code)] // helpers shared by the suites; not every suite uses each one
 mod support;
 
+mod capacity;
 mod confirm;
 mod continuations;
 mod draft;

@@ -377,7 +377,12 @@ fn notifier_exit_75_means_retry_later_and_other_failures_are_never_resent() {
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("t")[0]["delivery_status"], "pending");
     rig.env.set_env("NOTIFIER_EXIT", "0");
+    // Backed off: not tried again before 60 s have passed.
     rig.env.advance(30);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1, "no attempt within the backoff");
+    assert_eq!(rig.runs("t")[0]["delivery_status"], "pending");
+    rig.env.advance(31);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("t")[0]["delivery_status"], "delivered");
     assert_eq!(

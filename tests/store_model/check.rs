@@ -324,6 +324,12 @@ fn expected_stats(m: &Model) -> Stats {
         notices_pending: notices(DeliveryState::Pending),
         notices_sending: notices(DeliveryState::Sending),
         notices_unknown: notices(DeliveryState::Unknown),
+        notices_undeliverable: 0,
+        stuck: m
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running && r.lease_until.is_some_and(|l| l < m.now))
+            .count() as i64,
     }
 }
 

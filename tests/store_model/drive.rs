@@ -853,6 +853,7 @@ impl Harness {
                 token: &token,
                 to,
                 error,
+                retry_at: None,
                 now,
             })?;
             tx.append_event(&event(

@@ -86,6 +86,49 @@ impl DeliveryTx for PgTx<'_, '_> {
         rows.iter().map(decode_notice).collect()
     }
 
+    fn notices_to_send(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Notice>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {NOTICE_COLUMNS} FROM deliveries
+                     WHERE state = 'pending' AND coalesce(next_attempt_at, 0) <= $1
+                       AND ($2::text IS NULL OR tenant_key = $2)
+                     ORDER BY created_at, delivery_id LIMIT $3"
+                ),
+                &[&now, &tenant, &i64::from(limit)],
+            )
+            .context("reading notices to send")?;
+        rows.iter().map(decode_notice).collect()
+    }
+
+    fn give_up_notices(
+        &mut self,
+        created_before: i64,
+        now: i64,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Notice>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "UPDATE deliveries
+                     SET state = 'undeliverable', updated_at = $1, next_attempt_at = NULL
+                     WHERE state = 'pending' AND created_at < $2
+                       AND ($3::text IS NULL OR tenant_key = $3)
+                     RETURNING {NOTICE_COLUMNS}"
+                ),
+                &[&now, &created_before, &tenant],
+            )
+            .context("giving up on undelivered notices")?;
+        rows.iter().map(decode_notice).collect()
+    }
+
     fn claim_notice(
         &mut self,
         delivery_id: &str,
@@ -120,9 +163,17 @@ impl DeliveryTx for PgTx<'_, '_> {
                 "UPDATE deliveries
                  SET state = $1, last_error = $2, updated_at = $3,
                      claim_token = CASE WHEN $1 = 'pending' THEN NULL ELSE claim_token END,
-                     deadline = CASE WHEN $1 = 'pending' THEN NULL ELSE deadline END
+                     deadline = CASE WHEN $1 = 'pending' THEN NULL ELSE deadline END,
+                     next_attempt_at = CASE WHEN $1 = 'pending' THEN $6::bigint END
                  WHERE delivery_id = $4 AND state = 'sending' AND claim_token = $5",
-                &[&f.to.as_str(), &f.error, &f.now, &f.delivery_id, &f.token],
+                &[
+                    &f.to.as_str(),
+                    &f.error,
+                    &f.now,
+                    &f.delivery_id,
+                    &f.token,
+                    &f.retry_at,
+                ],
             )
             .context("recording the delivery")?;
         expect_one(changed, || {

@@ -5,6 +5,7 @@
 //! tick never waits on another host's claim. Time is the caller's clock.
 
 mod deliveries;
+mod queue;
 mod records;
 mod runs;
 pub mod schema;

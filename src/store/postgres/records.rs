@@ -169,7 +169,10 @@ impl MaintenanceTx for PgTx<'_, '_> {
                       AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'pending' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'sending' AND ($1::text IS NULL OR tenant_key = $1)),
-                   (SELECT count(*) FROM deliveries WHERE state = 'unknown' AND ($1::text IS NULL OR tenant_key = $1))",
+                   (SELECT count(*) FROM deliveries WHERE state = 'unknown' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT count(*) FROM deliveries WHERE state = 'undeliverable' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT count(*) FROM runs WHERE status = 'running' AND lease_until < $2
+                      AND ($1::text IS NULL OR tenant_key = $1))",
                 &[&tenant, &now],
             )
             .context("counting for status")?;
@@ -184,6 +187,8 @@ impl MaintenanceTx for PgTx<'_, '_> {
             notices_pending: col(&row, 7)?,
             notices_sending: col(&row, 8)?,
             notices_unknown: col(&row, 9)?,
+            notices_undeliverable: col(&row, 10)?,
+            stuck: col(&row, 11)?,
         })
     }
 

@@ -11,14 +11,14 @@ use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
-    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
 
 fn decode_run(row: &Row) -> Result<Run> {
     let status: String = col(row, 7)?;
     let status =
         RunStatus::parse(&status).with_context(|| format!("unknown run status '{status}'"))?;
-    let delivery: Option<String> = col(row, 21)?;
+    let delivery: Option<String> = col(row, 22)?;
     Ok(Run {
         run_id: col(row, 0)?,
         task_id: col(row, 1)?,
@@ -41,6 +41,7 @@ fn decode_run(row: &Row) -> Result<Run> {
         wait_kind: col(row, 18)?,
         wait_id: col(row, 19)?,
         wait_deadline: col(row, 20)?,
+        queued_seconds: col(row, 21)?,
         delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
     })
 }
@@ -66,9 +67,9 @@ impl RunTx for PgTx<'_, '_> {
                 "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
                     attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
                     lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline)
+                    wait_kind, wait_id, wait_deadline, queued_seconds)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                    $17, $18, $19, $20, $21)",
+                    $17, $18, $19, $20, $21, $22)",
                 &[
                     &r.run_id,
                     &r.task_id,
@@ -91,6 +92,7 @@ impl RunTx for PgTx<'_, '_> {
                     &r.wait_kind,
                     &r.wait_id,
                     &r.wait_deadline,
+                    &r.queued_seconds,
                 ],
             )
             .context("recording the run")?;

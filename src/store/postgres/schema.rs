@@ -92,6 +92,21 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_unknown ON runs (tenant_key) WHERE status = 'unknown';
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
 "#,
+    r#"
+    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
+    -- (section 7); the same columns as SQLite's migration 3.
+    ALTER TABLE tasks ADD COLUMN queued_for BIGINT, ADD COLUMN queued_since BIGINT,
+        ADD COLUMN queued_next BIGINT;
+    ALTER TABLE runs ADD COLUMN queued_seconds BIGINT;
+    CREATE INDEX tasks_due_by_tenant ON tasks (tenant_key, next_run_at) WHERE state = 'active';
+    CREATE INDEX tasks_retry_due_by_tenant ON tasks (tenant_key, next_retry_at)
+        WHERE state = 'active' AND next_retry_at IS NOT NULL;
+    CREATE INDEX tasks_queued ON tasks (queued_since) WHERE queued_for IS NOT NULL;
+    ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check,
+        ADD CONSTRAINT deliveries_state_check CHECK (state IN
+            ('pending', 'sending', 'delivered', 'unknown', 'undeliverable')),
+        ADD COLUMN next_attempt_at BIGINT;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -185,7 +185,8 @@ impl TaskTx for PgTx<'_, '_> {
                  SET state = $1, state_reason = $2, next_run_at = $3, state_changed_at = $4,
                      updated_at = $4, revision = revision + 1,
                      next_retry_at = CASE WHEN $1 = 'active' THEN next_retry_at END,
-                     retry_run_id = CASE WHEN $1 = 'active' THEN retry_run_id END
+                     retry_run_id = CASE WHEN $1 = 'active' THEN retry_run_id END,
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
                  WHERE task_id = $5 AND state = $6 AND revision = $7",
                 &[
                     &c.to.as_str(),
@@ -258,7 +259,14 @@ impl TaskTx for PgTx<'_, '_> {
                 "UPDATE tasks
                  SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
                      consecutive_failures = $5, updated_at = $6,
-                     state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END
+                     state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END,
+                     -- as on SQLite: a mark lives while its due instant is still due
+                     queued_since = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                         THEN queued_since END,
+                     queued_next = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                        THEN queued_next END,
+                     queued_for = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                       THEN queued_for END
                  WHERE task_id = $7 AND state = $8
                    AND next_run_at IS NOT DISTINCT FROM $9 AND next_retry_at IS NOT DISTINCT FROM $10",
                 &[
@@ -286,7 +294,8 @@ impl TaskTx for PgTx<'_, '_> {
             .execute(
                 "UPDATE tasks
                  SET state = 'error', state_reason = $1, next_run_at = NULL, next_retry_at = NULL,
-                     retry_run_id = NULL, state_changed_at = $2, updated_at = $2, revision = revision + 1
+                     retry_run_id = NULL, state_changed_at = $2, updated_at = $2, revision = revision + 1,
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
                  WHERE task_id = $3 AND state NOT IN ('error', 'deleted')",
                 &[&problem, &now, &task_id],
             )

@@ -91,6 +91,43 @@ impl DeliveryTx for SqliteTx<'_> {
         Ok(notices)
     }
 
+    fn notices_to_send(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Notice>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {NOTICE_COLUMNS} FROM deliveries
+             WHERE state = 'pending' AND coalesce(next_attempt_at, 0) <= ?1
+               AND (?2 IS NULL OR tenant_key = ?2)
+             ORDER BY created_at, delivery_id LIMIT ?3"
+        ))?;
+        let notices = stmt
+            .query_map(params![now, tenant, limit], decode_notice)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading notices to send")?;
+        Ok(notices)
+    }
+
+    fn give_up_notices(
+        &mut self,
+        created_before: i64,
+        now: i64,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Notice>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE deliveries SET state = 'undeliverable', updated_at = ?1, next_attempt_at = NULL
+             WHERE state = 'pending' AND created_at < ?2 AND (?3 IS NULL OR tenant_key = ?3)
+             RETURNING {NOTICE_COLUMNS}"
+        ))?;
+        let notices = stmt
+            .query_map(params![now, created_before, tenant], decode_notice)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("giving up on undelivered notices")?;
+        Ok(notices)
+    }
+
     fn claim_notice(
         &mut self,
         delivery_id: &str,
@@ -126,7 +163,8 @@ impl DeliveryTx for SqliteTx<'_> {
                 "UPDATE deliveries
                  SET state = ?1, last_error = ?2, updated_at = ?3,
                      claim_token = CASE WHEN ?1 = 'pending' THEN NULL ELSE claim_token END,
-                     deadline = CASE WHEN ?1 = 'pending' THEN NULL ELSE deadline END
+                     deadline = CASE WHEN ?1 = 'pending' THEN NULL ELSE deadline END,
+                     next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?6 END
                  WHERE delivery_id = ?4 AND state = 'sending' AND claim_token = ?5",
             )?
             .execute(params![
@@ -134,7 +172,8 @@ impl DeliveryTx for SqliteTx<'_> {
                 f.error,
                 f.now,
                 f.delivery_id,
-                f.token
+                f.token,
+                f.retry_at
             ])
             .context("recording the delivery")?;
         expect_one(changed, || {

@@ -52,6 +52,12 @@ impl MaintenanceTx for SqliteTx<'_> {
             notices_pending: count("SELECT count(*) FROM deliveries WHERE state = 'pending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_sending: count("SELECT count(*) FROM deliveries WHERE state = 'sending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_unknown: count("SELECT count(*) FROM deliveries WHERE state = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            notices_undeliverable: count("SELECT count(*) FROM deliveries WHERE state = 'undeliverable' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            stuck: count(
+                "SELECT count(*) FROM runs INDEXED BY runs_leased
+                 WHERE status = 'running' AND lease_until < ?2 AND (?1 IS NULL OR tenant_key = ?1)",
+                true,
+            )?,
         })
     }
 

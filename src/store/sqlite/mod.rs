@@ -10,6 +10,7 @@ mod events;
 mod maintenance;
 mod meta;
 mod open;
+mod queue;
 mod runs;
 pub mod schema;
 mod tasks;

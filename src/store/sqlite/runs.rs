@@ -10,7 +10,7 @@ use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
-    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
 
 pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
@@ -22,7 +22,7 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
             format!("unknown run status '{status}'").into(),
         )
     })?;
-    let delivery: Option<String> = row.get(21)?;
+    let delivery: Option<String> = row.get(22)?;
     Ok(Run {
         run_id: row.get(0)?,
         task_id: row.get(1)?,
@@ -45,6 +45,7 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
         wait_kind: row.get(18)?,
         wait_id: row.get(19)?,
         wait_deadline: row.get(20)?,
+        queued_seconds: row.get(21)?,
         delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
     })
 }
@@ -56,9 +57,9 @@ impl RunTx for SqliteTx<'_> {
                 "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
                     attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
                     lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline)
+                    wait_kind, wait_id, wait_deadline, queued_seconds)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21)",
+                    ?17, ?18, ?19, ?20, ?21, ?22)",
             )?
             .execute(params![
                 r.run_id,
@@ -81,7 +82,8 @@ impl RunTx for SqliteTx<'_> {
                 r.blocked_by,
                 r.wait_kind,
                 r.wait_id,
-                r.wait_deadline
+                r.wait_deadline,
+                r.queued_seconds
             ])
             .context("recording the run")?;
         Ok(())

@@ -154,6 +154,54 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_unknown ON runs (tenant_key) WHERE status = 'unknown';
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
+    r#"
+    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
+    -- (section 7). A task remembers the due instant a tick saw within grace
+    -- but could not start (`queued_for`), when it first saw it, and the
+    -- task's next due instant after it: once that comes, the queued one is
+    -- superseded.
+    ALTER TABLE tasks ADD COLUMN queued_for INTEGER;
+    ALTER TABLE tasks ADD COLUMN queued_since INTEGER;
+    ALTER TABLE tasks ADD COLUMN queued_next INTEGER;
+    ALTER TABLE runs ADD COLUMN queued_seconds INTEGER;  -- start - due instant
+    -- Round-robin claims look up the earliest due task of one tenant.
+    CREATE INDEX tasks_due_by_tenant ON tasks (tenant_key, next_run_at) WHERE state = 'active';
+    CREATE INDEX tasks_retry_due_by_tenant ON tasks (tenant_key, next_retry_at)
+        WHERE state = 'active' AND next_retry_at IS NOT NULL;
+    CREATE INDEX tasks_queued ON tasks (queued_since) WHERE queued_for IS NOT NULL;
+
+    -- A CHECK cannot be altered in SQLite: the ledger is rebuilt with the
+    -- new state 'undeliverable' and the time of the next attempt.
+    CREATE TABLE deliveries_v3 (
+        delivery_id     TEXT PRIMARY KEY,
+        run_id          TEXT NOT NULL REFERENCES runs (run_id),
+        tenant_key      TEXT NOT NULL,
+        seq             INTEGER NOT NULL,
+        state           TEXT NOT NULL CHECK (state IN
+            ('pending', 'sending', 'delivered', 'unknown', 'undeliverable')),
+        target          TEXT NOT NULL,
+        message         TEXT NOT NULL,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        claim_token     TEXT,
+        deadline        INTEGER,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        announced       INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER,          -- a pending notice is not tried before this
+        UNIQUE (run_id, seq)
+    ) STRICT;
+    INSERT INTO deliveries_v3 (delivery_id, run_id, tenant_key, seq, state, target, message,
+        created_at, updated_at, claim_token, deadline, attempts, last_error, announced)
+    SELECT delivery_id, run_id, tenant_key, seq, state, target, message,
+        created_at, updated_at, claim_token, deadline, attempts, last_error, announced
+    FROM deliveries;
+    DROP TABLE deliveries;
+    ALTER TABLE deliveries_v3 RENAME TO deliveries;
+    CREATE INDEX deliveries_pending ON deliveries (created_at) WHERE state = 'pending';
+    CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
+    CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
+    "#,
 ];
 
 /// The schema version this binary writes.

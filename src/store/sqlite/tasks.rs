@@ -184,7 +184,9 @@ impl TaskTx for SqliteTx<'_> {
                      updated_at = ?4, revision = revision + 1,
                      -- a task that stops running drops its pending retry
                      next_retry_at = CASE WHEN ?1 = 'active' THEN next_retry_at END,
-                     retry_run_id = CASE WHEN ?1 = 'active' THEN retry_run_id END
+                     retry_run_id = CASE WHEN ?1 = 'active' THEN retry_run_id END,
+                     -- what a tick saw queued no longer holds once people step in
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
                  WHERE task_id = ?5 AND state = ?6 AND revision = ?7",
             )?
             .execute(params![
@@ -252,7 +254,16 @@ impl TaskTx for SqliteTx<'_> {
                 "UPDATE tasks
                  SET state = ?1, next_run_at = ?2, next_retry_at = ?3, retry_run_id = ?4,
                      consecutive_failures = ?5, updated_at = ?6,
-                     state_changed_at = CASE WHEN state = ?1 THEN state_changed_at ELSE ?6 END
+                     state_changed_at = CASE WHEN state = ?1 THEN state_changed_at ELSE ?6 END,
+                     -- A queue mark lives while its due instant is still due:
+                     -- an occurrence not yet passed by next_run_at, or the
+                     -- pending retry itself.
+                     queued_since = CASE WHEN queued_for >= ?2 OR queued_for = ?3
+                                         THEN queued_since END,
+                     queued_next = CASE WHEN queued_for >= ?2 OR queued_for = ?3
+                                        THEN queued_next END,
+                     queued_for = CASE WHEN queued_for >= ?2 OR queued_for = ?3
+                                       THEN queued_for END
                  WHERE task_id = ?7 AND state = ?8 AND next_run_at IS ?9 AND next_retry_at IS ?10",
             )?
             .execute(params![
@@ -279,7 +290,7 @@ impl TaskTx for SqliteTx<'_> {
             .prepare_cached(
                 "UPDATE tasks
                  SET state = 'error', state_reason = ?1, next_run_at = NULL, next_retry_at = NULL,
-                     retry_run_id = NULL, state_changed_at = ?2, updated_at = ?2,
+                     retry_run_id = NULL, queued_for = NULL, queued_since = NULL, queued_next = NULL, state_changed_at = ?2, updated_at = ?2,
                      revision = revision + 1
                  WHERE task_id = ?3 AND state NOT IN ('error', 'deleted')",
             )?

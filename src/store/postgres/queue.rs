@@ -1,0 +1,170 @@
+//! PostgreSQL side of the claim queue.
+
+use anyhow::{Context, Result};
+
+use super::{col, expect_one, PgTx};
+use crate::store::queue::{QueueMark, QueueStats, QueueTx};
+use crate::store::DueTask;
+
+/// The advisory lock that serializes the claims counting running runs
+/// against `--max-running`, across every host of the database.
+const RUNNING_LIMIT_LOCK: i64 = 0x6167_6e74_6372_6e01;
+
+fn due_rows(rows: &[postgres::Row]) -> Result<Vec<DueTask>> {
+    rows.iter()
+        .map(|r| {
+            Ok(DueTask {
+                task_id: col(r, 0)?,
+                due_at: col(r, 1)?,
+                is_retry: col(r, 2)?,
+            })
+        })
+        .collect()
+}
+
+impl QueueTx for PgTx<'_, '_> {
+    fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>> {
+        if let Some(tenant) = tenant {
+            return Ok(vec![tenant.to_string()]);
+        }
+        let rows = self
+            .tx
+            .query(
+                "WITH RECURSIVE t(k) AS (
+                     SELECT (SELECT min(tenant_key) FROM tasks WHERE state = 'active')
+                     UNION ALL
+                     SELECT (SELECT min(tenant_key) FROM tasks
+                             WHERE state = 'active' AND tenant_key > t.k)
+                     FROM t WHERE t.k IS NOT NULL)
+                 SELECT k FROM t WHERE k IS NOT NULL",
+                &[],
+            )
+            .context("listing tenants")?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
+    fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
+        // Row locks rule out one UNION: two seeks, each skipping rows another
+        // host is claiming, never waiting on them.
+        let mut found = Vec::new();
+        for sql in [
+            "SELECT task_id, next_run_at, false FROM tasks
+             WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
+             ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+            "SELECT task_id, next_retry_at, true FROM tasks
+             WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
+               AND next_retry_at <= $2
+             ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+        ] {
+            let rows = self
+                .tx
+                .query(sql, &[&tenant_key, &now])
+                .context("finding the tenant's next due task")?;
+            found.extend(due_rows(&rows)?);
+        }
+        Ok(found.into_iter().min_by_key(|d| d.due_at))
+    }
+
+    fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id, next_run_at, false FROM tasks
+                 WHERE state = 'active' AND next_run_at <= $1 AND ($2::text IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, next_retry_at, true FROM tasks
+                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND ($2::text IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 ORDER BY 2 LIMIT $3",
+                &[&now, &tenant, &i64::from(limit)],
+            )
+            .context("finding due tasks not yet queued")?;
+        due_rows(&rows)
+    }
+
+    fn queue_mark(&mut self, task_id: &str) -> Result<Option<QueueMark>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT queued_for, queued_since, queued_next FROM tasks
+                 WHERE task_id = $1 AND queued_for IS NOT NULL",
+                &[&task_id],
+            )
+            .context("reading the task's queue mark")?;
+        rows.first()
+            .map(|r| {
+                Ok(QueueMark {
+                    due_at: col(r, 0)?,
+                    seen_at: col::<Option<i64>>(r, 1)?.unwrap_or_default(),
+                    superseded_at: col(r, 2)?,
+                })
+            })
+            .transpose()
+    }
+
+    fn set_queue_mark(
+        &mut self,
+        task_id: &str,
+        next_run_at: Option<i64>,
+        next_retry_at: Option<i64>,
+        mark: &QueueMark,
+    ) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET queued_for = $1, queued_since = $2, queued_next = $3
+                 WHERE task_id = $4 AND state = 'active'
+                   AND next_run_at IS NOT DISTINCT FROM $5
+                   AND next_retry_at IS NOT DISTINCT FROM $6",
+                &[
+                    &mark.due_at,
+                    &mark.seen_at,
+                    &mark.superseded_at,
+                    &task_id,
+                    &next_run_at,
+                    &next_retry_at,
+                ],
+            )
+            .context("queueing the task")?;
+        expect_one(changed, || {
+            format!("task {task_id} moved on while it was being queued")
+        })
+    }
+
+    fn running_count(&mut self) -> Result<i64> {
+        // Held to the end of the transaction: the next claim that counts
+        // waits for this one's commit, and (READ COMMITTED) then sees it.
+        self.tx
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&RUNNING_LIMIT_LOCK])
+            .context("taking the running-limit lock")?;
+        let row = self
+            .tx
+            .query_one("SELECT count(*) FROM runs WHERE status = 'running'", &[])
+            .context("counting running runs")?;
+        col(&row, 0)
+    }
+
+    fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats> {
+        let row = self
+            .tx
+            .query_one(
+                "SELECT count(*), min(queued_for) FROM tasks
+                 WHERE queued_for IS NOT NULL AND state = 'active'
+                   AND ($1::text IS NULL OR tenant_key = $1)",
+                &[&tenant],
+            )
+            .context("counting queued tasks")?;
+        let running = self
+            .tx
+            .query_one("SELECT count(*) FROM runs WHERE status = 'running'", &[])
+            .context("counting running runs")?;
+        Ok(QueueStats {
+            queued: col(&row, 0)?,
+            oldest_queued_due: col(&row, 1)?,
+            running_all: col(&running, 0)?,
+        })
+    }
+}

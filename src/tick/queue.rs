@@ -1,0 +1,145 @@
+//! Step 4 of a tick, the part that decides *which* due work comes next:
+//! claims interleave tenants round robin (earliest first within a tenant),
+//! a batch claims one run per free slot in one transaction, `--max-running`
+//! is counted inside that transaction, and due work the tick cannot start
+//! is marked as seen so that waiting for a slot never turns into lateness.
+
+use anyhow::Result;
+
+use super::claim::{self, ClaimSettings, Claimed};
+use crate::model::{RunStatus, TaskState};
+use crate::schedule;
+use crate::store::{QueueMark, Tx};
+
+/// Decisions one claim transaction makes at most (missed and skipped runs
+/// need no slot, so a backlog of them is worked through in bounded pieces).
+const DECISIONS_PER_TRANSACTION: usize = 64;
+
+/// The round-robin position of one tick: tenants in order, and the one to
+/// serve next. Read once per tick; a tenant created meanwhile waits for the
+/// next tick.
+#[derive(Debug, Default)]
+pub struct RoundRobin {
+    tenants: Option<Vec<String>>,
+    next: usize,
+}
+
+/// Why a batch stopped before filling every free slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Nothing else is due now.
+    NothingDue,
+    /// `--max-running` runs of the store are running.
+    AtLimit,
+    /// The batch made its share of decisions; more may be due.
+    Enough,
+}
+
+/// What one claim transaction did.
+#[derive(Debug)]
+pub struct Batch {
+    pub claimed: Vec<Claimed>,
+    /// Runs of the batch that start an executor.
+    pub started: usize,
+    pub stop: Stop,
+}
+
+/// Claims up to `slots` runs that start an executor (and any number of
+/// missed or skipped decisions, bounded), fairly across tenants.
+pub fn claim_batch(
+    tx: &mut dyn Tx,
+    rr: &mut RoundRobin,
+    tenant: Option<&str>,
+    slots: usize,
+    max_running: Option<u64>,
+    s: ClaimSettings,
+) -> Result<Batch> {
+    let mut batch = Batch {
+        claimed: Vec::new(),
+        started: 0,
+        stop: Stop::Enough,
+    };
+    if rr.tenants.is_none() {
+        rr.tenants = Some(tx.active_tenants(tenant)?);
+    }
+    let tenants = rr.tenants.as_deref().unwrap_or_default();
+    while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
+        if let Some(limit) = max_running {
+            if tx.running_count()? >= limit as i64 {
+                batch.stop = Stop::AtLimit;
+                return Ok(batch);
+            }
+        }
+        let mut found = None;
+        for step in 0..tenants.len() {
+            let index = (rr.next + step) % tenants.len();
+            if let Some(due) = tx.earliest_due_in(&tenants[index], s.now)? {
+                found = Some((index, due));
+                break;
+            }
+        }
+        let Some((index, due)) = found else {
+            batch.stop = Stop::NothingDue;
+            return Ok(batch);
+        };
+        rr.next = (index + 1) % tenants.len();
+        if let Some(claimed) = claim::claim_due(tx, &due, s, true)? {
+            if let Claimed::Planned { plan, .. } = &claimed {
+                batch.started += plan
+                    .runs
+                    .iter()
+                    .filter(|r| r.status == RunStatus::Running)
+                    .count();
+            }
+            batch.claimed.push(claimed);
+        }
+    }
+    Ok(batch)
+}
+
+/// Marks due work this tick cannot start as seen within grace (SPEC
+/// section 6, "Capacity is not lateness"); returns how many tasks it marked.
+/// Instants already past their grace are left alone: no tick saw them in
+/// time, and the claim records them missed.
+pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
+    let mut marked = 0;
+    for due in tx.unmarked_due(now, tenant, limit)? {
+        let Some(Ok(task)) = tx.task(&due.task_id)? else {
+            continue;
+        };
+        if task.state != TaskState::Active {
+            continue;
+        }
+        let (due_at, superseded_at) = match task.next_run_at.filter(|at| *at <= now) {
+            Some(first) => {
+                let (_, last) = schedule::count_between(
+                    &task.schedule,
+                    task.timezone,
+                    first - 1,
+                    now,
+                    u64::MAX,
+                );
+                let latest = last.unwrap_or(first).max(first);
+                let next =
+                    schedule::next_after(&task.schedule, task.timezone, latest).map(|o| o.at);
+                (latest, next)
+            }
+            // A due retry is superseded by the task's next occurrence.
+            None => match task.next_retry_at {
+                Some(retry_at) => (retry_at, task.next_run_at),
+                None => continue,
+            },
+        };
+        if now - due_at > task.grace_seconds {
+            continue;
+        }
+        let mark = QueueMark {
+            due_at,
+            seen_at: now,
+            superseded_at,
+        };
+        tx.set_queue_mark(&task.task_id, task.next_run_at, task.next_retry_at, &mark)?;
+        marked += 1;
+    }
+    Ok(marked)
+}
