@@ -37,7 +37,10 @@ pub struct GlobalArgs {
     /// The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db,
     /// else ~/.local/state/agentcron/agentcron.db]
     ///
-    /// Created on first use with mode 0600 in 0700 folders. `:memory:` is refused.
+    /// Created with mode 0600 in 0700 folders by the first command that writes
+    /// (`draft`, `confirm`, `tick`, …); a command that only reads (`list`,
+    /// `status`, `show`, …) exits 3 when the file does not exist. `:memory:` is
+    /// refused.
     #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 

@@ -32,6 +32,9 @@ use crate::context::Ctx;
 
 /// Runs the command; the returned code is the process exit code.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
+    if only_reads(&command) {
+        ctx.open_existing_store_only();
+    }
     match command {
         Command::Draft(args) => draft::run(ctx, args),
         Command::Confirm(args) => confirm::run(ctx, args),
@@ -59,6 +62,22 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Import(args) => transfer::import(ctx, args),
     }
     .map(|()| 0)
+}
+
+/// Commands that never change the store, and so must not create one either.
+fn only_reads(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Status(_)
+            | Command::List(_)
+            | Command::Show(_)
+            | Command::Runs(_)
+            | Command::Log(_)
+            | Command::Explain(_)
+            | Command::Next(_)
+            | Command::Check(_)
+            | Command::Export(_)
+    )
 }
 
 /// Free text given on the command line: no NUL, at most 4096 bytes.

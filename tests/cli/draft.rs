@@ -466,7 +466,15 @@ fn uri_like_paths_are_plain_file_names() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.path("w")).unwrap();
     let out = env
-        .command(&["--db", "file:x.db?mode=memory", "list"])
+        .command(&[
+            "--db",
+            "file:x.db?mode=memory",
+            "draft",
+            "--instruction",
+            "x",
+            "--in",
+            "1h",
+        ])
         .current_dir(env.path("w"))
         .output()
         .unwrap();
@@ -486,7 +494,7 @@ fn new_database_is_private_even_with_a_permissive_umask() {
     let status = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "umask 000; exec \"$0\" --db '{}' list",
+            "umask 000; exec \"$0\" --db '{}' draft --instruction x --in 1h",
             db.display()
         ))
         .arg(crate::support::BIN)

@@ -54,6 +54,7 @@ impl Drop for Place {
 fn open(backend: Backend) -> Result<(Box<dyn Store>, Place)> {
     let options = OpenOptions {
         busy_timeout: Duration::from_secs(5),
+        create: true,
     };
     match backend {
         Backend::Sqlite => {
