@@ -93,7 +93,9 @@ pub const RUN_HEADER: [&str; 7] = [
     "summary",
 ];
 
-pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
+/// The SUMMARY cell: what the run reported or why it ended, with the wait
+/// id a parked run needs for `approve`/`deny` first, so no cut hides it.
+pub fn run_summary(r: &Run) -> String {
     let mut summary = r
         .summary
         .as_deref()
@@ -103,6 +105,17 @@ pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
     if r.skipped_occurrences > 1 {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
+    if let (true, Some(wait_id)) = (r.status.is_awaiting(), &r.wait_id) {
+        summary = match summary.is_empty() {
+            true => format!("wait id {}", escape(wait_id)),
+            false => format!("wait id {}; {summary}", escape(wait_id)),
+        };
+    }
+    summary
+}
+
+pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
+    let summary = run_summary(r);
     vec![
         short_id(&r.run_id).to_string(),
         wall_time(r.scheduled_for, zone),

@@ -2,6 +2,7 @@
 //! short run ids, help and man pages, tables in pipes, completion.
 
 use crate::support::TestEnv;
+use crate::tick::Rig;
 
 #[test]
 fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
@@ -38,4 +39,245 @@ fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
     let mut all = vec!["--db", db_text.as_str()];
     all.push("list");
     env.run(&all).ok();
+}
+
+const HOUR: i64 = 3600;
+
+/// A task "a" whose run is parked awaiting confirmation on wait id w1.
+fn parked_run(rig: &Rig, name: &str) -> String {
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let run = &rig.runs(name)[0];
+    assert_eq!(run["status"], "awaiting_confirmation", "{run}");
+    run["run_id"].as_str().unwrap().to_string()
+}
+
+/// A task whose run is frozen unknown (its executor timed out).
+fn unknown_run(rig: &Rig, name: &str) -> String {
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "3");
+    rig.env.advance(HOUR);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let run = &rig.runs(name)[0];
+    assert_eq!(run["status"], "unknown");
+    run["run_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn approve_deny_and_lease_check_take_a_run_id_prefix() {
+    let rig = Rig::new();
+    let first = parked_run(&rig, "a");
+    let second = parked_run(&rig, "b");
+    // runs and show name the wait id a parked run needs.
+    let out = rig.env.run(&["runs"]).ok();
+    assert_eq!(
+        out.stdout.matches("wait id w1; may I?").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+    let out = rig.env.run(&["show", "a"]).ok();
+    assert!(out.stdout.contains("wait id w1; may I?"), "{}", out.stdout);
+    // Three characters are not enough, even when they match.
+    let out = rig
+        .env
+        .run(&["approve", &first[..3], "--wait-id", "w1"])
+        .fails(3);
+    assert!(
+        out.stderr.contains("at least 4 characters"),
+        "{}",
+        out.stderr
+    );
+    let out = rig
+        .env
+        .run(&["approve", &first[..8], "--wait-id", "w1"])
+        .ok();
+    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_eq!(run_status(&rig, "a", &first), "succeeded");
+    let out = rig.env.run(&["deny", &second[..6], "--wait-id", "w1"]).ok();
+    assert_eq!(
+        out.stdout,
+        format!("Denied; run {} failed.\n", &second[..8])
+    );
+    assert_eq!(run_status(&rig, "b", &second), "failed");
+    // lease check resolves the prefix too (and the settled run holds no lease).
+    let out = rig
+        .env
+        .run(&["--json", "lease", "check", &first[..5], "--token", "t"]);
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert_eq!(
+        out.json(),
+        serde_json::json!({"run_id": first, "lease_holds": false})
+    );
+}
+
+#[test]
+fn a_run_prefix_never_reaches_into_another_tenant() {
+    let rig = Rig::new();
+    let run = parked_run(&rig, "secret-task");
+    for args in [
+        vec!["approve", &run[..8], "--wait-id", "w1"],
+        vec!["deny", &run[..8], "--wait-id", "w1"],
+        vec![
+            "reconcile",
+            &run[..8],
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+        ],
+        vec!["explain", &run[..8]],
+    ] {
+        let mut all = vec!["--tenant", "other"];
+        all.extend_from_slice(&args);
+        let out = rig.env.run(&all).fails(3);
+        assert_eq!(
+            out.stderr.lines().next().unwrap(),
+            format!(
+                "agentcron: error: no {} '{}' in tenant 'other'",
+                if args[0] == "explain" { "task" } else { "run" },
+                &run[..8]
+            ),
+            "{args:?}"
+        );
+    }
+    // The full id is denied without a word about the task it belongs to.
+    let mut all = vec!["--tenant", "other"];
+    all.extend_from_slice(&["approve", &run, "--wait-id", "w1"]);
+    let out = rig.env.run(&all).fails(4);
+    assert!(!out.stderr.contains("secret-task"), "{}", out.stderr);
+    let task_id = rig.env.json(&["show", "secret-task"])["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!out.stderr.contains(&task_id), "{}", out.stderr);
+    assert_eq!(
+        rig.runs("secret-task")[0]["status"],
+        "awaiting_confirmation"
+    );
+}
+
+#[test]
+fn an_ambiguous_run_prefix_lists_the_candidates() {
+    let rig = Rig::new();
+    let first = unknown_run(&rig, "u");
+    let second = parked_run(&rig, "p");
+    // Give both runs one prefix, everywhere their ids are kept.
+    let mut renames = String::new();
+    for (old, new) in [(&first, "abcd1111"), (&second, "abcd2222")] {
+        let renamed = format!("{new}{}", &old[8..]);
+        for (table, column) in [
+            ("runs", "run_id"),
+            ("runs", "blocked_by"),
+            ("deliveries", "run_id"),
+            ("events", "run_id"),
+        ] {
+            renames.push_str(&format!(
+                "UPDATE {table} SET {column} = '{renamed}' WHERE {column} = '{old}';\n"
+            ));
+        }
+    }
+    rename_runs(&rig.env, &renames);
+    let out = rig
+        .env
+        .run(&[
+            "reconcile",
+            "abcd",
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+        ])
+        .fails(2);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "agentcron: error: 'abcd' matches several runs: abcd1111{}, abcd2222{}\n",
+            &first[8..],
+            &second[8..]
+        )),
+        "{}",
+        out.stderr
+    );
+    rig.env
+        .run(&[
+            "reconcile",
+            "abcd1",
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+        ])
+        .ok();
+    let renamed = format!("abcd1111{}", &first[8..]);
+    assert_eq!(run_status(&rig, "u", &renamed), "failed");
+}
+
+#[test]
+fn reconcile_lists_the_complete_command_that_settles_each_run() {
+    let rig = Rig::new();
+    let run = unknown_run(&rig, "u");
+    let out = rig.env.run(&["--as", "unix:tester", "reconcile"]).ok();
+    let line = format!(
+        "  agentcron reconcile {run} --decision DECISION --reason 'WHAT YOU FOUND' --db {} --as unix:tester",
+        shell_words::quote(&rig.env.db_arg())
+    );
+    assert!(out.stdout.contains(&format!("{line}\n")), "{}", out.stdout);
+    assert!(out
+        .stdout
+        .contains("confirmed_succeeded, confirmed_failed or abandoned"));
+    assert_eq!(out.stderr, "");
+    // The line, with a decision and a reason filled in, settles the run.
+    let filled = line
+        .trim()
+        .replace("DECISION", "confirmed_failed")
+        .replace("'WHAT YOU FOUND'", "checked");
+    let words = shell_words::split(&filled).unwrap();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    rig.env.run(&args).ok();
+    assert_eq!(run_status(&rig, "u", &run), "failed");
+}
+
+#[test]
+fn explain_takes_a_run_and_explains_its_occurrence() {
+    let rig = Rig::new();
+    let run = parked_run(&rig, "a");
+    rig.env.advance(5 * HOUR);
+    let by_run = rig.env.json(&["explain", &run[..8]]);
+    assert_eq!(by_run["run"]["run_id"], run.as_str());
+    assert_eq!(by_run["occurrence"], by_run["run"]["scheduled_for"]);
+    rig.env
+        .run(&["explain", &run[..8], "--at", "2026-12-02 09:00"])
+        .fails(2);
+}
+
+/// Runs `updates` with foreign keys unchecked, for renaming a run's id in
+/// every table at once.
+fn rename_runs(env: &TestEnv, updates: &str) {
+    if crate::support::on_postgres() {
+        env.sql(&format!(
+            "SET session_replication_role = replica;\n{updates}"
+        ));
+        return;
+    }
+    let conn = rusqlite::Connection::open(&env.db).unwrap();
+    conn.execute_batch(&format!("PRAGMA foreign_keys = OFF;\n{updates}"))
+        .unwrap();
+}
+
+/// The run with this id, as `show` reports it.
+fn run_status(rig: &Rig, task: &str, run_id: &str) -> String {
+    let runs = rig.runs(task);
+    let run = runs
+        .iter()
+        .find(|r| r["run_id"] == run_id)
+        .expect("the run");
+    run["status"].as_str().unwrap().to_string()
 }
