@@ -106,3 +106,24 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
         task.revision
     ))
 }
+
+/// The answer of a pause or resume: as `print_changed` when it changed the
+/// task, else one line saying it already was so. JSON adds `changed`.
+fn print_transition(ctx: &Ctx, result: &crate::lifecycle::Changed, verb: &str) -> Result<()> {
+    let task = &result.task;
+    if ctx.out.json {
+        let mut value = crate::output::json::task(task);
+        value["changed"] = serde_json::Value::Bool(result.changed);
+        return ctx.out.document(&value);
+    }
+    if result.changed {
+        return print_changed(ctx, task, verb);
+    }
+    ctx.out.line(&format!(
+        "Task {} ({}) is already {}; nothing changed (revision {}).",
+        crate::model::short_id(&task.task_id),
+        crate::output::escape(&task.label()),
+        task.state,
+        task.revision
+    ))
+}

@@ -281,3 +281,85 @@ fn run_status(rig: &Rig, task: &str, run_id: &str) -> String {
         .expect("the run");
     run["status"].as_str().unwrap().to_string()
 }
+
+/// Every subcommand path (`["lease", "check"]` included) the binary has.
+fn subcommand_paths() -> Vec<Vec<String>> {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands() {
+            let mut path = prefix.to_vec();
+            path.push(sub.get_name().to_string());
+            out.push(path.clone());
+            walk(sub, &path, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&agentcron::cli::Cli::command(), &[], &mut out);
+    out
+}
+
+#[test]
+fn every_subcommand_help_puts_the_global_options_under_their_own_heading() {
+    let env = TestEnv::new();
+    let paths = subcommand_paths();
+    assert!(paths.iter().any(|p| p == &["lease", "check"]));
+    for path in paths {
+        for flag in ["--help", "-h"] {
+            let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+            args.push(flag);
+            let out = env.run(&args).ok();
+            assert_eq!(out.stderr, "");
+            let (own, global) = out
+                .stdout
+                .split_once("\nGlobal options:\n")
+                .unwrap_or_else(|| panic!("{path:?} {flag}: no heading:\n{}", out.stdout));
+            for name in ["--db <PATH>", "--tenant <KEY>", "--as <KEY>", "--json"] {
+                assert!(global.contains(name), "{path:?} {flag}: {name} missing");
+                assert!(!own.contains(name), "{path:?} {flag}: {name} among its own");
+            }
+            assert!(!out.stdout.contains("--now"), "{path:?}: --now is hidden");
+        }
+    }
+}
+
+#[test]
+fn pausing_a_paused_task_and_resuming_an_active_one_change_nothing() {
+    let env = TestEnv::new();
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "p"]);
+    let events = || env.count("SELECT count(*) FROM events");
+    let out = env.run(&["resume", "p"]).ok();
+    assert_eq!(out.stdout.lines().count(), 1);
+    assert!(out
+        .stdout
+        .contains(") is already active; nothing changed (revision 1)."));
+    assert_eq!(out.stderr, "");
+    let before = events();
+    let paused = env.json(&["pause", "p", "--reason", "vacation"]);
+    assert_eq!(
+        (paused["revision"].as_i64(), paused["changed"].as_bool()),
+        (Some(2), Some(true))
+    );
+    assert_eq!(events(), before + 1);
+    let out = env.run(&["pause", "p", "--reason", "other"]).ok();
+    assert!(
+        out.stdout
+            .contains(") is already paused; nothing changed (revision 2)."),
+        "{}",
+        out.stdout
+    );
+    let again = env.json(&["pause", "p", "--expect-revision", "2"]);
+    assert_eq!(again["changed"], false);
+    assert_eq!(again["revision"], 2);
+    assert_eq!(again["pause_reason"], "vacation", "the first reason stays");
+    assert_eq!(
+        events(),
+        before + 1,
+        "no event for a pause that changed nothing"
+    );
+    // A stale revision is still a conflict; a deleted task cannot be paused.
+    env.run(&["pause", "p", "--expect-revision", "1"]).fails(5);
+    env.json(&["resume", "p"]);
+    assert_eq!(env.json(&["resume", "p"])["changed"], false);
+    env.json(&["delete", "p"]);
+    env.run(&["pause", "p"]).fails(3);
+}
