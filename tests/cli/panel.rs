@@ -363,3 +363,38 @@ fn pausing_a_paused_task_and_resuming_an_active_one_change_nothing() {
     env.json(&["delete", "p"]);
     env.run(&["pause", "p"]).fails(3);
 }
+
+#[test]
+fn prune_keeps_how_a_live_task_came_to_be() {
+    let env = TestEnv::new();
+    let kept = env.task(&["--instruction", "x", "--every", "1h", "--name", "kept"]);
+    let kept = kept["task_id"].as_str().unwrap().to_string();
+    let gone = env.task(&["--instruction", "x", "--every", "1h", "--name", "gone"]);
+    let gone = gone["task_id"].as_str().unwrap().to_string();
+    env.draft(&["--instruction", "never confirmed", "--in", "1h"]);
+    env.json(&["pause", "kept"]);
+    env.json(&["delete", &gone]);
+    let actions =
+        |sql: &str| -> Vec<String> { env.sql(sql).into_iter().map(|r| r[0].clone()).collect() };
+    assert_eq!(env.count("SELECT count(*) FROM events"), 7);
+    env.advance(100 * 86400);
+    let dry = env.json(&["prune", "--older-than", "30d", "--dry-run"]);
+    assert_eq!(dry["events"], 5, "{dry}");
+    let done = env.json(&["prune", "--older-than", "30d"]);
+    assert_eq!(done["events"], 5, "{done}");
+    // The live task keeps its draft and confirm events; the deleted task's
+    // trail, the unconfirmed draft and the pause age out.
+    let left = actions("SELECT action FROM events ORDER BY event_id");
+    assert_eq!(left, ["draft", "confirm"]);
+    let confirm = env.sql("SELECT task_id FROM events WHERE action = 'confirm'");
+    assert_eq!(confirm[0][0], kept);
+    let log = env.json(&["log", "kept"]);
+    assert_eq!(log[0]["action"], "confirm");
+    // Nothing changes on a second prune; once the task is deleted, its
+    // record ages out like the rest.
+    assert_eq!(env.json(&["prune", "--older-than", "30d"])["events"], 0);
+    env.json(&["delete", "kept"]);
+    env.advance(100 * 86400);
+    assert_eq!(env.json(&["prune", "--older-than", "30d"])["events"], 3);
+    assert_eq!(env.count("SELECT count(*) FROM events"), 0);
+}
