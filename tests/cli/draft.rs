@@ -438,7 +438,9 @@ fn bad_database_paths_are_refused() {
     let out = env.run(&["--db", dir.to_str().unwrap(), "list"]).fails(2);
     assert!(out.stderr.contains("directory"), "{}", out.stderr);
     let real = env.path("real.db");
-    env.run(&["--db", real.to_str().unwrap(), "list"]).ok();
+    let real_db = real.to_str().unwrap();
+    env.run(&["--db", real_db, "draft", "--instruction", "x", "--in", "1h"])
+        .ok();
     let link = env.path("link.db");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let out = env.run(&["--db", link.to_str().unwrap(), "list"]).fails(2);
