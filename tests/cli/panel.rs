@@ -398,3 +398,101 @@ fn prune_keeps_how_a_live_task_came_to_be() {
     assert_eq!(env.json(&["prune", "--older-than", "30d"])["events"], 3);
     assert_eq!(env.count("SELECT count(*) FROM events"), 0);
 }
+
+#[test]
+fn tables_in_a_pipe_keep_one_row_per_line_and_list_reads_like_a_panel() {
+    let rig = Rig::new();
+    rig.env.set_env("COLUMNS", "40");
+    let long = "summarize the on-call channel and every open incident ".repeat(4);
+    rig.env
+        .task(&["--instruction", &long, "--every", "3h", "--name", "later"]);
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--cron",
+        "*/15 9-17 * * 1-5",
+        "--tz",
+        "Asia/Shanghai",
+        "--name",
+        "office",
+    ]);
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "resting"]);
+    rig.env
+        .json(&["pause", "resting", "--reason", "on vacation until Monday"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let out = rig.env.run(&["list"]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "one line per row:\n{}", out.stdout);
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ID",
+            "NAME",
+            "STATE",
+            "NEXT",
+            "RUN",
+            "LAST",
+            "RUN",
+            "RESULT",
+            "SCHEDULE",
+            "INSTRUCTION"
+        ]
+    );
+    // Soonest first (office runs every 15 min in Shanghai's office hours,
+    // 17:00 there now), the paused task last.
+    let names: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["office", "hourly", "later", "resting"],
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[1].contains("every 15 min, 09:00–17:59, Mon–Fri"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("in Asia/Shanghai"), "{}", lines[1]);
+    assert!(
+        lines[2].contains("now") && lines[2].contains("succeeded"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[4].contains("paused: on vacation until Monday"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[3].contains('…'),
+        "a long instruction is clipped: {}",
+        lines[3]
+    );
+    // The audit trail says what happened in words, one event per line.
+    let out = rig.env.run(&["log"]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let events = rig.env.count("SELECT count(*) FROM events");
+    assert_eq!(lines.len() as i64, events + 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("paused: on vacation until Monday"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("running → succeeded"), "{}", out.stdout);
+    assert!(out.stdout.contains("confirmed draft "), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains('{'),
+        "no JSON in the human log: {}",
+        out.stdout
+    );
+    let out = rig.env.run(&["runs"]).ok();
+    assert_eq!(out.stdout.lines().count(), 1 + 3, "{}", out.stdout);
+}
