@@ -32,7 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('draft', 'draft', [CompletionResultType]::ParameterValue, 'Draft a task: show what would run, its payload hash, and the confirm line')
             [CompletionResult]::new('confirm', 'confirm', [CompletionResultType]::ParameterValue, 'Confirm a draft: create the task it describes')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your tasks in the tenant')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your tasks in the tenant, the next to run first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one task and its last 10 runs')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
@@ -430,7 +430,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;help' {
             [CompletionResult]::new('draft', 'draft', [CompletionResultType]::ParameterValue, 'Draft a task: show what would run, its payload hash, and the confirm line')
             [CompletionResult]::new('confirm', 'confirm', [CompletionResultType]::ParameterValue, 'Confirm a draft: create the task it describes')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your tasks in the tenant')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your tasks in the tenant, the next to run first')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one task and its last 10 runs')
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')

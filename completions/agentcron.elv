@@ -29,7 +29,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --version 'Print version'
             cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
             cand confirm 'Confirm a draft: create the task it describes'
-            cand list 'List your tasks in the tenant'
+            cand list 'List your tasks in the tenant, the next to run first'
             cand show 'Show one task and its last 10 runs'
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
@@ -398,7 +398,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help'= {
             cand draft 'Draft a task: show what would run, its payload hash, and the confirm line'
             cand confirm 'Confirm a draft: create the task it describes'
-            cand list 'List your tasks in the tenant'
+            cand list 'List your tasks in the tenant, the next to run first'
             cand show 'Show one task and its last 10 runs'
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'

@@ -31,18 +31,25 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The help heading of the options every subcommand takes, so that a
+/// subcommand's own options stand apart from them in its `--help`.
+pub const GLOBAL: &str = "Global options";
+
 /// Options every subcommand takes.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db,
     /// else ~/.local/state/agentcron/agentcron.db]
     ///
-    /// Created on first use with mode 0600 in 0700 folders. `:memory:` is refused.
-    #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH")]
+    /// Created with mode 0600 in 0700 folders by the first command that writes
+    /// (`draft`, `confirm`, `tick`, …); a command that only reads (`list`,
+    /// `status`, `show`, …) exits 3 when the file does not exist. `:memory:` is
+    /// refused.
+    #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH", help_heading = GLOBAL)]
     pub db: Option<PathBuf>,
 
     /// The tenant every command acts in [default: default]
-    #[arg(long, global = true, env = "AGENTCRON_TENANT", value_name = "KEY")]
+    #[arg(long, global = true, env = "AGENTCRON_TENANT", value_name = "KEY", help_heading = GLOBAL)]
     pub tenant: Option<String>,
 
     /// The caller's identity key; repeat for several [default: unix:<login name>]
@@ -54,12 +61,13 @@ pub struct GlobalArgs {
         global = true,
         env = "AGENTCRON_AS",
         value_name = "KEY",
-        value_delimiter = ','
+        value_delimiter = ',',
+        help_heading = GLOBAL
     )]
     pub as_keys: Vec<String>,
 
     /// Print machine-readable JSON; errors become one JSON object on stderr
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
 
     /// A fixed "now" (RFC 3339 or unix seconds), for tests and simulations

@@ -68,6 +68,8 @@ pub struct Ctx {
     pub out: Output,
     busy_timeout: Duration,
     store: Option<Box<dyn Store>>,
+    /// False for read-only commands: a missing SQLite file is "not found".
+    create_store: bool,
     tenant_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
@@ -117,6 +119,7 @@ impl Ctx {
             out: Output::new(args.json, now),
             busy_timeout: busy_timeout()?,
             store: None,
+            create_store: true,
         })
     }
 
@@ -140,8 +143,15 @@ impl Ctx {
             location: self.location.clone(),
             options: OpenOptions {
                 busy_timeout: self.busy_timeout,
+                create: self.create_store,
             },
         }
+    }
+
+    /// Makes `store()` refuse to create a missing database: for commands that
+    /// only read, where an empty new file would only hide a mistyped `--db`.
+    pub fn open_existing_store_only(&mut self) {
+        self.create_store = false;
     }
 
     /// The store, opened on first use so that commands which fail validation

@@ -1,6 +1,8 @@
 //! Operator-driven task state changes: pause, resume, delete. Each is one
 //! write transaction holding the compare-and-set transition and its audit
 //! event; a stale `--expect-revision` or a wrong state is a Conflict.
+//! Pausing a paused task and resuming an active one change nothing and
+//! succeed, so that scripts can say what they want without asking first.
 
 use anyhow::Result;
 use serde_json::json;
@@ -19,10 +21,24 @@ pub struct Request<'a> {
     pub now: i64,
 }
 
-pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> Result<Task> {
+/// The task after a pause or resume, and whether that call changed it
+/// (false: it was already in the state asked for; no revision, no event).
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub task: Task,
+    pub changed: bool,
+}
+
+pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> Result<Changed> {
     store.write(|tx| {
         let task = owned_task(tx, &req.caller, req.task)?;
         check_revision(&task, req.expect_revision)?;
+        if task.state == TaskState::Paused {
+            return Ok(Changed {
+                task,
+                changed: false,
+            });
+        }
         require_state(&task, TaskState::Active, "pause")?;
         let change = TaskTransition {
             task_id: &task.task_id,
@@ -33,14 +49,24 @@ pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> 
             next_run_at: None,
             now: req.now,
         };
-        apply(tx, req, &task, &change, "pause", json!({"reason": reason}))
+        let task = apply(tx, req, &task, &change, "pause", json!({"reason": reason}))?;
+        Ok(Changed {
+            task,
+            changed: true,
+        })
     })
 }
 
-pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
+pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
     store.write(|tx| {
         let task = owned_task(tx, &req.caller, req.task)?;
         check_revision(&task, req.expect_revision)?;
+        if task.state == TaskState::Active {
+            return Ok(Changed {
+                task,
+                changed: false,
+            });
+        }
         require_state(&task, TaskState::Paused, "resume")?;
         // No catch-up burst: the next run is the next occurrence after now.
         let next = schedule::next_after(&task.schedule, task.timezone, req.now).map(|o| o.at);
@@ -68,7 +94,11 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
             next_run_at: next,
             now: req.now,
         };
-        apply(tx, req, &task, &change, "resume", detail)
+        let task = apply(tx, req, &task, &change, "resume", detail)?;
+        Ok(Changed {
+            task,
+            changed: true,
+        })
     })
 }
 

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_task, Caller};
+use crate::commands::resolve::{owned_run, Caller};
 use crate::commands::tick::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
@@ -18,7 +18,8 @@ use crate::tick::{deliver, Notifier};
 /// Approve a parked run: it runs again with the continuation
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// The parked run's id
+    /// The parked run: its id, or a unique prefix (4+ characters)
+    #[arg(value_name = "RUN")]
     pub run: String,
 
     /// The wait id the executor gave
@@ -45,7 +46,8 @@ pub struct ApproveArgs {
 /// Deny a parked run: it is recorded failed ("denied")
 #[derive(Debug, Args)]
 pub struct DenyArgs {
-    /// The parked run's id
+    /// The parked run: its id, or a unique prefix (4+ characters)
+    #[arg(value_name = "RUN")]
     pub run: String,
 
     /// The wait id the executor gave
@@ -61,17 +63,12 @@ pub struct DenyArgs {
 fn parked(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
-    run_id: &str,
+    run_arg: &str,
     wait_id: &str,
     now: i64,
 ) -> Result<(Task, Run)> {
-    let Some(run) = tx.run(run_id)? else {
-        return fail(CmdError::not_found(format!(
-            "no run '{}'",
-            crate::output::escape(run_id)
-        )));
-    };
-    let task = owned_task(tx, caller, &run.task_id)?;
+    let (task, run) = owned_run(tx, caller, run_arg)?;
+    let run_id = run.run_id.clone();
     if !run.status.is_awaiting() {
         return fail(CmdError::conflict(format!(
             "run {run_id} is {}, not waiting for approval",

@@ -4,18 +4,21 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_task, Caller};
+use crate::commands::resolve::{owned_run, owned_task, Caller};
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
+use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::explain::{self, Facts};
-use crate::model::RunStatus;
+use crate::model::{RunStatus, Task};
 use crate::output::json::{run as run_json, time};
 use crate::schedule;
+use crate::store::Tx;
 
 /// Explain why the occurrence at or before TIME did or did not run
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Task id, unique id prefix (4+ characters), or name
+    /// Task id, unique id prefix (4+ characters), or name; or a run id (or
+    /// unique prefix) to explain that run's occurrence
+    #[arg(value_name = "TASK|RUN")]
     pub task: String,
 
     /// The moment to look back from (RFC 3339, or local in the task's zone) [default: now]
@@ -31,10 +34,18 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
     };
     let at_text = args.at.clone();
     let (facts_owned, explanation) = ctx.store()?.read(|tx| {
-        let task = owned_task(tx, &caller, &args.task)?;
-        let at = match &at_text {
-            Some(text) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
-            None => now,
+        let (task, run_at) = task_or_run(tx, &caller, &args.task)?;
+        let at = match (&at_text, run_at) {
+            (Some(_), Some(_)) => {
+                return fail(CmdError::usage(
+                    "--at is for a task; a run already names its occurrence",
+                ))
+            }
+            (Some(text), None) => {
+                schedule::parse_time(text, task.timezone).map_err(CmdError::from)?
+            }
+            (None, Some(occurrence)) => occurrence,
+            (None, None) => now,
         };
         let Some(occurrence) = schedule::last_at_or_before(&task.schedule, task.timezone, at)
         else {
@@ -102,4 +113,20 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
         }));
     }
     ctx.out.line(&crate::output::escape(&explanation.paragraph))
+}
+
+/// The task `arg` names, or else the task of the run it names with that
+/// run's occurrence. A name or id of a task wins over a run's id prefix.
+fn task_or_run(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Task, Option<i64>)> {
+    match owned_task(tx, caller, arg) {
+        Ok(task) => Ok((task, None)),
+        Err(task_err) if classify(&task_err).0 == ErrorKind::NotFound => {
+            match owned_run(tx, caller, arg) {
+                Ok((task, run)) => Ok((task, Some(run.scheduled_for))),
+                Err(run_err) if classify(&run_err).0 == ErrorKind::NotFound => Err(task_err),
+                Err(run_err) => Err(run_err),
+            }
+        }
+        Err(task_err) => Err(task_err),
+    }
 }

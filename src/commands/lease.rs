@@ -3,8 +3,9 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use crate::commands::resolve::{run_in_tenant, Caller};
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
+use crate::error::{classify, fail, CmdError, ErrorKind};
 
 /// Inspect a run's lease (for executors fencing their side effects)
 #[derive(Debug, Args)]
@@ -17,7 +18,9 @@ pub struct LeaseArgs {
 pub enum LeaseAction {
     /// Exit 0 while the lease holds, 5 when it does not
     Check {
-        /// The run id (AGENTCRON_RUN_ID in the executor's environment)
+        /// The run id (AGENTCRON_RUN_ID in the executor's environment), or a
+        /// unique prefix of it (4+ characters) among the tenant's runs
+        #[arg(value_name = "RUN")]
         run: String,
         /// The lease token (AGENTCRON_LEASE_TOKEN in the executor's environment)
         #[arg(long, value_name = "T")]
@@ -29,7 +32,27 @@ pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
     let LeaseAction::Check { run, token } = args.action;
     // The tick's clock moves on while it runs; so does ours.
     let now = ctx.clock.now();
-    let holds = ctx.store()?.read(|tx| tx.lease_holds(&run, &token, now))?;
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let (run, holds) = ctx.store()?.read(|tx| {
+        // A full id is checked as given, whatever the tenant: the token is
+        // the credential, and the answer says only whether it holds. A run
+        // that is not there (pruned, mistyped) holds no lease: exit 5, as
+        // the executor protocol promises, rather than "not found".
+        let run_id = match tx.run(&run)? {
+            Some(found) => found.run_id,
+            None => match run_in_tenant(tx, &caller, &run) {
+                Ok(found) => found.run_id,
+                Err(e) if classify(&e).0 == ErrorKind::NotFound => run.clone(),
+                Err(e) => return Err(e),
+            },
+        };
+        let holds = tx.lease_holds(&run_id, &token, now)?;
+        Ok((run_id, holds))
+    })?;
     if ctx.out.json {
         ctx.out
             .document(&serde_json::json!({"run_id": run, "lease_holds": holds}))?;

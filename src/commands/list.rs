@@ -1,5 +1,7 @@
 //! `agentcron list`: the caller's tasks in the tenant.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 use clap::Args;
 
@@ -9,7 +11,10 @@ use crate::model::{Task, TaskState};
 use crate::output::{human, json};
 use crate::store::TaskFilter;
 
-/// List your tasks in the tenant
+/// List your tasks in the tenant, the next to run first
+///
+/// Tasks that will not run again come last. LAST RUN and RESULT are those of
+/// the latest run; a paused task shows why it was paused.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Include deleted tasks
@@ -34,7 +39,16 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         include_deleted: args.all || args.state == Some(TaskState::Deleted),
         state: args.state,
     };
-    let rows = ctx.store()?.read(|tx| tx.list_tasks(&filter))?;
+    let (rows, last_runs) = ctx.store()?.read(|tx| {
+        let rows = tx.list_tasks(&filter)?;
+        let mut last_runs = HashMap::new();
+        for task in rows.iter().flatten() {
+            if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
+                last_runs.insert(task.task_id.clone(), run);
+            }
+        }
+        Ok((rows, last_runs))
+    })?;
     let mut tasks: Vec<Task> = Vec::new();
     for row in rows {
         match row {
@@ -42,6 +56,8 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
             Err(corrupt) => ctx.out.note(&CmdError::usage(corrupt.to_string()).message),
         }
     }
+    // Soonest first; tasks that will not run again after them.
+    tasks.sort_by_key(|t| (t.next_run_at.is_none(), t.next_run_at));
     if ctx.out.json {
         return ctx.out.document(&serde_json::Value::Array(
             tasks.iter().map(json::task).collect(),
@@ -51,6 +67,9 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         return Ok(());
     }
     let now = ctx.out.now();
-    let rows = tasks.iter().map(|t| human::task_row(t, now)).collect();
+    let rows = tasks
+        .iter()
+        .map(|t| human::task_row(t, last_runs.get(&t.task_id), now))
+        .collect();
     ctx.out.table(&human::TASK_HEADER, rows)
 }

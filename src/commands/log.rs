@@ -8,7 +8,7 @@ use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
 use crate::model::short_id;
 use crate::output::json::time;
-use crate::output::{escape, human, relative};
+use crate::output::{escape, events, human, relative};
 
 /// Show the audit trail: who changed what, when, newest first
 #[derive(Debug, Args)]
@@ -70,7 +70,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
                     .map(short_id)
                     .unwrap_or("-")
                     .to_string(),
-                human::clip(&escape(&e.event.detail.to_string()), 70),
+                human::clip(&events::sentence(&e.event.action, &e.event.detail), 100),
             ]
         })
         .collect();

@@ -32,6 +32,9 @@ use crate::context::Ctx;
 
 /// Runs the command; the returned code is the process exit code.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
+    if only_reads(&command) {
+        ctx.open_existing_store_only();
+    }
     match command {
         Command::Draft(args) => draft::run(ctx, args),
         Command::Confirm(args) => confirm::run(ctx, args),
@@ -61,6 +64,22 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
     .map(|()| 0)
 }
 
+/// Commands that never change the store, and so must not create one either.
+fn only_reads(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Status(_)
+            | Command::List(_)
+            | Command::Show(_)
+            | Command::Runs(_)
+            | Command::Log(_)
+            | Command::Explain(_)
+            | Command::Next(_)
+            | Command::Check(_)
+            | Command::Export(_)
+    )
+}
+
 /// Free text given on the command line: no NUL, at most 4096 bytes.
 pub fn check_text(flag: &str, text: &str) -> Result<()> {
     use crate::error::{fail, CmdError};
@@ -81,6 +100,27 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
     let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now());
     ctx.out.line(&format!(
         "{verb} task {} ({}): now {}, revision {}, next run {next}.",
+        crate::model::short_id(&task.task_id),
+        crate::output::escape(&task.label()),
+        task.state,
+        task.revision
+    ))
+}
+
+/// The answer of a pause or resume: as `print_changed` when it changed the
+/// task, else one line saying it already was so. JSON adds `changed`.
+fn print_transition(ctx: &Ctx, result: &crate::lifecycle::Changed, verb: &str) -> Result<()> {
+    let task = &result.task;
+    if ctx.out.json {
+        let mut value = crate::output::json::task(task);
+        value["changed"] = serde_json::Value::Bool(result.changed);
+        return ctx.out.document(&value);
+    }
+    if result.changed {
+        return print_changed(ctx, task, verb);
+    }
+    ctx.out.line(&format!(
+        "Task {} ({}) is already {}; nothing changed (revision {}).",
         crate::model::short_id(&task.task_id),
         crate::output::escape(&task.label()),
         task.state,

@@ -8,6 +8,11 @@ use crate::context::Ctx;
 use crate::lifecycle::{self, Request};
 
 /// Pause a task: nothing runs while it is paused
+///
+/// Pausing a task that is already paused changes nothing (its reason stays, no
+/// revision, no audit event) and exits 0 saying "already paused", so scripts
+/// can pause without asking first. A completed or deleted task cannot be paused
+/// (exit 5).
 #[derive(Debug, Args)]
 pub struct PauseArgs {
     /// Task id, unique id prefix (4+ characters), or name
@@ -36,6 +41,6 @@ pub fn run(ctx: &mut Ctx, args: PauseArgs) -> Result<()> {
         expect_revision: args.expect_revision,
         now,
     };
-    let task = lifecycle::pause(ctx.store()?, &req, args.reason.as_deref())?;
-    super::print_changed(ctx, &task, "Paused")
+    let result = lifecycle::pause(ctx.store()?, &req, args.reason.as_deref())?;
+    super::print_transition(ctx, &result, "Paused")
 }

@@ -11,8 +11,9 @@ use crate::context::Ctx;
 /// Delete settled runs, delivered notices, audit events and expired drafts older than DUR
 ///
 /// Never unknown, running or parked runs, runs with a notice not yet delivered, or a
-/// failed run whose retry is pending. After deleting, the file is compacted (VACUUM),
-/// so the database shrinks.
+/// failed run whose retry is pending; never the draft and confirm events of a task
+/// that is not deleted (how it came to be stays as long as it does). After deleting,
+/// the file is compacted (VACUUM), so the database shrinks.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
     /// Age of what to delete, e.g. 90d

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::commands::resolve::{owned_task, Caller};
+use crate::commands::resolve::{owned_run, Caller};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Event, RunStatus};
@@ -22,8 +22,9 @@ use crate::tick::settle::{self, Outcome};
 /// confirmed_failed and abandoned as failed. Nothing is run or retried.
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
-    /// The unknown run to settle; without it, list the unknown runs
-    #[arg(requires = "decision")]
+    /// The unknown run to settle (its id, or a unique prefix of 4+
+    /// characters); without it, list the unknown runs
+    #[arg(requires = "decision", value_name = "RUN")]
     pub run: Option<String>,
 
     /// What really happened
@@ -113,11 +114,30 @@ fn list(ctx: &mut Ctx) -> Result<()> {
         .collect();
     ctx.out
         .table(&["run", "task", "occurrence", "frozen", "why"], table)?;
-    ctx.out.note("settle each with: agentcron reconcile RUN --decision confirmed_succeeded|confirmed_failed|abandoned --reason TEXT");
-    Ok(())
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|(_, r)| format!("  {}", settle_line(ctx, &r.run_id)))
+        .collect();
+    ctx.out.line(&format!(
+        "\nFind out what happened, then settle each (DECISION: confirmed_succeeded, \
+         confirmed_failed or abandoned):\n{}",
+        lines.join("\n")
+    ))
 }
 
-fn settle_one(ctx: &mut Ctx, run_id: &str, decision: Decision, reason: &str) -> Result<()> {
+/// The command that settles `run_id`, carrying the global flags that found
+/// it (the same database, tenant and identity), ready to paste.
+fn settle_line(ctx: &Ctx, run_id: &str) -> String {
+    let mut words: Vec<String> = vec!["agentcron".into(), "reconcile".into(), run_id.into()];
+    words.extend(["--decision", "DECISION", "--reason", "WHAT YOU FOUND"].map(String::from));
+    for (flag, value) in ctx.flags_for_followup() {
+        words.push(flag.into());
+        words.push(value);
+    }
+    shell_words::join(words)
+}
+
+fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) -> Result<()> {
     super::check_text("--reason", reason)?;
     if reason.trim().is_empty() {
         return fail(CmdError::usage("--reason is empty").with_hint("say what you found out"));
@@ -129,10 +149,8 @@ fn settle_one(ctx: &mut Ctx, run_id: &str, decision: Decision, reason: &str) -> 
     };
     let actor = identity[0].clone();
     let settled = ctx.store()?.write(|tx| {
-        let Some(run) = tx.run(run_id)? else {
-            return fail(CmdError::not_found(format!("no run '{}'", escape(run_id))).with_hint("`agentcron reconcile` lists the unknown runs"));
-        };
-        owned_task(tx, &caller, &run.task_id)?;
+        let (_, run) = owned_run(tx, &caller, run_arg)?;
+        let run_id = run.run_id.as_str();
         if run.status != RunStatus::Unknown {
             return fail(CmdError::conflict(format!("run {run_id} is {}, not unknown: only unknown runs are reconciled", run.status)));
         }

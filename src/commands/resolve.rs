@@ -1,11 +1,12 @@
 //! Turning a TASK argument (id, unique prefix of 4+ characters, or name)
-//! into the caller's task, enforcing tenant and owner rules.
+//! into the caller's task, and a RUN argument (id, or unique prefix of 4+
+//! characters) into the caller's run, enforcing tenant and owner rules.
 
 use anyhow::Result;
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError, ErrorKind};
-use crate::model::Task;
+use crate::model::{Run, Task};
 use crate::store::Tx;
 
 /// Who is asking: enough to check tenant and ownership inside a transaction.
@@ -87,6 +88,66 @@ fn not_found(caller: &Caller<'_>, arg: &str) -> CmdError {
         "`agentcron list --all` shows your tasks"
     };
     CmdError::not_found(format!("no task '{shown}' in tenant '{}'", caller.tenant)).with_hint(hint)
+}
+
+/// Finds the run `arg` names (a full id, or a unique prefix of at least 4
+/// characters among the tenant's runs) and checks the caller owns its task.
+pub fn owned_run(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Task, Run)> {
+    let run = run_in_tenant(tx, caller, arg)?;
+    let task = owned_task(tx, caller, &run.task_id)?;
+    Ok((task, run))
+}
+
+/// The run `arg` names within the caller's tenant. A full id of another
+/// tenant's run is denied without a word about that run; a prefix only ever
+/// matches the caller's tenant, so it cannot reveal another's runs.
+pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Run> {
+    if let Some(run) = tx.run(arg)? {
+        if run.tenant_key != caller.tenant {
+            return fail(
+                CmdError::denied(format!(
+                    "run {} belongs to another tenant",
+                    crate::output::escape(arg)
+                ))
+                .with_hint("pass --tenant for the tenant that owns it"),
+            );
+        }
+        return Ok(run);
+    }
+    if arg.chars().count() >= 4 {
+        let ids = tx.run_ids_with_prefix(caller.tenant, arg, 6)?;
+        match ids.len() {
+            0 => {}
+            1 => {
+                if let Some(run) = tx.run(&ids[0])? {
+                    return Ok(run);
+                }
+            }
+            _ => {
+                return fail(
+                    CmdError::usage(format!(
+                        "'{}' matches several runs: {}",
+                        crate::output::escape(arg),
+                        ids.join(", ")
+                    ))
+                    .with_hint("give more characters of the run id"),
+                )
+            }
+        }
+    }
+    let hint = if arg.chars().count() < 4 {
+        "give a full run id or at least 4 characters of one; `agentcron runs` shows them"
+    } else {
+        "`agentcron runs` shows your runs"
+    };
+    fail(
+        CmdError::not_found(format!(
+            "no run '{}' in tenant '{}'",
+            crate::output::escape(arg),
+            caller.tenant
+        ))
+        .with_hint(hint),
+    )
 }
 
 /// Parses `--expect-revision`, when given, against the task's revision.

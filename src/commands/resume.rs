@@ -10,7 +10,8 @@ use crate::lifecycle::{self, Request};
 /// Resume a paused task; its next run is the next occurrence after now
 ///
 /// There is no catch-up burst for occurrences that passed while paused. A once
-/// task whose time passed records one missed run and completes.
+/// task whose time passed records one missed run and completes. Resuming a task
+/// that is already active changes nothing and exits 0 saying "already active".
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// Task id, unique id prefix (4+ characters), or name
@@ -32,6 +33,6 @@ pub fn run(ctx: &mut Ctx, args: ResumeArgs) -> Result<()> {
         expect_revision: args.expect_revision,
         now,
     };
-    let task = lifecycle::resume(ctx.store()?, &req)?;
-    super::print_changed(ctx, &task, "Resumed")
+    let result = lifecycle::resume(ctx.store()?, &req)?;
+    super::print_transition(ctx, &result, "Resumed")
 }

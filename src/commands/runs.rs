@@ -85,10 +85,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
                     .map(|d| d.to_string())
                     .unwrap_or_else(|| "-".into()),
                 relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
-                human::clip(
-                    &escape(r.summary.as_deref().or(r.reason.as_deref()).unwrap_or("")),
-                    50,
-                ),
+                human::clip(&human::run_summary(r), 50),
             ]
         })
         .collect();

@@ -14,15 +14,39 @@ pub fn when(at: Option<i64>, zone: Tz, now: i64) -> String {
     }
 }
 
-pub const TASK_HEADER: [&str; 6] = ["id", "name", "state", "next run", "schedule", "instruction"];
+pub const TASK_HEADER: [&str; 8] = [
+    "id",
+    "name",
+    "state",
+    "next run",
+    "last run",
+    "result",
+    "schedule",
+    "instruction",
+];
 
-pub fn task_row(t: &Task, now: i64) -> Vec<String> {
+/// One `list` row: the task and its latest run, if any.
+pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
+    let state = match (&t.state, &t.state_reason) {
+        (crate::model::TaskState::Paused | crate::model::TaskState::Error, Some(reason)) => {
+            clip(&format!("{}: {}", t.state, escape(reason)), 40)
+        }
+        _ => t.state.to_string(),
+    };
     vec![
         short_id(&t.task_id).to_string(),
         t.name.as_deref().map(escape).unwrap_or_else(|| "-".into()),
-        t.state.to_string(),
+        state,
         when(t.next_run_at, t.timezone, now),
-        t.schedule.describe(t.timezone),
+        last.map(|r| relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now))
+            .unwrap_or_else(|| "-".into()),
+        last.map(|r| r.status.to_string())
+            .unwrap_or_else(|| "-".into()),
+        format!(
+            "{} in {}",
+            t.schedule.describe(t.timezone),
+            t.timezone.name()
+        ),
         clip(&escape(&t.instruction), 60),
     ]
 }
@@ -93,7 +117,9 @@ pub const RUN_HEADER: [&str; 7] = [
     "summary",
 ];
 
-pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
+/// The SUMMARY cell: what the run reported or why it ended, with the wait
+/// id a parked run needs for `approve`/`deny` first, so no cut hides it.
+pub fn run_summary(r: &Run) -> String {
     let mut summary = r
         .summary
         .as_deref()
@@ -103,6 +129,17 @@ pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
     if r.skipped_occurrences > 1 {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
+    if let (true, Some(wait_id)) = (r.status.is_awaiting(), &r.wait_id) {
+        summary = match summary.is_empty() {
+            true => format!("wait id {}", escape(wait_id)),
+            false => format!("wait id {}; {summary}", escape(wait_id)),
+        };
+    }
+    summary
+}
+
+pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
+    let summary = run_summary(r);
     vec![
         short_id(&r.run_id).to_string(),
         wall_time(r.scheduled_for, zone),

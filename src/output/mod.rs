@@ -3,6 +3,7 @@
 //! a closed pipe (`agentcron list | head -1`) as success.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod events;
 pub mod human;
 pub mod json;
 pub mod text;
@@ -65,16 +66,20 @@ impl Output {
         let _ = writeln!(io::stderr(), "agentcron: {text}");
     }
 
-    /// A table fitted to the terminal (or 100 columns when not a terminal).
+    /// A table fitted to the terminal. Into a pipe or a file it is printed
+    /// at full width instead, one row per line, so that `grep`, `awk` and
+    /// `head` see whole rows (long cells are already clipped with `…`).
     pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) -> anyhow::Result<()> {
         let mut table = Table::new();
+        let arrangement = if io::IsTerminal::is_terminal(&io::stdout()) {
+            ContentArrangement::Dynamic
+        } else {
+            ContentArrangement::Disabled
+        };
         table
             .load_preset(presets::NOTHING)
-            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_content_arrangement(arrangement)
             .set_header(header.iter().map(|h| h.to_uppercase()));
-        if !io::IsTerminal::is_terminal(&io::stdout()) {
-            table.set_width(terminal_width());
-        }
         for row in rows {
             table.add_row(row);
         }
@@ -84,14 +89,6 @@ impl Output {
             .collect();
         write_stdout(&format!("{}\n", rendered.join("\n")))
     }
-}
-
-fn terminal_width() -> u16 {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|w| *w >= 40)
-        .unwrap_or(120)
 }
 
 fn write_stdout(text: &str) -> anyhow::Result<()> {

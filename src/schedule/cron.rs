@@ -74,6 +74,37 @@ impl CronExpr {
         })
     }
 
+    /// The allowed days of the month (1–31), empty when the field is `*`-led.
+    pub fn restricted_days_of_month(&self) -> Vec<u32> {
+        if self.dom_star {
+            return Vec::new();
+        }
+        (1..=31)
+            .filter(|d| self.days_of_month & (1 << d) != 0)
+            .collect()
+    }
+
+    /// The allowed weekdays, Monday=0 … Sunday=6, empty when the field is `*`-led.
+    pub fn restricted_weekdays(&self) -> Vec<u32> {
+        if self.dow_star {
+            return Vec::new();
+        }
+        // Stored Sunday=0 as cron numbers them.
+        (0..7)
+            .filter(|d| self.days_of_week & (1 << ((d + 1) % 7)) != 0)
+            .collect()
+    }
+
+    /// The allowed months (1–12), empty when every month is.
+    pub fn restricted_months(&self) -> Vec<u32> {
+        let months: Vec<u32> = (1..=12).filter(|m| self.month_matches(*m)).collect();
+        if months.len() == 12 {
+            Vec::new()
+        } else {
+            months
+        }
+    }
+
     pub fn month_matches(&self, month: u32) -> bool {
         self.months & (1 << month) != 0
     }

@@ -3,7 +3,7 @@
 //! or the environment; every function takes its instants as values.
 
 mod cron;
-mod describe;
+pub mod describe;
 mod parse;
 mod resolve;
 #[cfg(test)]

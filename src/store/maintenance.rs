@@ -38,7 +38,8 @@ pub trait MaintenanceTx {
     /// runs that finished before it and whose notices are all delivered,
     /// delivered notices, their reconciliations, audit events, expired
     /// drafts. Never unknown, running or parked runs, nor a run a pending
-    /// retry refers to.
+    /// retry refers to, nor the draft and confirm/replace events of a task
+    /// that is not deleted.
     fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts>;
     /// Every broken invariant, in words; empty when the store is sound.
     fn violations(&mut self, now: i64) -> Result<Vec<String>>;

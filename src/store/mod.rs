@@ -131,4 +131,9 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
 pub struct OpenOptions {
     /// How long to wait for another writer before giving up with exit 75.
     pub busy_timeout: std::time::Duration,
+    /// Whether a missing SQLite file (and its folders) may be created. Read-only
+    /// commands pass false so that a mistyped `--db` reports "no database"
+    /// instead of leaving an empty one behind. A PostgreSQL database is never
+    /// created by agentcron, only its tables, so this does not apply there.
+    pub create: bool,
 }

@@ -45,6 +45,13 @@ pub struct Reconciliation {
 pub trait RunTx {
     fn insert_run(&mut self, run: &Run) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
+    /// Up to `limit` ids of the tenant's runs beginning with `prefix`, in order.
+    fn run_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>>;
     /// Runs matching the filter, newest first.
     fn list_runs(&mut self, filter: &RunFilter<'_>) -> Result<Vec<Run>>;
     /// Runs of the task scheduled for exactly this occurrence, every attempt.

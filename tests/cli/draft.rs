@@ -438,7 +438,9 @@ fn bad_database_paths_are_refused() {
     let out = env.run(&["--db", dir.to_str().unwrap(), "list"]).fails(2);
     assert!(out.stderr.contains("directory"), "{}", out.stderr);
     let real = env.path("real.db");
-    env.run(&["--db", real.to_str().unwrap(), "list"]).ok();
+    let real_db = real.to_str().unwrap();
+    env.run(&["--db", real_db, "draft", "--instruction", "x", "--in", "1h"])
+        .ok();
     let link = env.path("link.db");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let out = env.run(&["--db", link.to_str().unwrap(), "list"]).fails(2);
@@ -466,7 +468,15 @@ fn uri_like_paths_are_plain_file_names() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.path("w")).unwrap();
     let out = env
-        .command(&["--db", "file:x.db?mode=memory", "list"])
+        .command(&[
+            "--db",
+            "file:x.db?mode=memory",
+            "draft",
+            "--instruction",
+            "x",
+            "--in",
+            "1h",
+        ])
         .current_dir(env.path("w"))
         .output()
         .unwrap();
@@ -486,7 +496,7 @@ fn new_database_is_private_even_with_a_permissive_umask() {
     let status = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "umask 000; exec \"$0\" --db '{}' list",
+            "umask 000; exec \"$0\" --db '{}' draft --instruction x --in 1h",
             db.display()
         ))
         .arg(crate::support::BIN)

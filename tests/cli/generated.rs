@@ -11,8 +11,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The sections of the main page that clap does not know about.
-const MAIN_PAGE_EXTRA: &str = r#".SH "EXIT STATUS"
+/// EXIT STATUS and ENVIRONMENT: every page has them.
+const COMMON_SECTIONS: &str = r#".SH "EXIT STATUS"
 .TP
 \fB0\fR
 success
@@ -24,7 +24,7 @@ runtime failure: I/O, database, a child process that could not start
 usage error: a bad flag or value
 .TP
 \fB3\fR
-not found: task, draft or run
+not found: task, draft or run (also: a command that only reads, on a database that does not exist)
 .TP
 \fB4\fR
 permission denied: not an owner, or another tenant
@@ -59,19 +59,197 @@ a fixed "now" for tests and simulations
 .TP
 \fBAGENTCRON_BUSY_TIMEOUT\fR
 how long to wait for another writer (default 5s)
-.SH FILES
+"#;
+
+/// The main page's FILES section.
+const MAIN_FILES: &str = r#".SH FILES
 .TP
 \fI$XDG_STATE_HOME/agentcron/agentcron.db\fR, else \fI~/.local/state/agentcron/agentcron.db\fR
 the SQLite database (mode 0600, folders 0700), with its \-wal and \-shm files
-.SH EXAMPLES
-.nf
-agentcron draft \-\-instruction "summarize the on\-call channel" \-\-daily 09:30 \-\-days weekdays \-\-tz Asia/Shanghai
-agentcron confirm DRAFT_ID \-\-hash HASH
-* * * * * agentcron \-\-db /home/me/.local/state/agentcron/agentcron.db tick \-\-executor /usr/local/bin/run\-agent
-agentcron list
-agentcron next TASK \-\-count 10
-.fi
 "#;
+
+/// Examples per page, by the words after `agentcron` (empty: the main page).
+/// The cron line has the absolute form `agentcron crontab` prints.
+fn examples(path: &str) -> &'static [&'static str] {
+    match path {
+        "" => &[
+            "agentcron draft --instruction \"summarize the on-call channel\" --daily 09:30 --days weekdays --tz Asia/Shanghai",
+            "agentcron confirm DRAFT_ID --hash HASH",
+            "agentcron crontab --executor /usr/local/bin/run-agent",
+            "* * * * * /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
+            "agentcron list",
+            "agentcron next TASK --count 10",
+        ],
+        "draft" => &[
+            "agentcron draft --instruction \"summarize the on-call channel\" --daily 09:30 --days weekdays --tz Asia/Shanghai --name oncall",
+            "agentcron draft --instruction - --cron \"*/15 9-17 * * 1-5\" < prompt.txt",
+        ],
+        "confirm" => &["agentcron confirm DRAFT_ID --hash HASH"],
+        "list" => &["agentcron list", "agentcron list --state paused", "agentcron --json list --all"],
+        "show" => &["agentcron show oncall"],
+        "pause" => &["agentcron pause oncall --reason \"on vacation\""],
+        "resume" => &["agentcron resume oncall --expect-revision 3"],
+        "delete" => &["agentcron delete oncall"],
+        "next" => &["agentcron next oncall --count 10"],
+        "runs" => &["agentcron runs oncall --limit 20", "agentcron runs --status unknown"],
+        "log" => &["agentcron log oncall"],
+        "explain" => &["agentcron explain oncall", "agentcron explain oncall --at \"2026-12-03 09:30\"", "agentcron explain 3f2a9c1e"],
+        "tick" => &[
+            "* * * * * /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
+            "agentcron tick --dry-run",
+        ],
+        "lease" | "lease check" => &["agentcron lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" || exit 0"],
+        "approve" => &["agentcron approve 3f2a9c1e --wait-id W --executor /usr/local/bin/run-agent"],
+        "deny" => &["agentcron deny 3f2a9c1e --wait-id W"],
+        "reconcile" => &[
+            "agentcron reconcile",
+            "agentcron reconcile 3f2a9c1e --decision confirmed_succeeded --reason \"the report was sent\"",
+        ],
+        "status" => &["agentcron status --max-tick-age 5m || echo \"agentcron: ticks are stale\""],
+        "prune" => &["agentcron prune --older-than 90d --dry-run"],
+        "check" => &["agentcron check"],
+        "crontab" => &["agentcron crontab --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify"],
+        "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent"],
+        "export" => &["agentcron export > agentcron.jsonl"],
+        "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
+        "completions" => &["agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron"],
+        _ => &[],
+    }
+}
+
+/// The executor and notifier protocols, agentcron-executor(7).
+const EXECUTOR_PAGE: &str = r#".TH agentcron-executor 7 "agentcron 0.1.0"
+.SH NAME
+agentcron\-executor \- the executor and notifier protocols of agentcron
+.SH EXECUTOR
+\fBagentcron tick\fR splits \fB\-\-executor\fR (or \fBAGENTCRON_EXECUTOR\fR) into argv by shell word
+rules and runs it without a shell, in its own process group. Task data arrives only on stdin, as
+one JSON object with \fBtask\fR, \fBrun\fR, \fBinstruction\fR, \fBpolicy\fR, \fBtimezone\fR,
+\fBlease_token\fR, \fBpayload_hash\fR and \fBcontinuation\fR (null, or the answer to a parked run).
+.PP
+The environment adds \fBAGENTCRON_DB\fR, \fBAGENTCRON_TENANT\fR, \fBAGENTCRON_TASK_ID\fR,
+\fBAGENTCRON_RUN_ID\fR and \fBAGENTCRON_LEASE_TOKEN\fR.
+.PP
+The result is the last non\-empty stdout line when it is a JSON object with \fBstatus\fR
+(\fBsucceeded\fR, \fBfailed\fR, \fBdelivery_failed\fR, \fBawaiting_confirmation\fR,
+\fBawaiting_authorization\fR, the last two with \fBwait_id\fR and \fBwait_deadline\fR) and an
+optional \fBsummary\fR; otherwise exit 0 is \fBsucceeded\fR and anything else \fBfailed\fR, with the
+tail of stdout as summary. Killed by a signal, past \fB\-\-timeout\fR (the whole process group is
+killed: TERM, then KILL) or after losing its lease, the run is \fBunknown\fR and waits for
+\fBagentcron reconcile\fR.
+.PP
+An executor fences its side effects with
+.PP
+.nf
+agentcron lease check "$AGENTCRON_RUN_ID" \-\-token "$AGENTCRON_LEASE_TOKEN"
+.fi
+.PP
+which exits 0 while the lease holds and 5 when it does not.
+.SH NOTIFIER
+Every run that leaves \fBrunning\fR (and every \fBmissed\fR run) has a notice. The notifier
+(\fB\-\-notifier\fR or \fBAGENTCRON_NOTIFIER\fR) gets \fB{"task":…,"run":…,"target":…,"message":…}\fR
+on stdin. Exit 0: delivered. Exit 75 (EX_TEMPFAIL, "nothing was sent"): pending again, for a later
+tick. Anything else, a crash, or the deadline passing: \fBunknown\fR, never resent.
+.SH "SEE ALSO"
+agentcron(1), agentcron\-tick(1), agentcron\-lease\-check(1), agentcron\-reconcile(1)
+"#;
+
+/// roff for text that may hold dashes.
+fn roff_text(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('-', "\\-")
+}
+
+/// SYNOPSIS with a placeholder for every value: `[--reason TEXT] TASK`.
+fn synopsis(cmd: &clap::Command, path: &str) -> String {
+    let mut words = vec![format!(
+        "\\fB{}\\fR",
+        roff_text(format!("agentcron {path}").trim_end())
+    )];
+    let mut positionals = Vec::new();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if arg.is_hide_set() || id == "help" || id == "version" {
+            continue;
+        }
+        let value = arg
+            .get_value_names()
+            .and_then(|names| names.first())
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| id.to_uppercase());
+        let takes_value = arg.get_num_args().is_some_and(|r| r.takes_values());
+        let many = arg.get_num_args().is_some_and(|r| r.max_values() > 1)
+            || matches!(arg.get_action(), clap::ArgAction::Append);
+        let dots = if many { " ..." } else { "" };
+        let word = match arg.get_long() {
+            None => format!("\\fI{}\\fR{dots}", roff_text(&value)),
+            Some(long) if takes_value => {
+                format!(
+                    "\\fB\\-\\-{}\\fR \\fI{}\\fR{dots}",
+                    roff_text(long),
+                    roff_text(&value)
+                )
+            }
+            Some(long) => format!("\\fB\\-\\-{}\\fR", roff_text(long)),
+        };
+        let word = if arg.is_required_set() {
+            word
+        } else {
+            format!("[{word}]")
+        };
+        if arg.get_long().is_none() {
+            positionals.push(word);
+        } else {
+            words.push(word);
+        }
+    }
+    words.extend(positionals);
+    if cmd.has_subcommands() {
+        words.push("\\fICOMMAND\\fR".into());
+    }
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
+}
+
+fn examples_section(path: &str) -> String {
+    let lines: Vec<String> = examples(path).iter().map(|l| roff_text(l)).collect();
+    assert!(!lines.is_empty(), "no EXAMPLES for agentcron {path}");
+    format!(".SH EXAMPLES\n.nf\n{}\n.fi\n", lines.join("\n"))
+}
+
+/// One page: clap's title, name, description and options, our synopsis,
+/// then EXIT STATUS, ENVIRONMENT, EXAMPLES and SEE ALSO.
+fn page(cmd: clap::Command, path: &str) -> Vec<u8> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    out.extend_from_slice(synopsis(&cmd, path).as_bytes());
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(&mut out).unwrap();
+    }
+    out.extend_from_slice(COMMON_SECTIONS.as_bytes());
+    if path.is_empty() {
+        out.extend_from_slice(MAIN_FILES.as_bytes());
+    }
+    out.extend_from_slice(examples_section(path).as_bytes());
+    let see_also = if path.is_empty() {
+        "agentcron\\-executor(7)".to_string()
+    } else {
+        "agentcron(1), agentcron\\-executor(7)".to_string()
+    };
+    out.extend_from_slice(format!(".SH \"SEE ALSO\"\n{see_also}\n").as_bytes());
+    out
+}
+
+/// Every subcommand, nested ones too (`lease check`), with its words.
+fn subcommands(cmd: &clap::Command, prefix: &str, out: &mut Vec<(String, clap::Command)>) {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let path = format!("{prefix}{}", sub.get_name());
+        out.push((path.clone(), sub.clone()));
+        subcommands(sub, &format!("{path} "), out);
+    }
+}
 
 fn expected_files() -> Vec<(PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
@@ -95,24 +273,26 @@ fn expected_files() -> Vec<(PathBuf, Vec<u8>)> {
         };
         files.push((root().join("completions").join(name), out));
     }
-    let cmd = agentcron::cli::Cli::command();
-    let mut main_page = Vec::new();
-    clap_mangen::Man::new(cmd.clone())
-        .render(&mut main_page)
-        .expect("render man page");
-    main_page.extend_from_slice(MAIN_PAGE_EXTRA.as_bytes());
-    files.push((root().join("man/agentcron.1"), main_page));
-    for sub in cmd.get_subcommands() {
+    // Built, so that every subcommand carries the global options.
+    let mut cmd = agentcron::cli::Cli::command();
+    cmd.build();
+    files.push((root().join("man/agentcron.1"), page(cmd.clone(), "")));
+    let mut subs = Vec::new();
+    subcommands(&cmd, "", &mut subs);
+    for (path, sub) in subs {
         // clap names are &'static str; a leaked string per page is fine in a test.
         let name: &'static str =
-            Box::leak(format!("agentcron-{}", sub.get_name()).into_boxed_str());
-        let sub = sub.clone().name(name);
-        let mut page = Vec::new();
-        clap_mangen::Man::new(sub)
-            .render(&mut page)
-            .expect("render man page");
-        files.push((root().join("man").join(format!("{name}.1")), page));
+            Box::leak(format!("agentcron-{}", path.replace(' ', "-")).into_boxed_str());
+        let sub = sub.name(name);
+        files.push((
+            root().join("man").join(format!("{name}.1")),
+            page(sub, &path),
+        ));
     }
+    files.push((
+        root().join("man/agentcron-executor.7"),
+        EXECUTOR_PAGE.as_bytes().to_vec(),
+    ));
     files
 }
 
@@ -140,4 +320,57 @@ fn generated_completions_and_man_pages_are_up_to_date() {
         stale.is_empty(),
         "generated files are stale: {stale:?}\nrun: UPDATE_GENERATED=1 cargo test --test cli generated"
     );
+}
+
+#[test]
+fn every_man_page_has_the_sections_an_operator_looks_for() {
+    let mut pages = 0;
+    for (path, content) in expected_files() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".1") {
+            continue;
+        }
+        pages += 1;
+        let text = String::from_utf8(content).unwrap();
+        for section in [
+            ".SH SYNOPSIS",
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH EXAMPLES",
+            ".SH \"GLOBAL OPTIONS\"",
+        ] {
+            assert!(text.contains(section), "{name} lacks {section}");
+        }
+        let synopsis = text
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap();
+        assert!(
+            synopsis.contains("[\\fB\\-\\-db\\fR \\fIPATH\\fR]"),
+            "{name}: {synopsis}"
+        );
+        assert!(!text.contains("\\-\\-now"), "{name} shows the hidden --now");
+    }
+    assert!(pages > 20);
+    assert!(root().join("man/agentcron-lease-check.1").exists());
+    let main = std::fs::read_to_string(root().join("man/agentcron.1")).unwrap();
+    assert!(
+        main.contains("* * * * * /usr/local/bin/agentcron \\-\\-db /"),
+        "the cron line is absolute"
+    );
+    assert!(main.contains("agentcron\\-executor(7)"));
+    let executor = std::fs::read_to_string(root().join("man/agentcron-executor.7")).unwrap();
+    for needle in [
+        "AGENTCRON_LEASE_TOKEN",
+        "EX_TEMPFAIL",
+        "awaiting_confirmation",
+    ] {
+        assert!(
+            executor.contains(needle),
+            "agentcron-executor(7) lacks {needle}"
+        );
+    }
 }

@@ -12,6 +12,7 @@ mod draft;
 mod generated;
 mod hooks;
 mod operator;
+mod panel;
 mod postgres;
 mod races;
 mod readme;

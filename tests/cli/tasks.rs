@@ -125,12 +125,22 @@ fn pause_resume_delete_bump_the_revision_and_are_audited() {
 #[test]
 fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
     let env = TestEnv::new();
+    let gone = env.task(&["--instruction", "x", "--every", "1h", "--name", "gone"]);
+    let gone = gone["task_id"].as_str().unwrap();
+    env.json(&["delete", gone]);
     env.task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
-    env.run(&["resume", "c"]).fails(5);
     env.json(&["pause", "c"]);
     let before = env.db_bytes();
-    let out = env.run(&["pause", "c"]).fails(5);
-    assert!(out.stderr.contains("paused"), "{}", out.stderr);
+    let out = env.run(&["pause", gone]).fails(5);
+    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    let out = env.run(&["resume", gone]).fails(5);
+    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    // Pausing a paused task is not a conflict, and writes nothing either.
+    assert!(env
+        .run(&["pause", "c"])
+        .ok()
+        .stdout
+        .contains("already paused"));
     let out = env.run(&["resume", "c", "--expect-revision", "1"]).fails(5);
     assert!(out.stderr.contains("revision"), "{}", out.stderr);
     assert_eq!(env.db_bytes(), before);

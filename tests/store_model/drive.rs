@@ -54,6 +54,7 @@ impl Drop for Place {
 fn open(backend: Backend) -> Result<(Box<dyn Store>, Place)> {
     let options = OpenOptions {
         busy_timeout: Duration::from_secs(5),
+        create: true,
     };
     match backend {
         Backend::Sqlite => {
@@ -356,11 +357,11 @@ impl Harness {
         };
         let (stored, modelled) = match verb {
             "pause" => (
-                lifecycle::pause(self.store.as_mut(), &req, Some("model pause")),
+                lifecycle::pause(self.store.as_mut(), &req, Some("model pause")).map(|c| c.task),
                 self.model.pause(i, revision, "model pause"),
             ),
             "resume" => (
-                lifecycle::resume(self.store.as_mut(), &req),
+                lifecycle::resume(self.store.as_mut(), &req).map(|c| c.task),
                 self.model.resume(i, revision),
             ),
             _ => (

@@ -207,6 +207,10 @@ impl Model {
     }
 
     pub fn pause(&mut self, i: usize, revision: i64, reason: &str) -> Result<(), Conflict> {
+        let t = &self.tasks[i];
+        if t.state == TaskState::Paused && t.revision == revision {
+            return Ok(()); // already paused: nothing changes
+        }
         let from = TaskState::Active;
         self.transition(i, revision, from, TaskState::Paused, Some(reason), None)
     }
@@ -216,6 +220,9 @@ impl Model {
     /// occurrence already has a run (one run per occurrence).
     pub fn resume(&mut self, i: usize, revision: i64) -> Result<(), Conflict> {
         let t = &self.tasks[i];
+        if t.state == TaskState::Active && t.revision == revision {
+            return Ok(()); // already active: nothing changes
+        }
         if t.state != TaskState::Paused || t.revision != revision {
             return Err(Conflict);
         }

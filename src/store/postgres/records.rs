@@ -152,6 +152,19 @@ const PRUNABLE_RUNS: &str = "
       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state <> 'delivered')
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";
 
+/// Audit events older than the cutoff, except the record of how a task that
+/// still exists came to be: its confirm (or replace) events and the draft
+/// events they consumed (as on SQLite).
+const PRUNABLE_EVENTS: &str = "
+    SELECT e.event_id FROM events e
+    WHERE e.at < $1 AND ($2::text IS NULL OR e.tenant_key = $2)
+      AND NOT (e.action IN ('confirm', 'replace') AND EXISTS (
+          SELECT 1 FROM tasks t WHERE t.task_id = e.task_id AND t.state <> 'deleted'))
+      AND NOT (e.action = 'draft' AND coalesce((e.detail::jsonb ->> 'draft_id') IN (
+          SELECT c.detail::jsonb ->> 'draft_id' FROM events c
+          JOIN tasks t ON t.task_id = c.task_id
+          WHERE c.action IN ('confirm', 'replace') AND t.state <> 'deleted'), false))";
+
 impl MaintenanceTx for PgTx<'_, '_> {
     fn stats(&mut self, now: i64, tenant: Option<&str>) -> Result<Stats> {
         let row = self
@@ -204,7 +217,7 @@ impl MaintenanceTx for PgTx<'_, '_> {
             runs: count(format!("SELECT count(*) FROM ({PRUNABLE_RUNS}) p"))?,
             notices: count(format!("SELECT count(*) FROM deliveries WHERE run_id IN ({PRUNABLE_RUNS})"))?,
             reconciliations: count(format!("SELECT count(*) FROM reconciliations WHERE run_id IN ({PRUNABLE_RUNS})"))?,
-            events: count("SELECT count(*) FROM events WHERE at < $1 AND ($2::text IS NULL OR tenant_key = $2)".into())?,
+            events: count(format!("SELECT count(*) FROM ({PRUNABLE_EVENTS}) p"))?,
             drafts: count("SELECT count(*) FROM drafts WHERE expires_at < $1 AND ($2::text IS NULL OR tenant_key = $2)".into())?,
         };
         if apply {
@@ -212,7 +225,7 @@ impl MaintenanceTx for PgTx<'_, '_> {
                 format!("DELETE FROM deliveries WHERE run_id IN ({PRUNABLE_RUNS})"),
                 format!("DELETE FROM reconciliations WHERE run_id IN ({PRUNABLE_RUNS})"),
                 format!("DELETE FROM runs WHERE run_id IN ({PRUNABLE_RUNS})"),
-                "DELETE FROM events WHERE at < $1 AND ($2::text IS NULL OR tenant_key = $2)".into(),
+                format!("DELETE FROM events WHERE event_id IN ({PRUNABLE_EVENTS})"),
                 "DELETE FROM drafts WHERE expires_at < $1 AND ($2::text IS NULL OR tenant_key = $2)".into(),
             ] {
                 self.tx.execute(&sql, &[&cutoff, &tenant]).context("pruning")?;

@@ -154,6 +154,28 @@ impl RunTx for PgTx<'_, '_> {
             .next())
     }
 
+    fn run_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        // The range uses the primary key; starts_with keeps a collation that
+        // orders '-' oddly from ever matching a run that does not begin so.
+        let upper = format!("{prefix}\u{10FFFF}");
+        let rows = self
+            .tx
+            .query(
+                "SELECT run_id FROM runs
+                 WHERE run_id >= $1 AND run_id < $2 AND starts_with(run_id, $1)
+                   AND tenant_key = $3
+                 ORDER BY run_id LIMIT $4",
+                &[&prefix, &upper, &tenant_key, &i64::from(limit)],
+            )
+            .context("looking up runs by id prefix")?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
     fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>> {
         self.runs_where(
             "WHERE r.task_id = $1 ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT $2",

@@ -15,6 +15,21 @@ const PRUNABLE_RUNS: &str = "
       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state <> 'delivered')
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";
 
+/// Audit events older than the cutoff, except the record of how a task that
+/// still exists came to be: its confirm (or replace) events and the draft
+/// events they consumed. Those stay as long as the task does; once it is
+/// deleted they age out like the rest.
+const PRUNABLE_EVENTS: &str = "
+    SELECT e.event_id FROM events e
+    WHERE e.at < ?1 AND (?2 IS NULL OR e.tenant_key = ?2)
+      AND NOT (e.action IN ('confirm', 'replace') AND EXISTS (
+          SELECT 1 FROM tasks t WHERE t.task_id = e.task_id AND t.state <> 'deleted'))
+      -- IN (subquery) is evaluated once into an index, not once per event.
+      AND NOT (e.action = 'draft' AND coalesce(json_extract(e.detail, '$.draft_id') IN (
+          SELECT json_extract(c.detail, '$.draft_id') FROM events c
+          JOIN tasks t ON t.task_id = c.task_id
+          WHERE c.action IN ('confirm', 'replace') AND t.state <> 'deleted'), 0))";
+
 impl MaintenanceTx for SqliteTx<'_> {
     fn stats(&mut self, now: i64, tenant: Option<&str>) -> Result<Stats> {
         let count = |sql: &str, with_now: bool| -> Result<i64> {
@@ -71,7 +86,7 @@ impl MaintenanceTx for SqliteTx<'_> {
             runs: count(&format!("SELECT count(*) FROM ({PRUNABLE_RUNS})"))?,
             notices: count(&format!("SELECT count(*) FROM deliveries WHERE run_id IN ({PRUNABLE_RUNS})"))?,
             reconciliations: count(&format!("SELECT count(*) FROM reconciliations WHERE run_id IN ({PRUNABLE_RUNS})"))?,
-            events: count("SELECT count(*) FROM events WHERE at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?,
+            events: count(&format!("SELECT count(*) FROM ({PRUNABLE_EVENTS})"))?,
             drafts: count("SELECT count(*) FROM drafts WHERE expires_at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?,
         };
         if apply {
@@ -87,7 +102,9 @@ impl MaintenanceTx for SqliteTx<'_> {
                  DELETE FROM runs WHERE run_id IN (SELECT run_id FROM prune_runs);
                  DELETE FROM prune_runs;",
             )?;
-            run("DELETE FROM events WHERE at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?;
+            run(&format!(
+                "DELETE FROM events WHERE event_id IN ({PRUNABLE_EVENTS})"
+            ))?;
             run("DELETE FROM drafts WHERE expires_at < ?1 AND (?2 IS NULL OR tenant_key = ?2)")?;
         }
         Ok(counts)

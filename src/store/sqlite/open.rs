@@ -12,14 +12,24 @@ use crate::error::CmdError;
 use crate::store::OpenOptions;
 
 pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
-    check_path(path)?;
+    if !check_path(path)? && !options.create {
+        // Without CREATE in the flags below, SQLite itself would refuse too
+        // (were the file removed after this check), so nothing is created.
+        return Err(CmdError::not_found(format!(
+            "no database at {}; `agentcron draft` creates it",
+            path.display()
+        ))
+        .into());
+    }
     // The bundled SQLite is built with URI names enabled globally; only a
     // name beginning with `file:` is read as a URI, and an absolute path never
     // does, so `file:x?mode=memory` stays a plain file name.
     let absolute = std::path::absolute(path)
         .with_context(|| format!("resolving the database path {}", path.display()))?;
     let path = absolute.as_path();
-    ensure_file(path)?;
+    if options.create {
+        ensure_file(path)?;
+    }
     // No SQLITE_OPEN_URI: `file:x?nolock=1` stays a plain file name. NOFOLLOW
     // closes the race between our symlink check and SQLite's own open.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -96,8 +106,9 @@ fn not_a_database(path: &Path, err: anyhow::Error) -> anyhow::Error {
     }
 }
 
-/// Refuses paths that cannot hold persistent, private state.
-fn check_path(path: &Path) -> Result<()> {
+/// Refuses paths that cannot hold persistent, private state; says whether
+/// the file exists.
+fn check_path(path: &Path) -> Result<bool> {
     let text = path.as_os_str();
     if text.is_empty() {
         return Err(CmdError::usage("--db is empty")
@@ -144,9 +155,9 @@ fn check_path(path: &Path) -> Result<()> {
                 .with_hint("copy the database to a file of its own")
                 .into());
             }
-            Ok(())
+            Ok(true)
         }
-        Err(e) if e.kind() == IoKind::NotFound => Ok(()),
+        Err(e) if e.kind() == IoKind::NotFound => Ok(false),
         Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
     }
 }

@@ -385,7 +385,9 @@ fn cases(env: &TestEnv) -> Vec<Case> {
     let real = env.path("real.db");
     // A real SQLite database to link to (on PostgreSQL runs, make one).
     if !env.db.exists() {
-        env.run(&["--db", real.to_str().unwrap(), "list"]).ok();
+        let real = real.to_str().unwrap();
+        env.run(&["--db", real, "draft", "--instruction", "x", "--in", "1h"])
+            .ok();
     } else {
         std::fs::copy(&env.db, &real).unwrap();
     }

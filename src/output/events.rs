@@ -1,0 +1,168 @@
+//! Audit events in words: one short sentence per action for `log`, built
+//! from the event's JSON detail. A field that is missing is left out rather
+//! than guessed, and an action this binary does not know falls back to its
+//! detail as `key=value` pairs, so a newer writer never breaks `log`.
+
+use serde_json::Value;
+
+use crate::model::short_id;
+
+use super::text::escape;
+
+/// "confirmed draft 1a2b3c4d (hash 9f86d081…), next run 2026-12-02T09:00:00Z".
+pub fn sentence(action: &str, detail: &Value) -> String {
+    let text = |key: &str| detail.get(key).and_then(Value::as_str).map(escape);
+    let number = |key: &str| detail.get(key).and_then(Value::as_i64);
+    let id = |key: &str| text(key).map(|s| short_id(&s).to_string());
+    let hash = |key: &str| text(key).map(|s| format!("{}…", s.get(..8).unwrap_or(&s)));
+    let mut words: Vec<String> = Vec::new();
+    match action {
+        "draft" => {
+            words.push(format!("drafted {}", id("draft_id").unwrap_or_default()));
+            words.extend(hash("payload_hash").map(|h| format!("hash {h}")));
+            words.extend(text("expires_at").map(|t| format!("expires {t}")));
+        }
+        "confirm" | "replace" => {
+            let verb = if action == "confirm" {
+                "confirmed draft"
+            } else {
+                "replaced with draft"
+            };
+            words.push(format!("{verb} {}", id("draft_id").unwrap_or_default()));
+            words.extend(hash("payload_hash").map(|h| format!("hash {h}")));
+            words.extend(text("next_run_at").map(|t| format!("next run {t}")));
+        }
+        "pause" => words.push(match text("reason") {
+            Some(reason) => format!("paused: {reason}"),
+            None => "paused".into(),
+        }),
+        "resume" => {
+            words.push("resumed".into());
+            words.extend(text("next_run_at").map(|t| format!("next run {t}")));
+            words.extend(
+                id("missed_run_id").map(|r| format!("its time had passed: run {r} missed")),
+            );
+        }
+        "delete" => words.push(match text("from") {
+            Some(from) => format!("deleted (was {from})"),
+            None => "deleted".into(),
+        }),
+        "claim" => {
+            let decision = text("decision").unwrap_or_default();
+            words.push(match decision.as_str() {
+                "running" => "claimed the run".to_string(),
+                other => format!("recorded the occurrence as {other}"),
+            });
+            if let Some(n) = number("attempt").filter(|n| *n > 1) {
+                words.push(format!("attempt {n}"));
+            }
+            if let Some(n) = number("skipped_occurrences").filter(|n| *n > 1) {
+                words.push(format!("{n} occurrences"));
+            }
+            words.extend(text("reason"));
+        }
+        "finish" => {
+            words.push(format!(
+                "{} → {}",
+                text("from").unwrap_or_default(),
+                text("status").unwrap_or_default()
+            ));
+            words.extend(text("reason"));
+        }
+        "lease_expired" => {
+            words.push("lease expired: outcome unknown, the task waits for reconcile".into())
+        }
+        "outcome_discarded" => {
+            words.push("lease lost: the executor's result was discarded".into());
+            words.extend(text("summary"));
+        }
+        "delivery" => {
+            words.push(format!("notice {}", text("state").unwrap_or_default()));
+            words.extend(text("error"));
+        }
+        "reconcile" => {
+            words.push(format!(
+                "reconciled as {}",
+                text("decision").unwrap_or_default()
+            ));
+            words.extend(text("reason").map(|r| format!("because: {r}")));
+        }
+        "approve" => words.push(format!(
+            "approved wait {}",
+            text("wait_id").unwrap_or_default()
+        )),
+        "quarantine" => {
+            words.push("quarantined".into());
+            words.extend(text("problem"));
+        }
+        "scheduler_gap" => {
+            let gap = number("seconds").map(crate::schedule::describe::duration_words);
+            words.push(format!("no tick for {}", gap.unwrap_or_default()));
+            if let Some(n) = number("due_tasks") {
+                words.push(format!("{n} tasks due"));
+            }
+        }
+        _ => return pairs(detail),
+    }
+    words.retain(|w| !w.is_empty());
+    words.join(", ")
+}
+
+/// `key=value` for an action without a sentence.
+fn pairs(detail: &Value) -> String {
+    match detail.as_object() {
+        Some(map) => map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={}", escape(s)),
+                other => format!("{k}={}", escape(&other.to_string())),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => escape(&detail.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_action_reads_as_a_sentence() {
+        assert_eq!(
+            sentence("pause", &json!({"reason": "vacation\n"})),
+            "paused: vacation\\n"
+        );
+        assert_eq!(
+            sentence(
+                "confirm",
+                &json!({"draft_id": "0123456789", "payload_hash": "abcdef0123456789", "next_run_at": "2026-12-02T09:00:00Z"})
+            ),
+            "confirmed draft 01234567, hash abcdef01…, next run 2026-12-02T09:00:00Z"
+        );
+        assert_eq!(
+            sentence(
+                "finish",
+                &json!({"from": "running", "status": "failed", "reason": "exit status 2", "attempt": 1})
+            ),
+            "running → failed, exit status 2"
+        );
+        assert_eq!(
+            sentence(
+                "claim",
+                &json!({"decision": "missed", "attempt": 1, "skipped_occurrences": 3, "reason": null})
+            ),
+            "recorded the occurrence as missed, 3 occurrences"
+        );
+        assert_eq!(
+            sentence("scheduler_gap", &json!({"seconds": 5400, "due_tasks": 2})),
+            "no tick for 1h30m, 2 tasks due"
+        );
+        assert_eq!(
+            sentence("new_thing", &json!({"a": 1, "b": "x", "c": null})),
+            "a=1 b=x"
+        );
+    }
+}
