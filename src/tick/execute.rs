@@ -164,7 +164,7 @@ pub fn run_jobs(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         if std::time::Instant::now() >= next_renewal {
-            if !renew_all(keeper.as_mut(), &leases, clock.now() + lease_seconds) {
+            if !renew_all(keeper.as_mut(), &leases, &clock, lease_seconds) {
                 // The server went away; a new connection renews next time.
                 if let Ok(fresh) = opener.open() {
                     keeper = fresh;
@@ -186,7 +186,12 @@ pub fn run_jobs(
 /// database is not a lost lease: it is tried again next period.
 /// Returns false when the connection itself failed (not busy): the caller
 /// reconnects before the next renewal.
-fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) -> bool {
+fn renew_all(
+    store: &mut dyn crate::store::Store,
+    leases: &Leases,
+    clock: &Clock,
+    lease_seconds: i64,
+) -> bool {
     let held: Vec<(String, String)> = match leases.lock() {
         Ok(l) => l
             .iter()
@@ -199,8 +204,16 @@ fn renew_all(store: &mut dyn crate::store::Store, leases: &Leases, until: i64) -
         return true;
     }
     let renewed = store.write(|tx| {
+        // Read once the write lock is held: a renewal that waited for it
+        // must not revive a lease that expired meanwhile.
+        let now = clock.now();
         held.iter()
-            .map(|(id, token)| Ok((id.clone(), tx.renew_lease(id, token, until)?)))
+            .map(|(id, token)| {
+                Ok((
+                    id.clone(),
+                    tx.renew_lease(id, token, now + lease_seconds, now)?,
+                ))
+            })
             .collect::<Result<Vec<_>>>()
     });
     match renewed {
@@ -242,7 +255,7 @@ fn run_one(
             let spec = ChildSpec {
                 argv: argv.clone(),
                 stdin: format!("{}\n", stdin_for(job)).into_bytes(),
-                env: environment(store.location(), job),
+env: environment(store.location(), job),
                 timeout: executor.timeout,
                 kill_grace: executor.kill_grace,
                 output_cap: executor.output_cap,
@@ -311,6 +324,8 @@ fn run_one(
     let recorded = loop {
         attempts += 1;
         let result = store.write(|tx| {
+            // The lease is judged by the time once the write lock is held.
+            let now = clock.now().max(now);
             settle::settle(
                 tx,
                 &job.run,

@@ -10,6 +10,7 @@ mod bad_input;
 mod claim_storm;
 mod clock_faults;
 mod corruption;
+mod fencing_revival;
 mod kills;
 mod power_loss;
 mod security;
