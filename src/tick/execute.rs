@@ -255,7 +255,9 @@ fn run_one(
             let spec = ChildSpec {
                 argv: argv.clone(),
                 stdin: format!("{}\n", stdin_for(job)).into_bytes(),
-env: environment(store.location(), job),
+                // The full connection string (schema, password, sslmode), not the
+                // redacted display: `lease check` must reach this same store.
+                env: environment(opener.location.connection_string(), job),
                 timeout: executor.timeout,
                 kill_grace: executor.kill_grace,
                 output_cap: executor.output_cap,
