@@ -60,6 +60,12 @@ pub trait Store {
     /// skew check in `status`; None for a local file.
     fn server_time(&mut self) -> Option<i64>;
 
+    /// The server's clock in microseconds, for correcting this host's clock
+    /// (SPEC section 12); None for a local file.
+    fn server_time_micros(&mut self) -> Option<i64> {
+        None
+    }
+
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
 }

@@ -2,7 +2,8 @@
 //! (SPEC section 12). Same interface, same guarded UPDATEs as SQLite, at
 //! READ COMMITTED (where a guarded UPDATE re-checks its WHERE after waiting
 //! for a row lock); claims take due rows with `FOR UPDATE SKIP LOCKED`, so a
-//! tick never waits on another host's claim. Time is the caller's clock.
+//! tick never waits on another host's claim. Time is the caller's clock,
+//! which `context` corrects to the server's (`server_time_micros`).
 
 mod deliveries;
 mod records;
@@ -136,6 +137,16 @@ impl Store for PgStore {
         self.client
             .query_one(
                 "SELECT floor(extract(epoch FROM clock_timestamp()))::BIGINT",
+                &[],
+            )
+            .ok()
+            .and_then(|row| row.try_get::<_, i64>(0).ok())
+    }
+
+    fn server_time_micros(&mut self) -> Option<i64> {
+        self.client
+            .query_one(
+                "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT",
                 &[],
             )
             .ok()

@@ -11,6 +11,7 @@ mod claim_storm;
 mod clock_faults;
 mod corruption;
 mod fencing_revival;
+mod host_clocks;
 mod kills;
 mod power_loss;
 mod security;
