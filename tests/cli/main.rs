@@ -11,6 +11,7 @@ mod draft;
 mod generated;
 mod hooks;
 mod operator;
+mod pg_proxy;
 mod postgres;
 mod races;
 mod readme;
