@@ -3,8 +3,18 @@
 //!
 //! `now` is read once, here, and passed down as a value, so a whole
 //! invocation sees one instant and tests can pin it with `AGENTCRON_NOW`.
+//!
+//! On PostgreSQL the clock that matters is the server's (SPEC section 12):
+//! the first connection measures how far the server's clock is from ours,
+//! and from then on `Clock::now` is corrected by that offset, so every host
+//! writes and judges lease and delivery deadlines by the same clock. A
+//! pinned `AGENTCRON_NOW` stays an offset from this host's clock, applied to
+//! the server's. `AGENTCRON_TEST_CLOCK_SKEW` (for tests only, undocumented
+//! to users) shifts this process's view of its own clock, so that the
+//! suite can play hosts whose clocks disagree.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -17,12 +27,19 @@ use crate::store::{self, Location, OpenOptions, Store};
 
 /// "Now" for a whole invocation: the pinned or system time at start, moving
 /// on with the monotonic clock, so a long tick renews leases in real seconds
-/// even when `AGENTCRON_NOW` pins its start.
+/// even when `AGENTCRON_NOW` pins its start; plus, once a PostgreSQL store
+/// was opened, the server's clock minus ours.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     base: i64,
     started: std::time::Instant,
 }
+
+/// The server's clock minus this host's, in whole seconds, measured once per
+/// process when the first PostgreSQL connection opens. One process serves
+/// one store, and every copy of the `Clock` (the tick's threads hold their
+/// own) must see the correction from then on: hence a process-wide value.
+static SERVER_CORRECTION: OnceLock<i64> = OnceLock::new();
 
 impl Clock {
     pub fn starting_at(base: i64) -> Clock {
@@ -33,7 +50,8 @@ impl Clock {
     }
 
     pub fn now(&self) -> i64 {
-        self.base + self.started.elapsed().as_secs() as i64
+        let correction = SERVER_CORRECTION.get().copied().unwrap_or(0);
+        (self.base + self.started.elapsed().as_secs() as i64).saturating_add(correction)
     }
 }
 
@@ -47,8 +65,24 @@ pub struct StoreOpener {
 
 impl StoreOpener {
     pub fn open(&self) -> Result<Box<dyn Store>> {
-        store::open(&self.location, &self.options)
+        let mut store = store::open(&self.location, &self.options)?;
+        if SERVER_CORRECTION.get().is_none() {
+            if let Some(offset) = measure_server_offset(store.as_mut()) {
+                let _ = SERVER_CORRECTION.set(offset);
+            }
+        }
+        Ok(store)
     }
+}
+
+/// The server's clock minus ours, rounded to whole seconds, taking our
+/// clock halfway through the query; None for a store without a clock.
+fn measure_server_offset(store: &mut dyn Store) -> Option<i64> {
+    let before = system_now_micros();
+    let server = store.server_time_micros()?;
+    let after = system_now_micros();
+    let ours = before + (after - before) / 2;
+    Some(((server - ours) as f64 / 1e6).round() as i64)
 }
 
 /// Everything a command needs besides its own arguments.
@@ -77,11 +111,15 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn from_args(args: &GlobalArgs) -> Result<Ctx> {
+        test_clock_skew()?;
         let now = match &args.now {
-            Some(text) => schedule::parse_instant(text).map_err(|e| {
-                CmdError::usage(format!("--now / AGENTCRON_NOW: {}", e.message))
-                    .with_hint("use RFC 3339 (2026-12-03T09:00:00Z) or unix seconds")
-            })?,
+            Some(text) => schedule::parse_instant(text)
+                .map_err(|e| {
+                    CmdError::usage(format!("--now / AGENTCRON_NOW: {}", e.message))
+                        .with_hint("use RFC 3339 (2026-12-03T09:00:00Z) or unix seconds")
+                })?
+                // A pinned instant is read on this host's (skewed) clock too.
+                .saturating_add(test_clock_skew().unwrap_or(0)),
             None => system_now(),
         };
         let tenant = args.tenant.clone().unwrap_or_else(|| "default".to_string());
@@ -201,12 +239,37 @@ pub fn check_key(flag: &str, key: &str) -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::disallowed_methods)] // the one sanctioned clock read
 fn system_now() -> i64 {
-    std::time::SystemTime::now()
+    system_now_micros().div_euclid(1_000_000)
+}
+
+/// This host's clock in microseconds, shifted by the test skew.
+#[allow(clippy::disallowed_methods)] // the one sanctioned clock read
+fn system_now_micros() -> i64 {
+    let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    micros + test_clock_skew().unwrap_or(0) * 1_000_000
+}
+
+/// `AGENTCRON_TEST_CLOCK_SKEW` ("-30s", "+2m", "30s"): how far this
+/// process's clock is off, to play several hosts in one test. Test-only.
+fn test_clock_skew() -> Result<i64> {
+    let Some(text) = env_text("AGENTCRON_TEST_CLOCK_SKEW")? else {
+        return Ok(0);
+    };
+    let (sign, magnitude) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.strip_prefix('+').unwrap_or(&text)),
+    };
+    // "0s" is a host whose clock is right; durations elsewhere are positive.
+    if magnitude.trim_end_matches(['s', 'm', 'h']) == "0" {
+        return Ok(0);
+    }
+    let seconds = schedule::parse_duration(magnitude)
+        .map_err(|e| CmdError::usage(format!("AGENTCRON_TEST_CLOCK_SKEW: {}", e.message)))?;
+    Ok(sign * seconds)
 }
 
 fn location(db: Option<&Path>) -> Result<Location> {

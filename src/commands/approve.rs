@@ -117,6 +117,9 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         );
     }
     let notifier = notifier_of(args.notifier.as_deref())?;
+    // Opened before the clock is read: on PostgreSQL the lease deadline is
+    // on the server's clock, which opening measures.
+    ctx.store()?;
     let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,

@@ -30,6 +30,9 @@ pub enum LeaseAction {
 
 pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
     let LeaseAction::Check { run, token } = args.action;
+    // Opened before the clock is read: on PostgreSQL, opening corrects our
+    // clock to the server's, the one the tick's lease deadline is on.
+    ctx.store()?;
     // The tick's clock moves on while it runs; so does ours.
     let now = ctx.clock.now();
     let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());

@@ -71,6 +71,12 @@ pub trait Store {
     /// skew check in `status`; None for a local file.
     fn server_time(&mut self) -> Option<i64>;
 
+    /// The server's clock in microseconds, for correcting this host's clock
+    /// (SPEC section 12); None for a local file.
+    fn server_time_micros(&mut self) -> Option<i64> {
+        None
+    }
+
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
 }
@@ -107,6 +113,18 @@ pub enum Location {
     Sqlite(PathBuf),
     /// A `postgres://` or `postgresql://` URL.
     Postgres(String),
+}
+
+impl Location {
+    /// The whole connection string, password and options included: what a
+    /// child process (the executor's `AGENTCRON_DB`) needs to reach this very
+    /// store. Never for display; `Store::location` is the redacted form.
+    pub fn connection_string(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => url.clone(),
+        }
+    }
 }
 
 impl std::fmt::Display for Location {

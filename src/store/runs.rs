@@ -65,9 +65,15 @@ pub trait RunTx {
     fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>>;
     /// running past its lease → unknown; returns the runs it changed.
     fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
-    /// Extends a lease; false when the token no longer holds.
-    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool>;
-    /// Applies the change; Conflict when the guard matches no row.
+    /// Extends a lease to `until`; false when the token no longer holds or
+    /// the lease expired before `now` (SPEC section 6: an expired lease is
+    /// lost for good, no renewal revives it). `now` must be read once the
+    /// write lock is held, so that waiting for the lock cannot hide an expiry.
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool>;
+    /// Applies the change; Conflict when the guard matches no row. With a
+    /// token, the guard includes `lease_until >= now`: an outcome recorded
+    /// after the lease expired would overwrite what step 1 of another tick
+    /// may already have decided.
     fn finish_run(&mut self, finish: &RunFinish<'_>) -> Result<()>;
     /// Whether the run is `running` under `token` with its lease not yet expired.
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool>;

@@ -82,7 +82,15 @@ pub fn deliver_pending(
             Err(e) if is_conflict(&e) => Ok(false),
             Err(e) => Err(e),
         }
-    })?;
+    });
+    let claimed = match claimed {
+        Ok(claimed) => claimed,
+        // The connection dropped and the claim did not commit (or no one
+        // can tell: then a later tick freezes it past its deadline). The
+        // notice is not lost, and one notice must not stop the whole tick.
+        Err(e) if crate::error::is_connection_lost(&e) => false,
+        Err(e) => return Err(e),
+    };
     if !claimed {
         return Ok(None);
     }

@@ -365,8 +365,7 @@ impl Renewals {
         if Instant::now() < self.next {
             return false;
         }
-        let now = clock.now();
-        let lost = !renew_all(store, leases, now, now + self.lease_seconds);
+        let lost = !renew_all(store, leases, clock, self.lease_seconds);
         self.next = Instant::now() + self.period;
         lost
     }
@@ -376,7 +375,7 @@ impl Renewals {
 /// database is not a lost lease: it is tried again next period.
 /// Returns false when the connection itself failed (not busy): the caller
 /// reconnects before the next renewal.
-fn renew_all(store: &mut dyn Store, leases: &Leases, _now: i64, until: i64) -> bool {
+fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_seconds: i64) -> bool {
     let held: Vec<(String, String)> = match leases.lock() {
         Ok(l) => l
             .iter()
@@ -389,8 +388,16 @@ fn renew_all(store: &mut dyn Store, leases: &Leases, _now: i64, until: i64) -> b
         return true;
     }
     let renewed = store.write(|tx| {
+        // Read once the write lock is held: a renewal that waited for it
+        // must not revive a lease that expired meanwhile.
+        let now = clock.now();
         held.iter()
-            .map(|(id, token)| Ok((id.clone(), tx.renew_lease(id, token, until)?)))
+            .map(|(id, token)| {
+                Ok((
+                    id.clone(),
+                    tx.renew_lease(id, token, now + lease_seconds, now)?,
+                ))
+            })
             .collect::<Result<Vec<_>>>()
     });
     match renewed {
@@ -423,7 +430,9 @@ fn run_one(
     shared: &Shared,
     job: &Job,
 ) -> (Result<Finished>, Option<(Notice, String)>) {
-    let result = execute(store.location(), shared, job);
+    // The full connection string (schema, password, sslmode), not the
+    // redacted display: `lease check` must reach this same store.
+    let result = execute(shared.opener.location.connection_string(), shared, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -472,6 +481,8 @@ fn run_one(
     let recorded = loop {
         attempts += 1;
         let result = store.write(|tx| {
+            // The lease is judged by the time once the write lock is held.
+            let now = clock.now().max(now);
             settle::settle(
                 tx,
                 &job.run,

@@ -13,6 +13,7 @@ mod generated;
 mod hooks;
 mod operator;
 mod panel;
+mod pg_proxy;
 mod postgres;
 mod races;
 mod readme;

@@ -196,3 +196,53 @@ fn a_server_restart_mid_tick_leaves_every_run_legal() {
     assert_eq!(rig.starts().len(), 3);
     assert_eq!(rig.env.json(&["check"])["ok"], true);
 }
+
+/// The executor's `AGENTCRON_DB` is the tick's whole connection string (its
+/// schema option included), so `lease check` inside it reaches the same
+/// store: exit 0 while the lease is live, and nothing created in `public`.
+#[test]
+fn lease_check_inside_the_executor_reaches_the_ticks_schema() {
+    if server().is_none() || !on_postgres() {
+        eprintln!("skipped: runs with AGENTCRON_TEST_STORE=postgres");
+        return;
+    }
+    let public_runs = || {
+        let mut client = server().unwrap();
+        let row = client
+            .query_one("SELECT to_regclass('public.runs') IS NOT NULL", &[])
+            .unwrap();
+        row.get::<_, bool>(0)
+    };
+    let public_before = public_runs();
+    let rig = crate::tick::Rig::new();
+    let out = rig.env.path("fence.out");
+    let script = rig.env.path("fence.sh");
+    crate::support::write_script(
+        &script,
+        r#"#!/bin/sh
+cat > /dev/null
+"$FENCE_BIN" lease check "$AGENTCRON_RUN_ID" --token "$AGENTCRON_LEASE_TOKEN" > "$FENCE_OUT.said" 2>&1
+echo "check $?" >> "$FENCE_OUT"
+printf 'db %s\n' "$AGENTCRON_DB" >> "$FENCE_OUT"
+"#,
+    );
+    rig.env
+        .set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
+    rig.env.set_env("FENCE_BIN", BIN);
+    rig.env.set_env("FENCE_OUT", out.to_str().unwrap());
+    rig.env
+        .task(&["--instruction", "fence", "--every", "1h", "--name", "f"]);
+    rig.env.set_now(T0 + 3600);
+    rig.tick(&[]).ok();
+    let said = std::fs::read_to_string(rig.env.path("fence.out.said")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!("check 0\ndb {}\n", rig.env.db_arg()),
+        "lease check said: {said}"
+    );
+    assert_eq!(said, "");
+    assert_eq!(rig.runs("f")[0]["status"], "succeeded");
+    if !public_before {
+        assert!(!public_runs(), "lease check created tables in public");
+    }
+}

@@ -546,7 +546,7 @@ impl Harness {
         let until = self.model.now + extend;
         let renewed = self
             .store
-            .write(|tx| tx.renew_lease(&id, &token, until))
+            .write(|tx| tx.renew_lease(&id, &token, until, self.model.now))
             .map_err(|e| format!("{e:#}"))?;
         let expected = self.model.renew(run, &token, until);
         if renewed != expected {

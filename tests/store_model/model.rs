@@ -438,7 +438,9 @@ impl Model {
 
     pub fn renew(&mut self, run: usize, token: &str, until: i64) -> bool {
         let r = &mut self.runs[run];
-        if r.status != RunStatus::Running || r.token.as_deref() != Some(token) {
+        // An expired lease is lost for good (SPEC section 6).
+        let expired = r.lease_until.is_none_or(|u| u < self.now);
+        if r.status != RunStatus::Running || r.token.as_deref() != Some(token) || expired {
             return false;
         }
         r.lease_until = r.lease_until.max(Some(until));
@@ -456,7 +458,9 @@ impl Model {
     ) -> Result<(), Conflict> {
         let now = self.now;
         let r = &mut self.runs[run];
-        if r.status != from || token.is_some_and(|t| r.token.as_deref() != Some(t)) {
+        let lease_lost =
+            |t: &str| r.token.as_deref() != Some(t) || r.lease_until.is_none_or(|u| u < now);
+        if r.status != from || token.is_some_and(lease_lost) {
             return Err(Conflict);
         }
         r.status = outcome.status;

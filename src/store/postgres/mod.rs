@@ -2,8 +2,10 @@
 //! (SPEC section 12). Same interface, same guarded UPDATEs as SQLite, at
 //! READ COMMITTED (where a guarded UPDATE re-checks its WHERE after waiting
 //! for a row lock); claims take due rows with `FOR UPDATE SKIP LOCKED`, so a
-//! tick never waits on another host's claim. Time is the caller's clock.
+//! tick never waits on another host's claim. Time is the caller's clock,
+//! which `context` corrects to the server's (`server_time_micros`).
 
+mod commit;
 mod deliveries;
 mod queue;
 mod records;
@@ -20,6 +22,13 @@ use super::{OpenOptions, Store, Tx};
 pub struct PgStore {
     client: Client,
     shown: String,
+    /// To connect again after a connection was lost.
+    config: Config,
+    options: OpenOptions,
+    /// The server session behind `client`, to settle a lost commit.
+    session: commit::Session,
+    /// Write transactions on this store, for pruning commit markers.
+    writes: u64,
 }
 
 /// A transaction's view; the table-family modules implement the traits on it.
@@ -37,36 +46,42 @@ impl PgStore {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
         let shown = redact(&config);
-        let mut client = config.connect(NoTls).map_err(|e| {
-            let detail = e
-                .as_db_error()
-                .map(|d| d.message().to_string())
-                .unwrap_or_else(|| e.to_string());
-            // A server full of connections refused us before anything changed:
-            // like a busy SQLite file, safe to retry.
-            let full = e.code() == Some(&postgres::error::SqlState::TOO_MANY_CONNECTIONS);
-            let kind = if full {
-                crate::error::ErrorKind::Busy
-            } else {
-                crate::error::ErrorKind::Runtime
-            };
-            crate::error::CmdError::new(
-                kind,
-                format!("cannot connect to PostgreSQL at {shown}: {detail}"),
-            )
-            .with_hint(
-                "check that the server runs and the URL (host, port, database, user) is right",
-            )
-        })?;
-        // A lock held past busy_timeout is exit 75, as on SQLite.
-        let millis = options.busy_timeout.as_millis();
-        client
-            .batch_execute(&format!(
-                "SET lock_timeout = {millis}; SET statement_timeout = 0;"
-            ))
-            .context("configuring the PostgreSQL session")?;
+        let (mut client, session) = connect(&config, options, &shown)?;
         schema::migrate(&mut client).with_context(|| format!("preparing the database {shown}"))?;
-        Ok(PgStore { client, shown })
+        Ok(PgStore {
+            client,
+            shown,
+            config,
+            options: options.clone(),
+            session,
+            writes: 0,
+        })
+    }
+
+    /// A connection that broke (a server restart, a lost commit that could
+    /// not be settled) is replaced before the next transaction.
+    fn reconnect_if_closed(&mut self) -> Result<()> {
+        if self.client.is_closed() {
+            (self.client, self.session) = connect(&self.config, &self.options, &self.shown)?;
+        }
+        Ok(())
+    }
+
+    /// COMMIT was sent and the connection dropped before its answer: settle
+    /// whether it committed from a new connection (SPEC section 12).
+    fn settle_lost_commit(&mut self, marker: &str, lost: anyhow::Error) -> Result<()> {
+        let lost = lost.context("the connection was lost while committing");
+        let (mut client, session) = match connect(&self.config, &self.options, &self.shown) {
+            Ok(connected) => connected,
+            Err(e) => return Err(lost.context(format!("whether it committed is unknown: {e:#}"))),
+        };
+        let fate = commit::committed(&mut client, &self.session, marker);
+        (self.client, self.session) = (client, session);
+        match fate {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(lost.context("the transaction was not committed; nothing changed")),
+            Err(e) => Err(lost.context(format!("whether it committed is unknown: {e:#}"))),
+        }
     }
 
     fn run(
@@ -74,6 +89,7 @@ impl PgStore {
         isolation: IsolationLevel,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
+        self.reconnect_if_closed()?;
         let mut tx = self
             .client
             .build_transaction()
@@ -83,6 +99,71 @@ impl PgStore {
         f(&mut PgTx { tx: &mut tx })?;
         tx.commit().context("committing")
     }
+
+    /// A write transaction, marked so that a lost acknowledgement of its
+    /// COMMIT can be settled by looking the marker up.
+    fn run_write(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.reconnect_if_closed()?;
+        let marker = uuid::Uuid::new_v4().to_string();
+        let prune = self.writes % commit::PRUNE_EVERY == 0;
+        self.writes += 1;
+        let mut tx = self
+            .client
+            .build_transaction()
+            .isolation_level(IsolationLevel::ReadCommitted)
+            .start()
+            .context("starting a transaction")?;
+        f(&mut PgTx { tx: &mut tx })?;
+        if prune {
+            tx.execute(commit::PRUNE, &[])
+                .context("pruning commit markers")?;
+        }
+        tx.execute(commit::MARK, &[&marker])
+            .context("marking the commit")?;
+        match tx.commit() {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let e = anyhow::Error::new(e);
+                if crate::error::is_connection_lost(&e) {
+                    self.settle_lost_commit(&marker, e)
+                } else {
+                    Err(e.context("committing"))
+                }
+            }
+        }
+    }
+}
+
+/// Connects and configures a session: a lock held past busy_timeout is
+/// exit 75, as on SQLite.
+fn connect(
+    config: &Config,
+    options: &OpenOptions,
+    shown: &str,
+) -> Result<(Client, commit::Session)> {
+    let mut client = config.connect(NoTls).map_err(|e| {
+        let detail = e
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_else(|| e.to_string());
+        // A server full of connections refused us before anything changed:
+        // like a busy SQLite file, safe to retry.
+        let full = e.code() == Some(&postgres::error::SqlState::TOO_MANY_CONNECTIONS);
+        let kind = if full {
+            crate::error::ErrorKind::Busy
+        } else {
+            crate::error::ErrorKind::Runtime
+        };
+        crate::error::CmdError::new(
+            kind,
+            format!("cannot connect to PostgreSQL at {shown}: {detail}"),
+        )
+        .with_hint("check that the server runs and the URL (host, port, database, user) is right")
+    })?;
+    let millis = options.busy_timeout.as_millis();
+    let setup = format!("SET lock_timeout = {millis}; SET statement_timeout = 0;");
+    let session = commit::start_session(&mut client, &setup)?;
+    Ok((client, session))
 }
 
 fn redact(config: &Config) -> String {
@@ -107,7 +188,7 @@ fn redact(config: &Config) -> String {
 
 impl Store for PgStore {
     fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        self.run(IsolationLevel::ReadCommitted, f)
+        self.run_write(f)
     }
 
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -137,6 +218,16 @@ impl Store for PgStore {
         self.client
             .query_one(
                 "SELECT floor(extract(epoch FROM clock_timestamp()))::BIGINT",
+                &[],
+            )
+            .ok()
+            .and_then(|row| row.try_get::<_, i64>(0).ok())
+    }
+
+    fn server_time_micros(&mut self) -> Option<i64> {
+        self.client
+            .query_one(
+                "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT",
                 &[],
             )
             .ok()

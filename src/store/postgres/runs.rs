@@ -46,7 +46,27 @@ fn decode_run(row: &Row) -> Result<Run> {
     })
 }
 
+/// Seconds this transaction has lasted so far, on the server's clock. The
+/// caller read `now` when the transaction began; a lease guard adds this so
+/// that time spent waiting for a row lock cannot let an expired lease pass.
+const WAITED: &str =
+    "floor(extract(epoch FROM clock_timestamp() - transaction_timestamp()))::bigint";
+
 impl PgTx<'_, '_> {
+    /// Waits for the run's row lock before a lease guard is judged. An UPDATE
+    /// that waits for a lock held by a `SELECT … FOR UPDATE` (which changes no
+    /// row) does not re-evaluate its WHERE afterwards, so it would judge the
+    /// lease by the clock of before the wait.
+    fn lock_run(&mut self, run_id: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE",
+                &[&run_id],
+            )
+            .context("locking the run")?;
+        Ok(())
+    }
+
     fn runs_where(
         &mut self,
         tail: &str,
@@ -211,13 +231,17 @@ impl RunTx for PgTx<'_, '_> {
             .collect()
     }
 
-    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool> {
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool> {
+        self.lock_run(run_id)?;
         let changed = self
             .tx
             .execute(
-                "UPDATE runs SET lease_until = greatest(lease_until, $1)
-                 WHERE run_id = $2 AND lease_token = $3 AND status = 'running'",
-                &[&until, &run_id, &token],
+                &format!(
+                    "UPDATE runs SET lease_until = greatest(lease_until, $1)
+                     WHERE run_id = $2 AND lease_token = $3 AND status = 'running'
+                       AND lease_until >= $4::bigint + {WAITED}"
+                ),
+                &[&until, &run_id, &token, &now],
             )
             .context("renewing the lease")?;
         Ok(changed == 1)
@@ -233,15 +257,21 @@ impl RunTx for PgTx<'_, '_> {
     }
 
     fn finish_run(&mut self, f: &RunFinish<'_>) -> Result<()> {
+        if f.token.is_some() {
+            self.lock_run(f.run_id)?;
+        }
         let changed = self
             .tx
             .execute(
-                "UPDATE runs
+                &format!(
+                    "UPDATE runs
                  SET status = $1, summary = coalesce($2, summary), reason = $3,
                      wait_kind = $4, wait_id = $5, wait_deadline = $6, lease_until = NULL,
                      finished_at = CASE WHEN $1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE $7::bigint END
-                 WHERE run_id = $8 AND status = $9 AND ($10::text IS NULL OR lease_token = $10)",
+                 WHERE run_id = $8 AND status = $9
+                   AND ($10::text IS NULL OR (lease_token = $10 AND lease_until >= $7::bigint + {WAITED}))"
+                ),
                 &[
                     &f.to.as_str(),
                     &f.summary,

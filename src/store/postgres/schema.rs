@@ -107,6 +107,14 @@ const MIGRATIONS: &[&str] = &[
             ('pending', 'sending', 'delivered', 'unknown', 'undeliverable')),
         ADD COLUMN next_attempt_at BIGINT;
 "#,
+    r#"
+    -- 4: one row per write transaction, inserted just before its COMMIT, so
+    -- that a commit whose acknowledgement was lost can be resolved by
+    -- looking for it (SPEC section 12). Rows older than a day are pruned.
+    CREATE TABLE commit_markers (
+        marker TEXT PRIMARY KEY, at TIMESTAMPTZ NOT NULL DEFAULT now());
+    CREATE INDEX commit_markers_by_age ON commit_markers (at);
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -236,14 +236,15 @@ impl RunTx for SqliteTx<'_> {
         self.runs_by_id(&ids)
     }
 
-    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64) -> Result<bool> {
+    fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool> {
         let changed = self
             .conn
             .prepare_cached(
                 "UPDATE runs SET lease_until = max(lease_until, ?1)
-                 WHERE run_id = ?2 AND lease_token = ?3 AND status = 'running'",
+                 WHERE run_id = ?2 AND lease_token = ?3 AND status = 'running'
+                   AND lease_until >= ?4",
             )?
-            .execute(params![until, run_id, token])
+            .execute(params![until, run_id, token, now])
             .context("renewing the lease")?;
         Ok(changed == 1)
     }
@@ -258,7 +259,8 @@ impl RunTx for SqliteTx<'_> {
                      lease_until = NULL,
                      finished_at = CASE WHEN ?1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE ?7 END
-                 WHERE run_id = ?8 AND status = ?9 AND (?10 IS NULL OR lease_token = ?10)",
+                 WHERE run_id = ?8 AND status = ?9
+                   AND (?10 IS NULL OR (lease_token = ?10 AND lease_until >= ?7))",
             )?
             .execute(params![
                 f.to.as_str(),

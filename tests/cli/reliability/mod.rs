@@ -6,10 +6,13 @@
 //! constant or `AGENTCRON_SEED`; the seed is printed whenever a scenario
 //! fails. `AGENTCRON_STRESS=N` multiplies every iteration count by N.
 
+mod ambiguous_commit;
 mod bad_input;
 mod claim_storm;
 mod clock_faults;
 mod corruption;
+mod fencing_revival;
+mod host_clocks;
 mod kills;
 mod power_loss;
 mod security;
