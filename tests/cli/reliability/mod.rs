@@ -9,6 +9,7 @@
 mod bad_input;
 mod claim_storm;
 mod clock_faults;
+mod confirmed;
 mod corruption;
 mod kills;
 mod power_loss;
