@@ -15,6 +15,7 @@ mod kills;
 mod power_loss;
 mod security;
 mod soak;
+mod unsafe_files;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
