@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_task, Caller};
+use crate::commands::resolve::{run_task, Caller};
 use crate::commands::tick::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
@@ -71,7 +71,7 @@ fn parked(
             crate::output::escape(run_id)
         )));
     };
-    let task = owned_task(tx, caller, &run.task_id)?;
+    let task = run_task(tx, caller, &run)?;
     if !run.status.is_awaiting() {
         return fail(CmdError::conflict(format!(
             "run {run_id} is {}, not waiting for approval",

@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::commands::resolve::{owned_task, Caller};
+use crate::commands::resolve::{run_task, Caller};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Event, RunStatus};
@@ -132,7 +132,7 @@ fn settle_one(ctx: &mut Ctx, run_id: &str, decision: Decision, reason: &str) -> 
         let Some(run) = tx.run(run_id)? else {
             return fail(CmdError::not_found(format!("no run '{}'", escape(run_id))).with_hint("`agentcron reconcile` lists the unknown runs"));
         };
-        owned_task(tx, &caller, &run.task_id)?;
+        run_task(tx, &caller, &run)?;
         if run.status != RunStatus::Unknown {
             return fail(CmdError::conflict(format!("run {run_id} is {}, not unknown: only unknown runs are reconciled", run.status)));
         }

@@ -237,3 +237,25 @@ fn approving_a_run_of_a_deleted_task_is_refused_but_deny_settles_it() {
         (Some("failed"), Some("denied"))
     );
 }
+
+#[test]
+fn another_tenants_parked_run_is_denied_without_naming_its_task() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    let task_id = rig.runs("a")[0]["task_id"].as_str().unwrap().to_string();
+    let before = rig.env.db_bytes();
+    for args in [
+        &["approve", &run_id, "--wait-id", "w1", "--tenant", "t2"][..],
+        &["deny", &run_id, "--wait-id", "w1", "--tenant", "t2"],
+    ] {
+        let out = rig.env.run(args).fails(4);
+        assert_eq!(
+            out.stderr.lines().next().unwrap(),
+            format!("agentcron: error: run {run_id} belongs to another tenant"),
+        );
+        assert!(!out.stderr.contains(&task_id), "{}", out.stderr);
+        assert!(!out.stderr.contains(&task_id[..8]), "{}", out.stderr);
+    }
+    assert_eq!(rig.env.db_bytes(), before);
+}

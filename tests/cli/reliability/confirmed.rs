@@ -151,6 +151,9 @@ fn a_task_row_edited_in_the_database_is_quarantined_never_run_and_named_by_check
         check.stdout
     );
     assert_eq!(check.stderr, "");
+    // Another tenant learns nothing about the damaged row.
+    let out = rig.env.run(&["show", edited, "--tenant", "t2"]).fails(4);
+    assert!(!out.stderr.contains("instruction"), "{}", out.stderr);
     // A later tick does not run them either.
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
