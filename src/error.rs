@@ -151,6 +151,26 @@ pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
     (ErrorKind::Runtime, None)
 }
 
+/// Whether the error is the disk (or quota) holding the database running
+/// out of space: SQLite's SQLITE_FULL, ENOSPC/EDQUOT from a file, or
+/// PostgreSQL's disk_full.
+pub fn is_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        if let Some(rusqlite::Error::SqliteFailure(code, _)) =
+            cause.downcast_ref::<rusqlite::Error>()
+        {
+            return code.code == rusqlite::ErrorCode::DiskFull;
+        }
+        if let Some(e) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+        }
+        if let Some(e) = cause.downcast_ref::<postgres::Error>() {
+            return e.code() == Some(&postgres::error::SqlState::DISK_FULL);
+        }
+        false
+    })
+}
+
 /// Whether the error is the database connection going away (a PostgreSQL
 /// server restarting): worth reconnecting for, unlike a damaged file.
 pub fn is_connection_lost(err: &anyhow::Error) -> bool {

@@ -169,14 +169,61 @@ impl Payload {
         }
         Ok(payload)
     }
+
+    /// Reads the payload of a stored task, whose bytes its hash vouches for
+    /// (the caller checked it): every field is checked as `from_canonical`
+    /// does, but the canonical form, fixed when it was confirmed, is not
+    /// derived again. Every task read goes through here, so it deserializes
+    /// straight into typed fields (a few microseconds).
+    pub fn from_stored(raw: &str) -> Result<Payload> {
+        let f: StoredFields = serde_json::from_str(raw).context("payload")?;
+        let policy = Policy::parse(&f.policy)
+            .ok_or_else(|| anyhow!("payload policy '{}' is unknown", f.policy))?;
+        let schedule =
+            Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
+        let timezone = schedule::parse_zone(&f.timezone).map_err(|e| anyhow!("{e}"))?;
+        Ok(Payload {
+            grace_seconds: f.grace_seconds,
+            instruction: f.instruction,
+            max_retries: f.max_retries,
+            name: f.name,
+            owner_keys: f.owner_keys,
+            policy,
+            retry_backoff_seconds: f.retry_backoff_seconds,
+            schedule,
+            target: f.target,
+            tenant_key: f.tenant_key,
+            timezone,
+        })
+    }
+}
+
+/// A stored payload's fields as JSON gives them; no other field is allowed.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredFields {
+    grace_seconds: i64,
+    instruction: String,
+    max_retries: i64,
+    name: Option<String>,
+    owner_keys: Vec<String>,
+    policy: String,
+    retry_backoff_seconds: i64,
+    schedule: Value,
+    target: String,
+    tenant_key: String,
+    timezone: String,
 }
 
 /// Lower-case hex SHA-256 of the bytes: `printf %s "$payload" | sha256sum`.
 pub fn hash_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
+    // Every task read hashes its payload: no allocation per byte.
     for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     out
 }
@@ -223,6 +270,32 @@ mod tests {
         assert_eq!(Payload::from_canonical(&text).unwrap(), sample());
         let spaced = text.replacen(":60,", ": 60,", 1);
         assert!(Payload::from_canonical(&spaced).is_err());
+    }
+
+    #[test]
+    fn a_stored_payload_reads_like_a_canonical_one() {
+        let text = sample().canonical();
+        assert_eq!(Payload::from_stored(&text).unwrap(), sample());
+        for bad in [
+            text.replacen(r#""grace_seconds":60"#, r#""grace_seconds":60.5"#, 1),
+            text.replacen(r#""policy":"read_only""#, r#""policy":"anything""#, 1),
+            text.replacen(
+                r#""timezone":"Asia/Shanghai""#,
+                r#""timezone":"Mars/Base""#,
+                1,
+            ),
+            text.replacen('{', r#"{"extra":1,"#, 1),
+            text.replacen(r#""target":"chat:42","#, "", 1),
+            text.replacen(
+                r#""target":"chat:42""#,
+                r#""target":"chat:42","target":"x""#,
+                1,
+            ),
+            "[]".to_string(),
+            String::new(),
+        ] {
+            assert!(Payload::from_stored(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::commands::resolve::{owned_run, Caller};
 use crate::commands::tick::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Run, RunStatus, Task};
+use crate::model::{Event, Run, RunStatus, Task, TaskState};
 use crate::store::Tx;
 use crate::tick::execute::{self, Executor, Job};
 use crate::tick::settle::{self, Outcome};
@@ -92,6 +92,26 @@ fn parked(
     Ok((task, run))
 }
 
+/// Approving runs the executor again, and a paused, deleted or quarantined
+/// task must not run anything: its parked run stays parked (denying it stays
+/// allowed).
+fn runnable(task: &Task, run: &Run) -> Result<()> {
+    let why = match task.state {
+        TaskState::Active | TaskState::Completed => return Ok(()),
+        TaskState::Paused => "is paused; resume the task first",
+        TaskState::Deleted => "is deleted and never runs again",
+        TaskState::Error => "is quarantined (error) and never runs again",
+    };
+    fail(
+        CmdError::conflict(format!(
+            "run {} stays parked: its task {} {why}",
+            run.run_id,
+            task.label()
+        ))
+        .with_hint("`agentcron deny` settles the run without running anything"),
+    )
+}
+
 fn notifier_of(cmd: Option<&str>) -> Result<Option<Notifier>> {
     use std::time::Duration;
     notifier_from(cmd, Duration::from_secs(60), Duration::from_secs(5))
@@ -129,6 +149,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     let lease_until = now + executor.lease.as_secs().max(1) as i64;
     let (task, run) = ctx.store()?.write(|tx| {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
+        runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
         tx.append_event(&Event {
             at: now,

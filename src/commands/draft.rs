@@ -256,6 +256,14 @@ fn instruction(arg: &str) -> Result<String> {
                 bytes.pop();
             }
         }
+        // Only the first bytes were read, so the true size is unknown (and
+        // the cut may split a character: check the size before the UTF-8).
+        if bytes.len() > INSTRUCTION_MAX_BYTES {
+            return fail(CmdError::usage(format!(
+                "the instruction on standard input is more than {INSTRUCTION_MAX_BYTES} bytes, \
+                 the most allowed"
+            )));
+        }
         String::from_utf8(bytes)
             .map_err(|_| CmdError::usage("the instruction on standard input is not UTF-8"))?
     } else {

@@ -29,6 +29,10 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
     let id = task_id(tx, caller, arg)?;
     let task = match tx.task(&id)? {
         Some(Ok(task)) => task,
+        // Another tenant's unreadable row says nothing of itself.
+        Some(Err(corrupt)) if corrupt.tenant_key != caller.tenant => {
+            return fail(another_tenant("task", arg))
+        }
         Some(Err(corrupt)) => {
             return Err(CmdError::new(ErrorKind::Runtime, corrupt.to_string())
                 .with_hint("the task is quarantined; `agentcron tick` marks it error")
@@ -37,10 +41,7 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
         None => return fail(not_found(caller, arg)),
     };
     if task.tenant_key != caller.tenant {
-        return fail(
-            CmdError::denied(format!("task {arg} belongs to another tenant"))
-                .with_hint("pass --tenant for the tenant that owns it"),
-        );
+        return fail(another_tenant("task", arg));
     }
     if !task.is_owned_by(caller.identity) {
         return fail(
@@ -53,6 +54,21 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
         );
     }
     Ok(task)
+}
+
+/// The task of a run the caller named by id. The run's tenant is checked
+/// first, so another tenant's run is denied naming only the id the caller
+/// gave, never its task.
+pub fn run_task(tx: &mut dyn Tx, caller: &Caller<'_>, run: &Run) -> Result<Task> {
+    if run.tenant_key != caller.tenant {
+        return fail(another_tenant("run", &run.run_id));
+    }
+    owned_task(tx, caller, &run.task_id)
+}
+
+fn another_tenant(what: &str, id: &str) -> CmdError {
+    CmdError::denied(format!("{what} {id} belongs to another tenant"))
+        .with_hint("pass --tenant for the tenant that owns it")
 }
 
 fn task_id(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<String> {

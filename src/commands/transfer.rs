@@ -19,6 +19,9 @@ use crate::store::transfer::{self, TABLES};
 pub struct ExportArgs {}
 
 /// Read an export into an empty store, in one transaction
+///
+/// Every task line is checked against the payload it was confirmed with
+/// (and that payload against its hash); one that disagrees imports nothing.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The JSON Lines file; `-` reads standard input
@@ -72,6 +75,22 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
             return fail(bad(format!("unknown table '{name}'")));
         };
         let values = table.values(object).map_err(|e| bad(e.to_string()))?;
+        // Only what was confirmed may run: a task whose columns were edited
+        // away from its payload (or the payload from its hash) is refused
+        // here, as every read would quarantine it.
+        if table.name == "tasks" {
+            if let Err(corrupt) = transfer::raw_task(object).decode() {
+                return fail(
+                    CmdError::usage(format!(
+                        "line {}: task {}: {}",
+                        index + 1,
+                        corrupt.id,
+                        corrupt.problem
+                    ))
+                    .with_hint("the export was changed after it was written; import the original"),
+                );
+            }
+        }
         rows.push((table, values));
     }
     let counts = ctx.store()?.write(|tx| {

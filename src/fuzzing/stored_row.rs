@@ -7,46 +7,19 @@
 //! tenant_key, name, owner_keys, target, instruction, schedule, timezone,
 //! policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
 //! state, state_reason, state_changed_at, next_run_at, revision, created_at,
-//! updated_at, consecutive_failures, next_retry_at, retry_run_id). `\N` is
-//! NULL in a nullable column; an integer that does not parse is 0; missing
-//! lines are empty (or 0, or NULL).
+//! updated_at, consecutive_failures, next_retry_at, retry_run_id, payload).
+//! `\N` is NULL in a nullable column; an integer that does not parse is 0;
+//! missing lines are empty (or 0, or NULL). A payload_hash of `\H` is the
+//! SHA-256 of the payload line, so mutations can reach the comparison of
+//! the columns with the payload instead of stopping at the hash.
 
 use crate::model::{DeliveryState, Policy, RunStatus, Task, TaskState};
-use crate::payload::Payload;
+use crate::payload::{hash_hex, Payload};
 use crate::schedule;
 use crate::store::tasks::RawTask;
 
 pub fn check_stored_row(data: &[u8]) {
-    let lines = super::lines(data);
-    let text = |i: usize| lines.get(i).cloned().unwrap_or_default();
-    let nullable = |i: usize| lines.get(i).filter(|l| *l != "\\N").cloned();
-    let int = |i: usize| text(i).trim().parse::<i64>().unwrap_or(0);
-    let nullable_int = |i: usize| nullable(i).map(|l| l.trim().parse::<i64>().unwrap_or(0));
-    let raw = RawTask {
-        task_id: text(0),
-        tenant_key: text(1),
-        name: nullable(2),
-        owner_keys: text(3),
-        target: text(4),
-        instruction: text(5),
-        schedule: text(6),
-        timezone: text(7),
-        policy: text(8),
-        grace_seconds: int(9),
-        max_retries: int(10),
-        retry_backoff_seconds: int(11),
-        payload_hash: text(12),
-        state: text(13),
-        state_reason: nullable(14),
-        state_changed_at: int(15),
-        next_run_at: nullable_int(16),
-        revision: int(17),
-        created_at: int(18),
-        updated_at: int(19),
-        consecutive_failures: int(20),
-        next_retry_at: nullable_int(21),
-        retry_run_id: nullable(22),
-    };
+    let raw = raw_row(data);
     spellings_hold(&raw.state);
     let decoded = raw.clone().decode();
     match decoded {
@@ -70,6 +43,44 @@ pub fn check_stored_row(data: &[u8]) {
     }
 }
 
+/// The row the input describes (format in the module comment).
+fn raw_row(data: &[u8]) -> RawTask {
+    let lines = super::lines(data);
+    let text = |i: usize| lines.get(i).cloned().unwrap_or_default();
+    let nullable = |i: usize| lines.get(i).filter(|l| *l != "\\N").cloned();
+    let int = |i: usize| text(i).trim().parse::<i64>().unwrap_or(0);
+    let nullable_int = |i: usize| nullable(i).map(|l| l.trim().parse::<i64>().unwrap_or(0));
+    RawTask {
+        task_id: text(0),
+        tenant_key: text(1),
+        name: nullable(2),
+        owner_keys: text(3),
+        target: text(4),
+        instruction: text(5),
+        schedule: text(6),
+        timezone: text(7),
+        policy: text(8),
+        grace_seconds: int(9),
+        max_retries: int(10),
+        retry_backoff_seconds: int(11),
+        payload_hash: match text(12).as_str() {
+            "\\H" => hash_hex(text(23).as_bytes()),
+            other => other.to_string(),
+        },
+        state: text(13),
+        state_reason: nullable(14),
+        state_changed_at: int(15),
+        next_run_at: nullable_int(16),
+        revision: int(17),
+        created_at: int(18),
+        updated_at: int(19),
+        consecutive_failures: int(20),
+        next_retry_at: nullable_int(21),
+        retry_run_id: nullable(22),
+        payload: text(23),
+    }
+}
+
 /// What decode promises about a row it accepts.
 fn decoded_holds(raw: &RawTask, task: &Task) {
     let context = format!("{raw:?} decoded to {task:?}");
@@ -90,6 +101,17 @@ fn decoded_holds(raw: &RawTask, task: &Task) {
     ] {
         assert!(value >= 0, "{context}");
     }
+    // What runs is what was confirmed: the payload, which the columns repeat.
+    assert_eq!(
+        hash_hex(raw.payload.as_bytes()),
+        task.payload_hash,
+        "{context}"
+    );
+    assert_eq!(
+        Payload::from_canonical(&raw.payload).ok(),
+        Some(Payload::of_task(task)),
+        "{context}"
+    );
     // The other columns pass through untouched.
     assert_eq!(
         (
@@ -138,5 +160,28 @@ fn spellings_hold(text: &str) {
     }
     if let Some(delivery) = DeliveryState::parse(text) {
         assert_eq!(delivery.as_str(), text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The seeds say what they are: `valid-*` rows decode, `corrupt-*` rows
+    /// do not, so the corpus keeps probing both sides of the payload check.
+    #[test]
+    fn seeds_decode_as_their_names_say() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/stored_row");
+        for entry in std::fs::read_dir(&dir).expect("the stored_row corpus") {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let data = std::fs::read(&path).expect("a readable seed");
+            let decoded = super::raw_row(&data).decode();
+            if name.starts_with("valid-") {
+                assert!(decoded.is_ok(), "{name}: {decoded:?}");
+            } else if name.starts_with("corrupt-") {
+                assert!(decoded.is_err(), "{name} decoded");
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
 
-use crate::error::{classify, ErrorKind};
+use crate::error::{classify, is_disk_full, ErrorKind};
 
 pub use text::{escape, human_duration, relative, wall_time};
 
@@ -135,14 +135,22 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
         return 0;
     }
     let (kind, leaf) = classify(err);
+    // Busy and disk full are one line (SPEC section 10): their causes only
+    // repeat SQLite's or PostgreSQL's wording of the same thing.
+    let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
     let message = match kind {
         ErrorKind::Busy => {
             "the database is busy (another agentcron held it past busy_timeout)".to_string()
         }
+        _ if disk_full => format!(
+            "the disk holding the database is full ({})",
+            escape(&err.to_string())
+        ),
         _ => escape(&err.to_string()),
     };
     let hint = match (kind, leaf) {
         (ErrorKind::Busy, _) => Some("nothing was changed; retry in a moment".to_string()),
+        _ if disk_full => Some("free some space, then retry".to_string()),
         (_, Some(leaf)) => leaf.hint.clone(),
         _ => None,
     };
@@ -163,6 +171,11 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
             }
         });
         let _ = writeln!(stderr, "{value}");
+    } else if kind == ErrorKind::Busy || disk_full {
+        let hint = hint
+            .map(|h| format!("; {}", escape(&h)))
+            .unwrap_or_default();
+        let _ = writeln!(stderr, "agentcron: error: {message}{hint}");
     } else {
         let _ = writeln!(stderr, "agentcron: error: {message}");
         for cause in causes.iter().filter(|c| **c != message) {

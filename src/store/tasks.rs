@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::model::{Policy, Task, TaskState};
+use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
 
 /// A stored row that failed validation on read: it is reported (and, by the
@@ -22,8 +23,22 @@ impl std::fmt::Display for CorruptRow {
 
 impl std::error::Error for CorruptRow {}
 
+impl CorruptRow {
+    /// How `check` names it: a task row that is never executed.
+    pub fn violation(&self) -> String {
+        format!("task {} is never run: {}", self.id, self.problem)
+    }
+}
+
 /// A task row's columns as stored, before validation. Each backend reads
 /// one of these; `decode` is the one place that checks them.
+///
+/// The confirmed fields (instruction, policy, target, zone, schedule, name,
+/// owners, tenant, grace, retries, backoff) are stored twice: inside the
+/// canonical `payload` the person confirmed, and as columns for queries.
+/// `decode` builds the task from the payload, after checking it against
+/// `payload_hash` and the columns against it, so what runs is what was
+/// confirmed; any disagreement is a corrupt row (SPEC section 6).
 #[derive(Debug, Clone, Default)]
 pub struct RawTask {
     pub task_id: String,
@@ -49,6 +64,8 @@ pub struct RawTask {
     pub consecutive_failures: i64,
     pub next_retry_at: Option<i64>,
     pub retry_run_id: Option<String>,
+    /// The canonical payload, whose SHA-256 is `payload_hash`.
+    pub payload: String,
 }
 
 impl RawTask {
@@ -78,6 +95,7 @@ impl RawTask {
             consecutive_failures: t.consecutive_failures,
             next_retry_at: t.next_retry_at,
             retry_run_id: t.retry_run_id.clone(),
+            payload: Payload::of_task(t).canonical(),
         }
     }
 
@@ -87,25 +105,13 @@ impl RawTask {
             tenant_key: self.tenant_key.clone(),
             problem,
         };
-        let owner_keys: Vec<String> = serde_json::from_str(&self.owner_keys)
-            .map_err(|e| corrupt(format!("owner_keys is not a JSON list of strings: {e}")))?;
-        if owner_keys.is_empty() {
-            return Err(corrupt("owner_keys is empty".into()));
-        }
-        let schedule_json: serde_json::Value = serde_json::from_str(&self.schedule)
-            .map_err(|e| corrupt(format!("schedule is not JSON: {e}")))?;
-        let schedule =
-            Schedule::from_json(&schedule_json).map_err(|e| corrupt(format!("schedule: {e}")))?;
-        let timezone =
-            schedule::parse_zone(&self.timezone).map_err(|e| corrupt(format!("timezone: {e}")))?;
-        let policy = Policy::parse(&self.policy)
-            .ok_or_else(|| corrupt(format!("unknown policy '{}'", self.policy)))?;
+        let confirmed = self.confirmed().map_err(corrupt)?;
         let state = TaskState::parse(&self.state)
             .ok_or_else(|| corrupt(format!("unknown state '{}'", self.state)))?;
         for (value, what) in [
-            (self.grace_seconds, "grace_seconds"),
-            (self.max_retries, "max_retries"),
-            (self.retry_backoff_seconds, "retry_backoff_seconds"),
+            (confirmed.grace_seconds, "grace_seconds"),
+            (confirmed.max_retries, "max_retries"),
+            (confirmed.retry_backoff_seconds, "retry_backoff_seconds"),
             (self.consecutive_failures, "consecutive_failures"),
         ] {
             if value < 0 {
@@ -114,17 +120,17 @@ impl RawTask {
         }
         Ok(Task {
             task_id: self.task_id,
-            tenant_key: self.tenant_key,
-            name: self.name,
-            owner_keys,
-            target: self.target,
-            instruction: self.instruction,
-            schedule,
-            timezone,
-            policy,
-            grace_seconds: self.grace_seconds,
-            max_retries: self.max_retries,
-            retry_backoff_seconds: self.retry_backoff_seconds,
+            tenant_key: confirmed.tenant_key,
+            name: confirmed.name,
+            owner_keys: confirmed.owner_keys,
+            target: confirmed.target,
+            instruction: confirmed.instruction,
+            schedule: confirmed.schedule,
+            timezone: confirmed.timezone,
+            policy: confirmed.policy,
+            grace_seconds: confirmed.grace_seconds,
+            max_retries: confirmed.max_retries,
+            retry_backoff_seconds: confirmed.retry_backoff_seconds,
             payload_hash: self.payload_hash,
             state,
             state_reason: self.state_reason,
@@ -137,6 +143,51 @@ impl RawTask {
             next_retry_at: self.next_retry_at,
             retry_run_id: self.retry_run_id,
         })
+    }
+
+    /// The payload the row was confirmed with, once its hash and every
+    /// column that repeats one of its fields agree with it; else what
+    /// disagrees, naming the column.
+    fn confirmed(&self) -> Result<Payload, String> {
+        if hash_hex(self.payload.as_bytes()) != self.payload_hash {
+            return Err("the stored payload does not match payload_hash".into());
+        }
+        let payload = Payload::from_stored(&self.payload)
+            .map_err(|e| format!("the stored payload cannot be read: {e:#}"))?;
+        let owner_keys: Vec<String> = serde_json::from_str(&self.owner_keys)
+            .map_err(|e| format!("owner_keys is not a JSON list of strings: {e}"))?;
+        if owner_keys.is_empty() {
+            return Err("owner_keys is empty".into());
+        }
+        let schedule_json: serde_json::Value = serde_json::from_str(&self.schedule)
+            .map_err(|e| format!("schedule is not JSON: {e}"))?;
+        let schedule = Schedule::from_json(&schedule_json).map_err(|e| format!("schedule: {e}"))?;
+        let timezone =
+            schedule::parse_zone(&self.timezone).map_err(|e| format!("timezone: {e}"))?;
+        let policy = Policy::parse(&self.policy)
+            .ok_or_else(|| format!("unknown policy '{}'", self.policy))?;
+        let agree = [
+            ("tenant_key", self.tenant_key == payload.tenant_key),
+            ("name", self.name == payload.name),
+            ("owner_keys", owner_keys == payload.owner_keys),
+            ("target", self.target == payload.target),
+            ("instruction", self.instruction == payload.instruction),
+            ("schedule", schedule == payload.schedule),
+            ("timezone", timezone == payload.timezone),
+            ("policy", policy == payload.policy),
+            ("grace_seconds", self.grace_seconds == payload.grace_seconds),
+            ("max_retries", self.max_retries == payload.max_retries),
+            (
+                "retry_backoff_seconds",
+                self.retry_backoff_seconds == payload.retry_backoff_seconds,
+            ),
+        ];
+        match agree.iter().find(|(_, same)| !same) {
+            Some((column, _)) => Err(format!(
+                "column {column} differs from the confirmed payload"
+            )),
+            None => Ok(payload),
+        }
     }
 }
 

@@ -5,6 +5,8 @@
 use anyhow::Result;
 use serde_json::{Map, Value};
 
+use crate::store::tasks::RawTask;
+
 /// A column and whether it holds an integer (else text).
 pub type Column = (&'static str, bool);
 
@@ -185,6 +187,40 @@ impl Table {
                 },
             )
             .collect()
+    }
+}
+
+/// A tasks line as the row it would become, so `import` checks it exactly
+/// as every read does (`RawTask::decode`); a missing or mistyped value
+/// reads as empty, which that check reports.
+pub fn raw_task(row: &Map<String, Value>) -> RawTask {
+    let text = |k: &str| row.get(k).and_then(Value::as_str).map(str::to_string);
+    let int = |k: &str| row.get(k).and_then(Value::as_i64);
+    RawTask {
+        task_id: text("task_id").unwrap_or_default(),
+        tenant_key: text("tenant_key").unwrap_or_default(),
+        name: text("name"),
+        owner_keys: text("owner_keys").unwrap_or_default(),
+        target: text("target").unwrap_or_default(),
+        instruction: text("instruction").unwrap_or_default(),
+        schedule: text("schedule").unwrap_or_default(),
+        timezone: text("timezone").unwrap_or_default(),
+        policy: text("policy").unwrap_or_default(),
+        grace_seconds: int("grace_seconds").unwrap_or_default(),
+        max_retries: int("max_retries").unwrap_or_default(),
+        retry_backoff_seconds: int("retry_backoff_seconds").unwrap_or_default(),
+        payload_hash: text("payload_hash").unwrap_or_default(),
+        state: text("state").unwrap_or_default(),
+        state_reason: text("state_reason"),
+        state_changed_at: int("state_changed_at").unwrap_or_default(),
+        next_run_at: int("next_run_at"),
+        revision: int("revision").unwrap_or_default(),
+        created_at: int("created_at").unwrap_or_default(),
+        updated_at: int("updated_at").unwrap_or_default(),
+        consecutive_failures: int("consecutive_failures").unwrap_or_default(),
+        next_retry_at: int("next_retry_at"),
+        retry_run_id: text("retry_run_id"),
+        payload: text("payload").unwrap_or_default(),
     }
 }
 

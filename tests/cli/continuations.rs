@@ -176,3 +176,86 @@ fn jobs_run_executors_in_parallel() {
         "{elapsed:?}"
     );
 }
+
+#[test]
+fn approving_a_run_of_a_paused_task_is_refused_and_leaves_it_parked() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.json(&["pause", "a"]);
+    let before = rig.env.db_bytes();
+    let out = rig
+        .env
+        .run(&["approve", &run_id, "--wait-id", "w1"])
+        .fails(5);
+    assert!(
+        out.stderr
+            .lines()
+            .next()
+            .unwrap()
+            .contains("is paused; resume the task first"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        rig.env.db_bytes(),
+        before,
+        "a refused approve changes nothing"
+    );
+    assert_eq!(rig.starts().len(), 1, "the executor did not run again");
+    assert_eq!(rig.runs("a")[0]["status"], "awaiting_confirmation");
+    // Resumed, the same approval goes through.
+    rig.env.json(&["resume", "a"]);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    assert_eq!(rig.starts().len(), 2);
+}
+
+#[test]
+fn approving_a_run_of_a_deleted_task_is_refused_but_deny_settles_it() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    let task_id = rig.runs("a")[0]["task_id"].as_str().unwrap().to_string();
+    rig.env.json(&["delete", "a"]);
+    let before = rig.env.db_bytes();
+    let out = rig
+        .env
+        .run(&["approve", &run_id, "--wait-id", "w1"])
+        .fails(5);
+    assert!(out.stderr.contains("is deleted"), "{}", out.stderr);
+    assert_eq!(
+        rig.env.db_bytes(),
+        before,
+        "a refused approve changes nothing"
+    );
+    assert_eq!(rig.starts().len(), 1, "the executor did not run again");
+    let denied = rig.env.json(&["deny", &run_id, "--wait-id", "w1"]);
+    assert_eq!(denied["status"], "failed");
+    let run = &rig.runs(&task_id)[0];
+    assert_eq!(
+        (run["status"].as_str(), run["reason"].as_str()),
+        (Some("failed"), Some("denied"))
+    );
+}
+
+#[test]
+fn another_tenants_parked_run_is_denied_without_naming_its_task() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    let task_id = rig.runs("a")[0]["task_id"].as_str().unwrap().to_string();
+    let before = rig.env.db_bytes();
+    for args in [
+        &["approve", &run_id, "--wait-id", "w1", "--tenant", "t2"][..],
+        &["deny", &run_id, "--wait-id", "w1", "--tenant", "t2"],
+    ] {
+        let out = rig.env.run(args).fails(4);
+        assert_eq!(
+            out.stderr.lines().next().unwrap(),
+            format!("agentcron: error: run {run_id} belongs to another tenant"),
+        );
+        assert!(!out.stderr.contains(&task_id), "{}", out.stderr);
+        assert!(!out.stderr.contains(&task_id[..8]), "{}", out.stderr);
+    }
+    assert_eq!(rig.env.db_bytes(), before);
+}

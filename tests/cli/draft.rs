@@ -165,6 +165,26 @@ fn instruction_from_stdin() {
     assert_eq!(payload["instruction"], "from stdin");
 }
 
+#[test]
+fn a_huge_instruction_on_stdin_is_refused_as_more_than_the_limit() {
+    let env = TestEnv::new();
+    let args = ["draft", "--instruction", "-", "--in", "10m"];
+    // 10 MB, read only up to the limit: its size is not known, and the cut
+    // may fall inside a character.
+    for unit in ["x", "é"] {
+        let huge = unit.repeat(10_000_000 / unit.len());
+        let out = env.run_with_stdin(&args, huge.as_bytes()).fails(2);
+        assert_eq!(
+            out.stderr.trim_end(),
+            "agentcron: error: the instruction on standard input is more than 32768 bytes, \
+             the most allowed"
+        );
+    }
+    // The limit itself, with the newline `echo` adds, is fine.
+    let exact = format!("{}\n", "x".repeat(32768));
+    env.run_with_stdin(&args, exact.as_bytes()).ok();
+}
+
 /// Each bad input exits with its code, one error line, and writes nothing.
 fn rejects(env: &TestEnv, args: &[&str], code: i32, needle: &str) {
     let before = env.db_bytes();

@@ -68,6 +68,32 @@ fn reconcile_lists_unknown_runs_and_settles_each_decision() {
 }
 
 #[test]
+fn reconciling_another_tenants_run_is_denied_without_naming_its_task() {
+    let rig = Rig::new();
+    let run_id = unknown_run(&rig, "u");
+    let task_id = rig.runs("u")[0]["task_id"].as_str().unwrap().to_string();
+    let out = rig
+        .env
+        .run(&[
+            "reconcile",
+            &run_id,
+            "--decision",
+            "abandoned",
+            "--reason",
+            "x",
+            "--tenant",
+            "t2",
+        ])
+        .fails(4);
+    assert_eq!(
+        out.stderr.lines().next().unwrap(),
+        format!("agentcron: error: run {run_id} belongs to another tenant"),
+    );
+    assert!(!out.stderr.contains(&task_id[..8]), "{}", out.stderr);
+    assert_eq!(rig.runs("u")[0]["status"], "unknown");
+}
+
+#[test]
 fn reconcile_refuses_other_runs_and_needs_a_reason() {
     let rig = Rig::new();
     let run_id = unknown_run(&rig, "u");

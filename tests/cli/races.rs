@@ -245,3 +245,27 @@ fn a_database_busy_for_most_of_busy_timeout_never_expires_a_healthy_run() {
     );
     assert_eq!(rig.runs("b")[0]["status"], "succeeded");
 }
+
+#[test]
+fn a_busy_database_is_one_error_line() {
+    if crate::support::on_postgres() {
+        return; // holds the SQLite write lock directly
+    }
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "b"]);
+    rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "1s");
+    rig.env.set_now(T0 + HOUR);
+    let conn = rusqlite::Connection::open(&rig.env.db).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    for args in [&["pause", "b"][..], &["tick"]] {
+        let out = rig.env.run(args).fails(75);
+        assert_eq!(
+            out.stderr,
+            "agentcron: error: the database is busy (another agentcron held it past \
+             busy_timeout); nothing was changed; retry in a moment\n"
+        );
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    assert!(rig.starts().is_empty());
+}

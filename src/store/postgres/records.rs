@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use postgres::Row;
 
-use super::tasks::owned;
+use super::tasks::{decode_task, owned, TASK_COLUMNS};
 use super::{col, expect_one, PgTx};
 use crate::model::{Draft, Event, StoredEvent};
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats};
@@ -286,6 +286,18 @@ impl MaintenanceTx for PgTx<'_, '_> {
                 col::<String>(&row, 0)?,
                 col::<String>(&row, 1)?
             ));
+        }
+        let tasks = self
+            .tx
+            .query(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks ORDER BY task_id"),
+                &[],
+            )
+            .context("checking every task against its payload")?;
+        for row in &tasks {
+            if let Err(bad) = decode_task(row)? {
+                found.push(bad.violation());
+            }
         }
         Ok(found)
     }

@@ -5,14 +5,13 @@ use postgres::Row;
 
 use super::{col, expect_one, PgTx};
 use crate::model::Task;
-use crate::payload::Payload;
 use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
 
 pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
     state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
-    consecutive_failures, next_retry_at, retry_run_id";
+    consecutive_failures, next_retry_at, retry_run_id, payload";
 
 /// True when the task row's owner keys intersect $n (a text[] of keys).
 pub(super) fn owned(alias: &str, param: usize) -> String {
@@ -47,6 +46,7 @@ pub(super) fn decode_task(row: &Row) -> Result<Result<Task, CorruptRow>> {
             consecutive_failures: col(row, 20)?,
             next_retry_at: col(row, 21)?,
             retry_run_id: col(row, 22)?,
+            payload: col(row, 23)?,
         })
     })();
     Ok(match raw {
@@ -66,11 +66,10 @@ fn is_unique_violation(e: &postgres::Error) -> bool {
 impl TaskTx for PgTx<'_, '_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
-        let payload = Payload::of_task(t).canonical();
         self.tx
             .execute(
                 &format!(
-                    "INSERT INTO tasks ({TASK_COLUMNS}, payload)
+                    "INSERT INTO tasks ({TASK_COLUMNS})
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
                              $17, $18, $19, $20, $21, $22, $23, $24)"
                 ),
@@ -98,7 +97,7 @@ impl TaskTx for PgTx<'_, '_> {
                     &r.consecutive_failures,
                     &r.next_retry_at,
                     &r.retry_run_id,
-                    &payload,
+                    &r.payload,
                 ],
             )
             .map_err(|e| {

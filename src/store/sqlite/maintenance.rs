@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use rusqlite::params;
 
+use super::tasks::{decode_task, TASK_COLUMNS};
 use super::SqliteTx;
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats};
 
@@ -185,6 +186,19 @@ impl MaintenanceTx for SqliteTx<'_> {
                AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.retry_run_id)",
             &|r| format!("task {} retries run {}, which does not exist", r[0], r[1]),
         )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY task_id"
+        ))?;
+        let tasks = stmt
+            .query_map([], decode_task)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("checking every task against its payload")?;
+        found.extend(
+            tasks
+                .into_iter()
+                .filter_map(|t| t.err())
+                .map(|bad| bad.violation()),
+        );
         Ok(found)
     }
 }

@@ -7,6 +7,7 @@
 mod deliveries;
 mod drafts;
 mod events;
+mod files;
 mod maintenance;
 mod meta;
 mod open;

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OpenFlags};
 
+use super::files;
 use crate::error::CmdError;
 use crate::store::OpenOptions;
 
@@ -27,9 +28,13 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let absolute = std::path::absolute(path)
         .with_context(|| format!("resolving the database path {}", path.display()))?;
     let path = absolute.as_path();
+    // Who may write these files decides who chooses what the tick runs.
+    files::check_folders(path)?;
     if options.create {
         ensure_file(path)?;
     }
+    let owner = files::check_database(path)?;
+    files::prepare_sidecars(path, owner)?;
     // No SQLITE_OPEN_URI: `file:x?nolock=1` stays a plain file name. NOFOLLOW
     // closes the race between our symlink check and SQLite's own open.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -41,6 +46,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     conn.busy_timeout(options.busy_timeout)
         .context("setting busy_timeout")?;
     configure(&conn).map_err(|e| not_a_database(path, e))?;
+    files::tighten_sidecars(path)?;
     Ok(conn)
 }
 

@@ -12,7 +12,7 @@ use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition,
 pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
     state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
-    consecutive_failures, next_retry_at, retry_run_id";
+    consecutive_failures, next_retry_at, retry_run_id, payload";
 
 /// Reads the columns as stored; a column of the wrong type (which STRICT
 /// tables make unlikely) is reported like any other damage.
@@ -44,6 +44,7 @@ pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, Corrup
             consecutive_failures: row.get(20)?,
             next_retry_at: row.get(21)?,
             retry_run_id: row.get(22)?,
+            payload: row.get(23)?,
         })
     })();
     Ok(match raw {
@@ -59,10 +60,9 @@ pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, Corrup
 impl TaskTx for SqliteTx<'_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
-        let payload = crate::payload::Payload::of_task(t).canonical();
         self.conn
             .prepare_cached(&format!(
-                "INSERT INTO tasks ({TASK_COLUMNS}, payload)
+                "INSERT INTO tasks ({TASK_COLUMNS})
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
                          ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
             ))?
@@ -90,7 +90,7 @@ impl TaskTx for SqliteTx<'_> {
                 r.consecutive_failures,
                 r.next_retry_at,
                 r.retry_run_id,
-                payload,
+                r.payload,
             ])
             .map_err(|e| match e {
                 rusqlite::Error::SqliteFailure(f, _)

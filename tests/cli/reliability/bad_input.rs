@@ -690,3 +690,91 @@ impl Drop for ReadOnlyView {
         }
     }
 }
+
+/// A 1 MiB tmpfs at `path` until dropped (root only).
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(path: &std::path::Path) -> SmallDisk {
+        std::fs::create_dir_all(path).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs"])
+            .arg(path)
+            .status();
+        assert!(status.is_ok_and(|s| s.success()), "mount tmpfs failed");
+        SmallDisk(path.to_path_buf())
+    }
+
+    /// Writes a filler file until the disk is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while filler.write_all(&chunk).is_ok() {}
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_one_error_line_and_the_store_survives_it() {
+    // SAFETY: geteuid has no preconditions.
+    if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
+        return; // mounting a small file system needs root; about SQLite
+    }
+    let env = TestEnv::new();
+    let disk = SmallDisk::mount(&env.path("small"));
+    let db = env.path("small/state/agentcron.db");
+    let db = db.to_str().unwrap();
+    let task = |name: &str| {
+        let draft = env.json(&[
+            "--db",
+            db,
+            "draft",
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--name",
+            name,
+        ]);
+        let (id, hash) = (
+            draft["draft_id"].as_str().unwrap(),
+            draft["payload_hash"].as_str().unwrap(),
+        );
+        env.run(&["--db", db, "confirm", id, "--hash", hash])
+    };
+    task("before").ok();
+    disk.fill();
+    let mut refused = 0;
+    for args in [
+        &["draft", "--instruction", "y", "--every", "1h"][..],
+        &["pause", "before"],
+    ] {
+        let mut all = vec!["--db", db];
+        all.extend_from_slice(args);
+        let out = env.run(&all);
+        if out.code == 0 {
+            continue; // fitted in space SQLite had kept
+        }
+        refused += 1;
+        let out = out.fails(1);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .starts_with("agentcron: error: the disk holding the database is full (")
+                && out.stderr.ends_with("); free some space, then retry\n"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(refused > 0, "a full disk refused nothing");
+    std::fs::remove_file(env.path("small/filler")).unwrap();
+    task("after").ok();
+    let check = env.run(&["--db", db, "check"]).ok();
+    assert_eq!(check.stdout, "ok: every invariant holds\n");
+}

@@ -10,6 +10,7 @@ mod ambiguous_commit;
 mod bad_input;
 mod claim_storm;
 mod clock_faults;
+mod confirmed;
 mod corruption;
 mod fencing_revival;
 mod host_clocks;
@@ -17,6 +18,7 @@ mod kills;
 mod power_loss;
 mod security;
 mod soak;
+mod unsafe_files;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -1,0 +1,209 @@
+//! Who may write the database's files (SPEC section 11). Whoever can write
+//! the database, its `-wal` or `-shm`, or replace them in their folder, can
+//! insert tasks that the tick runs as the user running it (often root). So:
+//!
+//! - an existing database, `-wal` or `-shm` writable by the group or by
+//!   others is refused, and so is any folder above it writable by the group
+//!   or by others without the sticky bit (which lets them rename it away);
+//! - a database owned by someone else is refused, except for root;
+//! - `-wal` and `-shm` must belong to the database's owner, be regular files
+//!   with one link (a symbolic link is named as such), and are created here,
+//!   before SQLite would (so nobody slips theirs in between), 0600 whatever
+//!   the umask and, when root opens another user's database, handed to that
+//!   user; once SQLite has them open they are set back to 0600, since SQLite
+//!   gives an empty one the database's mode.
+//!
+//! Each refusal is a usage error (exit 2) naming the file and its mode.
+
+use std::fs::{self, Metadata};
+use std::io::ErrorKind as IoKind;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::error::CmdError;
+
+/// Write bits for the group and for others.
+const SHARED_WRITE: u32 = 0o022;
+const STICKY: u32 = 0o1000;
+
+fn refuse(path: &Path, why: String, hint: &str) -> anyhow::Error {
+    CmdError::usage(format!("refusing {}: {why}", path.display()))
+        .with_hint(hint)
+        .into()
+}
+
+/// Every existing folder above `db` (which is absolute) is writable only by
+/// its owner, or has the sticky bit (as /tmp does).
+pub fn check_folders(db: &Path) -> Result<()> {
+    for folder in db.ancestors().skip(1) {
+        if folder.as_os_str().is_empty() {
+            continue;
+        }
+        let meta = match fs::metadata(folder) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == IoKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("inspecting {}", folder.display())),
+        };
+        let mode = meta.mode() & 0o7777;
+        if meta.is_dir() && mode & SHARED_WRITE != 0 && mode & STICKY == 0 {
+            return Err(refuse(
+                folder,
+                format!(
+                    "mode {mode:04o} lets other users replace the database (writable without the sticky bit)"
+                ),
+                "chmod go-w the folder (or +t), or keep the database in a private folder",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Who owns the database file, once it is known to be safe to use.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner {
+    uid: u32,
+    gid: u32,
+}
+
+/// Checks the existing database file's mode and owner.
+pub fn check_database(db: &Path) -> Result<Owner> {
+    let meta = fs::symlink_metadata(db).with_context(|| format!("inspecting {}", db.display()))?;
+    not_shared(db, &meta)?;
+    let me = euid();
+    if meta.uid() != me && me != 0 {
+        return Err(refuse(
+            db,
+            format!("it belongs to uid {}, not to you (uid {me})", meta.uid()),
+            "run agentcron as the database's owner",
+        ));
+    }
+    Ok(Owner {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    })
+}
+
+/// Creates `-wal` and `-shm` 0600 for the database's owner, or checks the
+/// ones that exist. A file that cannot be created (a read-only file system)
+/// is left to SQLite, which then reports what it cannot do.
+pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
+    for suffix in ["-wal", "-shm"] {
+        let path = sidecar(db, suffix);
+        let created = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path);
+        match created {
+            Ok(file) => {
+                // The umask may have removed bits; set the mode exactly.
+                file.set_permissions(fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("setting the mode of {}", path.display()))?;
+                if euid() == 0 && owner.uid != 0 {
+                    std::os::unix::fs::fchown(&file, Some(owner.uid), Some(owner.gid))
+                        .with_context(|| format!("handing {} to its owner", path.display()))?;
+                }
+            }
+            Err(e) if e.kind() == IoKind::AlreadyExists => check_sidecar(&path, owner)?,
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Sets `-wal` and `-shm` back to 0600 once SQLite has opened them: SQLite
+/// gives an empty one the database's own mode (0644 for a database readable
+/// by others), so creating them 0600 beforehand is not enough. A read-only
+/// file system keeps what it has.
+pub fn tighten_sidecars(db: &Path) -> Result<()> {
+    for suffix in ["-wal", "-shm"] {
+        let path = sidecar(db, suffix);
+        let file = match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == IoKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("inspecting {}", path.display())),
+        };
+        let meta = file
+            .metadata()
+            .with_context(|| format!("inspecting {}", path.display()))?;
+        if meta.mode() & 0o7777 == 0o600 {
+            continue;
+        }
+        match file.set_permissions(fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.raw_os_error() == Some(libc::EROFS) => {}
+            other => other.with_context(|| format!("setting the mode of {}", path.display()))?,
+        }
+    }
+    Ok(())
+}
+
+fn check_sidecar(path: &Path, owner: Owner) -> Result<()> {
+    let meta =
+        fs::symlink_metadata(path).with_context(|| format!("inspecting {}", path.display()))?;
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(refuse(
+            path,
+            "it is a symbolic link".into(),
+            "remove it; agentcron creates it as a plain file",
+        ));
+    }
+    if !kind.is_file() {
+        return Err(refuse(
+            path,
+            "it is not a regular file".into(),
+            "remove it; agentcron creates it as a plain file",
+        ));
+    }
+    if meta.nlink() > 1 {
+        return Err(refuse(
+            path,
+            "it has other hard links".into(),
+            "remove it; agentcron creates it as a plain file",
+        ));
+    }
+    not_shared(path, &meta)?;
+    if meta.uid() != owner.uid {
+        return Err(refuse(
+            path,
+            format!(
+                "it belongs to uid {}, not to the database's owner (uid {})",
+                meta.uid(),
+                owner.uid
+            ),
+            "remove it when no agentcron is running; it is created again",
+        ));
+    }
+    Ok(())
+}
+
+fn not_shared(path: &Path, meta: &Metadata) -> Result<()> {
+    let mode = meta.mode() & 0o7777;
+    if mode & SHARED_WRITE != 0 {
+        return Err(refuse(
+            path,
+            format!("mode {mode:04o} is writable by other users"),
+            "chmod go-w it once you have checked its tasks (agentcron check, agentcron list --all)",
+        ));
+    }
+    Ok(())
+}
+
+fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
