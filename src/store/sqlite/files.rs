@@ -119,26 +119,28 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
 /// gives an empty one the database's own mode (0644 for a database readable
 /// by others), so creating them 0600 beforehand is not enough. A read-only
 /// file system keeps what it has.
+///
+/// By path, never through a file descriptor of our own: POSIX record locks
+/// belong to the process, and closing *any* descriptor of a file drops every
+/// lock the process holds on it, so opening and closing the `-shm` that
+/// another connection of this process has locked (a tick's workers) would
+/// silently release SQLite's WAL locks (seen as SQLITE_PROTOCOL under load).
 pub fn tighten_sidecars(db: &Path) -> Result<()> {
     for suffix in ["-wal", "-shm"] {
         let path = sidecar(db, suffix);
-        let file = match fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => file,
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == IoKind::NotFound => continue,
             Err(e) => return Err(e).with_context(|| format!("inspecting {}", path.display())),
         };
-        let meta = file
-            .metadata()
-            .with_context(|| format!("inspecting {}", path.display()))?;
-        if meta.mode() & 0o7777 == 0o600 {
+        // The folder is not writable by others (check_folders), so the file
+        // cannot be swapped for a symlink between this check and the chmod.
+        if !meta.file_type().is_file() || meta.mode() & 0o7777 == 0o600 {
             continue;
         }
-        match file.set_permissions(fs::Permissions::from_mode(0o600)) {
+        match fs::set_permissions(&path, fs::Permissions::from_mode(0o600)) {
             Err(e) if e.raw_os_error() == Some(libc::EROFS) => {}
+            Err(e) if e.kind() == IoKind::NotFound => {}
             other => other.with_context(|| format!("setting the mode of {}", path.display()))?,
         }
     }

@@ -168,7 +168,16 @@ fn a_folder_writable_by_others_without_the_sticky_bit_is_refused() {
     );
     // Deeper down, too: a folder above it counts as much as its own.
     let deep = shared.join("a/b/agentcron.db");
-    env.run(&["--db", deep.to_str().unwrap(), "list"]).fails(2);
+    env.run(&[
+        "--db",
+        deep.to_str().unwrap(),
+        "draft",
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+    ])
+    .fails(2);
     assert!(!shared.join("a").exists());
     // An existing store whose folder became shared is refused as well.
     chmod(&shared, 0o700);
