@@ -243,7 +243,8 @@ fn the_webhook_notifier_posts_and_maps_failures() {
     // A server that accepts: delivered, with the notice JSON as the body.
     let (url, server) = serve(200, 1);
     rig.env.set_env("AGENTCRON_WEBHOOK_URL", &url);
-    rig.env.advance(30);
+    // After the first "try later" (exit 75) the next attempt waits 60 s.
+    rig.env.advance(61);
     rig.tick(&[]).ok();
     let bodies = server.join().unwrap();
     assert_eq!(rig.runs("w")[0]["delivery_status"], "delivered");
