@@ -437,6 +437,13 @@ impl Scheduler<'_> {
         self.last_mark = Some(Instant::now());
         let now = self.clock.now();
         let tenant = self.options.tenant.as_deref();
+        // Most passes find nothing new: look in a read snapshot before
+        // taking the write lock.
+        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
+            Ok(due) if due.is_empty() => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
         match store.write(|tx| queue::mark_queued(tx, tenant, now, MARK_LIMIT)) {
             Ok(0) => {}
             Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
