@@ -119,25 +119,27 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
 /// gives an empty one the database's own mode (0644 for a database readable
 /// by others), so creating them 0600 beforehand is not enough. A read-only
 /// file system keeps what it has.
+///
+/// By path, never through a descriptor of our own: closing any descriptor
+/// of a file releases every POSIX lock this process holds on it, SQLite's
+/// included. The tick opens its workers' connections while its first one
+/// is in use; a dropped lock on the -shm lets the next process to connect
+/// think it is alone and rebuild the WAL index under them, which corrupts
+/// the database. prepare_sidecars refused links and foreign files, and the
+/// folder is the owner's alone (check_folders), so the path cannot change
+/// between the look and the chmod.
 pub fn tighten_sidecars(db: &Path) -> Result<()> {
     for suffix in ["-wal", "-shm"] {
         let path = sidecar(db, suffix);
-        let file = match fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => file,
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == IoKind::NotFound => continue,
             Err(e) => return Err(e).with_context(|| format!("inspecting {}", path.display())),
         };
-        let meta = file
-            .metadata()
-            .with_context(|| format!("inspecting {}", path.display()))?;
-        if meta.mode() & 0o7777 == 0o600 {
+        if !meta.file_type().is_file() || meta.mode() & 0o7777 == 0o600 {
             continue;
         }
-        match file.set_permissions(fs::Permissions::from_mode(0o600)) {
+        match fs::set_permissions(&path, fs::Permissions::from_mode(0o600)) {
             Err(e) if e.raw_os_error() == Some(libc::EROFS) => {}
             other => other.with_context(|| format!("setting the mode of {}", path.display()))?,
         }
