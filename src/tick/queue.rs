@@ -138,8 +138,16 @@ pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
             seen_at: now,
             superseded_at,
         };
-        tx.set_queue_mark(&task.task_id, task.next_run_at, task.next_retry_at, &mark)?;
-        marked += 1;
+        match tx.set_queue_mark(&task.task_id, task.next_run_at, task.next_retry_at, &mark) {
+            Ok(()) => marked += 1,
+            // Claimed by another tick since it was read (PostgreSQL reads
+            // committed rows, so concurrent ticks see each other's claims):
+            // it is no longer waiting, so there is nothing to mark. Failing
+            // here would undo every other mark of this pass and end the tick
+            // with exit 5 in the middle of a burst.
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(marked)
 }
