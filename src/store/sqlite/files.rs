@@ -120,11 +120,14 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
 /// by others), so creating them 0600 beforehand is not enough. A read-only
 /// file system keeps what it has.
 ///
-/// By path, never through a file descriptor of our own: POSIX record locks
-/// belong to the process, and closing *any* descriptor of a file drops every
-/// lock the process holds on it, so opening and closing the `-shm` that
-/// another connection of this process has locked (a tick's workers) would
-/// silently release SQLite's WAL locks (seen as SQLITE_PROTOCOL under load).
+/// By path, never through a descriptor of our own: closing any descriptor
+/// of a file releases every POSIX lock this process holds on it, SQLite's
+/// included. The tick opens its workers' connections while its first one
+/// is in use; a dropped lock on the -shm lets the next process to connect
+/// think it is alone and rebuild the WAL index under them, which corrupts
+/// the database. prepare_sidecars refused links and foreign files, and the
+/// folder is the owner's alone (check_folders), so the path cannot change
+/// between the look and the chmod.
 pub fn tighten_sidecars(db: &Path) -> Result<()> {
     for suffix in ["-wal", "-shm"] {
         let path = sidecar(db, suffix);
@@ -133,8 +136,6 @@ pub fn tighten_sidecars(db: &Path) -> Result<()> {
             Err(e) if e.kind() == IoKind::NotFound => continue,
             Err(e) => return Err(e).with_context(|| format!("inspecting {}", path.display())),
         };
-        // The folder is not writable by others (check_folders), so the file
-        // cannot be swapped for a symlink between this check and the chmod.
         if !meta.file_type().is_file() || meta.mode() & 0o7777 == 0o600 {
             continue;
         }

@@ -196,3 +196,65 @@ fn ensure_file(path: &Path) -> Result<()> {
         Err(e) => Err(e).with_context(|| format!("creating the database {}", path.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Whether some process other than a fresh child of this one holds a
+    /// lock on byte `offset` of `file` (F_GETLK from a forked child: POSIX
+    /// locks belong to processes, so only another process sees ours).
+    fn locked_for_others(file: &Path, offset: i64) -> bool {
+        let name = CString::new(file.as_os_str().as_bytes()).unwrap();
+        // SAFETY: the child only makes async-signal-safe calls (open, fcntl,
+        // _exit) on data prepared before the fork.
+        unsafe {
+            match libc::fork() {
+                0 => {
+                    let fd = libc::open(name.as_ptr(), libc::O_RDWR);
+                    let mut lock: libc::flock = std::mem::zeroed();
+                    lock.l_type = libc::F_WRLCK as libc::c_short;
+                    lock.l_whence = libc::SEEK_SET as libc::c_short;
+                    lock.l_start = offset;
+                    lock.l_len = 1;
+                    let rc = libc::fcntl(fd, libc::F_GETLK, &mut lock);
+                    let held = rc == 0 && lock.l_type != libc::F_UNLCK as libc::c_short;
+                    libc::_exit(if held { 0 } else { 1 });
+                }
+                pid => {
+                    let mut status = 0;
+                    libc::waitpid(pid, &mut status, 0);
+                    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_second_connection_keeps_the_first_ones_wal_index_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let options = OpenOptions {
+            busy_timeout: std::time::Duration::from_secs(1),
+            create: true,
+        };
+        let first = connect(&db, &options).unwrap();
+        first
+            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        // SQLite's unix VFS: every connection holds a shared lock on the
+        // -shm's "DMS" byte (120 + 8) while it is open; without it, the next
+        // process to connect thinks it is alone and rebuilds the WAL index
+        // under the first connection's feet.
+        let shm = dir.path().join("t.db-shm");
+        assert!(locked_for_others(&shm, 128), "the first connection's lock");
+        // The tick opens its workers' connections in the same process.
+        let _second = connect(&db, &options).unwrap();
+        assert!(
+            locked_for_others(&shm, 128),
+            "opening a second connection released the first one's -shm lock"
+        );
+    }
+}
