@@ -6,6 +6,7 @@
 pub mod events;
 pub mod human;
 pub mod json;
+pub mod metrics;
 pub mod text;
 
 use std::io::{self, Write};

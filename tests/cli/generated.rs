@@ -108,6 +108,10 @@ fn examples(path: &str) -> &'static [&'static str] {
         "status" => &["agentcron status --max-tick-age 5m || echo \"agentcron: ticks are stale\""],
         "prune" => &["agentcron prune --older-than 90d --dry-run"],
         "check" => &["agentcron check"],
+        "metrics" => &[
+            "agentcron metrics",
+            "agentcron metrics --textfile /var/lib/prometheus/node-exporter/agentcron.prom",
+        ],
         "crontab" => &["agentcron crontab --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify"],
         "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent"],
         "export" => &["agentcron export > agentcron.jsonl"],

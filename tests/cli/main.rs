@@ -11,6 +11,7 @@ mod continuations;
 mod draft;
 mod generated;
 mod hooks;
+mod metrics;
 mod operator;
 mod panel;
 mod pg_proxy;
