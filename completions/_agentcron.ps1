@@ -380,6 +380,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
             [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append the tick''s output to FILE instead of letting cron mail it')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE for the tick and so its executor and notifier; repeatable')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -394,6 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;systemd' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the service''s environment; repeatable')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')

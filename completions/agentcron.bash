@@ -368,7 +368,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__crontab)
-            opts="-h -V --executor --notifier --log --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --log --env --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -383,6 +383,10 @@ _agentcron() {
                     return 0
                     ;;
                 --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1550,7 +1554,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__systemd)
-            opts="-h -V --executor --notifier --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --env --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1561,6 +1565,10 @@ _agentcron() {
                     return 0
                     ;;
                 --notifier)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -352,6 +352,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
             cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
             cand --log 'Append the tick''s output to FILE instead of letting cron mail it'
+            cand --env 'Set KEY=VALUE for the tick and so its executor and notifier; repeatable'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -365,6 +366,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;systemd'= {
             cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
             cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
+            cand --env 'Set KEY=VALUE in the service''s environment; repeatable'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'

@@ -267,6 +267,7 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand metrics" -s V -l ver
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l executor -d 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l notifier -d 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l log -d 'Append the tick\'s output to FILE instead of letting cron mail it' -r -F
+complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l env -d 'Set KEY=VALUE for the tick and so its executor and notifier; repeatable' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l tenant -d 'The tenant every command acts in [default: default]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
@@ -276,6 +277,7 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -s h -l hel
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -s V -l version -d 'Print version'
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l executor -d 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l notifier -d 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l env -d 'Set KEY=VALUE in the service\'s environment; repeatable' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l tenant -d 'The tenant every command acts in [default: default]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r

@@ -1,7 +1,9 @@
 //! `agentcron crontab` and `agentcron systemd`: how system cron (or a
 //! systemd timer) should call this installation. Cron sets neither the XDG
 //! variables nor the caller's environment, so the lines carry an absolute
-//! binary, an absolute `--db`, and the executor and notifier in force now.
+//! binary, an absolute `--db`, and the executor and notifier in force now,
+//! with the environment they need: `--env KEY=VALUE` and a PATH that holds
+//! the binary's folder (an executor calls `agentcron lease check`).
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -23,6 +25,14 @@ pub struct CrontabArgs {
     /// Append the tick's output to FILE instead of letting cron mail it
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
+
+    /// Set KEY=VALUE for the tick and so its executor and notifier; repeatable
+    ///
+    /// Cron starts jobs with an almost empty environment: whatever the executor
+    /// reads (AGENTCRON_SCRIPTS for examples/executor.sh, API keys) must be in the
+    /// line. PATH always holds the agentcron binary's folder.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
 }
 
 /// Print a systemd .service and .timer pair that run `agentcron tick` every minute
@@ -35,6 +45,57 @@ pub struct SystemdArgs {
     /// The notifier the tick runs [default: $AGENTCRON_NOTIFIER]
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
+
+    /// Set KEY=VALUE in the service's environment; repeatable
+    ///
+    /// Written as `Environment=` lines. PATH always holds the agentcron
+    /// binary's folder.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+}
+
+/// `KEY=VALUE` with a shell variable name and a value of one line.
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' is not KEY=VALUE"))?;
+    let valid_key = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid_key {
+        return Err(format!(
+            "'{key}' is not a variable name (letters, digits, _)"
+        ));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("the value of {key} must be one line"));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// The environment the tick runs with: the given variables, PATH first,
+/// with the binary's folder in PATH (ahead of a given PATH's entries when
+/// missing; else with the usual system folders, since cron's is minimal).
+fn environment(given: &[(String, String)]) -> Result<Vec<(String, String)>> {
+    let binary = std::env::current_exe().context("finding the agentcron binary")?;
+    let folder = binary
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "/".into());
+    let path = match given.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, path)) if path.split(':').any(|p| p == folder) => path.clone(),
+        Some((_, path)) => format!("{folder}:{path}"),
+        None => format!("{folder}:/usr/local/bin:/usr/bin:/bin"),
+    };
+    let mut vars = vec![("PATH".to_string(), path)];
+    for (key, value) in given.iter().filter(|(k, _)| k != "PATH") {
+        // The last of a repeated key wins, as in the shell.
+        vars.retain(|(k, _)| k != key);
+        vars.push((key.clone(), value.clone()));
+    }
+    Ok(vars)
 }
 
 /// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]`.
@@ -62,11 +123,19 @@ fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Resu
 
 pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
     let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    // cron runs the line with /bin/sh: assignments before the command set
+    // the tick's environment, for this line only.
+    let assignments: Vec<String> = environment(&args.env)?
+        .iter()
+        .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
+        .collect();
     // `%` is special in crontab lines (it starts stdin); escape it.
     let mut line = format!(
-        "* * * * * {}",
-        shell_words::join(&words).replace('%', "\\%")
-    );
+        "* * * * * {} {}",
+        assignments.join(" "),
+        shell_words::join(&words)
+    )
+    .replace('%', "\\%");
     // Without --log, cron mails the output, and tick is silent unless
     // something happened, so the mail is news.
     if let Some(path) = &args.log {
@@ -89,12 +158,24 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
     // systemd splits ExecStart by its own quoting rules, which accept the
     // POSIX-style quotes shell_words writes; `%` is its specifier character.
     let exec = shell_words::join(&words).replace('%', "%%");
+    // Quoted for systemd: backslash and double quote escaped, `%` doubled.
+    let environment: String = environment(&args.env)?
+        .iter()
+        .map(|(k, v)| {
+            let value = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('%', "%%");
+            format!("Environment=\"{k}={value}\"\n")
+        })
+        .collect();
     let text = format!(
         "# /etc/systemd/system/agentcron.service (or ~/.config/systemd/user/)\n\
          [Unit]\n\
          Description=agentcron tick: run due agent tasks\n\n\
          [Service]\n\
          Type=oneshot\n\
+         {environment}\
          ExecStart={exec}\n\
          # tick exits 0 when it did its job; non-zero means it could not.\n\
          SuccessExitStatus=0\n\n\

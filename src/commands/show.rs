@@ -42,5 +42,10 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         .iter()
         .map(|r| human::run_row(r, task.timezone, now))
         .collect();
-    ctx.out.table(&human::RUN_HEADER, rows)
+    ctx.out.table(&human::RUN_HEADER, rows)?;
+    // The latest run's stderr, when it left one: why it failed, in full.
+    match runs.first().and_then(human::stderr_block) {
+        Some(block) => ctx.out.line(&format!("\n{block}")),
+        None => Ok(()),
+    }
 }

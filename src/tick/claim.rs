@@ -296,6 +296,7 @@ pub(crate) fn new_run(
         wait_id: None,
         wait_deadline: None,
         queued_seconds: None,
+        stderr_tail: None,
         delivery_status: None,
     };
     fill(&mut run);

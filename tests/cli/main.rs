@@ -8,6 +8,7 @@ mod support;
 mod capacity;
 mod confirm;
 mod continuations;
+mod diagnostics;
 mod draft;
 mod generated;
 mod hooks;
