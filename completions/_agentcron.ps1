@@ -395,6 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;systemd' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'The account the service runs as [default: the user running this command]')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the service''s environment; repeatable')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')

@@ -1554,7 +1554,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__systemd)
-            opts="-h -V --executor --notifier --env --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --user --env --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1565,6 +1565,10 @@ _agentcron() {
                     return 0
                     ;;
                 --notifier)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

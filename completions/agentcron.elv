@@ -366,6 +366,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;systemd'= {
             cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
             cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
+            cand --user 'The account the service runs as [default: the user running this command]'
             cand --env 'Set KEY=VALUE in the service''s environment; repeatable'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'

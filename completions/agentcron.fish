@@ -277,6 +277,7 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -s h -l hel
 complete -c agentcron -n "__fish_agentcron_using_subcommand crontab" -s V -l version -d 'Print version'
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l executor -d 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l notifier -d 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l user -d 'The account the service runs as [default: the user running this command]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l env -d 'Set KEY=VALUE in the service\'s environment; repeatable' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand systemd" -l tenant -d 'The tenant every command acts in [default: default]' -r

@@ -7,11 +7,17 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde_json::json;
 
 use crate::context::Ctx;
 use crate::store::Location;
 
 /// Print the crontab line that runs `agentcron tick` every minute
+///
+/// Warns (exit 0) when the executor or notifier program is missing, not
+/// executable or relative: the line may be meant for another host or printed
+/// before the executor is installed, but as it stands every tick would fail.
+/// With --json: `{"line": …}` on stdout, each warning a JSON line on stderr.
 #[derive(Debug, Args)]
 pub struct CrontabArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
@@ -36,6 +42,11 @@ pub struct CrontabArgs {
 }
 
 /// Print a systemd .service and .timer pair that run `agentcron tick` every minute
+///
+/// The service has `User=` (the invoking user unless --user; a warning when
+/// that is root), the environment given with --env and a PATH holding the
+/// agentcron binary's folder. The executor is checked as for `crontab`. With
+/// --json: `{"user", "service": {"path", "text"}, "timer": {"path", "text"}}`.
 #[derive(Debug, Args)]
 pub struct SystemdArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
@@ -46,12 +57,33 @@ pub struct SystemdArgs {
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 
+    /// The account the service runs as [default: the user running this command]
+    ///
+    /// Agents should not run as root: a root default is printed with a warning.
+    #[arg(long, value_name = "NAME", value_parser = parse_user)]
+    pub user: Option<String>,
+
     /// Set KEY=VALUE in the service's environment; repeatable
     ///
     /// Written as `Environment=` lines. PATH always holds the agentcron
     /// binary's folder.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+}
+
+/// A user name as systemd accepts it in `User=`.
+fn parse_user(text: &str) -> Result<String, String> {
+    let valid = !text.is_empty()
+        && !text.starts_with('-')
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    match valid {
+        true => Ok(text.to_string()),
+        false => Err(format!(
+            "'{text}' is not a user name (letters, digits, _ - .)"
+        )),
+    }
 }
 
 /// `KEY=VALUE` with a shell variable name and a value of one line.
@@ -123,9 +155,10 @@ fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Resu
 
 pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
     let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let vars = environment(&args.env)?;
     // cron runs the line with /bin/sh: assignments before the command set
     // the tick's environment, for this line only.
-    let assignments: Vec<String> = environment(&args.env)?
+    let assignments: Vec<String> = vars
         .iter()
         .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
         .collect();
@@ -145,8 +178,11 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
             shell_words::quote(&path.display().to_string())
         ));
     }
-    if args.executor.is_none() {
-        ctx.out.note("no executor is set: pass --executor CMD (or set AGENTCRON_EXECUTOR) before installing this line");
+    for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
+        ctx.out.warn(&warning);
+    }
+    if ctx.out.json {
+        return ctx.out.document(&json!({ "line": line }));
     }
     ctx.out.line(&format!(
         "# agentcron: run due tasks every minute (install with `crontab -e`)\n{line}"
@@ -155,11 +191,16 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
 
 pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
     let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let vars = environment(&args.env)?;
+    let user = args
+        .user
+        .clone()
+        .unwrap_or_else(crate::context::effective_user);
     // systemd splits ExecStart by its own quoting rules, which accept the
     // POSIX-style quotes shell_words writes; `%` is its specifier character.
     let exec = shell_words::join(&words).replace('%', "%%");
     // Quoted for systemd: backslash and double quote escaped, `%` doubled.
-    let environment: String = environment(&args.env)?
+    let environment: String = vars
         .iter()
         .map(|(k, v)| {
             let value = v
@@ -169,26 +210,105 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
             format!("Environment=\"{k}={value}\"\n")
         })
         .collect();
-    let text = format!(
-        "# /etc/systemd/system/agentcron.service (or ~/.config/systemd/user/)\n\
-         [Unit]\n\
+    let service = format!(
+        "[Unit]\n\
          Description=agentcron tick: run due agent tasks\n\n\
          [Service]\n\
          Type=oneshot\n\
+         User={user}\n\
          {environment}\
          ExecStart={exec}\n\
          # tick exits 0 when it did its job; non-zero means it could not.\n\
-         SuccessExitStatus=0\n\n\
-         # /etc/systemd/system/agentcron.timer\n\
-         [Unit]\n\
+         SuccessExitStatus=0\n"
+    );
+    let timer = "[Unit]\n\
          Description=Run agentcron tick every minute\n\n\
          [Timer]\n\
          OnCalendar=*-*-* *:*:00\n\
          AccuracySec=1s\n\
          Persistent=false\n\n\
          [Install]\n\
-         WantedBy=timers.target\n\
+         WantedBy=timers.target\n";
+    if user == "root" {
+        ctx.out.warn(
+            "the unit runs the tick, and so every agent, as root (User=root); agents should not \
+             run as root: pass --user NAME of an unprivileged account that owns the database",
+        );
+    }
+    for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
+        ctx.out.warn(&warning);
+    }
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "user": user,
+            "service": {"path": "/etc/systemd/system/agentcron.service", "text": service},
+            "timer": {"path": "/etc/systemd/system/agentcron.timer", "text": timer},
+        }));
+    }
+    ctx.out.line(&format!(
+        "# /etc/systemd/system/agentcron.service\n{service}\n\
+         # /etc/systemd/system/agentcron.timer\n{timer}\
          # enable with: systemctl enable --now agentcron.timer"
-    );
-    ctx.out.line(&text)
+    ))
+}
+
+/// What would make the printed line fail later, said now: no executor, or
+/// an executor or notifier program that is missing, not executable, or
+/// relative (cron starts in $HOME). Warnings, not errors: the line may be
+/// meant for another host, or printed before the executor is installed.
+fn commands_warnings(
+    executor: &Option<String>,
+    notifier: &Option<String>,
+    vars: &[(String, String)],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if executor.is_none() {
+        warnings.push(
+            "no executor is set: pass --executor CMD (or set AGENTCRON_EXECUTOR) before installing this line"
+                .to_string(),
+        );
+    }
+    let path = vars
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default();
+    for (role, command) in [("executor", executor), ("notifier", notifier)] {
+        let Some(command) = command else { continue };
+        if let Some(problem) = program_problem(command, path) {
+            warnings.push(format!("the {role} {problem}"));
+        }
+    }
+    warnings
+}
+
+/// Why the command's program cannot be run from the line, if it cannot.
+fn program_problem(command: &str, path: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let program = match shell_words::split(command) {
+        Ok(words) => words.into_iter().next()?,
+        Err(e) => return Some(format!("command {command:?} cannot be split: {e}")),
+    };
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if !program.contains('/') {
+        let found = path
+            .split(':')
+            .any(|folder| executable(&std::path::Path::new(folder).join(&program)));
+        return (!found).then(|| format!("{program:?} is not found in the line's PATH ({path})"));
+    }
+    let file = std::path::Path::new(&program);
+    if file.is_relative() {
+        return Some(format!(
+            "{program:?} is a relative path; cron runs the line from your home folder: give an absolute path"
+        ));
+    }
+    match file.metadata() {
+        Err(_) => Some(format!("{program} does not exist")),
+        Ok(m) if !m.is_file() => Some(format!("{program} is not a file")),
+        Ok(_) if !executable(file) => Some(format!("{program} is not executable (chmod +x)")),
+        Ok(_) => None,
+    }
 }

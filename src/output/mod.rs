@@ -67,6 +67,17 @@ impl Output {
         let _ = writeln!(io::stderr(), "agentcron: {text}");
     }
 
+    /// A warning on stderr: `agentcron: warning: …`, or with `--json` one
+    /// JSON line `{"warning": "…"}` that a script can parse.
+    pub fn warn(&self, text: &str) {
+        let mut stderr = io::stderr().lock();
+        if self.json {
+            let _ = writeln!(stderr, "{}", serde_json::json!({ "warning": text }));
+        } else {
+            let _ = writeln!(stderr, "agentcron: warning: {text}");
+        }
+    }
+
     /// A table fitted to the terminal. Into a pipe or a file it is printed
     /// at full width instead, one row per line, so that `grep`, `awk` and
     /// `head` see whole rows (long cells are already clipped with `…`).

@@ -152,3 +152,173 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
         out.stderr
     );
 }
+
+#[test]
+fn systemd_names_its_user_and_warns_when_that_is_root() {
+    let env = TestEnv::new();
+    let out = env
+        .run(&["systemd", "--executor", "/bin/true", "--user", "root"])
+        .ok();
+    assert!(out.stdout.contains("\nUser=root\n"), "{}", out.stdout);
+    assert_eq!(
+        out.stderr,
+        "agentcron: warning: the unit runs the tick, and so every agent, as root (User=root); \
+         agents should not run as root: pass --user NAME of an unprivileged account that owns the database\n"
+    );
+    let out = env
+        .run(&["systemd", "--executor", "/bin/true", "--user", "agent"])
+        .ok();
+    assert_eq!(out.stderr, "");
+    assert!(out
+        .stdout
+        .contains("\n[Service]\nType=oneshot\nUser=agent\nEnvironment=\"PATH="));
+    // By default, the user running the command (its effective uid).
+    let me = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let me = String::from_utf8(me.stdout).unwrap();
+    let out = env.run(&["systemd", "--executor", "/bin/true"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains(&format!("\nUser={}\n", me.trim())),
+        "{}",
+        out.stdout
+    );
+
+    // --json: the user and both units; the warning a JSON line on stderr.
+    let out = env
+        .run(&[
+            "--json",
+            "systemd",
+            "--executor",
+            "/bin/true",
+            "--user",
+            "root",
+        ])
+        .ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["user"], "root");
+    assert_eq!(
+        doc["service"]["path"],
+        "/etc/systemd/system/agentcron.service"
+    );
+    assert!(doc["service"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\nUser=root\n"));
+    assert_eq!(doc["timer"]["path"], "/etc/systemd/system/agentcron.timer");
+    assert!(doc["timer"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("OnCalendar=*-*-* *:*:00"));
+    let warning: serde_json::Value = serde_json::from_str(out.stderr.trim_end()).unwrap();
+    assert!(warning["warning"]
+        .as_str()
+        .unwrap()
+        .starts_with("the unit runs the tick"));
+
+    let out = env.run(&["systemd", "--user", "a\nb"]).fails(2);
+    assert!(out.stderr.contains("is not a user name"), "{}", out.stderr);
+}
+
+#[test]
+fn crontab_warns_when_the_executor_cannot_run() {
+    let env = TestEnv::new();
+    let plain = env.path("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let plain = plain.display().to_string();
+    let cases = [
+        ("/nope/run --fast", "the executor /nope/run does not exist".to_string()),
+        (plain.as_str(), format!("the executor {plain} is not executable (chmod +x)")),
+        (
+            "bin/run",
+            "the executor \"bin/run\" is a relative path; cron runs the line from your home folder: give an absolute path"
+                .to_string(),
+        ),
+        (
+            "no-such-agent",
+            "the executor \"no-such-agent\" is not found in the line's PATH (".to_string(),
+        ),
+    ];
+    for (executor, warning) in cases {
+        let out = env.run(&["crontab", "--executor", executor]).ok();
+        assert!(
+            out.stderr
+                .starts_with(&format!("agentcron: warning: {warning}")),
+            "{executor}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stdout.contains("* * * * * "), "{}", out.stdout);
+    }
+    // A program found in the line's PATH, or an absolute executable: silent.
+    for executor in ["sh -c true", "/bin/true"] {
+        let out = env.run(&["crontab", "--executor", executor]).ok();
+        assert_eq!(out.stderr, "", "{executor}");
+    }
+
+    // --json: the line as an object, each warning a JSON line on stderr.
+    let out = env
+        .run(&["--json", "crontab", "--executor", "/nope/run"])
+        .ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let line = doc["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("* * * * * PATH=") && line.ends_with("--executor /nope/run"),
+        "{line}"
+    );
+    let warning: serde_json::Value = serde_json::from_str(out.stderr.trim_end()).unwrap();
+    assert_eq!(
+        warning,
+        serde_json::json!({"warning": "the executor /nope/run does not exist"})
+    );
+}
+
+#[test]
+fn tick_json_events_name_their_task_and_a_dry_run_shows_no_run_ids() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    rig.env.advance(HOUR);
+    let out = rig.tick(&["--dry-run"]).ok();
+    assert_eq!(
+        out.stdout,
+        "would run a for 2026-12-02 09:00 UTC (attempt 1)\n"
+    );
+    let events = rig.tick_json(&["--dry-run"]);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "would_claim");
+    assert_eq!(events[0]["task_name"], "a");
+    assert_eq!(events[0]["decision"], "running");
+    assert_eq!(events[0]["run"]["run_id"], serde_json::Value::Null);
+
+    let events = rig.tick_json(&[]);
+    let claimed = events.iter().find(|e| e["event"] == "claimed").unwrap();
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(claimed["task_name"], "a");
+    assert_eq!(finished["task_name"], "a");
+    assert_eq!(finished["run"]["run_id"], claimed["run"]["run_id"]);
+}
+
+#[test]
+fn deny_json_has_its_finished_at() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let run = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
+    rig.env.advance(60);
+    let denied = rig.env.json(&["deny", &run, "--wait-id", "w1"]);
+    assert_eq!(denied["status"], "failed");
+    assert_eq!(denied["reason"], "denied");
+    assert_eq!(denied["finished_at"], "2026-12-02T09:01:00Z");
+    assert_eq!(denied["finished_at"], rig.runs("a")[0]["finished_at"]);
+    assert_eq!(
+        denied["delivery_status"],
+        rig.runs("a")[0]["delivery_status"]
+    );
+}

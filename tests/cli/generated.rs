@@ -365,7 +365,9 @@ fn every_man_page_has_the_sections_an_operator_looks_for() {
     assert!(root().join("man/agentcron-lease-check.1").exists());
     let main = std::fs::read_to_string(root().join("man/agentcron.1")).unwrap();
     assert!(
-        main.contains("* * * * * /usr/local/bin/agentcron \\-\\-db /"),
+        main.contains(
+            "* * * * * PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/agentcron \\-\\-db /"
+        ),
         "the cron line is absolute"
     );
     assert!(main.contains("agentcron\\-executor(7)"));
