@@ -17,7 +17,7 @@ use crate::store::Location;
 /// Warns (exit 0) when the executor or notifier program is missing, not
 /// executable or relative: the line may be meant for another host or printed
 /// before the executor is installed, but as it stands every tick would fail.
-/// With --json: `{"line": …}` on stdout, each warning a JSON line on stderr.
+/// In JSON mode: `{"line": …}` on stdout, each warning a JSON line on stderr.
 #[derive(Debug, Args)]
 pub struct CrontabArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
@@ -45,8 +45,8 @@ pub struct CrontabArgs {
 ///
 /// The service has `User=` (the invoking user unless --user; a warning when
 /// that is root), the environment given with --env and a PATH holding the
-/// agentcron binary's folder. The executor is checked as for `crontab`. With
-/// --json: `{"user", "service": {"path", "text"}, "timer": {"path", "text"}}`.
+/// agentcron binary's folder. The executor is checked as for `crontab`. In JSON
+/// mode: `{"user", "service": {"path", "text"}, "timer": {"path", "text"}}`.
 #[derive(Debug, Args)]
 pub struct SystemdArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]

@@ -153,12 +153,18 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let json = out.json;
     // The task name of each run this tick claimed, for its `finished` event.
     let mut names = std::collections::HashMap::new();
+    let mut reported = 0;
     let summary = tick::run(store, &opener, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } = event {
             names.insert(run.run_id.clone(), task.name.clone());
         }
+        reported += 1;
         report(out, json, event, &names)
     })?;
+    // A real tick with nothing to do stays silent (cron mails any output).
+    if options.dry_run && !json && reported == 0 {
+        out.line("Nothing to do: no run is due, no lease or notice has expired.")?;
+    }
     Ok(if summary.start_failures > 0 { 1 } else { 0 })
 }
 

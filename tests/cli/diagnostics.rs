@@ -322,3 +322,81 @@ fn deny_json_has_its_finished_at() {
         rig.runs("a")[0]["delivery_status"]
     );
 }
+
+#[test]
+fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothing() {
+    let rig = Rig::new();
+    // Nothing yet: one line each, not silence.
+    let out = rig.tick(&["--dry-run"]).ok();
+    assert_eq!(
+        out.stdout,
+        "Nothing to do: no run is due, no lease or notice has expired.\n"
+    );
+    let out = rig.env.run(&["reconcile"]).ok();
+    assert_eq!(out.stdout, "No unknown runs: nothing to reconcile.\n");
+
+    // A coalesced missed run: its count and its first occurrence's lateness.
+    rig.env
+        .task(&["--instruction", "x", "--every", "10m", "--name", "often"]);
+    rig.env.advance(62 * 60);
+    rig.tick(&[]).ok();
+    let missed = rig
+        .runs("often")
+        .into_iter()
+        .find(|r| r["status"] == "missed")
+        .unwrap();
+    assert_eq!(
+        missed["reason"],
+        "late by 2 min > grace 1 min (6 occurrences coalesced, the first late by 52 min); \
+         no tick saw them due within grace"
+    );
+    assert_eq!(missed["skipped_occurrences"], 6);
+
+    // Seconds given are seconds kept, in draft, show and next.
+    let draft = rig.env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--at",
+        "2026-12-02T12:00:30Z",
+        "--name",
+        "once",
+    ]);
+    assert!(
+        draft.stdout.contains("once at 2026-12-02 12:00:30 UTC"),
+        "{}",
+        draft.stdout
+    );
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--at",
+        "2026-12-02T12:00:30Z",
+        "--name",
+        "once",
+    ]);
+    let out = rig.env.run(&["next", "once"]).ok();
+    assert!(
+        out.stdout.contains("2026-12-02 12:00:30 UTC"),
+        "{}",
+        out.stdout
+    );
+    let out = rig.env.run(&["show", "once"]).ok();
+    assert!(
+        out.stdout.contains("2026-12-02 12:00:30 UTC"),
+        "{}",
+        out.stdout
+    );
+    // Once it ran, `next` says there is nothing left.
+    rig.env.set_now(crate::support::T0 + 4 * HOUR + 30);
+    rig.tick(&[]).ok();
+    let out = rig.env.run(&["next", "once"]).ok();
+    assert!(
+        out.stdout.starts_with("No upcoming runs: task ")
+            && out
+                .stdout
+                .ends_with(" (once) is completed and its schedule has no occurrence left.\n"),
+        "{}",
+        out.stdout
+    );
+}
