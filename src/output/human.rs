@@ -25,6 +25,26 @@ pub const TASK_HEADER: [&str; 8] = [
     "instruction",
 ];
 
+/// "blocked by run 1a2b3c4d (unknown)": a run that stops the task's next
+/// occurrences until a person settles it (`unknown`, or parked awaiting a
+/// decision). A `running` run blocks only until it ends: not shown.
+pub fn blocked_by(run: Option<&Run>) -> Option<String> {
+    let run = run.filter(|r| r.status != crate::model::RunStatus::Running)?;
+    Some(format!(
+        "blocked by run {} ({})",
+        short_id(&run.run_id),
+        run.status
+    ))
+}
+
+/// The `blocked_by` JSON field of `list` and `show`.
+pub fn blocked_by_json(run: Option<&Run>) -> serde_json::Value {
+    match run.filter(|r| r.status != crate::model::RunStatus::Running) {
+        Some(r) => serde_json::json!({"run_id": r.run_id, "status": r.status.as_str()}),
+        None => serde_json::Value::Null,
+    }
+}
+
 /// One `list` row: the task and its latest run, if any.
 pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
     let state = match (&t.state, &t.state_reason) {

@@ -400,3 +400,83 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
         out.stdout
     );
 }
+
+#[test]
+fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "parked"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let parked = rig.runs("parked")[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "stuck"]);
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "3");
+    rig.env.advance(HOUR);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let unknown = rig.runs("stuck")[0]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(rig.runs("stuck")[0]["status"], "unknown");
+
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "fine"]);
+    let out = rig.env.run(&["list"]).ok();
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name} in {}", out.stdout))
+            .to_string()
+    };
+    assert!(
+        row("parked").contains(&format!(
+            "blocked by run {} (awaiting_confirmation)",
+            &parked[..8]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("stuck").contains(&format!("blocked by run {} (unknown)", &unknown[..8])),
+        "{}",
+        out.stdout
+    );
+    assert!(row("fine").contains(" active "), "{}", out.stdout);
+
+    let listed = rig.env.json(&["list"]);
+    let by_name = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        by_name("stuck")["blocked_by"],
+        serde_json::json!({"run_id": unknown, "status": "unknown"})
+    );
+    assert_eq!(by_name("fine")["blocked_by"], serde_json::Value::Null);
+
+    let out = rig.env.run(&["show", "stuck"]).ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "\nblocked       blocked by run {} (unknown): settle it with `agentcron reconcile`\n",
+            &unknown[..8]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        rig.env.json(&["show", "parked"])["blocked_by"]["run_id"],
+        parked.as_str()
+    );
+}
