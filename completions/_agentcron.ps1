@@ -49,6 +49,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
+            [CompletionResult]::new('metrics', 'metrics', [CompletionResultType]::ParameterValue, 'Print the store''s state in the Prometheus text exposition format')
             [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
             [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write every task, run, notice, reconciliation and audit event as JSON Lines')
@@ -362,10 +363,24 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;metrics' {
+            [CompletionResult]::new('--textfile', '--textfile', [CompletionResultType]::ParameterName, 'Write to this file (atomically) instead of standard output')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;crontab' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
             [CompletionResult]::new('--log', '--log', [CompletionResultType]::ParameterName, 'Append the tick''s output to FILE instead of letting cron mail it')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE for the tick and so its executor and notifier; repeatable')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -380,6 +395,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;systemd' {
             [CompletionResult]::new('--executor', '--executor', [CompletionResultType]::ParameterName, 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]')
             [CompletionResult]::new('--notifier', '--notifier', [CompletionResultType]::ParameterName, 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]')
+            [CompletionResult]::new('--user', '--user', [CompletionResultType]::ParameterName, 'The account the service runs as [default: the user running this command]')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Set KEY=VALUE in the service''s environment; repeatable')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -447,6 +464,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Report the last tick, the due backlog, stuck runs and undelivered notices')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Verify the store''s invariants, read-only; exit 1 naming each violation')
+            [CompletionResult]::new('metrics', 'metrics', [CompletionResultType]::ParameterValue, 'Print the store''s state in the Prometheus text exposition format')
             [CompletionResult]::new('crontab', 'crontab', [CompletionResultType]::ParameterValue, 'Print the crontab line that runs `agentcron tick` every minute')
             [CompletionResult]::new('systemd', 'systemd', [CompletionResultType]::ParameterValue, 'Print a systemd .service and .timer pair that run `agentcron tick` every minute')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write every task, run, notice, reconciliation and audit event as JSON Lines')
@@ -514,6 +532,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;check' {
+            break
+        }
+        'agentcron;help;metrics' {
             break
         }
         'agentcron;help;crontab' {

@@ -61,6 +61,9 @@ _agentcron() {
             agentcron,log)
                 cmd="agentcron__subcmd__log"
                 ;;
+            agentcron,metrics)
+                cmd="agentcron__subcmd__metrics"
+                ;;
             agentcron,next)
                 cmd="agentcron__subcmd__next"
                 ;;
@@ -136,6 +139,9 @@ _agentcron() {
             agentcron__subcmd__help,log)
                 cmd="agentcron__subcmd__help__subcmd__log"
                 ;;
+            agentcron__subcmd__help,metrics)
+                cmd="agentcron__subcmd__help__subcmd__metrics"
+                ;;
             agentcron__subcmd__help,next)
                 cmd="agentcron__subcmd__help__subcmd__next"
                 ;;
@@ -188,7 +194,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -362,7 +368,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__crontab)
-            opts="-h -V --executor --notifier --log --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --log --env --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -377,6 +383,10 @@ _agentcron() {
                     return 0
                     ;;
                 --log)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -634,7 +644,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -858,6 +868,20 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__log)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__metrics)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1215,6 +1239,40 @@ _agentcron() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        agentcron__subcmd__metrics)
+            opts="-h -V --textfile --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --textfile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         agentcron__subcmd__next)
             opts="-h -V --count --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1496,7 +1554,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__systemd)
-            opts="-h -V --executor --notifier --db --tenant --as --json --now --help --version"
+            opts="-h -V --executor --notifier --user --env --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1507,6 +1565,14 @@ _agentcron() {
                     return 0
                     ;;
                 --notifier)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

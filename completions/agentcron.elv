@@ -46,6 +46,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
             cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
+            cand metrics 'Print the store''s state in the Prometheus text exposition format'
             cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
             cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
             cand export 'Write every task, run, notice, reconciliation and audit event as JSON Lines'
@@ -335,10 +336,23 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;metrics'= {
+            cand --textfile 'Write to this file (atomically) instead of standard output'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;crontab'= {
             cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
             cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
             cand --log 'Append the tick''s output to FILE instead of letting cron mail it'
+            cand --env 'Set KEY=VALUE for the tick and so its executor and notifier; repeatable'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -352,6 +366,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;systemd'= {
             cand --executor 'The executor the tick runs [default: $AGENTCRON_EXECUTOR]'
             cand --notifier 'The notifier the tick runs [default: $AGENTCRON_NOTIFIER]'
+            cand --user 'The account the service runs as [default: the user running this command]'
+            cand --env 'Set KEY=VALUE in the service''s environment; repeatable'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -415,6 +431,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand status 'Report the last tick, the due backlog, stuck runs and undelivered notices'
             cand prune 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
             cand check 'Verify the store''s invariants, read-only; exit 1 naming each violation'
+            cand metrics 'Print the store''s state in the Prometheus text exposition format'
             cand crontab 'Print the crontab line that runs `agentcron tick` every minute'
             cand systemd 'Print a systemd .service and .timer pair that run `agentcron tick` every minute'
             cand export 'Write every task, run, notice, reconciliation and audit event as JSON Lines'
@@ -462,6 +479,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;prune'= {
         }
         &'agentcron;help;check'= {
+        }
+        &'agentcron;help;metrics'= {
         }
         &'agentcron;help;crontab'= {
         }

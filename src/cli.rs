@@ -102,6 +102,7 @@ pub enum Command {
     Status(commands::status::StatusArgs),
     Prune(commands::prune::PruneArgs),
     Check(commands::check::CheckArgs),
+    Metrics(commands::metrics::MetricsArgs),
     Crontab(commands::install::CrontabArgs),
     Systemd(commands::install::SystemdArgs),
     Export(commands::transfer::ExportArgs),

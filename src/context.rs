@@ -351,10 +351,21 @@ fn login_name() -> String {
             }
         }
     }
-    // SAFETY: getuid cannot fail; getpwuid returns a pointer into static
-    // storage that we copy out of before any other libc call.
+    // SAFETY: getuid cannot fail.
+    user_name(unsafe { libc::getuid() })
+}
+
+/// The user this process runs as (its effective uid): `sudo agentcron
+/// systemd` is root's, whatever LOGNAME says.
+pub fn effective_user() -> String {
+    // SAFETY: geteuid cannot fail.
+    user_name(unsafe { libc::geteuid() })
+}
+
+fn user_name(uid: libc::uid_t) -> String {
+    // SAFETY: getpwuid returns a pointer into static storage that we copy
+    // out of before any other libc call.
     unsafe {
-        let uid = libc::getuid();
         let pw = libc::getpwuid(uid);
         if !pw.is_null() && !(*pw).pw_name.is_null() {
             if let Ok(name) = std::ffi::CStr::from_ptr((*pw).pw_name).to_str() {

@@ -46,6 +46,28 @@ pub struct ExecResult {
 
 pub const SUMMARY_MAX_CHARS: usize = 2000;
 
+/// The most of the executor's stderr a run keeps (its end: errors come last).
+pub const STDERR_MAX_CHARS: usize = 2000;
+
+/// The end of what the child wrote on stderr, at most `STDERR_MAX_CHARS`
+/// characters (invalid UTF-8 replaced, trailing blank space dropped), led by
+/// `…` when cut; `None` when it wrote nothing. Kept raw: escaping is the
+/// display's job, so JSON readers get the text as written.
+pub fn stderr_tail(outcome: &ChildOutcome) -> Option<String> {
+    let text = String::from_utf8_lossy(&outcome.stderr);
+    let text = text.trim_end();
+    if text.trim().is_empty() {
+        return None;
+    }
+    let count = text.chars().count();
+    if count <= STDERR_MAX_CHARS && !outcome.stderr_truncated {
+        return Some(text.to_string());
+    }
+    let keep = count.min(STDERR_MAX_CHARS - 1);
+    let tail: String = text.chars().skip(count - keep).collect();
+    Some(format!("…{tail}"))
+}
+
 /// Turns a finished child into the run's result (see the module comment for the rules).
 pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
     let code = match outcome.exit {

@@ -183,6 +183,8 @@ pub struct Run {
     /// How long a run that started waited for a free slot after it was due
     /// (start − due instant); None for runs that never started.
     pub queued_seconds: Option<i64>,
+    /// The end of the executor's stderr (`STDERR_MAX_CHARS`), raw.
+    pub stderr_tail: Option<String>,
     pub delivery_status: Option<DeliveryState>,
 }
 

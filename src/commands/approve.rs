@@ -205,7 +205,7 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let (run, notice) = ctx.store()?.write(|tx| {
+    let (mut run, notice) = ctx.store()?.write(|tx| {
         let (_, run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
         let notice = settle::settle(
@@ -220,15 +220,20 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
         )?;
         Ok((run, notice))
     })?;
+    let mut delivery = Some(notice.state);
     if let Some(n) = &notifier {
         let clock = ctx.clock;
-        deliver::deliver_pending(ctx.store()?, n, &notice, &clock)?;
+        if let Some(d) = deliver::deliver_pending(ctx.store()?, n, &notice, &clock)? {
+            delivery = Some(d.state);
+        }
     }
     if ctx.out.json {
-        let mut value = crate::output::json::run(&run);
-        value["status"] = json!("failed");
-        value["reason"] = json!("denied");
-        return ctx.out.document(&value);
+        // The run as denying left it (read before the change).
+        run.status = RunStatus::Failed;
+        run.reason = Some("denied".into());
+        run.finished_at = Some(now);
+        run.delivery_status = delivery;
+        return ctx.out.document(&crate::output::json::run(&run));
     }
     ctx.out.line(&format!(
         "Denied; run {} failed.",

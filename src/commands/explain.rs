@@ -112,7 +112,12 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
             "run": run.as_ref().map(run_json),
         }));
     }
-    ctx.out.line(&crate::output::escape(&explanation.paragraph))
+    ctx.out
+        .line(&crate::output::escape(&explanation.paragraph))?;
+    match run.as_ref().and_then(crate::output::human::stderr_block) {
+        Some(block) => ctx.out.line(&block),
+        None => Ok(()),
+    }
 }
 
 /// The task `arg` names, or else the task of the run it names with that

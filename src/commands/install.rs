@@ -1,15 +1,23 @@
 //! `agentcron crontab` and `agentcron systemd`: how system cron (or a
 //! systemd timer) should call this installation. Cron sets neither the XDG
 //! variables nor the caller's environment, so the lines carry an absolute
-//! binary, an absolute `--db`, and the executor and notifier in force now.
+//! binary, an absolute `--db`, and the executor and notifier in force now,
+//! with the environment they need: `--env KEY=VALUE` and a PATH that holds
+//! the binary's folder (an executor calls `agentcron lease check`).
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde_json::json;
 
 use crate::context::Ctx;
 use crate::store::Location;
 
 /// Print the crontab line that runs `agentcron tick` every minute
+///
+/// Warns (exit 0) when the executor or notifier program is missing, not
+/// executable or relative: the line may be meant for another host or printed
+/// before the executor is installed, but as it stands every tick would fail.
+/// In JSON mode: `{"line": …}` on stdout, each warning a JSON line on stderr.
 #[derive(Debug, Args)]
 pub struct CrontabArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
@@ -23,9 +31,22 @@ pub struct CrontabArgs {
     /// Append the tick's output to FILE instead of letting cron mail it
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
+
+    /// Set KEY=VALUE for the tick and so its executor and notifier; repeatable
+    ///
+    /// Cron starts jobs with an almost empty environment: whatever the executor
+    /// reads (AGENTCRON_SCRIPTS for examples/executor.sh, API keys) must be in the
+    /// line. PATH always holds the agentcron binary's folder.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
 }
 
 /// Print a systemd .service and .timer pair that run `agentcron tick` every minute
+///
+/// The service has `User=` (the invoking user unless --user; a warning when
+/// that is root), the environment given with --env and a PATH holding the
+/// agentcron binary's folder. The executor is checked as for `crontab`. In JSON
+/// mode: `{"user", "service": {"path", "text"}, "timer": {"path", "text"}}`.
 #[derive(Debug, Args)]
 pub struct SystemdArgs {
     /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
@@ -35,6 +56,78 @@ pub struct SystemdArgs {
     /// The notifier the tick runs [default: $AGENTCRON_NOTIFIER]
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
+
+    /// The account the service runs as [default: the user running this command]
+    ///
+    /// Agents should not run as root: a root default is printed with a warning.
+    #[arg(long, value_name = "NAME", value_parser = parse_user)]
+    pub user: Option<String>,
+
+    /// Set KEY=VALUE in the service's environment; repeatable
+    ///
+    /// Written as `Environment=` lines. PATH always holds the agentcron
+    /// binary's folder.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+}
+
+/// A user name as systemd accepts it in `User=`.
+fn parse_user(text: &str) -> Result<String, String> {
+    let valid = !text.is_empty()
+        && !text.starts_with('-')
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    match valid {
+        true => Ok(text.to_string()),
+        false => Err(format!(
+            "'{text}' is not a user name (letters, digits, _ - .)"
+        )),
+    }
+}
+
+/// `KEY=VALUE` with a shell variable name and a value of one line.
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' is not KEY=VALUE"))?;
+    let valid_key = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid_key {
+        return Err(format!(
+            "'{key}' is not a variable name (letters, digits, _)"
+        ));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("the value of {key} must be one line"));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// The environment the tick runs with: the given variables, PATH first,
+/// with the binary's folder in PATH (ahead of a given PATH's entries when
+/// missing; else with the usual system folders, since cron's is minimal).
+fn environment(given: &[(String, String)]) -> Result<Vec<(String, String)>> {
+    let binary = std::env::current_exe().context("finding the agentcron binary")?;
+    let folder = binary
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "/".into());
+    let path = match given.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, path)) if path.split(':').any(|p| p == folder) => path.clone(),
+        Some((_, path)) => format!("{folder}:{path}"),
+        None => format!("{folder}:/usr/local/bin:/usr/bin:/bin"),
+    };
+    let mut vars = vec![("PATH".to_string(), path)];
+    for (key, value) in given.iter().filter(|(k, _)| k != "PATH") {
+        // The last of a repeated key wins, as in the shell.
+        vars.retain(|(k, _)| k != key);
+        vars.push((key.clone(), value.clone()));
+    }
+    Ok(vars)
 }
 
 /// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]`.
@@ -62,11 +155,20 @@ fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Resu
 
 pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
     let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let vars = environment(&args.env)?;
+    // cron runs the line with /bin/sh: assignments before the command set
+    // the tick's environment, for this line only.
+    let assignments: Vec<String> = vars
+        .iter()
+        .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
+        .collect();
     // `%` is special in crontab lines (it starts stdin); escape it.
     let mut line = format!(
-        "* * * * * {}",
-        shell_words::join(&words).replace('%', "\\%")
-    );
+        "* * * * * {} {}",
+        assignments.join(" "),
+        shell_words::join(&words)
+    )
+    .replace('%', "\\%");
     // Without --log, cron mails the output, and tick is silent unless
     // something happened, so the mail is news.
     if let Some(path) = &args.log {
@@ -76,8 +178,11 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
             shell_words::quote(&path.display().to_string())
         ));
     }
-    if args.executor.is_none() {
-        ctx.out.note("no executor is set: pass --executor CMD (or set AGENTCRON_EXECUTOR) before installing this line");
+    for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
+        ctx.out.warn(&warning);
+    }
+    if ctx.out.json {
+        return ctx.out.document(&json!({ "line": line }));
     }
     ctx.out.line(&format!(
         "# agentcron: run due tasks every minute (install with `crontab -e`)\n{line}"
@@ -86,28 +191,124 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
 
 pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
     let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let vars = environment(&args.env)?;
+    let user = args
+        .user
+        .clone()
+        .unwrap_or_else(crate::context::effective_user);
     // systemd splits ExecStart by its own quoting rules, which accept the
     // POSIX-style quotes shell_words writes; `%` is its specifier character.
     let exec = shell_words::join(&words).replace('%', "%%");
-    let text = format!(
-        "# /etc/systemd/system/agentcron.service (or ~/.config/systemd/user/)\n\
-         [Unit]\n\
+    // Quoted for systemd: backslash and double quote escaped, `%` doubled.
+    let environment: String = vars
+        .iter()
+        .map(|(k, v)| {
+            let value = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('%', "%%");
+            format!("Environment=\"{k}={value}\"\n")
+        })
+        .collect();
+    let service = format!(
+        "[Unit]\n\
          Description=agentcron tick: run due agent tasks\n\n\
          [Service]\n\
          Type=oneshot\n\
+         User={user}\n\
+         {environment}\
          ExecStart={exec}\n\
          # tick exits 0 when it did its job; non-zero means it could not.\n\
-         SuccessExitStatus=0\n\n\
-         # /etc/systemd/system/agentcron.timer\n\
-         [Unit]\n\
+         SuccessExitStatus=0\n"
+    );
+    let timer = "[Unit]\n\
          Description=Run agentcron tick every minute\n\n\
          [Timer]\n\
          OnCalendar=*-*-* *:*:00\n\
          AccuracySec=1s\n\
          Persistent=false\n\n\
          [Install]\n\
-         WantedBy=timers.target\n\
+         WantedBy=timers.target\n";
+    if user == "root" {
+        ctx.out.warn(
+            "the unit runs the tick, and so every agent, as root (User=root); agents should not \
+             run as root: pass --user NAME of an unprivileged account that owns the database",
+        );
+    }
+    for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
+        ctx.out.warn(&warning);
+    }
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "user": user,
+            "service": {"path": "/etc/systemd/system/agentcron.service", "text": service},
+            "timer": {"path": "/etc/systemd/system/agentcron.timer", "text": timer},
+        }));
+    }
+    ctx.out.line(&format!(
+        "# /etc/systemd/system/agentcron.service\n{service}\n\
+         # /etc/systemd/system/agentcron.timer\n{timer}\
          # enable with: systemctl enable --now agentcron.timer"
-    );
-    ctx.out.line(&text)
+    ))
+}
+
+/// What would make the printed line fail later, said now: no executor, or
+/// an executor or notifier program that is missing, not executable, or
+/// relative (cron starts in $HOME). Warnings, not errors: the line may be
+/// meant for another host, or printed before the executor is installed.
+fn commands_warnings(
+    executor: &Option<String>,
+    notifier: &Option<String>,
+    vars: &[(String, String)],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if executor.is_none() {
+        warnings.push(
+            "no executor is set: pass --executor CMD (or set AGENTCRON_EXECUTOR) before installing this line"
+                .to_string(),
+        );
+    }
+    let path = vars
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default();
+    for (role, command) in [("executor", executor), ("notifier", notifier)] {
+        let Some(command) = command else { continue };
+        if let Some(problem) = program_problem(command, path) {
+            warnings.push(format!("the {role} {problem}"));
+        }
+    }
+    warnings
+}
+
+/// Why the command's program cannot be run from the line, if it cannot.
+fn program_problem(command: &str, path: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let program = match shell_words::split(command) {
+        Ok(words) => words.into_iter().next()?,
+        Err(e) => return Some(format!("command {command:?} cannot be split: {e}")),
+    };
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if !program.contains('/') {
+        let found = path
+            .split(':')
+            .any(|folder| executable(&std::path::Path::new(folder).join(&program)));
+        return (!found).then(|| format!("{program:?} is not found in the line's PATH ({path})"));
+    }
+    let file = std::path::Path::new(&program);
+    if file.is_relative() {
+        return Some(format!(
+            "{program:?} is a relative path; cron runs the line from your home folder: give an absolute path"
+        ));
+    }
+    match file.metadata() {
+        Err(_) => Some(format!("{program} does not exist")),
+        Ok(m) if !m.is_file() => Some(format!("{program} is not a file")),
+        Ok(_) if !executable(file) => Some(format!("{program} is not executable (chmod +x)")),
+        Ok(_) => None,
+    }
 }

@@ -39,15 +39,19 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         include_deleted: args.all || args.state == Some(TaskState::Deleted),
         state: args.state,
     };
-    let (rows, last_runs) = ctx.store()?.read(|tx| {
+    let (rows, last_runs, blockers) = ctx.store()?.read(|tx| {
         let rows = tx.list_tasks(&filter)?;
         let mut last_runs = HashMap::new();
+        let mut blockers = HashMap::new();
         for task in rows.iter().flatten() {
             if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
                 last_runs.insert(task.task_id.clone(), run);
             }
+            if let Some(run) = tx.blocking_run(&task.task_id)? {
+                blockers.insert(task.task_id.clone(), run);
+            }
         }
-        Ok((rows, last_runs))
+        Ok((rows, last_runs, blockers))
     })?;
     let mut tasks: Vec<Task> = Vec::new();
     for row in rows {
@@ -60,7 +64,14 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     tasks.sort_by_key(|t| (t.next_run_at.is_none(), t.next_run_at));
     if ctx.out.json {
         return ctx.out.document(&serde_json::Value::Array(
-            tasks.iter().map(json::task).collect(),
+            tasks
+                .iter()
+                .map(|t| {
+                    let mut value = json::task(t);
+                    value["blocked_by"] = human::blocked_by_json(blockers.get(&t.task_id));
+                    value
+                })
+                .collect(),
         ));
     }
     if tasks.is_empty() {
@@ -69,7 +80,17 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     let now = ctx.out.now();
     let rows = tasks
         .iter()
-        .map(|t| human::task_row(t, last_runs.get(&t.task_id), now))
+        .map(|t| {
+            let mut row = human::task_row(t, last_runs.get(&t.task_id), now);
+            // The STATE cell says what stops the task, not only "active".
+            if let Some(blocked) = human::blocked_by(blockers.get(&t.task_id)) {
+                row[2] = match t.state {
+                    TaskState::Active => blocked,
+                    _ => format!("{}; {blocked}", row[2]),
+                };
+            }
+            row
+        })
         .collect();
     ctx.out.table(&human::TASK_HEADER, rows)
 }

@@ -13,6 +13,7 @@ pub mod install;
 pub mod lease;
 pub mod list;
 pub mod log;
+pub mod metrics;
 pub mod next;
 pub mod pause;
 pub mod prune;
@@ -55,6 +56,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Status(args) => return status::run(ctx, args),
         Command::Prune(args) => prune::run(ctx, args),
         Command::Check(args) => return check::run(ctx, args),
+        Command::Metrics(args) => metrics::run(ctx, args),
         Command::Crontab(args) => install::crontab(ctx, args),
         Command::Systemd(args) => install::systemd(ctx, args),
         Command::Completions(args) => completions::run(ctx, args),
@@ -76,6 +78,7 @@ fn only_reads(command: &Command) -> bool {
             | Command::Explain(_)
             | Command::Next(_)
             | Command::Check(_)
+            | Command::Metrics(_)
             | Command::Export(_)
     )
 }

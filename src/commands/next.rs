@@ -56,6 +56,14 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
             .document(&json!({"task_id": task.task_id, "timezone": zone.name(),
                                         "state": task.state.as_str(), "next": items}));
     }
+    if upcoming.is_empty() {
+        return ctx.out.line(&format!(
+            "No upcoming runs: task {} ({}) is {} and its schedule has no occurrence left.",
+            crate::model::short_id(&task.task_id),
+            crate::output::escape(&task.label()),
+            task.state
+        ));
+    }
     let now = ctx.out.now();
     let rows = upcoming
         .iter()

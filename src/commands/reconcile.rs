@@ -94,7 +94,7 @@ fn list(ctx: &mut Ctx) -> Result<()> {
         return ctx.out.document(&Value::Array(items));
     }
     if rows.is_empty() {
-        return Ok(());
+        return ctx.out.line("No unknown runs: nothing to reconcile.");
     }
     let now = ctx.out.now();
     let table = rows

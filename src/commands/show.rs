@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
+use crate::model::RunStatus;
 use crate::output::{human, json};
 
 /// Show one task and its last 10 runs
@@ -22,18 +23,28 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let (task, runs) = ctx.store()?.read(|tx| {
+    let (task, runs, blocker) = ctx.store()?.read(|tx| {
         let task = owned_task(tx, &caller, &args.task)?;
         let runs = tx.task_runs(&task.task_id, 10)?;
-        Ok((task, runs))
+        let blocker = tx.blocking_run(&task.task_id)?;
+        Ok((task, runs, blocker))
     })?;
     if ctx.out.json {
         let mut value = json::task(&task);
+        value["blocked_by"] = human::blocked_by_json(blocker.as_ref());
         value["runs"] = Value::Array(runs.iter().map(json::run).collect());
         return ctx.out.document(&value);
     }
     let now = ctx.out.now();
     ctx.out.line(&human::task_detail(&task, now))?;
+    if let Some(blocked) = human::blocked_by(blocker.as_ref()) {
+        let hint = match blocker.as_ref().map(|r| r.status) {
+            Some(RunStatus::Unknown) => "settle it with `agentcron reconcile`",
+            _ => "it waits for `agentcron approve` or `agentcron deny`",
+        };
+        ctx.out
+            .line(&format!("{:<13} {blocked}: {hint}", "blocked"))?;
+    }
     if runs.is_empty() {
         return ctx.out.line("\nNo runs yet.");
     }
@@ -42,5 +53,10 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         .iter()
         .map(|r| human::run_row(r, task.timezone, now))
         .collect();
-    ctx.out.table(&human::RUN_HEADER, rows)
+    ctx.out.table(&human::RUN_HEADER, rows)?;
+    // The latest run's stderr, when it left one: why it failed, in full.
+    match runs.first().and_then(human::stderr_block) {
+        Some(block) => ctx.out.line(&format!("\n{block}")),
+        None => Ok(()),
+    }
 }

@@ -154,8 +154,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         }
     }
     if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {
-        ctx.out.note(&format!(
-            "warning: this host's clock is {skew:+} s off the database server's; run NTP (leases must be much longer than the skew)"
+        ctx.out.warn(&format!(
+            "this host's clock is {skew:+} s off the database server's; run NTP (leases must be much longer than the skew)"
         ));
     }
     Ok(if stale { 1 } else { 0 })

@@ -151,27 +151,44 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let clock = ctx.clock;
     let (store, out) = ctx.store_and_output()?;
     let json = out.json;
+    // The task name of each run this tick claimed, for its `finished` event.
+    let mut names = std::collections::HashMap::new();
+    let mut reported = 0;
     let summary = tick::run(store, &opener, &options, clock, &mut |event| {
-        report(out, json, event)
+        if let TickEvent::Decided { task, run } = event {
+            names.insert(run.run_id.clone(), task.name.clone());
+        }
+        reported += 1;
+        report(out, json, event, &names)
     })?;
+    // A real tick with nothing to do stays silent (cron mails any output).
+    if options.dry_run && !json && reported == 0 {
+        out.line("Nothing to do: no run is due, no lease or notice has expired.")?;
+    }
     Ok(if summary.start_failures > 0 { 1 } else { 0 })
 }
 
-fn report(out: &crate::output::Output, json: bool, event: &TickEvent) -> Result<()> {
+fn report(
+    out: &crate::output::Output,
+    json: bool,
+    event: &TickEvent,
+    names: &std::collections::HashMap<String, Option<String>>,
+) -> Result<()> {
     if let TickEvent::SchedulerGap {
         previous,
         now,
         due_tasks,
     } = event
     {
-        out.note(&format!(
-            "warning: the previous tick was {} s ago (at {}): system cron was not running; {due_tasks} task(s) had occurrences due",
+        out.warn(&format!(
+            "the previous tick was {} s ago (at {}): system cron was not running; {due_tasks} task(s) had occurrences due",
             now - previous,
             schedule::format_utc(*previous)
         ));
     }
     if json {
-        return out.json_line(&event_json(event));
+        let name_of = |run_id: &str| names.get(run_id).cloned().flatten();
+        return out.json_line(&event_json(event, &name_of));
     }
     if let Some(line) = event_line(event) {
         out.line(&line)?;
@@ -179,7 +196,9 @@ fn report(out: &crate::output::Output, json: bool, event: &TickEvent) -> Result<
     Ok(())
 }
 
-fn event_json(event: &TickEvent) -> Value {
+/// One JSON Lines event. `name_of` gives the task name of a run this tick
+/// claimed (events about its outcome carry no task).
+fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Value {
     match event {
         TickEvent::SchedulerGap {
             previous,
@@ -205,23 +224,28 @@ fn event_json(event: &TickEvent) -> Value {
         TickEvent::ContinuationExpired { run } => {
             json!({"event": "continuation_expired", "run": run_json(run)})
         }
-        TickEvent::Decided { run, .. } => {
-            json!({"event": "claimed", "decision": run.status.as_str(), "run": run_json(run)})
-        }
-        TickEvent::WouldDecide { run, .. } => {
-            json!({"event": "would_claim", "decision": run.status.as_str(), "run": run_json(run)})
+        TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
+            "decision": run.status.as_str(), "run": run_json(run)}),
+        TickEvent::WouldDecide { task, run } => {
+            // A dry run records nothing: the id it drew for the run is never used.
+            let mut run = run_json(run);
+            run["run_id"] = Value::Null;
+            json!({"event": "would_claim", "task_name": task.name,
+                   "decision": run["status"], "run": run})
         }
         TickEvent::Quarantined { task_id, problem } => {
             json!({"event": "quarantined", "task_id": task_id, "problem": problem})
         }
         TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, .. } => json!({"event": "finished", "run": run_json(run)}),
+            Finished::Recorded { run, .. } => json!({"event": "finished",
+                "task_name": name_of(&run.run_id), "run": run_json(run)}),
             Finished::LeaseLost { run, claimed } => {
-                json!({"event": "outcome_discarded", "run": run_json(run),
-                "reason": "lease lost", "executor_said": format!("{:?}", claimed.status)})
+                json!({"event": "outcome_discarded", "task_name": name_of(&run.run_id),
+                "run": run_json(run), "reason": "lease lost",
+                "executor_said": format!("{:?}", claimed.status)})
             }
             Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
-                "run": run_json(run), "error": error}),
+                "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
         },
     }
 }
@@ -275,6 +299,8 @@ fn event_line(event: &TickEvent) -> Option<String> {
             let when = wall_time(run.scheduled_for, task.timezone);
             let label = escape(&task.label());
             match run.status {
+                // A dry run's run id is never used: it is not shown.
+                RunStatus::Running if !verb.is_empty() => format!("{verb}run {label} for {when} (attempt {})", run.attempt),
                 RunStatus::Running => format!("{verb}run {label} for {when} (run {}, attempt {})", short_id(&run.run_id), run.attempt),
                 RunStatus::Missed => format!("{verb}record {label} for {when} missed: {}",
                     escape(run.reason.as_deref().unwrap_or(""))),

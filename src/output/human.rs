@@ -25,6 +25,26 @@ pub const TASK_HEADER: [&str; 8] = [
     "instruction",
 ];
 
+/// "blocked by run 1a2b3c4d (unknown)": a run that stops the task's next
+/// occurrences until a person settles it (`unknown`, or parked awaiting a
+/// decision). A `running` run blocks only until it ends: not shown.
+pub fn blocked_by(run: Option<&Run>) -> Option<String> {
+    let run = run.filter(|r| r.status != crate::model::RunStatus::Running)?;
+    Some(format!(
+        "blocked by run {} ({})",
+        short_id(&run.run_id),
+        run.status
+    ))
+}
+
+/// The `blocked_by` JSON field of `list` and `show`.
+pub fn blocked_by_json(run: Option<&Run>) -> serde_json::Value {
+    match run.filter(|r| r.status != crate::model::RunStatus::Running) {
+        Some(r) => serde_json::json!({"run_id": r.run_id, "status": r.status.as_str()}),
+        None => serde_json::Value::Null,
+    }
+}
+
 /// One `list` row: the task and its latest run, if any.
 pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
     let state = match (&t.state, &t.state_reason) {
@@ -126,6 +146,13 @@ pub fn run_summary(r: &Run) -> String {
         .or(r.reason.as_deref())
         .map(escape)
         .unwrap_or_default();
+    // Without a summary, the executor's last word on stderr says why.
+    if let (None, Some(line)) = (&r.summary, stderr_last_line(r)) {
+        summary = match summary.is_empty() {
+            true => format!("stderr: {line}"),
+            false => format!("{summary}; stderr: {line}"),
+        };
+    }
     if r.skipped_occurrences > 1 {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
@@ -136,6 +163,27 @@ pub fn run_summary(r: &Run) -> String {
         };
     }
     summary
+}
+
+/// The last non-blank line the executor wrote on stderr, escaped.
+pub fn stderr_last_line(r: &Run) -> Option<String> {
+    let tail = r.stderr_tail.as_deref()?;
+    tail.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| escape(l.trim()))
+}
+
+/// The kept end of the run's stderr, one escaped line per line, indented
+/// under a heading naming the run; `None` when it wrote nothing.
+pub fn stderr_block(r: &Run) -> Option<String> {
+    let tail = r.stderr_tail.as_deref()?;
+    let mut text = format!("stderr of run {} (its end):", short_id(&r.run_id));
+    for line in tail.lines() {
+        text.push_str("\n  ");
+        text.push_str(&escape(line));
+    }
+    Some(text)
 }
 
 pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {

@@ -6,6 +6,7 @@
 pub mod events;
 pub mod human;
 pub mod json;
+pub mod metrics;
 pub mod text;
 
 use std::io::{self, Write};
@@ -64,6 +65,17 @@ impl Output {
     /// A note for the person on stderr (never part of machine output).
     pub fn note(&self, text: &str) {
         let _ = writeln!(io::stderr(), "agentcron: {text}");
+    }
+
+    /// A warning on stderr: `agentcron: warning: …`, or with `--json` one
+    /// JSON line `{"warning": "…"}` that a script can parse.
+    pub fn warn(&self, text: &str) {
+        let mut stderr = io::stderr().lock();
+        if self.json {
+            let _ = writeln!(stderr, "{}", serde_json::json!({ "warning": text }));
+        } else {
+            let _ = writeln!(stderr, "agentcron: warning: {text}");
+        }
     }
 
     /// A table fitted to the terminal. Into a pipe or a file it is printed

@@ -482,9 +482,11 @@ pub fn format_local(at: i64, tz: Tz) -> String {
     }
 }
 
-/// The instant on the zone's wall clock, for people: "2026-12-03 09:30 CST".
+/// The instant on the zone's wall clock, for people: "2026-12-03 09:30 CST",
+/// with its seconds when it has some ("12:00:30", as `--at` gave it).
 pub fn format_wall(at: i64, tz: Tz) -> String {
     match tz.timestamp_opt(at, 0).single() {
+        Some(t) if at.rem_euclid(60) != 0 => t.format("%Y-%m-%d %H:%M:%S %Z").to_string(),
         Some(t) => t.format("%Y-%m-%d %H:%M %Z").to_string(),
         None => format_utc(at),
     }

@@ -22,6 +22,17 @@ pub struct Stats {
     pub stuck: i64,
 }
 
+/// What `metrics` counts beyond `Stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tallies {
+    /// (status, count) for every status that has runs.
+    pub runs: Vec<(String, i64)>,
+    /// (state, count) for every state that has notices.
+    pub notices: Vec<(String, i64)>,
+    /// `scheduler_gap` events still in the audit log (prune removes old ones).
+    pub scheduler_gaps: i64,
+}
+
 /// What `prune` removes (or would remove).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PruneCounts {
@@ -34,6 +45,10 @@ pub struct PruneCounts {
 
 pub trait MaintenanceTx {
     fn stats(&mut self, now: i64, tenant: Option<&str>) -> Result<Stats>;
+    /// Runs by status, notices by state, recorded scheduler gaps. A gap is
+    /// the host's (recorded under the tick's tenant or `*`), so a tenant
+    /// sees its own and the unscoped ones.
+    fn tallies(&mut self, tenant: Option<&str>) -> Result<Tallies>;
     /// Deletes (when `apply`) or counts settled history older than `cutoff`:
     /// runs that finished before it and whose notices are all delivered,
     /// delivered notices, their reconciliations, audit events, expired

@@ -26,7 +26,7 @@ use anyhow::Result;
 pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
 pub use events::EventTx;
-pub use maintenance::{MaintenanceTx, PruneCounts, Stats};
+pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use meta::MetaTx;
 pub use queue::{QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};

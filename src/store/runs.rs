@@ -17,6 +17,8 @@ pub struct RunFinish<'a> {
     pub wait_kind: Option<&'a str>,
     pub wait_id: Option<&'a str>,
     pub wait_deadline: Option<i64>,
+    /// Replaces the kept stderr when given (a reconcile keeps it).
+    pub stderr: Option<&'a str>,
     pub now: i64,
 }
 

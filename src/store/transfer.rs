@@ -82,6 +82,7 @@ pub const TABLES: &[Table] = &[
             ("wait_id", T),
             ("wait_deadline", I),
             ("queued_seconds", I),
+            ("stderr_tail", T),
         ],
     },
     Table {

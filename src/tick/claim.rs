@@ -3,6 +3,7 @@
 //! together with the advance of the task's clock, so each occurrence is
 //! decided exactly once however many ticks race for it.
 
+use crate::output::human_duration;
 use anyhow::Result;
 use serde_json::json;
 
@@ -91,8 +92,9 @@ pub fn plan(
                 now,
                 |r| {
                     r.reason = Some(format!(
-                        "retry late by {late_by} s > grace {} s",
-                        task.grace_seconds
+                        "retry late by {} > grace {}",
+                        human_duration(late_by),
+                        human_duration(task.grace_seconds)
                     ));
                     r.skipped_occurrences = 1;
                     r.finished_at = Some(now);
@@ -173,8 +175,10 @@ fn decide_occurrences(
                     |r| {
                         r.skipped_occurrences = 1;
                         r.reason = Some(format!(
-                        "late by {late_by} s > grace {grace} s; no tick saw it due within grace"
-                    ));
+                            "late by {} > grace {}; no tick saw it due within grace",
+                            human_duration(late_by),
+                            human_duration(grace)
+                        ));
                         r.finished_at = Some(now);
                     },
                 ));
@@ -190,12 +194,17 @@ fn decide_occurrences(
                     count,
                     if count > 1 {
                         format!(
-                            "late by {late_by} s > grace {grace} s ({count} occurrences coalesced, \
-                             the first late by {first_late} s); no tick saw them due within grace"
+                            "late by {} > grace {} ({count} occurrences coalesced, \
+                             the first late by {}); no tick saw them due within grace",
+                            human_duration(late_by),
+                            human_duration(grace),
+                            human_duration(first_late)
                         )
                     } else {
                         format!(
-                            "late by {late_by} s > grace {grace} s; no tick saw it due within grace"
+                            "late by {} > grace {}; no tick saw it due within grace",
+                            human_duration(late_by),
+                            human_duration(grace)
                         )
                     },
                 ));
@@ -296,6 +305,7 @@ pub(crate) fn new_run(
         wait_id: None,
         wait_deadline: None,
         queued_seconds: None,
+        stderr_tail: None,
         delivery_status: None,
     };
     fill(&mut run);

@@ -438,7 +438,13 @@ fn run_one(
     let clock = &shared.clock;
     let now = clock.now();
     let (outcome, not_started) = match &result {
-        Ok(r) => (outcome_of(r), None),
+        Ok((r, stderr)) => (
+            Outcome {
+                stderr: stderr.clone(),
+                ..outcome_of(r)
+            },
+            None,
+        ),
         // It ran, but we could not see how it ended: uncertain, never retried.
         Err(Failure::Lost(e)) => (
             Outcome::settled(RunStatus::Unknown, None, Some(e.clone())),
@@ -454,7 +460,10 @@ fn run_one(
         ),
     };
     if lease_lost(&shared.leases, &job.run.run_id) {
-        return (lost(store.as_mut(), job, result.ok(), now), None);
+        return (
+            lost(store.as_mut(), job, result.ok().map(|(r, _)| r), now),
+            None,
+        );
     }
     // The notice rides in the outcome's transaction when this worker can
     // send it right after (one durable commit fewer per run).
@@ -514,7 +523,10 @@ fn run_one(
         Ok(notice) => notice,
         Err(e) if deliver::is_conflict(&e) => {
             release(false);
-            return (lost(store.as_mut(), job, result.ok(), now), None);
+            return (
+                lost(store.as_mut(), job, result.ok().map(|(r, _)| r), now),
+                None,
+            );
         }
         Err(e) => {
             release(false);
@@ -535,6 +547,7 @@ fn run_one(
     run.summary = outcome.summary.clone();
     run.reason = outcome.reason.clone();
     run.finished_at = Some(now);
+    run.stderr_tail = outcome.stderr.clone().or(run.stderr_tail);
     let finished = match not_started {
         Some(error) => Finished::NotStarted { run, error, notice },
         None => Finished::Recorded {
@@ -547,7 +560,12 @@ fn run_one(
 }
 
 /// Spawns the executor and waits for it, watching the lease.
-fn execute(location: String, shared: &Shared, job: &Job) -> Result<ExecResult, Failure> {
+/// What the executor answered, and the end of its stderr.
+fn execute(
+    location: String,
+    shared: &Shared,
+    job: &Job,
+) -> Result<(ExecResult, Option<String>), Failure> {
     let executor = &shared.executor;
     let Some(argv) = &executor.argv else {
         return Err(Failure::NotStarted(
@@ -582,7 +600,7 @@ fn execute(location: String, shared: &Shared, job: &Job) -> Result<ExecResult, F
                     executor.timeout.as_secs()
                 ));
             }
-            result
+            (result, executor_result::stderr_tail(&out))
         })
         .map_err(|e| match e {
             process::SpawnError::Lost(message) => Failure::Lost(message),
@@ -661,6 +679,7 @@ fn outcome_of(r: &ExecResult) -> Outcome {
             wait_kind: Some(kind.into()),
             wait_id: Some(wait_id),
             wait_deadline: Some(deadline),
+            stderr: None,
             retryable: true,
         };
     }

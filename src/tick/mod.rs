@@ -124,6 +124,7 @@ pub fn run(
     if options.dry_run {
         return dry_run(store, options, clock, report);
     }
+    let started = Instant::now();
     let mut summary = TickSummary::default();
     let notices_waiting = record_tick(store, options, clock.now(), report)?;
     expire(store, options, clock, report)?;
@@ -267,6 +268,10 @@ pub fn run(
         return Err(e);
     }
     announce_undelivered(store, options, report)?;
+    // For `metrics`. Only a number for monitoring: a failure to store it
+    // must not turn a tick that did its work into a failed one.
+    let seconds = format!("{:.3}", started.elapsed().as_secs_f64());
+    let _ = store.write(|tx| tx.set_meta("last_tick_seconds", &seconds));
     Ok(summary)
 }
 

@@ -22,6 +22,8 @@ pub struct Outcome {
     pub wait_kind: Option<String>,
     pub wait_id: Option<String>,
     pub wait_deadline: Option<i64>,
+    /// The end of the executor's stderr, when it ran and wrote some.
+    pub stderr: Option<String>,
     /// Whether a failure may be retried: not when a person decided it
     /// (denied, reconciled), since that would replay a judged run.
     pub retryable: bool,
@@ -36,6 +38,7 @@ impl Outcome {
             wait_kind: None,
             wait_id: None,
             wait_deadline: None,
+            stderr: None,
             retryable: true,
         }
     }
@@ -102,6 +105,7 @@ pub fn record(
         wait_kind: outcome.wait_kind.as_deref(),
         wait_id: outcome.wait_id.as_deref(),
         wait_deadline: outcome.wait_deadline,
+        stderr: outcome.stderr.as_deref(),
         now,
     })?;
     let task = match tx.task(&run.task_id)? {
@@ -128,6 +132,7 @@ pub fn record(
     settled.wait_kind = outcome.wait_kind.clone();
     settled.wait_id = outcome.wait_id.clone();
     settled.wait_deadline = outcome.wait_deadline;
+    settled.stderr_tail = outcome.stderr.clone().or(settled.stderr_tail);
     settled.finished_at = Some(now);
     Ok((task, settled))
 }

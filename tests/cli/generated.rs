@@ -76,7 +76,7 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron draft --instruction \"summarize the on-call channel\" --daily 09:30 --days weekdays --tz Asia/Shanghai",
             "agentcron confirm DRAFT_ID --hash HASH",
             "agentcron crontab --executor /usr/local/bin/run-agent",
-            "* * * * * /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
+            "* * * * * PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
             "agentcron list",
             "agentcron next TASK --count 10",
         ],
@@ -95,7 +95,7 @@ fn examples(path: &str) -> &'static [&'static str] {
         "log" => &["agentcron log oncall"],
         "explain" => &["agentcron explain oncall", "agentcron explain oncall --at \"2026-12-03 09:30\"", "agentcron explain 3f2a9c1e"],
         "tick" => &[
-            "* * * * * /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
+            "* * * * * PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/agentcron --db /home/me/.local/state/agentcron/agentcron.db tick --executor /usr/local/bin/run-agent",
             "agentcron tick --dry-run",
         ],
         "lease" | "lease check" => &["agentcron lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" || exit 0"],
@@ -108,8 +108,15 @@ fn examples(path: &str) -> &'static [&'static str] {
         "status" => &["agentcron status --max-tick-age 5m || echo \"agentcron: ticks are stale\""],
         "prune" => &["agentcron prune --older-than 90d --dry-run"],
         "check" => &["agentcron check"],
-        "crontab" => &["agentcron crontab --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify"],
-        "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent"],
+        "metrics" => &[
+            "agentcron metrics",
+            "agentcron metrics --textfile /var/lib/prometheus/node-exporter/agentcron.prom",
+        ],
+        "crontab" => &[
+            "agentcron crontab --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify",
+            "agentcron crontab --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent --log /var/log/agentcron.log",
+        ],
+        "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent"],
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
         "completions" => &["agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron"],
@@ -358,7 +365,9 @@ fn every_man_page_has_the_sections_an_operator_looks_for() {
     assert!(root().join("man/agentcron-lease-check.1").exists());
     let main = std::fs::read_to_string(root().join("man/agentcron.1")).unwrap();
     assert!(
-        main.contains("* * * * * /usr/local/bin/agentcron \\-\\-db /"),
+        main.contains(
+            "* * * * * PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/agentcron \\-\\-db /"
+        ),
         "the cron line is absolute"
     );
     assert!(main.contains("agentcron\\-executor(7)"));

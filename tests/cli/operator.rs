@@ -260,7 +260,7 @@ fn explain_names_the_rule_that_decided() {
         e["explanation"]
             .as_str()
             .unwrap()
-            .contains("late by 312 s > grace 120 s"),
+            .contains("late by 5 min > grace 2 min"),
         "{e}"
     );
     // Before the task existed.

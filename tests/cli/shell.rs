@@ -56,10 +56,12 @@ fn crontab_and_systemd_lines_are_absolute_and_carry_the_environment() {
         .find(|l| l.starts_with("* * * * * "))
         .unwrap();
     let words = shell_words::split(line.trim_start_matches("* * * * * ")).unwrap();
-    assert!(words[0].starts_with('/'), "{line}");
-    assert_eq!(words[1], "--db");
+    // PATH=… comes first (the environment), then the absolute binary.
+    assert!(words[0].starts_with("PATH=/"), "{line}");
+    assert!(words[1].starts_with('/'), "{line}");
+    assert_eq!(words[2], "--db");
     // cron turns `\%` back into `%` before running the line.
-    assert_eq!(words[2].replace("\\%", "%"), env.db_arg());
+    assert_eq!(words[3].replace("\\%", "%"), env.db_arg());
     assert!(
         words
             .windows(2)

@@ -582,6 +582,7 @@ impl Harness {
             wait_kind: waiting.then(|| to.as_str().trim_start_matches("awaiting_").to_string()),
             wait_id: outcome.wait_id.clone(),
             wait_deadline: outcome.wait_deadline,
+            stderr: None,
             retryable: true,
         };
         let claim_token = notify.then(|| uuid::Uuid::new_v4().to_string());

@@ -6,7 +6,7 @@ use postgres::Row;
 use super::tasks::{decode_task, owned, TASK_COLUMNS};
 use super::{col, expect_one, PgTx};
 use crate::model::{Draft, Event, StoredEvent};
-use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats};
+use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 use crate::store::{DraftTx, EventTx, MetaTx};
 
 impl DraftTx for PgTx<'_, '_> {
@@ -202,6 +202,35 @@ impl MaintenanceTx for PgTx<'_, '_> {
             notices_unknown: col(&row, 9)?,
             notices_undeliverable: col(&row, 10)?,
             stuck: col(&row, 11)?,
+        })
+    }
+
+    fn tallies(&mut self, tenant: Option<&str>) -> Result<Tallies> {
+        let mut grouped = |sql: &str| -> Result<Vec<(String, i64)>> {
+            let rows = self
+                .tx
+                .query(sql, &[&tenant])
+                .context("counting for metrics")?;
+            rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+        };
+        let runs = grouped(
+            "SELECT status, count(*) FROM runs WHERE $1::text IS NULL OR tenant_key = $1 GROUP BY status",
+        )?;
+        let notices = grouped(
+            "SELECT state, count(*) FROM deliveries WHERE $1::text IS NULL OR tenant_key = $1 GROUP BY state",
+        )?;
+        let row = self
+            .tx
+            .query_one(
+                "SELECT count(*) FROM events WHERE action = 'scheduler_gap'
+                   AND ($1::text IS NULL OR tenant_key IN ($1, '*'))",
+                &[&tenant],
+            )
+            .context("counting scheduler gaps")?;
+        Ok(Tallies {
+            runs,
+            notices,
+            scheduler_gaps: col(&row, 0)?,
         })
     }
 

@@ -11,14 +11,14 @@ use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
-    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
 
 fn decode_run(row: &Row) -> Result<Run> {
     let status: String = col(row, 7)?;
     let status =
         RunStatus::parse(&status).with_context(|| format!("unknown run status '{status}'"))?;
-    let delivery: Option<String> = col(row, 22)?;
+    let delivery: Option<String> = col(row, 23)?;
     Ok(Run {
         run_id: col(row, 0)?,
         task_id: col(row, 1)?,
@@ -42,6 +42,7 @@ fn decode_run(row: &Row) -> Result<Run> {
         wait_id: col(row, 19)?,
         wait_deadline: col(row, 20)?,
         queued_seconds: col(row, 21)?,
+        stderr_tail: col(row, 22)?,
         delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
     })
 }
@@ -267,6 +268,7 @@ impl RunTx for PgTx<'_, '_> {
                     "UPDATE runs
                  SET status = $1, summary = coalesce($2, summary), reason = $3,
                      wait_kind = $4, wait_id = $5, wait_deadline = $6, lease_until = NULL,
+                     stderr_tail = coalesce($11, stderr_tail),
                      finished_at = CASE WHEN $1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE $7::bigint END
                  WHERE run_id = $8 AND status = $9
@@ -283,6 +285,7 @@ impl RunTx for PgTx<'_, '_> {
                     &f.run_id,
                     &f.from.as_str(),
                     &f.token,
+                    &f.stderr,
                 ],
             )
             .context("recording the run's outcome")?;

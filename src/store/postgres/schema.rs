@@ -115,6 +115,10 @@ const MIGRATIONS: &[&str] = &[
         marker TEXT PRIMARY KEY, at TIMESTAMPTZ NOT NULL DEFAULT now());
     CREATE INDEX commit_markers_by_age ON commit_markers (at);
 "#,
+    r#"
+    -- 5: the end of the executor's stderr, as SQLite's migration 4.
+    ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

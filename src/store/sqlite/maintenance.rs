@@ -5,7 +5,7 @@ use rusqlite::params;
 
 use super::tasks::{decode_task, TASK_COLUMNS};
 use super::SqliteTx;
-use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats};
+use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 
 /// Runs `prune` may remove: settled long enough ago, every notice delivered
 /// (or none), not the subject of a pending retry.
@@ -74,6 +74,35 @@ impl MaintenanceTx for SqliteTx<'_> {
                  WHERE status = 'running' AND lease_until < ?2 AND (?1 IS NULL OR tenant_key = ?1)",
                 true,
             )?,
+        })
+    }
+
+    fn tallies(&mut self, tenant: Option<&str>) -> Result<Tallies> {
+        let grouped = |sql: &str| -> Result<Vec<(String, i64)>> {
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            let rows = stmt.query_map(params![tenant], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()
+                .context("counting for metrics")
+        };
+        let runs = grouped(
+            "SELECT status, count(*) FROM runs WHERE ?1 IS NULL OR tenant_key = ?1 GROUP BY status",
+        )?;
+        let notices = grouped(
+            "SELECT state, count(*) FROM deliveries WHERE ?1 IS NULL OR tenant_key = ?1 GROUP BY state",
+        )?;
+        let scheduler_gaps = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM events WHERE action = 'scheduler_gap'
+                   AND (?1 IS NULL OR tenant_key IN (?1, '*'))",
+                params![tenant],
+                |r| r.get(0),
+            )
+            .context("counting scheduler gaps")?;
+        Ok(Tallies {
+            runs,
+            notices,
+            scheduler_gaps,
         })
     }
 

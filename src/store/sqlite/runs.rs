@@ -10,7 +10,7 @@ use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
-    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
 
 pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
@@ -22,7 +22,7 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
             format!("unknown run status '{status}'").into(),
         )
     })?;
-    let delivery: Option<String> = row.get(22)?;
+    let delivery: Option<String> = row.get(23)?;
     Ok(Run {
         run_id: row.get(0)?,
         task_id: row.get(1)?,
@@ -46,6 +46,7 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
         wait_id: row.get(19)?,
         wait_deadline: row.get(20)?,
         queued_seconds: row.get(21)?,
+        stderr_tail: row.get(22)?,
         delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
     })
 }
@@ -256,7 +257,7 @@ impl RunTx for SqliteTx<'_> {
                 "UPDATE runs
                  SET status = ?1, summary = coalesce(?2, summary), reason = ?3,
                      wait_kind = ?4, wait_id = ?5, wait_deadline = ?6,
-                     lease_until = NULL,
+                     lease_until = NULL, stderr_tail = coalesce(?11, stderr_tail),
                      finished_at = CASE WHEN ?1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE ?7 END
                  WHERE run_id = ?8 AND status = ?9
@@ -272,7 +273,8 @@ impl RunTx for SqliteTx<'_> {
                 f.now,
                 f.run_id,
                 f.from.as_str(),
-                f.token
+                f.token,
+                f.stderr
             ])
             .context("recording the run's outcome")?;
         expect_one(changed, || {

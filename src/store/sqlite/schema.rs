@@ -202,6 +202,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
+    r#"
+    -- 4: the end of the executor's stderr (at most 2000 characters), so that
+    -- a failed run says why in `show`, `runs` and `explain`.
+    ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -1,0 +1,482 @@
+//! What an operator needs to mend a failing installation (issue 14): the
+//! executor's stderr kept on its run, crontab and systemd lines that carry
+//! the environment the executor needs.
+
+use crate::support::{write_script, TestEnv, BIN};
+use crate::tick::{fixture, Rig};
+
+const HOUR: i64 = 3600;
+
+#[test]
+fn the_end_of_the_executors_stderr_is_kept_and_shown_escaped() {
+    let rig = Rig::new();
+    let executor = rig.env.path("complains.sh");
+    write_script(
+        &executor,
+        "#!/bin/sh\ncat >/dev/null\necho 'starting' >&2\nprintf 'set AGENTCRON_SCRIPTS \\033[31m\\n' >&2\nexit 2\n",
+    );
+    rig.env
+        .set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["reason"], "exit status 2");
+    // JSON carries it as written; people see it escaped.
+    assert_eq!(run["stderr"], "starting\nset AGENTCRON_SCRIPTS \u{1b}[31m");
+    let id = run["run_id"].as_str().unwrap();
+    let short = &id[..8];
+
+    let out = rig.env.run(&["runs"]).ok();
+    assert!(
+        out.stdout
+            .contains("exit status 2; stderr: set AGENTCRON_SCRIPTS \\x1b…"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains('\u{1b}'));
+
+    let out = rig.env.run(&["show", "a"]).ok();
+    assert!(
+        out.stdout.ends_with(&format!(
+            "\nstderr of run {short} (its end):\n  starting\n  set AGENTCRON_SCRIPTS \\x1b[31m\n"
+        )),
+        "{}",
+        out.stdout
+    );
+
+    let out = rig.env.run(&["explain", id]).ok();
+    assert!(
+        out.stdout.ends_with(&format!(
+            "\nstderr of run {short} (its end):\n  starting\n  set AGENTCRON_SCRIPTS \\x1b[31m\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    let explained = rig.env.json(&["explain", id]);
+    assert_eq!(explained["run"]["stderr"], run["stderr"]);
+
+    // A flood keeps its end, at most 2000 characters, marked as cut.
+    write_script(
+        &executor,
+        "#!/bin/sh\ncat >/dev/null\ni=0\nwhile [ $i -lt 500 ]; do echo \"line $i\" >&2; i=$((i+1)); done\nexit 1\n",
+    );
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let stderr = rig.runs("a")[0]["stderr"].as_str().unwrap().to_string();
+    assert_eq!(stderr.chars().count(), 2000);
+    assert!(
+        stderr.starts_with('…') && stderr.ends_with("\nline 499"),
+        "{stderr}"
+    );
+
+    // Silent executors leave none.
+    rig.env
+        .set_env("AGENTCRON_EXECUTOR", &fixture("executor.sh"));
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.runs("a")[0]["stderr"], serde_json::Value::Null);
+    assert_eq!(rig.runs("a")[0]["status"], "succeeded");
+}
+
+/// The crontab line alone (cron's bare environment) runs examples/executor.sh
+/// with the folder of scripts it needs, and the script finds `agentcron` on PATH.
+#[test]
+fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
+    let env = TestEnv::new();
+    let scripts = env.path("scripts");
+    std::fs::create_dir(&scripts).unwrap();
+    write_script(
+        &scripts.join("oncall"),
+        "#!/bin/sh\ncat >/dev/null\nagentcron lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" >/dev/null || exit 9\necho 'all quiet'\n",
+    );
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "oncall"]);
+    env.advance(HOUR);
+    let scripts_arg = format!("AGENTCRON_SCRIPTS={}", scripts.display());
+    let now_arg = format!("AGENTCRON_NOW={}", env.now());
+    let out = env
+        .run(&[
+            "crontab",
+            "--executor",
+            &format!("{}/examples/executor.sh", env!("CARGO_MANIFEST_DIR")),
+            "--env",
+            &scripts_arg,
+            "--env",
+            &now_arg,
+        ])
+        .ok();
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("* * * * * "))
+        .unwrap();
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "PATH={}:/usr/local/bin:/usr/bin:/bin ",
+            bin_dir.display()
+        )),
+        "{line}"
+    );
+    // What cron does: `\%` back to `%`, then /bin/sh with almost nothing set.
+    let ran = std::process::Command::new("/usr/bin/env")
+        .args(["-i", "/bin/sh", "-c", &line.replace("\\%", "%")])
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    let run = &env.json(&["show", "oncall"])["runs"][0];
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["summary"], "all quiet");
+
+    // The same environment in the systemd unit.
+    let unit = env
+        .run(&["systemd", "--executor", "/bin/true", "--env", &scripts_arg])
+        .ok()
+        .stdout;
+    assert!(
+        unit.contains(&format!(
+            "\nEnvironment=\"PATH={}:/usr/local/bin:/usr/bin:/bin\"\nEnvironment=\"{scripts_arg}\"\nExecStart=",
+            bin_dir.display()
+        )),
+        "{unit}"
+    );
+    // A bad variable name is a usage error.
+    let out = env.run(&["crontab", "--env", "1A=b"]).fails(2);
+    assert!(
+        out.stderr
+            .contains("'1A' is not a variable name (letters, digits, _)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn systemd_names_its_user_and_warns_when_that_is_root() {
+    let env = TestEnv::new();
+    let out = env
+        .run(&["systemd", "--executor", "/bin/true", "--user", "root"])
+        .ok();
+    assert!(out.stdout.contains("\nUser=root\n"), "{}", out.stdout);
+    assert_eq!(
+        out.stderr,
+        "agentcron: warning: the unit runs the tick, and so every agent, as root (User=root); \
+         agents should not run as root: pass --user NAME of an unprivileged account that owns the database\n"
+    );
+    let out = env
+        .run(&["systemd", "--executor", "/bin/true", "--user", "agent"])
+        .ok();
+    assert_eq!(out.stderr, "");
+    assert!(out
+        .stdout
+        .contains("\n[Service]\nType=oneshot\nUser=agent\nEnvironment=\"PATH="));
+    // By default, the user running the command (its effective uid).
+    let me = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let me = String::from_utf8(me.stdout).unwrap();
+    let out = env.run(&["systemd", "--executor", "/bin/true"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains(&format!("\nUser={}\n", me.trim())),
+        "{}",
+        out.stdout
+    );
+
+    // --json: the user and both units; the warning a JSON line on stderr.
+    let out = env
+        .run(&[
+            "--json",
+            "systemd",
+            "--executor",
+            "/bin/true",
+            "--user",
+            "root",
+        ])
+        .ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["user"], "root");
+    assert_eq!(
+        doc["service"]["path"],
+        "/etc/systemd/system/agentcron.service"
+    );
+    assert!(doc["service"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\nUser=root\n"));
+    assert_eq!(doc["timer"]["path"], "/etc/systemd/system/agentcron.timer");
+    assert!(doc["timer"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("OnCalendar=*-*-* *:*:00"));
+    let warning: serde_json::Value = serde_json::from_str(out.stderr.trim_end()).unwrap();
+    assert!(warning["warning"]
+        .as_str()
+        .unwrap()
+        .starts_with("the unit runs the tick"));
+
+    let out = env.run(&["systemd", "--user", "a\nb"]).fails(2);
+    assert!(out.stderr.contains("is not a user name"), "{}", out.stderr);
+}
+
+#[test]
+fn crontab_warns_when_the_executor_cannot_run() {
+    let env = TestEnv::new();
+    let plain = env.path("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let plain = plain.display().to_string();
+    let cases = [
+        ("/nope/run --fast", "the executor /nope/run does not exist".to_string()),
+        (plain.as_str(), format!("the executor {plain} is not executable (chmod +x)")),
+        (
+            "bin/run",
+            "the executor \"bin/run\" is a relative path; cron runs the line from your home folder: give an absolute path"
+                .to_string(),
+        ),
+        (
+            "no-such-agent",
+            "the executor \"no-such-agent\" is not found in the line's PATH (".to_string(),
+        ),
+    ];
+    for (executor, warning) in cases {
+        let out = env.run(&["crontab", "--executor", executor]).ok();
+        assert!(
+            out.stderr
+                .starts_with(&format!("agentcron: warning: {warning}")),
+            "{executor}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(out.stdout.contains("* * * * * "), "{}", out.stdout);
+    }
+    // A program found in the line's PATH, or an absolute executable: silent.
+    for executor in ["sh -c true", "/bin/true"] {
+        let out = env.run(&["crontab", "--executor", executor]).ok();
+        assert_eq!(out.stderr, "", "{executor}");
+    }
+
+    // --json: the line as an object, each warning a JSON line on stderr.
+    let out = env
+        .run(&["--json", "crontab", "--executor", "/nope/run"])
+        .ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let line = doc["line"].as_str().unwrap();
+    assert!(
+        line.starts_with("* * * * * PATH=") && line.ends_with("--executor /nope/run"),
+        "{line}"
+    );
+    let warning: serde_json::Value = serde_json::from_str(out.stderr.trim_end()).unwrap();
+    assert_eq!(
+        warning,
+        serde_json::json!({"warning": "the executor /nope/run does not exist"})
+    );
+}
+
+#[test]
+fn tick_json_events_name_their_task_and_a_dry_run_shows_no_run_ids() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    rig.env.advance(HOUR);
+    let out = rig.tick(&["--dry-run"]).ok();
+    assert_eq!(
+        out.stdout,
+        "would run a for 2026-12-02 09:00 UTC (attempt 1)\n"
+    );
+    let events = rig.tick_json(&["--dry-run"]);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "would_claim");
+    assert_eq!(events[0]["task_name"], "a");
+    assert_eq!(events[0]["decision"], "running");
+    assert_eq!(events[0]["run"]["run_id"], serde_json::Value::Null);
+
+    let events = rig.tick_json(&[]);
+    let claimed = events.iter().find(|e| e["event"] == "claimed").unwrap();
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(claimed["task_name"], "a");
+    assert_eq!(finished["task_name"], "a");
+    assert_eq!(finished["run"]["run_id"], claimed["run"]["run_id"]);
+}
+
+#[test]
+fn deny_json_has_its_finished_at() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let run = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
+    rig.env.advance(60);
+    let denied = rig.env.json(&["deny", &run, "--wait-id", "w1"]);
+    assert_eq!(denied["status"], "failed");
+    assert_eq!(denied["reason"], "denied");
+    assert_eq!(denied["finished_at"], "2026-12-02T09:01:00Z");
+    assert_eq!(denied["finished_at"], rig.runs("a")[0]["finished_at"]);
+    assert_eq!(
+        denied["delivery_status"],
+        rig.runs("a")[0]["delivery_status"]
+    );
+}
+
+#[test]
+fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothing() {
+    let rig = Rig::new();
+    // Nothing yet: one line each, not silence.
+    let out = rig.tick(&["--dry-run"]).ok();
+    assert_eq!(
+        out.stdout,
+        "Nothing to do: no run is due, no lease or notice has expired.\n"
+    );
+    let out = rig.env.run(&["reconcile"]).ok();
+    assert_eq!(out.stdout, "No unknown runs: nothing to reconcile.\n");
+
+    // A coalesced missed run: its count and its first occurrence's lateness.
+    rig.env
+        .task(&["--instruction", "x", "--every", "10m", "--name", "often"]);
+    rig.env.advance(62 * 60);
+    rig.tick(&[]).ok();
+    let missed = rig
+        .runs("often")
+        .into_iter()
+        .find(|r| r["status"] == "missed")
+        .unwrap();
+    assert_eq!(
+        missed["reason"],
+        "late by 2 min > grace 1 min (6 occurrences coalesced, the first late by 52 min); \
+         no tick saw them due within grace"
+    );
+    assert_eq!(missed["skipped_occurrences"], 6);
+
+    // Seconds given are seconds kept, in draft, show and next.
+    let draft = rig.env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--at",
+        "2026-12-02T12:00:30Z",
+        "--name",
+        "once",
+    ]);
+    assert!(
+        draft.stdout.contains("once at 2026-12-02 12:00:30 UTC"),
+        "{}",
+        draft.stdout
+    );
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--at",
+        "2026-12-02T12:00:30Z",
+        "--name",
+        "once",
+    ]);
+    let out = rig.env.run(&["next", "once"]).ok();
+    assert!(
+        out.stdout.contains("2026-12-02 12:00:30 UTC"),
+        "{}",
+        out.stdout
+    );
+    let out = rig.env.run(&["show", "once"]).ok();
+    assert!(
+        out.stdout.contains("2026-12-02 12:00:30 UTC"),
+        "{}",
+        out.stdout
+    );
+    // Once it ran, `next` says there is nothing left.
+    rig.env.set_now(crate::support::T0 + 4 * HOUR + 30);
+    rig.tick(&[]).ok();
+    let out = rig.env.run(&["next", "once"]).ok();
+    assert!(
+        out.stdout.starts_with("No upcoming runs: task ")
+            && out
+                .stdout
+                .ends_with(" (once) is completed and its schedule has no occurrence left.\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "parked"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let parked = rig.runs("parked")[0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "stuck"]);
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "3");
+    rig.env.advance(HOUR);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let unknown = rig.runs("stuck")[0]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(rig.runs("stuck")[0]["status"], "unknown");
+
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "fine"]);
+    let out = rig.env.run(&["list"]).ok();
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("{name} in {}", out.stdout))
+            .to_string()
+    };
+    assert!(
+        row("parked").contains(&format!(
+            "blocked by run {} (awaiting_confirmation)",
+            &parked[..8]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("stuck").contains(&format!("blocked by run {} (unknown)", &unknown[..8])),
+        "{}",
+        out.stdout
+    );
+    assert!(row("fine").contains(" active "), "{}", out.stdout);
+
+    let listed = rig.env.json(&["list"]);
+    let by_name = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        by_name("stuck")["blocked_by"],
+        serde_json::json!({"run_id": unknown, "status": "unknown"})
+    );
+    assert_eq!(by_name("fine")["blocked_by"], serde_json::Value::Null);
+
+    let out = rig.env.run(&["show", "stuck"]).ok();
+    assert!(
+        out.stdout.contains(&format!(
+            "\nblocked       blocked by run {} (unknown): settle it with `agentcron reconcile`\n",
+            &unknown[..8]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        rig.env.json(&["show", "parked"])["blocked_by"]["run_id"],
+        parked.as_str()
+    );
+}
