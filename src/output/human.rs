@@ -156,6 +156,14 @@ pub fn run_summary(r: &Run) -> String {
     if r.skipped_occurrences > 1 {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
+    // How long it waited for a free slot after it was due (not lateness).
+    if let Some(wait) = r.queued_seconds.filter(|w| *w > 0) {
+        let queued = format!("started {} after due", crate::output::human_duration(wait));
+        summary = match summary.is_empty() {
+            true => queued,
+            false => format!("{queued}; {summary}"),
+        };
+    }
     if let (true, Some(wait_id)) = (r.status.is_awaiting(), &r.wait_id) {
         summary = match summary.is_empty() {
             true => format!("wait id {}", escape(wait_id)),

@@ -203,6 +203,9 @@ fn queued_runs_start_when_their_slot_frees_and_history_says_when() {
         );
     }
     assert!(started[3] - started[0] >= 5, "{started:?}");
+    // People see the wait too.
+    let table = rig.env.run(&["runs"]).ok().stdout;
+    assert!(table.contains(" after due"), "{table}");
     // The journal agrees: one executor at a time.
     let mut spans: Vec<(i128, i128)> = executions(&rig.env.path("exec.journal"))
         .iter()
