@@ -59,6 +59,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         }
         'agentcron;draft' {
             [CompletionResult]::new('--instruction', '--instruction', [CompletionResultType]::ParameterName, 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input')
+            [CompletionResult]::new('--replace', '--replace', [CompletionResultType]::ParameterName, 'Draft a new payload for this task (id, unique id prefix, or name)')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task''s zone)')
             [CompletionResult]::new('--in', '--in', [CompletionResultType]::ParameterName, 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)')
             [CompletionResult]::new('--every', '--every', [CompletionResultType]::ParameterName, 'Run every DURATION (at least 60 s), first one interval after now or at --start')
@@ -68,11 +69,11 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--cron', '--cron', [CompletionResultType]::ParameterName, 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Where the notifier delivers [default: your first identity key]')
-            [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'What the executor may do')
+            [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'What the executor may do [default: read_only]')
             [CompletionResult]::new('--tz', '--tz', [CompletionResultType]::ParameterName, 'The task''s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]')
-            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'How late a run may start and still run; later ones are recorded as missed')
-            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'How many times a failed run is retried')
-            [CompletionResult]::new('--retry-backoff', '--retry-backoff', [CompletionResultType]::ParameterName, 'First retry delay; each further retry doubles it, capped at 1 h')
+            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'How late a run may start and still run; later ones are recorded as missed [default: 60s]')
+            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'How many times a failed run is retried [default: 3]')
+            [CompletionResult]::new('--retry-backoff', '--retry-backoff', [CompletionResultType]::ParameterName, 'First retry delay; each further retry doubles it, capped at 1 h [default: 60s]')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the draft may wait for confirmation')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')

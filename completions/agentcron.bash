@@ -476,13 +476,17 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__draft)
-            opts="-h -V --instruction --at --in --every --start --daily --days --cron --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
+            opts="-h -V --instruction --replace --at --in --every --start --daily --days --cron --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --instruction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

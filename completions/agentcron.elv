@@ -55,6 +55,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;draft'= {
             cand --instruction 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input'
+            cand --replace 'Draft a new payload for this task (id, unique id prefix, or name)'
             cand --at 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task''s zone)'
             cand --in 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)'
             cand --every 'Run every DURATION (at least 60 s), first one interval after now or at --start'
@@ -64,11 +65,11 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --cron 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone'
             cand --name 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]'
             cand --target 'Where the notifier delivers [default: your first identity key]'
-            cand --policy 'What the executor may do'
+            cand --policy 'What the executor may do [default: read_only]'
             cand --tz 'The task''s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]'
-            cand --grace 'How late a run may start and still run; later ones are recorded as missed'
-            cand --max-retries 'How many times a failed run is retried'
-            cand --retry-backoff 'First retry delay; each further retry doubles it, capped at 1 h'
+            cand --grace 'How late a run may start and still run; later ones are recorded as missed [default: 60s]'
+            cand --max-retries 'How many times a failed run is retried [default: 3]'
+            cand --retry-backoff 'First retry delay; each further retry doubles it, capped at 1 h [default: 60s]'
             cand --ttl 'How long the draft may wait for confirmation'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'

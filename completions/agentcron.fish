@@ -57,6 +57,7 @@ complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "import" -d 'Rea
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "completions" -d 'Print the completion script for a shell'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l instruction -d 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l replace -d 'Draft a new payload for this task (id, unique id prefix, or name)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l at -d 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task\'s zone)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l in -d 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l every -d 'Run every DURATION (at least 60 s), first one interval after now or at --start' -r
@@ -66,12 +67,12 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l days -d 'R
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l cron -d 'Run on a five-field cron expression ("m h dom mon dow"), in the task\'s zone' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l name -d 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l target -d 'Where the notifier delivers [default: your first identity key]' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l policy -d 'What the executor may do' -r -f -a "read_only\t'The executor must not change anything'
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l policy -d 'What the executor may do [default: read_only]' -r -f -a "read_only\t'The executor must not change anything'
 confirm_writes\t'The executor asks before each write'"
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l tz -d 'The task\'s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l grace -d 'How late a run may start and still run; later ones are recorded as missed' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l max-retries -d 'How many times a failed run is retried' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l retry-backoff -d 'First retry delay; each further retry doubles it, capped at 1 h' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l grace -d 'How late a run may start and still run; later ones are recorded as missed [default: 60s]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l max-retries -d 'How many times a failed run is retried [default: 3]' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l retry-backoff -d 'First retry delay; each further retry doubles it, capped at 1 h [default: 60s]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l ttl -d 'How long the draft may wait for confirmation' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l tenant -d 'The tenant every command acts in [default: default]' -r

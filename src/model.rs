@@ -196,6 +196,16 @@ pub struct Draft {
     pub created_by: String,
     pub created_at: i64,
     pub expires_at: i64,
+    /// Set when the draft replaces a task's payload (`draft --replace`).
+    pub replaces: Option<Replaces>,
+}
+
+/// The task a replacing draft was made from, at the revision it was read:
+/// confirming it is refused once the task has moved on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaces {
+    pub task_id: String,
+    pub revision: i64,
 }
 
 /// One notice of a run's outcome in the delivery ledger (SPEC section 7).

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod confirm;
 pub mod delete;
 pub mod draft;
+pub mod draft_replace;
 pub mod explain;
 pub mod install;
 pub mod lease;

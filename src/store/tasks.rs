@@ -262,6 +262,12 @@ pub trait TaskTx {
     /// Scheduler bookkeeping; does not bump the revision (that tracks what
     /// people changed, so `--expect-revision` stays usable on busy tasks).
     fn advance_task(&mut self, advance: &TaskAdvance<'_>) -> Result<()>;
+    /// Swaps a confirmed task's payload for `task`'s (same id, tenant and
+    /// owners; `draft --replace`), setting `next_run_at` and bumping the
+    /// revision. Guarded by `expected_revision` and an active or paused
+    /// state: Conflict when the task moved on. A pending retry and the
+    /// failure streak belong to the old payload and are dropped.
+    fn replace_task(&mut self, task: &Task, expected_revision: i64, now: i64) -> Result<()>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
 }

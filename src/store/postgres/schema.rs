@@ -115,6 +115,15 @@ const MIGRATIONS: &[&str] = &[
         marker TEXT PRIMARY KEY, at TIMESTAMPTZ NOT NULL DEFAULT now());
     CREATE INDEX commit_markers_by_age ON commit_markers (at);
 "#,
+    r#"
+    -- 5: day-2 operations (SPEC section 13); the same columns as SQLite's
+    -- migration 4.
+    ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT, ADD COLUMN replaces_revision BIGINT;
+    ALTER TABLE tasks ADD COLUMN trigger_at BIGINT, ADD COLUMN trigger_reason TEXT,
+        ADD COLUMN trigger_actor TEXT;
+    ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
+        CHECK (trigger IN ('schedule', 'retry', 'manual'));
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -287,6 +287,59 @@ impl TaskTx for PgTx<'_, '_> {
         })
     }
 
+    fn replace_task(&mut self, t: &Task, expected_revision: i64, now: i64) -> Result<()> {
+        let r = RawTask::encode(t);
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks
+                 SET name = $1, target = $2, instruction = $3, schedule = $4, timezone = $5,
+                     policy = $6, grace_seconds = $7, max_retries = $8,
+                     retry_backoff_seconds = $9, payload = $10, payload_hash = $11,
+                     next_run_at = $12, updated_at = $13, revision = revision + 1,
+                     next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                 WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
+                   AND tenant_key = $16 AND owner_keys = $17",
+                &[
+                    &r.name,
+                    &r.target,
+                    &r.instruction,
+                    &r.schedule,
+                    &r.timezone,
+                    &r.policy,
+                    &r.grace_seconds,
+                    &r.max_retries,
+                    &r.retry_backoff_seconds,
+                    &r.payload,
+                    &r.payload_hash,
+                    &r.next_run_at,
+                    &now,
+                    &r.task_id,
+                    &expected_revision,
+                    &r.tenant_key,
+                    &r.owner_keys,
+                ],
+            )
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                        "a task named '{}' already exists in tenant '{}'",
+                        t.name.as_deref().unwrap_or(""),
+                        t.tenant_key
+                    )))
+                } else {
+                    anyhow::Error::new(e).context("replacing the task's payload")
+                }
+            })?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected revision {expected_revision})",
+                t.task_id
+            )
+        })
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .tx

@@ -202,6 +202,18 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
+    // 4: day-2 operations (SPEC section 13). A replacing draft names the
+    // task and the revision it was drafted against; a task holds at most one
+    // pending manual trigger; a run says what made it due.
+    r#"
+    ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT;
+    ALTER TABLE drafts ADD COLUMN replaces_revision INTEGER;
+    ALTER TABLE tasks ADD COLUMN trigger_at INTEGER;
+    ALTER TABLE tasks ADD COLUMN trigger_reason TEXT;
+    ALTER TABLE tasks ADD COLUMN trigger_actor TEXT;
+    ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
+        CHECK (trigger IN ('schedule', 'retry', 'manual'));
+    "#,
 ];
 
 /// The schema version this binary writes.
