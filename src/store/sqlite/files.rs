@@ -119,25 +119,36 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
 /// gives an empty one the database's own mode (0644 for a database readable
 /// by others), so creating them 0600 beforehand is not enough. A read-only
 /// file system keeps what it has.
+///
+/// No ordinary file descriptor of them may be opened here: closing one drops
+/// every POSIX lock this process holds on the file, among them the lock by
+/// which SQLite's open connection says "the -shm is in use". Another process
+/// then takes the -shm for unused and truncates it, and this one dies of
+/// SIGBUS writing to its mapping (overlapping ticks did). So the mode is read
+/// with lstat, and changed, in the rare case it must be, through an O_PATH
+/// descriptor, whose close releases no lock.
 pub fn tighten_sidecars(db: &Path) -> Result<()> {
     for suffix in ["-wal", "-shm"] {
         let path = sidecar(db, suffix);
-        let file = match fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
-            Ok(file) => file,
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == IoKind::NotFound => continue,
             Err(e) => return Err(e).with_context(|| format!("inspecting {}", path.display())),
         };
-        let meta = file
-            .metadata()
-            .with_context(|| format!("inspecting {}", path.display()))?;
         if meta.mode() & 0o7777 == 0o600 {
             continue;
         }
-        match file.set_permissions(fs::Permissions::from_mode(0o600)) {
+        let handle = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .with_context(|| format!("inspecting {}", path.display()))?;
+        // chmod through the descriptor's /proc name: fchmod refuses O_PATH.
+        let by_fd = PathBuf::from(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&handle)
+        ));
+        match fs::set_permissions(&by_fd, fs::Permissions::from_mode(0o600)) {
             Err(e) if e.raw_os_error() == Some(libc::EROFS) => {}
             other => other.with_context(|| format!("setting the mode of {}", path.display()))?,
         }
