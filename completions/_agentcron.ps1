@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
+            [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
@@ -154,6 +155,19 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         }
         'agentcron;delete' {
             [CompletionResult]::new('--expect-revision', '--expect-revision', [CompletionResultType]::ParameterName, 'Only if the task is still at revision N (compare-and-set)')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;trigger' {
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, kept in the audit trail')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -436,6 +450,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
+            [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
@@ -475,6 +490,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;delete' {
+            break
+        }
+        'agentcron;help;trigger' {
             break
         }
         'agentcron;help;next' {

@@ -91,6 +91,9 @@ _agentcron() {
             agentcron,tick)
                 cmd="agentcron__subcmd__tick"
                 ;;
+            agentcron,trigger)
+                cmd="agentcron__subcmd__trigger"
+                ;;
             agentcron__subcmd__help,approve)
                 cmd="agentcron__subcmd__help__subcmd__approve"
                 ;;
@@ -166,6 +169,9 @@ _agentcron() {
             agentcron__subcmd__help,tick)
                 cmd="agentcron__subcmd__help__subcmd__tick"
                 ;;
+            agentcron__subcmd__help,trigger)
+                cmd="agentcron__subcmd__help__subcmd__trigger"
+                ;;
             agentcron__subcmd__help__subcmd__lease,check)
                 cmd="agentcron__subcmd__help__subcmd__lease__subcmd__check"
                 ;;
@@ -188,7 +194,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -638,7 +644,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="draft confirm list show pause resume delete trigger next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1002,6 +1008,20 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__tick)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__trigger)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1581,6 +1601,40 @@ _agentcron() {
                     return 0
                     ;;
                 --notify-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__trigger)
+            opts="-h -V --reason --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

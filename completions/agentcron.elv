@@ -34,6 +34,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
@@ -144,6 +145,18 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;delete'= {
             cand --expect-revision 'Only if the task is still at revision N (compare-and-set)'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;trigger'= {
+            cand --reason 'Why, kept in the audit trail'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -404,6 +417,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
@@ -436,6 +450,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;resume'= {
         }
         &'agentcron;help;delete'= {
+        }
+        &'agentcron;help;trigger'= {
         }
         &'agentcron;help;next'= {
         }

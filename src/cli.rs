@@ -90,6 +90,7 @@ pub enum Command {
     Pause(commands::pause::PauseArgs),
     Resume(commands::resume::ResumeArgs),
     Delete(commands::delete::DeleteArgs),
+    Trigger(commands::trigger::TriggerArgs),
     Next(commands::next::NextArgs),
     Runs(commands::runs::RunsArgs),
     Log(commands::log::LogArgs),

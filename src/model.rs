@@ -72,6 +72,16 @@ string_enum!(
 );
 
 string_enum!(
+    /// What made a run due (SPEC section 13): its schedule, a retry of a
+    /// failed run, or a person's `trigger`.
+    RunTrigger {
+        Schedule = "schedule",
+        Retry = "retry",
+        Manual = "manual",
+    }
+);
+
+string_enum!(
     /// State of one notice in the delivery ledger (SPEC section 7).
     /// `undeliverable`: never sent, the notifier kept answering "try later"
     /// (exit 75) past `--delivery-give-up`.
@@ -184,6 +194,7 @@ pub struct Run {
     /// (start − due instant); None for runs that never started.
     pub queued_seconds: Option<i64>,
     pub delivery_status: Option<DeliveryState>,
+    pub trigger: RunTrigger,
 }
 
 /// A drafted schedule waiting for its person to confirm the hash.

@@ -25,6 +25,7 @@ pub mod show;
 pub mod status;
 pub mod tick;
 pub mod transfer;
+pub mod trigger;
 
 use anyhow::Result;
 
@@ -44,6 +45,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Pause(args) => pause::run(ctx, args),
         Command::Resume(args) => resume::run(ctx, args),
         Command::Delete(args) => delete::run(ctx, args),
+        Command::Trigger(args) => trigger::run(ctx, args),
         Command::Next(args) => next::run(ctx, args),
         Command::Tick(args) => return tick::run(ctx, args),
         Command::Lease(args) => lease::run(ctx, args),

@@ -35,6 +35,10 @@ pub fn sentence(action: &str, detail: &Value) -> String {
             });
             words.extend(text("next_run_at").map(|t| format!("next run {t}")));
         }
+        "trigger" => words.push(match text("reason") {
+            Some(reason) => format!("triggered a run: {reason}"),
+            None => "triggered a run".into(),
+        }),
         "pause" => words.push(match text("reason") {
             Some(reason) => format!("paused: {reason}"),
             None => "paused".into(),

@@ -65,5 +65,6 @@ pub fn run(r: &Run) -> Value {
         "wait_deadline": time(r.wait_deadline),
         "skipped_occurrences": r.skipped_occurrences,
         "queued_seconds": r.queued_seconds,
+        "trigger": r.trigger.as_str(),
     })
 }

@@ -121,6 +121,8 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT, ADD COLUMN replaces_revision BIGINT;
     ALTER TABLE tasks ADD COLUMN trigger_at BIGINT, ADD COLUMN trigger_reason TEXT,
         ADD COLUMN trigger_actor TEXT;
+    CREATE INDEX tasks_trigger_due ON tasks (tenant_key, trigger_at)
+        WHERE state = 'active' AND trigger_at IS NOT NULL;
     ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
 "#,

@@ -211,6 +211,8 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE tasks ADD COLUMN trigger_at INTEGER;
     ALTER TABLE tasks ADD COLUMN trigger_reason TEXT;
     ALTER TABLE tasks ADD COLUMN trigger_actor TEXT;
+    CREATE INDEX tasks_trigger_due ON tasks (tenant_key, trigger_at)
+        WHERE state = 'active' AND trigger_at IS NOT NULL;
     ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
     "#,
