@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
             [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('upcoming', 'upcoming', [CompletionResultType]::ParameterValue, 'Show coming occurrences of all your tasks, merged in time order')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
@@ -181,6 +182,20 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         }
         'agentcron;next' {
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many occurrences')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;upcoming' {
+            [CompletionResult]::new('--within', '--within', [CompletionResultType]::ParameterName, 'Only occurrences within DUR from now')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N rows')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -452,6 +467,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
             [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('upcoming', 'upcoming', [CompletionResultType]::ParameterValue, 'Show coming occurrences of all your tasks, merged in time order')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
@@ -496,6 +512,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             break
         }
         'agentcron;help;next' {
+            break
+        }
+        'agentcron;help;upcoming' {
             break
         }
         'agentcron;help;runs' {

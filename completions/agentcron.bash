@@ -94,6 +94,9 @@ _agentcron() {
             agentcron,trigger)
                 cmd="agentcron__subcmd__trigger"
                 ;;
+            agentcron,upcoming)
+                cmd="agentcron__subcmd__upcoming"
+                ;;
             agentcron__subcmd__help,approve)
                 cmd="agentcron__subcmd__help__subcmd__approve"
                 ;;
@@ -172,6 +175,9 @@ _agentcron() {
             agentcron__subcmd__help,trigger)
                 cmd="agentcron__subcmd__help__subcmd__trigger"
                 ;;
+            agentcron__subcmd__help,upcoming)
+                cmd="agentcron__subcmd__help__subcmd__upcoming"
+                ;;
             agentcron__subcmd__help__subcmd__lease,check)
                 cmd="agentcron__subcmd__help__subcmd__lease__subcmd__check"
                 ;;
@@ -194,7 +200,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -644,7 +650,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete trigger next runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
+            opts="draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1022,6 +1028,20 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__trigger)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__upcoming)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1635,6 +1655,44 @@ _agentcron() {
             fi
             case "${prev}" in
                 --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__upcoming)
+            opts="-h -V --within --limit --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --within)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

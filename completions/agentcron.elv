@@ -36,6 +36,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand delete 'Delete a task; its history stays readable with `list --all`'
             cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -169,6 +170,19 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;next'= {
             cand --count 'How many occurrences'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;upcoming'= {
+            cand --within 'Only occurrences within DUR from now'
+            cand --limit 'At most N rows'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -419,6 +433,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand delete 'Delete a task; its history stays readable with `list --all`'
             cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -454,6 +469,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;trigger'= {
         }
         &'agentcron;help;next'= {
+        }
+        &'agentcron;help;upcoming'= {
         }
         &'agentcron;help;runs'= {
         }

@@ -92,6 +92,7 @@ pub enum Command {
     Delete(commands::delete::DeleteArgs),
     Trigger(commands::trigger::TriggerArgs),
     Next(commands::next::NextArgs),
+    Upcoming(commands::upcoming::UpcomingArgs),
     Runs(commands::runs::RunsArgs),
     Log(commands::log::LogArgs),
     Explain(commands::explain::ExplainArgs),

@@ -26,6 +26,7 @@ pub mod status;
 pub mod tick;
 pub mod transfer;
 pub mod trigger;
+pub mod upcoming;
 
 use anyhow::Result;
 
@@ -47,6 +48,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Delete(args) => delete::run(ctx, args),
         Command::Trigger(args) => trigger::run(ctx, args),
         Command::Next(args) => next::run(ctx, args),
+        Command::Upcoming(args) => upcoming::run(ctx, args),
         Command::Tick(args) => return tick::run(ctx, args),
         Command::Lease(args) => lease::run(ctx, args),
         Command::Approve(args) => return approve::approve(ctx, args),
@@ -78,6 +80,7 @@ fn only_reads(command: &Command) -> bool {
             | Command::Log(_)
             | Command::Explain(_)
             | Command::Next(_)
+            | Command::Upcoming(_)
             | Command::Check(_)
             | Command::Export(_)
     )

@@ -563,3 +563,59 @@ fn overlapping_ticks_run_a_trigger_at_most_once() {
         0
     );
 }
+
+#[test]
+fn upcoming_merges_every_tasks_occurrences_in_time_order() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    env.task(&[
+        "--instruction",
+        "y",
+        "--daily",
+        "09:30",
+        "--tz",
+        "UTC",
+        "--name",
+        "daily",
+    ]);
+    env.task(&["--instruction", "z", "--every", "1h", "--name", "paused"]);
+    env.run(&["pause", "paused"]).ok();
+    env.task(&[
+        "--instruction",
+        "w",
+        "--every",
+        "1h",
+        "--name",
+        "theirs",
+        "--as",
+        "unix:bob",
+    ]);
+    env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+
+    let out = env.run(&["upcoming", "--within", "3h"]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", out.stdout);
+    assert!(lines[0].starts_with("NEXT"), "{}", out.stdout);
+    for (line, (next, task)) in lines[1..].iter().zip([
+        ("2026-12-02 09:30 UTC", "daily"),
+        ("2026-12-02 10:00 UTC", "hourly"),
+        ("2026-12-02 11:00 UTC", "hourly"),
+        ("2026-12-02 12:00 UTC", "hourly"),
+    ]) {
+        assert!(line.starts_with(next), "{line}");
+        assert!(line.trim_end().ends_with(task), "{line}");
+    }
+    assert!(lines[2].contains("2026-12-02 09:00 UTC") && lines[2].contains("succeeded"));
+    assert!(lines[1].contains(" -  "), "no run yet: {}", lines[1]);
+
+    let rows = env.json(&["upcoming", "--within", "3h", "--limit", "2"]);
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    assert_eq!(rows[0]["name"], "daily");
+    assert_eq!(rows[0]["left_seconds"], 1800);
+    assert_eq!(rows[0]["last_status"], Value::Null);
+    assert_eq!(rows[1]["at"], "2026-12-02T10:00:00Z");
+    assert_eq!(rows[1]["last_status"], "succeeded");
+    env.run(&["upcoming", "--within", "0s"]).fails(2);
+}

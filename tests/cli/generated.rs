@@ -93,6 +93,7 @@ fn examples(path: &str) -> &'static [&'static str] {
         "delete" => &["agentcron delete oncall"],
         "trigger" => &["agentcron trigger oncall --reason \"check the new prompt\""],
         "next" => &["agentcron next oncall --count 10"],
+        "upcoming" => &["agentcron upcoming --within 2h", "agentcron --json upcoming --limit 50"],
         "runs" => &["agentcron runs oncall --limit 20", "agentcron runs --status unknown"],
         "log" => &["agentcron log oncall"],
         "explain" => &["agentcron explain oncall", "agentcron explain oncall --at \"2026-12-03 09:30\"", "agentcron explain 3f2a9c1e"],
