@@ -69,6 +69,8 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--daily', '--daily', [CompletionResultType]::ParameterName, 'Run every day at HH:MM on the task''s wall clock')
             [CompletionResult]::new('--days', '--days', [CompletionResultType]::ParameterName, 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`')
             [CompletionResult]::new('--cron', '--cron', [CompletionResultType]::ParameterName, 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'End a recurring schedule: no occurrence after TIME; the task then completes')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'End a recurring schedule after N occurrences, counted from the draft''s creation')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Where the notifier delivers [default: your first identity key]')
             [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'What the executor may do [default: read_only]')

@@ -65,6 +65,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --daily 'Run every day at HH:MM on the task''s wall clock'
             cand --days 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`'
             cand --cron 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone'
+            cand --until 'End a recurring schedule: no occurrence after TIME; the task then completes'
+            cand --count 'End a recurring schedule after N occurrences, counted from the draft''s creation'
             cand --name 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]'
             cand --target 'Where the notifier delivers [default: your first identity key]'
             cand --policy 'What the executor may do [default: read_only]'

@@ -81,6 +81,8 @@ pub struct GlobalArgs {
     pub now: Option<String>,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Draft(commands::draft::DraftArgs),

@@ -71,6 +71,15 @@ pub struct DraftArgs {
     #[arg(long, value_name = "EXPR")]
     pub cron: Option<String>,
 
+    /// End a recurring schedule: no occurrence after TIME; the task then completes
+    #[arg(long, value_name = "TIME", conflicts_with = "count")]
+    pub until: Option<String>,
+
+    /// End a recurring schedule after N occurrences, counted from the draft's creation
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub count: Option<u32>,
+
     /// A unique name to address the task by: 1–64 of [A-Za-z0-9._-]
     #[arg(long)]
     pub name: Option<String>,
@@ -136,7 +145,8 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         (None, None) => ctx.default_zone,
     };
     let schedule = match (schedule_from(&args, zone, ctx.now)?, &old) {
-        (Some(schedule), _) => schedule,
+        (Some(schedule), Some(old)) => keep_end(schedule, &old.schedule),
+        (Some(schedule), None) => schedule,
         (None, Some(old)) => old.schedule.clone(),
         (None, None) => {
             return fail(
@@ -145,6 +155,7 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
             )
         }
     };
+    let schedule = with_end(&args, schedule, zone, ctx.now)?;
     let upcoming = schedule::upcoming(&schedule, zone, ctx.now, 3);
     if upcoming.is_empty() {
         return fail(
@@ -268,6 +279,58 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, &upcoming),
         None => print(ctx, &draft, &payload, &upcoming),
     }
+}
+
+/// A replacement's new schedule keeps the old one's end unless flags change it.
+fn keep_end(schedule: Schedule, old: &Schedule) -> Schedule {
+    match old {
+        Schedule::Ends { until, count, .. } if !matches!(schedule, Schedule::Once { .. }) => {
+            Schedule::Ends {
+                inner: Box::new(schedule),
+                until: *until,
+                count: *count,
+            }
+        }
+        _ => schedule,
+    }
+}
+
+/// Applies `--until` or `--count`. `--count N` ends the schedule at its Nth
+/// occurrence after now (the draft's creation): the count and that instant
+/// are both in the payload, so the hash fixes which occurrences run, and
+/// every one of them counts whatever its outcome (missed, skipped_overlap).
+fn with_end(args: &DraftArgs, schedule: Schedule, zone: Tz, now: i64) -> Result<Schedule> {
+    if args.until.is_none() && args.count.is_none() {
+        return Ok(schedule);
+    }
+    let inner = schedule.without_end().clone();
+    if matches!(inner, Schedule::Once { .. }) {
+        return fail(
+            CmdError::usage("--until and --count only go with a recurring schedule")
+                .with_hint("use --every, --daily or --cron"),
+        );
+    }
+    let (until, count) = match (&args.until, args.count) {
+        (Some(text), _) => (
+            schedule::parse_time(text, zone).map_err(CmdError::from)?,
+            None,
+        ),
+        (None, Some(n)) => {
+            let runs = schedule::upcoming(&inner, zone, now, n as usize);
+            match runs.last() {
+                Some(last) => (last.at, Some(i64::from(n))),
+                None => (now, Some(i64::from(n))),
+            }
+        }
+        (None, None) => unreachable!("checked above"),
+    };
+    let ends = Schedule::Ends {
+        inner: Box::new(inner),
+        until,
+        count,
+    };
+    ends.validate().map_err(CmdError::from)?;
+    Ok(ends)
 }
 
 /// The task `--replace` names, as the caller may change it: owned, in this
@@ -444,6 +507,7 @@ pub(super) fn print(
             "next_runs_local": upcoming.iter().map(|o| json!({
                 "at": schedule::format_local(o.at, zone),
                 "dst_shifted_from": o.shifted_from,
+                "last": schedule::is_last(&payload.schedule, zone, o.at),
             })).collect::<Vec<_>>(),
             "confirm_command": confirm_line(ctx, draft),
         }));
@@ -485,6 +549,9 @@ pub(super) fn print(
             text.push_str(&format!(
                 "  DST: {wall} does not exist that day, shifted forward"
             ));
+        }
+        if schedule::is_last(&payload.schedule, zone, o.at) {
+            text.push_str("  (the last)");
         }
         text.push('\n');
     }

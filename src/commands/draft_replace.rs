@@ -10,7 +10,7 @@ use crate::model::{Draft, Task};
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
 use crate::payload::Payload;
-use crate::schedule::{self, Occurrence, Tz};
+use crate::schedule::{self, Occurrence};
 
 /// One payload field that differs, as JSON values.
 struct Change {
@@ -115,19 +115,24 @@ pub fn print(
             in_words(&c.field, payload, &c.new)
         ));
     }
-    let runs = |title: &str, occ: &[Occurrence], zone: Tz| {
+    let runs = |title: &str, occ: &[Occurrence], p: &Payload| {
         let mut block = format!("\n{title}:\n");
         for o in occ {
+            let last = if schedule::is_last(&p.schedule, p.timezone, o.at) {
+                "  (the last)"
+            } else {
+                ""
+            };
             block.push_str(&format!(
-                "  {}  ({})\n",
-                wall_time(o.at, zone),
+                "  {}  ({}){last}\n",
+                wall_time(o.at, p.timezone),
                 relative(o.at, now)
             ));
         }
         block
     };
-    text.push_str(&runs("Next runs now", &old_upcoming, old.timezone));
-    text.push_str(&runs("Next runs after", upcoming, payload.timezone));
+    text.push_str(&runs("Next runs now", &old_upcoming, &old));
+    text.push_str(&runs("Next runs after", upcoming, payload));
     text.push_str(&format!("\nOld payload hash: {}\n", task.payload_hash));
     text.push_str(&format!("New payload hash: {}\n", draft.payload_hash));
     text.push_str(&format!("\nTo confirm, run:\n  {confirm}"));

@@ -8,6 +8,23 @@ const SHORT: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 pub fn describe(schedule: &Schedule, tz: Tz) -> String {
     match schedule {
+        Schedule::Ends {
+            inner,
+            until,
+            count,
+        } => match count {
+            Some(n) => format!(
+                "{}, {n} time{} (the last at {})",
+                describe(inner, tz),
+                if *n == 1 { "" } else { "s" },
+                super::format_wall(*until, tz)
+            ),
+            None => format!(
+                "{}, until {}",
+                describe(inner, tz),
+                super::format_wall(*until, tz)
+            ),
+        },
         Schedule::Once { run_at } => format!("once at {}", super::format_wall(*run_at, tz)),
         Schedule::Interval { seconds, anchor_at } => format!(
             "every {} from {}",

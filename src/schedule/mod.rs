@@ -68,6 +68,17 @@ pub enum Schedule {
     Cron {
         expr: String,
     },
+    /// A recurring schedule with an end (SPEC section 13, `--until` and
+    /// `--count`): no occurrence after `until`. `--count N` is stored as the
+    /// count and the instant of its Nth occurrence, resolved when drafted,
+    /// so the hash fixes exactly which occurrences run. Stored as the inner
+    /// schedule's JSON plus `until` (and `count`), so schedules without an
+    /// end keep their JSON and their payloads their hashes.
+    Ends {
+        inner: Box<Schedule>,
+        until: i64,
+        count: Option<i64>,
+    },
 }
 
 /// One occurrence; `shifted_from` names the wall time a DST gap moved.
@@ -88,6 +99,23 @@ impl Schedule {
             Schedule::Interval { .. } => "interval",
             Schedule::Calendar { .. } => "calendar",
             Schedule::Cron { .. } => "cron",
+            Schedule::Ends { inner, .. } => inner.kind(),
+        }
+    }
+
+    /// The last instant an occurrence may have, when the schedule ends.
+    pub fn until(&self) -> Option<i64> {
+        match self {
+            Schedule::Ends { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    /// The schedule without its end condition.
+    pub fn without_end(&self) -> &Schedule {
+        match self {
+            Schedule::Ends { inner, .. } => inner,
+            other => other,
         }
     }
 
@@ -105,6 +133,18 @@ impl Schedule {
                 json!({"kind": "calendar", "hour": hour, "minute": minute, "weekdays": weekdays})
             }
             Schedule::Cron { expr } => json!({"kind": "cron", "expr": expr}),
+            Schedule::Ends {
+                inner,
+                until,
+                count,
+            } => {
+                let mut value = inner.to_json();
+                value["until"] = json!(until);
+                if let Some(count) = count {
+                    value["count"] = json!(count);
+                }
+                value
+            }
         }
     }
 
@@ -113,6 +153,26 @@ impl Schedule {
         let obj = value
             .as_object()
             .ok_or_else(|| ScheduleError::new("schedule is not a JSON object"))?;
+        if obj.contains_key("until") {
+            let mut plain = obj.clone();
+            let until = plain
+                .remove("until")
+                .and_then(|v| v.as_i64())
+                .ok_or_else(|| ScheduleError::new("schedule field 'until' is not an integer"))?;
+            let count = match plain.remove("count") {
+                None => None,
+                Some(v) => Some(v.as_i64().ok_or_else(|| {
+                    ScheduleError::new("schedule field 'count' is not an integer")
+                })?),
+            };
+            let schedule = Schedule::Ends {
+                inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
+                until,
+                count,
+            };
+            schedule.validate()?;
+            return Ok(schedule);
+        }
         let int = |key: &str| {
             obj.get(key).and_then(Value::as_i64).ok_or_else(|| {
                 ScheduleError::new(format!("schedule field '{key}' is not an integer"))
@@ -214,6 +274,24 @@ impl Schedule {
             Schedule::Cron { expr } => {
                 CronExpr::parse(expr)?;
             }
+            Schedule::Ends {
+                inner,
+                until,
+                count,
+            } => {
+                if matches!(**inner, Schedule::Once { .. } | Schedule::Ends { .. }) {
+                    return Err(ScheduleError::new(
+                        "--until and --count only go with a recurring schedule",
+                    ));
+                }
+                inner.validate()?;
+                if !(0..=MAX_INSTANT).contains(until) {
+                    return Err(ScheduleError::new("the end is outside 1970 to 9999"));
+                }
+                if count.is_some_and(|n| n < 1) {
+                    return Err(ScheduleError::new("--count must be at least 1"));
+                }
+            }
         }
         Ok(())
     }
@@ -232,6 +310,9 @@ pub fn next_after(schedule: &Schedule, tz: Tz, after: i64) -> Option<Occurrence>
         })
     };
     match schedule {
+        Schedule::Ends { inner, until, .. } => {
+            next_after(inner, tz, after).filter(|o| o.at <= *until)
+        }
         Schedule::Once { run_at } => (*run_at > after).then_some(Occurrence {
             at: *run_at,
             shifted_from: None,
@@ -275,6 +356,12 @@ pub fn next_after(schedule: &Schedule, tz: Tz, after: i64) -> Option<Occurrence>
             best
         }
     }
+}
+
+/// Whether the occurrence at `at` is the last of a schedule with an end
+/// (`--until`, `--count`); never for one without (a once task says so itself).
+pub fn is_last(schedule: &Schedule, tz: Tz, at: i64) -> bool {
+    schedule.until().is_some() && next_after(schedule, tz, at).is_none()
 }
 
 /// Up to `count` successive occurrences after `after`.
@@ -324,6 +411,9 @@ pub fn count_between(
         return (0, None);
     }
     match schedule {
+        Schedule::Ends { inner, until, .. } => {
+            count_between(inner, tz, from, to.min(*until), limit)
+        }
         Schedule::Once { run_at } => {
             if *run_at > from && *run_at <= to {
                 (1, Some(*run_at))

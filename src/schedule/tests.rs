@@ -507,3 +507,48 @@ proptest! {
 }
 
 use chrono::{Datelike, TimeZone, Timelike};
+
+#[test]
+fn an_end_round_trips_and_leaves_plain_schedules_as_they_were() {
+    let inner = Schedule::Calendar {
+        hour: 9,
+        minute: 0,
+        weekdays: vec![],
+    };
+    let plain = inner.to_json().to_string();
+    assert_eq!(
+        plain,
+        r#"{"hour":9,"kind":"calendar","minute":0,"weekdays":[]}"#
+    );
+    let ends = Schedule::Ends {
+        inner: Box::new(inner.clone()),
+        until: 1_796_288_400,
+        count: Some(2),
+    };
+    let text = ends.to_json().to_string();
+    assert_eq!(
+        text,
+        r#"{"count":2,"hour":9,"kind":"calendar","minute":0,"until":1796288400,"weekdays":[]}"#
+    );
+    let back = Schedule::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
+    assert_eq!(back, ends);
+    let utc: Tz = "UTC".parse().unwrap();
+    // 2026-12-02T08:00Z: the 09:00 of the 2nd and the 3rd, then nothing.
+    let runs = upcoming(&ends, utc, 1_796_198_400, 5);
+    assert_eq!(runs.len(), 2);
+    assert!(is_last(&ends, utc, runs[1].at) && !is_last(&ends, utc, runs[0].at));
+    assert_eq!(
+        count_between(&ends, utc, 1_796_198_400, i64::MAX / 2, 100).0,
+        2
+    );
+    for bad in [
+        r#"{"kind":"once","run_at":5,"until":9}"#,
+        r#"{"hour":9,"kind":"calendar","minute":0,"until":"x","weekdays":[]}"#,
+        r#"{"count":0,"hour":9,"kind":"calendar","minute":0,"until":9,"weekdays":[]}"#,
+    ] {
+        assert!(
+            Schedule::from_json(&serde_json::from_str(bad).unwrap()).is_err(),
+            "{bad}"
+        );
+    }
+}
