@@ -69,6 +69,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--daily', '--daily', [CompletionResultType]::ParameterName, 'Run every day at HH:MM on the task''s wall clock')
             [CompletionResult]::new('--days', '--days', [CompletionResultType]::ParameterName, 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`')
             [CompletionResult]::new('--cron', '--cron', [CompletionResultType]::ParameterName, 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone')
+            [CompletionResult]::new('--spread', '--spread', [CompletionResultType]::ParameterName, 'Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash (at most 1 h and the schedule''s period), so tasks at the same time start apart')
             [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'End a recurring schedule: no occurrence after TIME; the task then completes')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'End a recurring schedule after N occurrences, counted from the draft''s creation')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]')

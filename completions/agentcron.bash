@@ -488,7 +488,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__draft)
-            opts="-h -V --instruction --replace --at --in --every --start --daily --days --cron --until --count --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
+            opts="-h -V --instruction --replace --at --in --every --start --daily --days --cron --spread --until --count --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -527,6 +527,10 @@ _agentcron() {
                     return 0
                     ;;
                 --cron)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

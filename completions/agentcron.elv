@@ -65,6 +65,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --daily 'Run every day at HH:MM on the task''s wall clock'
             cand --days 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`'
             cand --cron 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone'
+            cand --spread 'Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash (at most 1 h and the schedule''s period), so tasks at the same time start apart'
             cand --until 'End a recurring schedule: no occurrence after TIME; the task then completes'
             cand --count 'End a recurring schedule after N occurrences, counted from the draft''s creation'
             cand --name 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]'

@@ -67,6 +67,7 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l start -d '
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l daily -d 'Run every day at HH:MM on the task\'s wall clock' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l days -d 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l cron -d 'Run on a five-field cron expression ("m h dom mon dow"), in the task\'s zone' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l spread -d 'Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash (at most 1 h and the schedule\'s period), so tasks at the same time start apart' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l until -d 'End a recurring schedule: no occurrence after TIME; the task then completes' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l count -d 'End a recurring schedule after N occurrences, counted from the draft\'s creation' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand draft" -l name -d 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]' -r

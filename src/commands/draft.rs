@@ -71,6 +71,11 @@ pub struct DraftArgs {
     #[arg(long, value_name = "EXPR")]
     pub cron: Option<String>,
 
+    /// Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash
+    /// (at most 1 h and the schedule's period), so tasks at the same time start apart
+    #[arg(long, value_name = "DUR")]
+    pub spread: Option<String>,
+
     /// End a recurring schedule: no occurrence after TIME; the task then completes
     #[arg(long, value_name = "TIME", conflicts_with = "count")]
     pub until: Option<String>,
@@ -145,7 +150,9 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         (None, None) => ctx.default_zone,
     };
     let schedule = match (schedule_from(&args, zone, ctx.now)?, &old) {
-        (Some(schedule), Some(old)) => keep_end(schedule, &old.schedule),
+        (Some(schedule), Some(old)) => {
+            keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
+        }
         (Some(schedule), None) => schedule,
         (None, Some(old)) => old.schedule.clone(),
         (None, None) => {
@@ -155,6 +162,7 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
             )
         }
     };
+    let schedule = with_spread(&args, schedule, zone, ctx.now)?;
     let schedule = with_end(&args, schedule, zone, ctx.now)?;
     let upcoming = schedule::upcoming(&schedule, zone, ctx.now, 3);
     if upcoming.is_empty() {
@@ -217,6 +225,31 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         },
         timezone: zone,
     };
+    // The spread's offset comes from the payload's SHA-256 taken with the
+    // offset at 0, so anyone can recompute it; then the occurrences move.
+    let mut payload = payload;
+    if let Some(spread) = spread_of(&payload.schedule) {
+        let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
+        set_offset(
+            &mut payload.schedule,
+            schedule::spread_offset(&seed, spread),
+        );
+        // `--count N` ends at the Nth occurrence as moved.
+        if let Schedule::Ends {
+            inner,
+            until,
+            count: Some(n),
+        } = &mut payload.schedule
+        {
+            if let Some(last) = schedule::upcoming(inner, zone, ctx.now, *n as usize).last() {
+                *until = last.at;
+            }
+        }
+    }
+    let upcoming = schedule::upcoming(&payload.schedule, zone, ctx.now, 3);
+    if upcoming.is_empty() {
+        return fail(CmdError::usage("the schedule has no occurrence after now"));
+    }
     let ttl = duration_flag("--ttl", &args.ttl, false)?;
     if ttl > 7 * 86400 {
         return fail(CmdError::usage("--ttl must be at most 7 days"));
@@ -279,6 +312,88 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, &upcoming),
         None => print(ctx, &draft, &payload, &upcoming),
     }
+}
+
+/// The spread of a schedule, when it has one (under its end, if any).
+fn spread_of(schedule: &Schedule) -> Option<i64> {
+    match schedule {
+        Schedule::Spread { spread, .. } => Some(*spread),
+        Schedule::Ends { inner, .. } => spread_of(inner),
+        _ => None,
+    }
+}
+
+fn set_offset(schedule: &mut Schedule, to: i64) {
+    match schedule {
+        Schedule::Spread { offset, .. } => *offset = to,
+        Schedule::Ends { inner, .. } => set_offset(inner, to),
+        _ => {}
+    }
+}
+
+/// A replacement's new schedule keeps the old one's spread unless flags change it.
+fn keep_spread(schedule: Schedule, old: &Schedule) -> Schedule {
+    match spread_of(old) {
+        Some(spread) if !matches!(schedule, Schedule::Once { .. }) => Schedule::Spread {
+            inner: Box::new(schedule),
+            spread,
+            offset: 0,
+        },
+        _ => schedule,
+    }
+}
+
+/// Applies `--spread DUR` below any end: at most 1 h and at most the
+/// schedule's period (its shortest gap over the next 50 occurrences). The
+/// offset is set once the payload is known (`set_offset`).
+fn with_spread(args: &DraftArgs, schedule: Schedule, zone: Tz, now: i64) -> Result<Schedule> {
+    let Some(text) = &args.spread else {
+        return Ok(schedule);
+    };
+    let spread = schedule::parse_duration(text)
+        .map_err(|e| CmdError::usage(format!("--spread: {}", e.message)))?;
+    let (end, bare) = match schedule {
+        Schedule::Ends {
+            inner,
+            until,
+            count,
+        } => (Some((until, count)), *inner),
+        other => (None, other),
+    };
+    let bare = match bare {
+        Schedule::Spread { inner, .. } => *inner,
+        other => other,
+    };
+    if matches!(bare, Schedule::Once { .. }) {
+        return fail(
+            CmdError::usage("--spread only goes with a recurring schedule")
+                .with_hint("use --every, --daily or --cron"),
+        );
+    }
+    if spread > 3600 {
+        return fail(CmdError::usage("--spread must be at most 1h"));
+    }
+    if let Some(gap) = schedule::shortest_gap(&bare, zone, now, 50) {
+        if spread > gap {
+            return fail(CmdError::usage(format!(
+                "--spread {text} is longer than the schedule's period ({gap} s)"
+            )));
+        }
+    }
+    let spread = Schedule::Spread {
+        inner: Box::new(bare),
+        spread,
+        offset: 0,
+    };
+    spread.validate().map_err(CmdError::from)?;
+    Ok(match end {
+        Some((until, count)) => Schedule::Ends {
+            inner: Box::new(spread),
+            until,
+            count,
+        },
+        None => spread,
+    })
 }
 
 /// A replacement's new schedule keeps the old one's end unless flags change it.

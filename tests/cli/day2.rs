@@ -758,3 +758,98 @@ fn until_is_in_the_hash_and_an_end_that_leaves_nothing_is_refused() {
     let d = env.json(&["draft", "--replace", "ending", "--daily", "10:00"]);
     assert_eq!(d["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
 }
+
+#[test]
+fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    let d = env.draft(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--tz",
+        "UTC",
+        "--spread",
+        "15m",
+        "--name",
+        "s",
+    ]);
+    let offset = d["schedule"]["offset"].as_i64().unwrap();
+    assert!((0..900).contains(&offset), "{offset}");
+    assert_eq!(d["schedule"]["spread"], 900);
+    // Anyone can recompute it: the payload's SHA-256 with the offset at 0.
+    let payload = d["payload"].as_str().unwrap();
+    let zeroed = payload.replacen(&format!(r#""offset":{offset}"#), r#""offset":0"#, 1);
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(zeroed.as_bytes());
+    let first = u64::from_be_bytes(digest[..8].try_into().unwrap());
+    assert_eq!((first % 900) as i64, offset);
+    let first_run = T0 + HOUR + offset;
+    assert_eq!(d["next_runs"][0], rfc3339(first_run));
+    assert!(env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--daily",
+            "09:00",
+            "--spread",
+            "15m"
+        ])
+        .ok()
+        .stdout
+        .contains("later (spread 15 min)"));
+    let id = d["draft_id"].as_str().unwrap();
+    let hash = d["payload_hash"].as_str().unwrap();
+    env.run(&["confirm", id, "--hash", hash]).ok();
+    let next = env.json(&["next", "s", "--count", "2"]);
+    assert_eq!(next["next"][0]["at"], rfc3339(first_run));
+    assert_eq!(next["next"][1]["at"], rfc3339(first_run + 86400));
+
+    // Not before its moved time; at it, it runs.
+    env.set_now(first_run - 1);
+    rig.tick(&[]).ok();
+    assert!(rig.starts().is_empty());
+    env.set_now(first_run);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1);
+    assert_eq!(rig.runs("s")[0]["scheduled_for"], rfc3339(first_run));
+
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--every",
+        "10m",
+        "--spread",
+        "15m",
+    ])
+    .fails(2);
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--spread",
+        "2h",
+    ])
+    .fails(2);
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--in",
+        "1h",
+        "--spread",
+        "1m",
+    ])
+    .fails(2);
+}
+
+fn rfc3339(at: i64) -> String {
+    chrono::DateTime::from_timestamp(at, 0)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
