@@ -37,7 +37,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
+            [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('upcoming', 'upcoming', [CompletionResultType]::ParameterValue, 'Show coming occurrences of all your tasks, merged in time order')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
@@ -60,6 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         }
         'agentcron;draft' {
             [CompletionResult]::new('--instruction', '--instruction', [CompletionResultType]::ParameterName, 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input')
+            [CompletionResult]::new('--replace', '--replace', [CompletionResultType]::ParameterName, 'Draft a new payload for this task (id, unique id prefix, or name)')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task''s zone)')
             [CompletionResult]::new('--in', '--in', [CompletionResultType]::ParameterName, 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)')
             [CompletionResult]::new('--every', '--every', [CompletionResultType]::ParameterName, 'Run every DURATION (at least 60 s), first one interval after now or at --start')
@@ -67,13 +70,16 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--daily', '--daily', [CompletionResultType]::ParameterName, 'Run every day at HH:MM on the task''s wall clock')
             [CompletionResult]::new('--days', '--days', [CompletionResultType]::ParameterName, 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`')
             [CompletionResult]::new('--cron', '--cron', [CompletionResultType]::ParameterName, 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone')
+            [CompletionResult]::new('--spread', '--spread', [CompletionResultType]::ParameterName, 'Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash (at most 1 h and the schedule''s period), so tasks at the same time start apart')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'End a recurring schedule: no occurrence after TIME; the task then completes')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'End a recurring schedule after N occurrences, counted from the draft''s creation')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Where the notifier delivers [default: your first identity key]')
-            [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'What the executor may do')
+            [CompletionResult]::new('--policy', '--policy', [CompletionResultType]::ParameterName, 'What the executor may do [default: read_only]')
             [CompletionResult]::new('--tz', '--tz', [CompletionResultType]::ParameterName, 'The task''s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]')
-            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'How late a run may start and still run; later ones are recorded as missed')
-            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'How many times a failed run is retried')
-            [CompletionResult]::new('--retry-backoff', '--retry-backoff', [CompletionResultType]::ParameterName, 'First retry delay; each further retry doubles it, capped at 1 h')
+            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'How late a run may start and still run; later ones are recorded as missed [default: 60s]')
+            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'How many times a failed run is retried [default: 3]')
+            [CompletionResult]::new('--retry-backoff', '--retry-backoff', [CompletionResultType]::ParameterName, 'First retry delay; each further retry doubles it, capped at 1 h [default: 60s]')
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'How long the draft may wait for confirmation')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
@@ -165,8 +171,35 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'agentcron;trigger' {
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why, kept in the audit trail')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'agentcron;next' {
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many occurrences')
+            [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
+            [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
+            [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'agentcron;upcoming' {
+            [CompletionResult]::new('--within', '--within', [CompletionResultType]::ParameterName, 'Only occurrences within DUR from now')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N rows')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]')
             [CompletionResult]::new('--tenant', '--tenant', [CompletionResultType]::ParameterName, 'The tenant every command acts in [default: default]')
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
@@ -452,7 +485,9 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('pause', 'pause', [CompletionResultType]::ParameterValue, 'Pause a task: nothing runs while it is paused')
             [CompletionResult]::new('resume', 'resume', [CompletionResultType]::ParameterValue, 'Resume a paused task; its next run is the next occurrence after now')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a task; its history stays readable with `list --all`')
+            [CompletionResult]::new('trigger', 'trigger', [CompletionResultType]::ParameterValue, 'Run a task once more, now: the next tick claims it')
             [CompletionResult]::new('next', 'next', [CompletionResultType]::ParameterValue, 'Show the next occurrences of a task in its zone, DST-shifted ones marked')
+            [CompletionResult]::new('upcoming', 'upcoming', [CompletionResultType]::ParameterValue, 'Show coming occurrences of all your tasks, merged in time order')
             [CompletionResult]::new('runs', 'runs', [CompletionResultType]::ParameterValue, 'Show run history, newest first')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'Show the audit trail: who changed what, when, newest first')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Explain why the occurrence at or before TIME did or did not run')
@@ -494,7 +529,13 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
         'agentcron;help;delete' {
             break
         }
+        'agentcron;help;trigger' {
+            break
+        }
         'agentcron;help;next' {
+            break
+        }
+        'agentcron;help;upcoming' {
             break
         }
         'agentcron;help;runs' {

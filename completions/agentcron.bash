@@ -94,6 +94,12 @@ _agentcron() {
             agentcron,tick)
                 cmd="agentcron__subcmd__tick"
                 ;;
+            agentcron,trigger)
+                cmd="agentcron__subcmd__trigger"
+                ;;
+            agentcron,upcoming)
+                cmd="agentcron__subcmd__upcoming"
+                ;;
             agentcron__subcmd__help,approve)
                 cmd="agentcron__subcmd__help__subcmd__approve"
                 ;;
@@ -172,6 +178,12 @@ _agentcron() {
             agentcron__subcmd__help,tick)
                 cmd="agentcron__subcmd__help__subcmd__tick"
                 ;;
+            agentcron__subcmd__help,trigger)
+                cmd="agentcron__subcmd__help__subcmd__trigger"
+                ;;
+            agentcron__subcmd__help,upcoming)
+                cmd="agentcron__subcmd__help__subcmd__upcoming"
+                ;;
             agentcron__subcmd__help__subcmd__lease,check)
                 cmd="agentcron__subcmd__help__subcmd__lease__subcmd__check"
                 ;;
@@ -194,7 +206,7 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -486,13 +498,17 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__draft)
-            opts="-h -V --instruction --at --in --every --start --daily --days --cron --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
+            opts="-h -V --instruction --replace --at --in --every --start --daily --days --cron --spread --until --count --name --target --policy --tz --grace --max-retries --retry-backoff --ttl --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --instruction)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -521,6 +537,18 @@ _agentcron() {
                     return 0
                     ;;
                 --cron)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spread)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -644,7 +672,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete next runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
+            opts="draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1022,6 +1050,34 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__tick)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__trigger)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__upcoming)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1643,6 +1699,78 @@ _agentcron() {
                     return 0
                     ;;
                 --notify-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__trigger)
+            opts="-h -V --reason --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__upcoming)
+            opts="-h -V --within --limit --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --within)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

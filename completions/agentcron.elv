@@ -34,7 +34,9 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -56,6 +58,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;draft'= {
             cand --instruction 'What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input'
+            cand --replace 'Draft a new payload for this task (id, unique id prefix, or name)'
             cand --at 'Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task''s zone)'
             cand --in 'Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)'
             cand --every 'Run every DURATION (at least 60 s), first one interval after now or at --start'
@@ -63,13 +66,16 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --daily 'Run every day at HH:MM on the task''s wall clock'
             cand --days 'Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`'
             cand --cron 'Run on a five-field cron expression ("m h dom mon dow"), in the task''s zone'
+            cand --spread 'Move every occurrence by a fixed offset in [0, DUR) taken from the payload hash (at most 1 h and the schedule''s period), so tasks at the same time start apart'
+            cand --until 'End a recurring schedule: no occurrence after TIME; the task then completes'
+            cand --count 'End a recurring schedule after N occurrences, counted from the draft''s creation'
             cand --name 'A unique name to address the task by: 1–64 of [A-Za-z0-9._-]'
             cand --target 'Where the notifier delivers [default: your first identity key]'
-            cand --policy 'What the executor may do'
+            cand --policy 'What the executor may do [default: read_only]'
             cand --tz 'The task''s time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]'
-            cand --grace 'How late a run may start and still run; later ones are recorded as missed'
-            cand --max-retries 'How many times a failed run is retried'
-            cand --retry-backoff 'First retry delay; each further retry doubles it, capped at 1 h'
+            cand --grace 'How late a run may start and still run; later ones are recorded as missed [default: 60s]'
+            cand --max-retries 'How many times a failed run is retried [default: 3]'
+            cand --retry-backoff 'First retry delay; each further retry doubles it, capped at 1 h [default: 60s]'
             cand --ttl 'How long the draft may wait for confirmation'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
@@ -154,8 +160,33 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'agentcron;trigger'= {
+            cand --reason 'Why, kept in the audit trail'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'agentcron;next'= {
             cand --count 'How many occurrences'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;upcoming'= {
+            cand --within 'Only occurrences within DUR from now'
+            cand --limit 'At most N rows'
             cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
@@ -419,7 +450,9 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand pause 'Pause a task: nothing runs while it is paused'
             cand resume 'Resume a paused task; its next run is the next occurrence after now'
             cand delete 'Delete a task; its history stays readable with `list --all`'
+            cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
+            cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -453,7 +486,11 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         }
         &'agentcron;help;delete'= {
         }
+        &'agentcron;help;trigger'= {
+        }
         &'agentcron;help;next'= {
+        }
+        &'agentcron;help;upcoming'= {
         }
         &'agentcron;help;runs'= {
         }

@@ -81,6 +81,8 @@ pub struct GlobalArgs {
     pub now: Option<String>,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Draft(commands::draft::DraftArgs),
@@ -90,7 +92,9 @@ pub enum Command {
     Pause(commands::pause::PauseArgs),
     Resume(commands::resume::ResumeArgs),
     Delete(commands::delete::DeleteArgs),
+    Trigger(commands::trigger::TriggerArgs),
     Next(commands::next::NextArgs),
+    Upcoming(commands::upcoming::UpcomingArgs),
     Runs(commands::runs::RunsArgs),
     Log(commands::log::LogArgs),
     Explain(commands::explain::ExplainArgs),

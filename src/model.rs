@@ -72,6 +72,16 @@ string_enum!(
 );
 
 string_enum!(
+    /// What made a run due (SPEC section 13): its schedule, a retry of a
+    /// failed run, or a person's `trigger`.
+    RunTrigger {
+        Schedule = "schedule",
+        Retry = "retry",
+        Manual = "manual",
+    }
+);
+
+string_enum!(
     /// State of one notice in the delivery ledger (SPEC section 7).
     /// `undeliverable`: never sent, the notifier kept answering "try later"
     /// (exit 75) past `--delivery-give-up`.
@@ -186,6 +196,7 @@ pub struct Run {
     /// The end of the executor's stderr (`STDERR_MAX_CHARS`), raw.
     pub stderr_tail: Option<String>,
     pub delivery_status: Option<DeliveryState>,
+    pub trigger: RunTrigger,
 }
 
 /// A drafted schedule waiting for its person to confirm the hash.
@@ -198,6 +209,16 @@ pub struct Draft {
     pub created_by: String,
     pub created_at: i64,
     pub expires_at: i64,
+    /// Set when the draft replaces a task's payload (`draft --replace`).
+    pub replaces: Option<Replaces>,
+}
+
+/// The task a replacing draft was made from, at the revision it was read:
+/// confirming it is refused once the task has moved on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaces {
+    pub task_id: String,
+    pub revision: i64,
 }
 
 /// One notice of a run's outcome in the delivery ledger (SPEC section 7).

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod confirm;
 pub mod delete;
 pub mod draft;
+pub mod draft_replace;
 pub mod explain;
 pub mod install;
 pub mod lease;
@@ -25,6 +26,8 @@ pub mod show;
 pub mod status;
 pub mod tick;
 pub mod transfer;
+pub mod trigger;
+pub mod upcoming;
 
 use anyhow::Result;
 
@@ -44,7 +47,9 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Pause(args) => pause::run(ctx, args),
         Command::Resume(args) => resume::run(ctx, args),
         Command::Delete(args) => delete::run(ctx, args),
+        Command::Trigger(args) => trigger::run(ctx, args),
         Command::Next(args) => next::run(ctx, args),
+        Command::Upcoming(args) => upcoming::run(ctx, args),
         Command::Tick(args) => return tick::run(ctx, args),
         Command::Lease(args) => lease::run(ctx, args),
         Command::Approve(args) => return approve::approve(ctx, args),
@@ -77,6 +82,7 @@ fn only_reads(command: &Command) -> bool {
             | Command::Log(_)
             | Command::Explain(_)
             | Command::Next(_)
+            | Command::Upcoming(_)
             | Command::Check(_)
             | Command::Metrics(_)
             | Command::Export(_)

@@ -48,6 +48,7 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
                     "at": time(Some(o.at)),
                     "local": schedule::format_local(o.at, zone),
                     "dst_shifted_from": o.shifted_from,
+                    "last": schedule::is_last(&task.schedule, zone, o.at),
                 })
             })
             .collect();
@@ -68,14 +69,20 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
     let rows = upcoming
         .iter()
         .map(|o| {
-            vec![
-                wall_time(o.at, zone),
-                relative(o.at, now),
-                o.shifted_from
+            vec![wall_time(o.at, zone), relative(o.at, now), {
+                let mut note = o
+                    .shifted_from
                     .as_ref()
                     .map(|w| format!("DST: {w} does not exist, shifted forward"))
-                    .unwrap_or_default(),
-            ]
+                    .unwrap_or_default();
+                if schedule::is_last(&task.schedule, zone, o.at) {
+                    if !note.is_empty() {
+                        note.push_str("; ");
+                    }
+                    note.push_str("the last");
+                }
+                note
+            }]
         })
         .collect();
     ctx.out.table(&["occurrence", "when", "note"], rows)

@@ -81,6 +81,11 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
                 wall_time(r.scheduled_for, zone),
                 r.status.to_string(),
                 r.attempt.to_string(),
+                // Which confirmed payload the run ran under (a replace changes it).
+                r.payload_hash
+                    .get(..8)
+                    .unwrap_or(&r.payload_hash)
+                    .to_string(),
                 r.delivery_status
                     .map(|d| d.to_string())
                     .unwrap_or_else(|| "-".into()),
@@ -96,6 +101,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
             "occurrence",
             "status",
             "attempt",
+            "payload",
             "delivery",
             "when",
             "summary",

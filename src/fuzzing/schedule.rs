@@ -270,6 +270,8 @@ fn occurrence_fits(s: &Schedule, tz: Tz, occurrence: &Occurrence) {
             // A gap moved it: the wall clock never showed the time it names.
             assert_ne!(*shifted, hhmm, "{context}");
         }
+        // The fuzzer draws no end conditions; they only cut occurrences off.
+        (Schedule::Ends { .. } | Schedule::Spread { .. }, _) => {}
         (_, Some(shifted)) => panic!("{context}: only wall times shift, not {shifted}"),
     }
 }

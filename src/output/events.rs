@@ -29,9 +29,16 @@ pub fn sentence(action: &str, detail: &Value) -> String {
                 "replaced with draft"
             };
             words.push(format!("{verb} {}", id("draft_id").unwrap_or_default()));
-            words.extend(hash("payload_hash").map(|h| format!("hash {h}")));
+            words.extend(match (hash("old_payload_hash"), hash("payload_hash")) {
+                (Some(old), Some(new)) => Some(format!("hash {old} → {new}")),
+                (_, new) => new.map(|h| format!("hash {h}")),
+            });
             words.extend(text("next_run_at").map(|t| format!("next run {t}")));
         }
+        "trigger" => words.push(match text("reason") {
+            Some(reason) => format!("triggered a run: {reason}"),
+            None => "triggered a run".into(),
+        }),
         "pause" => words.push(match text("reason") {
             Some(reason) => format!("paused: {reason}"),
             None => "paused".into(),

@@ -101,7 +101,15 @@ pub fn task_detail(t: &Task, now: i64) -> String {
                 t.timezone.name()
             ),
         ),
-        ("next run", when(t.next_run_at, t.timezone, now)),
+        (
+            "next run",
+            match t.next_run_at {
+                Some(at) if crate::schedule::is_last(&t.schedule, t.timezone, at) => {
+                    format!("{} (the last)", when(Some(at), t.timezone, now))
+                }
+                other => when(other, t.timezone, now),
+            },
+        ),
         ("instruction", escape(&t.instruction)),
         ("target", escape(&t.target)),
         ("owners", escape(&t.owner_keys.join(", "))),

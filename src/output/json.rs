@@ -66,5 +66,6 @@ pub fn run(r: &Run) -> Value {
         "skipped_occurrences": r.skipped_occurrences,
         "queued_seconds": r.queued_seconds,
         "stderr": r.stderr_tail,
+        "trigger": r.trigger.as_str(),
     })
 }

@@ -8,6 +8,33 @@ const SHORT: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 pub fn describe(schedule: &Schedule, tz: Tz) -> String {
     match schedule {
+        Schedule::Ends {
+            inner,
+            until,
+            count,
+        } => match count {
+            Some(n) => format!(
+                "{}, {n} time{} (the last at {})",
+                describe(inner, tz),
+                if *n == 1 { "" } else { "s" },
+                super::format_wall(*until, tz)
+            ),
+            None => format!(
+                "{}, until {}",
+                describe(inner, tz),
+                super::format_wall(*until, tz)
+            ),
+        },
+        Schedule::Spread {
+            inner,
+            spread,
+            offset,
+        } => format!(
+            "{}, each moved {} later (spread {})",
+            describe(inner, tz),
+            seconds_in_words(*offset),
+            seconds_in_words(*spread)
+        ),
         Schedule::Once { run_at } => format!("once at {}", super::format_wall(*run_at, tz)),
         Schedule::Interval { seconds, anchor_at } => format!(
             "every {} from {}",
@@ -164,6 +191,22 @@ pub fn duration_words(seconds: i64) -> String {
         out.push_str("0s");
     }
     out
+}
+
+/// "7 min 12 s", "1 h", "45 s".
+fn seconds_in_words(seconds: i64) -> String {
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    let mut parts = Vec::new();
+    if h > 0 {
+        parts.push(format!("{h} h"));
+    }
+    if m > 0 {
+        parts.push(format!("{m} min"));
+    }
+    if s > 0 || parts.is_empty() {
+        parts.push(format!("{s} s"));
+    }
+    parts.join(" ")
 }
 
 #[cfg(test)]

@@ -68,6 +68,29 @@ pub enum Schedule {
     Cron {
         expr: String,
     },
+    /// A recurring schedule with an end (SPEC section 13, `--until` and
+    /// `--count`): no occurrence after `until`. `--count N` is stored as the
+    /// count and the instant of its Nth occurrence, resolved when drafted,
+    /// so the hash fixes exactly which occurrences run. Stored as the inner
+    /// schedule's JSON plus `until` (and `count`), so schedules without an
+    /// end keep their JSON and their payloads their hashes.
+    Ends {
+        inner: Box<Schedule>,
+        until: i64,
+        count: Option<i64>,
+    },
+    /// A recurring schedule whose every occurrence is moved `offset`
+    /// seconds later, `offset` in [0, spread) (`--spread`). The inner
+    /// schedule's occurrences are resolved first, DST rule included, and
+    /// the offset is added to the resulting instant: a daily 09:00 with
+    /// offset 420 runs at 09:07 every day, DST days too, and a 02:30 shifted
+    /// by a gap to 03:30 runs at 03:37. Stored as the inner JSON plus
+    /// `spread` and `offset`.
+    Spread {
+        inner: Box<Schedule>,
+        spread: i64,
+        offset: i64,
+    },
 }
 
 /// One occurrence; `shifted_from` names the wall time a DST gap moved.
@@ -88,6 +111,23 @@ impl Schedule {
             Schedule::Interval { .. } => "interval",
             Schedule::Calendar { .. } => "calendar",
             Schedule::Cron { .. } => "cron",
+            Schedule::Ends { inner, .. } | Schedule::Spread { inner, .. } => inner.kind(),
+        }
+    }
+
+    /// The last instant an occurrence may have, when the schedule ends.
+    pub fn until(&self) -> Option<i64> {
+        match self {
+            Schedule::Ends { until, .. } => Some(*until),
+            _ => None,
+        }
+    }
+
+    /// The schedule without its end condition.
+    pub fn without_end(&self) -> &Schedule {
+        match self {
+            Schedule::Ends { inner, .. } => inner,
+            other => other,
         }
     }
 
@@ -105,6 +145,28 @@ impl Schedule {
                 json!({"kind": "calendar", "hour": hour, "minute": minute, "weekdays": weekdays})
             }
             Schedule::Cron { expr } => json!({"kind": "cron", "expr": expr}),
+            Schedule::Ends {
+                inner,
+                until,
+                count,
+            } => {
+                let mut value = inner.to_json();
+                value["until"] = json!(until);
+                if let Some(count) = count {
+                    value["count"] = json!(count);
+                }
+                value
+            }
+            Schedule::Spread {
+                inner,
+                spread,
+                offset,
+            } => {
+                let mut value = inner.to_json();
+                value["spread"] = json!(spread);
+                value["offset"] = json!(offset);
+                value
+            }
         }
     }
 
@@ -113,6 +175,42 @@ impl Schedule {
         let obj = value
             .as_object()
             .ok_or_else(|| ScheduleError::new("schedule is not a JSON object"))?;
+        if obj.contains_key("until") {
+            let mut plain = obj.clone();
+            let until = plain
+                .remove("until")
+                .and_then(|v| v.as_i64())
+                .ok_or_else(|| ScheduleError::new("schedule field 'until' is not an integer"))?;
+            let count = match plain.remove("count") {
+                None => None,
+                Some(v) => Some(v.as_i64().ok_or_else(|| {
+                    ScheduleError::new("schedule field 'count' is not an integer")
+                })?),
+            };
+            let schedule = Schedule::Ends {
+                inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
+                until,
+                count,
+            };
+            schedule.validate()?;
+            return Ok(schedule);
+        }
+        if obj.contains_key("spread") {
+            let mut plain = obj.clone();
+            let mut take = |key: &str| {
+                plain.remove(key).and_then(|v| v.as_i64()).ok_or_else(|| {
+                    ScheduleError::new(format!("schedule field '{key}' is not an integer"))
+                })
+            };
+            let (spread, offset) = (take("spread")?, take("offset")?);
+            let schedule = Schedule::Spread {
+                inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
+                spread,
+                offset,
+            };
+            schedule.validate()?;
+            return Ok(schedule);
+        }
         let int = |key: &str| {
             obj.get(key).and_then(Value::as_i64).ok_or_else(|| {
                 ScheduleError::new(format!("schedule field '{key}' is not an integer"))
@@ -214,6 +312,51 @@ impl Schedule {
             Schedule::Cron { expr } => {
                 CronExpr::parse(expr)?;
             }
+            Schedule::Ends {
+                inner,
+                until,
+                count,
+            } => {
+                if matches!(**inner, Schedule::Once { .. } | Schedule::Ends { .. })
+                    || matches!(&**inner, Schedule::Spread { inner, .. } if matches!(**inner, Schedule::Once { .. }))
+                {
+                    return Err(ScheduleError::new(
+                        "--until and --count only go with a recurring schedule",
+                    ));
+                }
+                inner.validate()?;
+                if !(0..=MAX_INSTANT).contains(until) {
+                    return Err(ScheduleError::new("the end is outside 1970 to 9999"));
+                }
+                if count.is_some_and(|n| n < 1) {
+                    return Err(ScheduleError::new("--count must be at least 1"));
+                }
+            }
+            Schedule::Spread {
+                inner,
+                spread,
+                offset,
+            } => {
+                if matches!(
+                    **inner,
+                    Schedule::Once { .. } | Schedule::Ends { .. } | Schedule::Spread { .. }
+                ) {
+                    return Err(ScheduleError::new(
+                        "--spread only goes with a recurring schedule",
+                    ));
+                }
+                inner.validate()?;
+                if !(1..=3600).contains(spread) {
+                    return Err(ScheduleError::new(format!(
+                        "--spread must be 1 s to 1 h (got {spread} s)"
+                    )));
+                }
+                if !(0..*spread).contains(offset) {
+                    return Err(ScheduleError::new(
+                        "the spread's offset is not below the spread",
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -232,6 +375,17 @@ pub fn next_after(schedule: &Schedule, tz: Tz, after: i64) -> Option<Occurrence>
         })
     };
     match schedule {
+        Schedule::Ends { inner, until, .. } => {
+            next_after(inner, tz, after).filter(|o| o.at <= *until)
+        }
+        Schedule::Spread { inner, offset, .. } => {
+            let occ = next_after(inner, tz, after.saturating_sub(*offset))?;
+            let at = occ
+                .at
+                .checked_add(*offset)
+                .filter(|at| *at <= MAX_INSTANT)?;
+            Some(Occurrence { at, ..occ })
+        }
         Schedule::Once { run_at } => (*run_at > after).then_some(Occurrence {
             at: *run_at,
             shifted_from: None,
@@ -275,6 +429,29 @@ pub fn next_after(schedule: &Schedule, tz: Tz, after: i64) -> Option<Occurrence>
             best
         }
     }
+}
+
+/// The shortest time between successive occurrences, judged over the next
+/// `sample` of them after `after`; None when fewer than two follow.
+pub fn shortest_gap(schedule: &Schedule, tz: Tz, after: i64, sample: usize) -> Option<i64> {
+    upcoming(schedule, tz, after, sample)
+        .windows(2)
+        .map(|w| w[1].at - w[0].at)
+        .min()
+}
+
+/// The fixed offset of `--spread`: the first eight bytes of `seed` (a
+/// SHA-256) as a big-endian integer, modulo the spread.
+pub fn spread_offset(seed: &[u8], spread: i64) -> i64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&seed[..8]);
+    (u64::from_be_bytes(first) % spread.max(1) as u64) as i64
+}
+
+/// Whether the occurrence at `at` is the last of a schedule with an end
+/// (`--until`, `--count`); never for one without (a once task says so itself).
+pub fn is_last(schedule: &Schedule, tz: Tz, at: i64) -> bool {
+    schedule.until().is_some() && next_after(schedule, tz, at).is_none()
 }
 
 /// Up to `count` successive occurrences after `after`.
@@ -324,6 +501,14 @@ pub fn count_between(
         return (0, None);
     }
     match schedule {
+        Schedule::Ends { inner, until, .. } => {
+            count_between(inner, tz, from, to.min(*until), limit)
+        }
+        Schedule::Spread { inner, offset, .. } => {
+            let to = to.min(MAX_INSTANT.saturating_sub(*offset));
+            let (n, last) = count_between(inner, tz, from - offset, to - offset, limit);
+            (n, last.map(|at| at + offset))
+        }
         Schedule::Once { run_at } => {
             if *run_at > from && *run_at <= to {
                 (1, Some(*run_at))

@@ -507,3 +507,101 @@ proptest! {
 }
 
 use chrono::{Datelike, TimeZone, Timelike};
+
+#[test]
+fn an_end_round_trips_and_leaves_plain_schedules_as_they_were() {
+    let inner = Schedule::Calendar {
+        hour: 9,
+        minute: 0,
+        weekdays: vec![],
+    };
+    let plain = inner.to_json().to_string();
+    assert_eq!(
+        plain,
+        r#"{"hour":9,"kind":"calendar","minute":0,"weekdays":[]}"#
+    );
+    let ends = Schedule::Ends {
+        inner: Box::new(inner.clone()),
+        until: 1_796_288_400,
+        count: Some(2),
+    };
+    let text = ends.to_json().to_string();
+    assert_eq!(
+        text,
+        r#"{"count":2,"hour":9,"kind":"calendar","minute":0,"until":1796288400,"weekdays":[]}"#
+    );
+    let back = Schedule::from_json(&serde_json::from_str(&text).unwrap()).unwrap();
+    assert_eq!(back, ends);
+    let utc: Tz = "UTC".parse().unwrap();
+    // 2026-12-02T08:00Z: the 09:00 of the 2nd and the 3rd, then nothing.
+    let runs = upcoming(&ends, utc, 1_796_198_400, 5);
+    assert_eq!(runs.len(), 2);
+    assert!(is_last(&ends, utc, runs[1].at) && !is_last(&ends, utc, runs[0].at));
+    assert_eq!(
+        count_between(&ends, utc, 1_796_198_400, i64::MAX / 2, 100).0,
+        2
+    );
+    for bad in [
+        r#"{"kind":"once","run_at":5,"until":9}"#,
+        r#"{"hour":9,"kind":"calendar","minute":0,"until":"x","weekdays":[]}"#,
+        r#"{"count":0,"hour":9,"kind":"calendar","minute":0,"until":9,"weekdays":[]}"#,
+    ] {
+        assert!(
+            Schedule::from_json(&serde_json::from_str(bad).unwrap()).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+/// `--spread` vectors: the inner occurrence is resolved first (DST rule
+/// included), then the fixed offset is added to the instant.
+#[test]
+fn spread_moves_resolved_occurrences_by_the_offset() {
+    let ny: Tz = "America/New_York".parse().unwrap();
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp();
+    let daily = |hour, minute| Schedule::Spread {
+        inner: Box::new(Schedule::Calendar {
+            hour,
+            minute,
+            weekdays: vec![],
+        }),
+        spread: 900,
+        offset: 420,
+    };
+    for (schedule, after, expected) in [
+        // An ordinary day: 09:00 EST + 7 min.
+        (daily(9, 0), "2026-12-02T00:00:00Z", "2026-12-02T14:07:00Z"),
+        // Spring forward: 02:30 does not exist, shifted to 03:30 EDT, + 7 min.
+        (daily(2, 30), "2026-03-08T05:00:00Z", "2026-03-08T07:37:00Z"),
+        // Fall back: 01:30 runs once, at its first (EDT) instant, + 7 min.
+        (daily(1, 30), "2026-11-01T04:00:00Z", "2026-11-01T05:37:00Z"),
+        // The shift may cross midnight: 23:58 EST of Dec 1 + 7 min is 00:05 Dec 2.
+        (
+            daily(23, 58),
+            "2026-12-02T00:00:00Z",
+            "2026-12-02T05:05:00Z",
+        ),
+    ] {
+        let occ = next_after(&schedule, ny, at(after)).unwrap();
+        assert_eq!(occ.at, at(expected), "{schedule:?} after {after}");
+    }
+    // An occurrence whose shifted instant is still ahead is not skipped.
+    let s = daily(9, 0);
+    let due = at("2026-12-02T14:07:00Z");
+    assert_eq!(next_after(&s, ny, due - 60).unwrap().at, due);
+    assert_eq!(count_between(&s, ny, due - 60, due, 10), (1, Some(due)));
+    assert_eq!(spread_offset(&[0xff; 32], 900), (u64::MAX % 900) as i64);
+    let text = s.to_json().to_string();
+    assert_eq!(
+        text,
+        r#"{"hour":9,"kind":"calendar","minute":0,"offset":420,"spread":900,"weekdays":[]}"#
+    );
+    assert_eq!(
+        Schedule::from_json(&serde_json::from_str(&text).unwrap()).unwrap(),
+        s
+    );
+    assert!(Schedule::from_json(
+        &serde_json::from_str(r#"{"kind":"once","run_at":5,"spread":60,"offset":1}"#).unwrap()
+    )
+    .is_err());
+}

@@ -30,7 +30,7 @@ pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use meta::MetaTx;
 pub use queue::{QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};
-pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
 
 /// Everything one transaction can do.

@@ -214,7 +214,16 @@ pub struct TaskTransition<'a> {
     pub now: i64,
 }
 
-/// A task with an occurrence or a retry due.
+/// A person's request for one extra run of a task, due at `at` (SPEC
+/// section 13, `trigger`); a task holds at most one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    pub at: i64,
+    pub actor: String,
+    pub reason: Option<String>,
+}
+
+/// A task with an occurrence, a retry or a manual trigger due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueTask {
     pub task_id: String,
@@ -262,6 +271,18 @@ pub trait TaskTx {
     /// Scheduler bookkeeping; does not bump the revision (that tracks what
     /// people changed, so `--expect-revision` stays usable on busy tasks).
     fn advance_task(&mut self, advance: &TaskAdvance<'_>) -> Result<()>;
+    /// Swaps a confirmed task's payload for `task`'s (same id, tenant and
+    /// owners; `draft --replace`), setting `next_run_at` and bumping the
+    /// revision. Guarded by `expected_revision` and an active or paused
+    /// state: Conflict when the task moved on. A pending retry and the
+    /// failure streak belong to the old payload and are dropped.
+    fn replace_task(&mut self, task: &Task, expected_revision: i64, now: i64) -> Result<()>;
+    /// Records a pending manual trigger on an active task at `revision`;
+    /// Conflict when the task moved on, is not active, or already has one.
+    fn set_trigger(&mut self, task_id: &str, revision: i64, trigger: &Trigger) -> Result<()>;
+    fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>>;
+    /// Consumes the pending trigger at `at`; Conflict when another tick did.
+    fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
 }

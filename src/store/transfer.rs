@@ -55,6 +55,9 @@ pub const TABLES: &[Table] = &[
             ("queued_for", I),
             ("queued_since", I),
             ("queued_next", I),
+            ("trigger_at", I),
+            ("trigger_reason", T),
+            ("trigger_actor", T),
         ],
     },
     Table {
@@ -83,6 +86,7 @@ pub const TABLES: &[Table] = &[
             ("wait_deadline", I),
             ("queued_seconds", I),
             ("stderr_tail", T),
+            ("trigger", T),
         ],
     },
     Table {

@@ -7,9 +7,9 @@ use crate::output::human_duration;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::model::{Event, Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
-use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Tx};
+use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
 /// The most occurrences one coalesced `missed` run counts exactly; beyond
 /// it the count is a lower bound (a minutely cron down for two years).
@@ -27,6 +27,18 @@ pub struct Plan {
     pub state: TaskState,
     /// A pending retry dropped because a newer occurrence is being decided.
     pub superseded_retry: Option<String>,
+    /// The manual trigger (its `trigger_at`) this plan decides.
+    pub consumed_trigger: Option<i64>,
+}
+
+/// A pending manual trigger and the `scheduled_for` its run takes: the
+/// trigger's second, unless a run or an occurrence still to be decided
+/// holds it, then the nearest free second before it (runs are unique by
+/// task, scheduled_for and attempt; occurrences are at least 60 s apart).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerSlot {
+    pub trigger: Trigger,
+    pub scheduled_for: i64,
 }
 
 impl Plan {
@@ -51,6 +63,7 @@ pub fn plan(
     blocking: Option<&Run>,
     failed: Option<&Run>,
     queued: Option<&QueueMark>,
+    trigger: Option<&TriggerSlot>,
     s: ClaimSettings,
 ) -> Plan {
     let now = s.now;
@@ -61,6 +74,7 @@ pub fn plan(
         retry_run_id: task.retry_run_id.clone(),
         state: TaskState::Active,
         superseded_retry: None,
+        consumed_trigger: None,
     };
     let occurrence_due = task.next_run_at.filter(|at| *at <= now);
     if let Some(first) = occurrence_due {
@@ -78,7 +92,11 @@ pub fn plan(
             plan.next_retry_at = None;
             plan.retry_run_id = None;
         }
-    } else if let (Some(retry_at), Some(failed)) = (task.next_retry_at, failed) {
+    } else if let (Some(retry_at), Some(failed)) = (
+        task.next_retry_at
+            .filter(|at| *at <= now || trigger.is_none()),
+        failed,
+    ) {
         let attempt = failed.attempt + 1;
         let late_by = now - retry_at;
         let seen_in_time = queued.is_some_and(|m| m.due_at == retry_at);
@@ -106,7 +124,13 @@ pub fn plan(
         plan.runs.push(run);
         plan.next_retry_at = None;
         plan.retry_run_id = None;
-    } else {
+    } else if let Some(slot) = trigger.filter(|t| t.trigger.at <= now) {
+        // An extra run a person asked for: decided like an occurrence at
+        // the trigger's time, its grace counted from it; the schedule's own
+        // clock does not move.
+        plan.runs.push(triggered(task, slot, blocking, s));
+        plan.consumed_trigger = Some(slot.trigger.at);
+    } else if trigger.is_none() || task.next_retry_at.is_some_and(|at| at <= now) {
         // A retry whose failed run is gone (pruned): drop the retry.
         plan.next_retry_at = None;
         plan.retry_run_id = None;
@@ -116,6 +140,34 @@ pub fn plan(
         plan.state = TaskState::Completed;
     }
     plan
+}
+
+/// The run of a manual trigger.
+fn triggered(task: &Task, slot: &TriggerSlot, blocking: Option<&Run>, s: ClaimSettings) -> Run {
+    let at = slot.trigger.at;
+    let late_by = s.now - at;
+    let mut run = if late_by > task.grace_seconds {
+        new_run(
+            task,
+            slot.scheduled_for,
+            at,
+            1,
+            RunStatus::Missed,
+            s.now,
+            |r| {
+                r.reason = Some(format!(
+                    "late by {late_by} s > grace {} s after the trigger",
+                    task.grace_seconds
+                ));
+                r.skipped_occurrences = 1;
+                r.finished_at = Some(s.now);
+            },
+        )
+    } else {
+        decided(task, slot.scheduled_for, at, 1, blocking, s)
+    };
+    run.trigger = RunTrigger::Manual;
+    run
 }
 
 /// The runs for the `count` due occurrences from `first` to `latest`.
@@ -307,6 +359,11 @@ pub(crate) fn new_run(
         queued_seconds: None,
         stderr_tail: None,
         delivery_status: None,
+        trigger: if attempt > 1 {
+            RunTrigger::Retry
+        } else {
+            RunTrigger::Schedule
+        },
     };
     fill(&mut run);
     run
@@ -339,14 +396,42 @@ pub fn prepare(
         None => None,
     };
     let queued = tx.queue_mark(&task.task_id)?;
+    let trigger = match tx.pending_trigger(&task.task_id)? {
+        Some(trigger) => Some(trigger_slot(tx, &task, trigger)?),
+        None => None,
+    };
     let plan = plan(
         &task,
         blocking.as_ref(),
         failed.as_ref(),
         queued.as_ref(),
+        trigger.as_ref(),
         s,
     );
     Ok(Some(Ok((task, plan))))
+}
+
+/// Where a trigger's run goes: see `TriggerSlot`.
+fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<TriggerSlot> {
+    let mut at = trigger.at;
+    loop {
+        // An occurrence not decided yet (at or after next_run_at) will
+        // take its second; a passed one without a run never will.
+        let is_occurrence = task.next_run_at.is_some_and(|next| next <= at)
+            && schedule::next_after(&task.schedule, task.timezone, at - 1)
+                .is_some_and(|o| o.at == at);
+        let taken = tx
+            .occurrence_runs(&task.task_id, at)?
+            .iter()
+            .any(|r| r.attempt == 1);
+        if !is_occurrence && !taken {
+            return Ok(TriggerSlot {
+                trigger,
+                scheduled_for: at,
+            });
+        }
+        at -= 1;
+    }
 }
 
 /// Claims the earliest due task of the whole store, if any, in the
@@ -402,11 +487,15 @@ pub fn claim_due(
                     detail: json!({"decision": run.status.as_str(), "attempt": run.attempt,
                                    "scheduled_for": run.scheduled_for, "reason": run.reason,
                                    "skipped_occurrences": run.skipped_occurrences,
-                                   "queued_seconds": run.queued_seconds}),
+                                   "queued_seconds": run.queued_seconds,
+                                   "trigger": run.trigger.as_str()}),
                 })?;
                 if run.status == RunStatus::Missed && notices_for_missed {
                     super::settle::add_notice(tx, run, Some(&task), s.now, None)?;
                 }
+            }
+            if let Some(at) = plan.consumed_trigger {
+                tx.clear_trigger(&task.task_id, at)?;
             }
             tx.advance_task(&TaskAdvance {
                 task_id: &task.task_id,

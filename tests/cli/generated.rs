@@ -83,6 +83,7 @@ fn examples(path: &str) -> &'static [&'static str] {
         "draft" => &[
             "agentcron draft --instruction \"summarize the on-call channel\" --daily 09:30 --days weekdays --tz Asia/Shanghai --name oncall",
             "agentcron draft --instruction - --cron \"*/15 9-17 * * 1-5\" < prompt.txt",
+            "agentcron draft --replace oncall --daily 10:00",
         ],
         "confirm" => &["agentcron confirm DRAFT_ID --hash HASH"],
         "list" => &["agentcron list", "agentcron list --state paused", "agentcron --json list --all"],
@@ -90,7 +91,9 @@ fn examples(path: &str) -> &'static [&'static str] {
         "pause" => &["agentcron pause oncall --reason \"on vacation\""],
         "resume" => &["agentcron resume oncall --expect-revision 3"],
         "delete" => &["agentcron delete oncall"],
+        "trigger" => &["agentcron trigger oncall --reason \"check the new prompt\""],
         "next" => &["agentcron next oncall --count 10"],
+        "upcoming" => &["agentcron upcoming --within 2h", "agentcron --json upcoming --limit 50"],
         "runs" => &["agentcron runs oncall --limit 20", "agentcron runs --status unknown"],
         "log" => &["agentcron log oncall"],
         "explain" => &["agentcron explain oncall", "agentcron explain oncall --at \"2026-12-03 09:30\"", "agentcron explain 3f2a9c1e"],

@@ -8,6 +8,7 @@ mod support;
 mod capacity;
 mod confirm;
 mod continuations;
+mod day2;
 mod diagnostics;
 mod draft;
 mod generated;

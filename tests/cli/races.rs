@@ -269,3 +269,29 @@ fn a_busy_database_is_one_error_line() {
     conn.execute_batch("COMMIT").unwrap();
     assert!(rig.starts().is_empty());
 }
+
+#[test]
+fn overlapping_ticks_on_a_small_store_never_lose_the_shared_memory_lock() {
+    // A tick that dropped its -shm lock (by closing a descriptor of the file)
+    // let another tick reset the -shm under it: SIGBUS, or a malformed index.
+    for _ in 0..3 {
+        let rig = Rig::new();
+        for i in 0..5 {
+            rig.env
+                .task(&["--instruction", &format!("task {i}"), "--every", "1h"]);
+        }
+        rig.env.set_now(T0 + HOUR);
+        let ticks: Vec<Child> = (0..4).map(|_| spawn_tick(&rig, &[])).collect();
+        for child in ticks {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{:?}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert_eq!(rig.starts().len(), 5);
+    }
+}

@@ -262,6 +262,7 @@ impl Harness {
             created_by: OWNER.into(),
             created_at: now,
             expires_at: now + 1800,
+            replaces: None,
         };
         self.store
             .write(|tx| {

@@ -44,7 +44,7 @@ impl QueueTx for PgTx<'_, '_> {
     }
 
     fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
-        // Row locks rule out one UNION: two seeks, each skipping rows another
+        // Row locks rule out one UNION: three seeks, each skipping rows another
         // host is claiming, never waiting on them.
         let mut found = Vec::new();
         for sql in [
@@ -55,6 +55,11 @@ impl QueueTx for PgTx<'_, '_> {
              WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
                AND next_retry_at <= $2
              ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+            // A manual trigger (SPEC section 13); rare, on a small partial index.
+            "SELECT task_id, trigger_at, false FROM tasks
+             WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
+               AND trigger_at <= $2
+             ORDER BY trigger_at LIMIT 1 FOR UPDATE SKIP LOCKED",
         ] {
             let rows = self
                 .tx

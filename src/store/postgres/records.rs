@@ -5,7 +5,7 @@ use postgres::Row;
 
 use super::tasks::{decode_task, owned, TASK_COLUMNS};
 use super::{col, expect_one, PgTx};
-use crate::model::{Draft, Event, StoredEvent};
+use crate::model::{Draft, Event, Replaces, StoredEvent};
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 use crate::store::{DraftTx, EventTx, MetaTx};
 
@@ -13,9 +13,11 @@ impl DraftTx for PgTx<'_, '_> {
     fn insert_draft(&mut self, d: &Draft) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[&d.draft_id, &d.tenant_key, &d.payload, &d.payload_hash, &d.created_by, &d.created_at, &d.expires_at],
+                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
+                                     replaces_task_id, replaces_revision)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[&d.draft_id, &d.tenant_key, &d.payload, &d.payload_hash, &d.created_by, &d.created_at, &d.expires_at,
+                  &d.replaces.as_ref().map(|r| r.task_id.as_str()), &d.replaces.as_ref().map(|r| r.revision)],
             )
             .context("saving the draft")?;
         Ok(())
@@ -23,7 +25,8 @@ impl DraftTx for PgTx<'_, '_> {
 
     fn draft(&mut self, draft_id: &str) -> Result<Option<Draft>> {
         let row = self.tx.query_opt(
-            "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at
+            "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
+                    replaces_task_id, replaces_revision
              FROM drafts WHERE draft_id = $1 FOR UPDATE",
             &[&draft_id],
         )?;
@@ -36,6 +39,10 @@ impl DraftTx for PgTx<'_, '_> {
                 created_by: col(&r, 4)?,
                 created_at: col(&r, 5)?,
                 expires_at: col(&r, 6)?,
+                replaces: match (col(&r, 7)?, col(&r, 8)?) {
+                    (Some(task_id), Some(revision)) => Some(Replaces { task_id, revision }),
+                    _ => None,
+                },
             })
         })
         .transpose()

@@ -119,6 +119,17 @@ const MIGRATIONS: &[&str] = &[
     -- 5: the end of the executor's stderr, as SQLite's migration 4.
     ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
 "#,
+    r#"
+    -- 6: day-2 operations (SPEC section 13); the same columns as SQLite's
+    -- migration 5.
+    ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT, ADD COLUMN replaces_revision BIGINT;
+    ALTER TABLE tasks ADD COLUMN trigger_at BIGINT, ADD COLUMN trigger_reason TEXT,
+        ADD COLUMN trigger_actor TEXT;
+    CREATE INDEX tasks_trigger_due ON tasks (tenant_key, trigger_at)
+        WHERE state = 'active' AND trigger_at IS NOT NULL;
+    ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
+        CHECK (trigger IN ('schedule', 'retry', 'manual'));
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -6,7 +6,7 @@ use postgres::Row;
 use super::{col, expect_one, PgTx};
 use crate::model::Task;
 use crate::store::tasks::RawTask;
-use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 
 pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
@@ -185,7 +185,8 @@ impl TaskTx for PgTx<'_, '_> {
                      updated_at = $4, revision = revision + 1,
                      next_retry_at = CASE WHEN $1 = 'active' THEN next_retry_at END,
                      retry_run_id = CASE WHEN $1 = 'active' THEN retry_run_id END,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
                  WHERE task_id = $5 AND state = $6 AND revision = $7",
                 &[
                     &c.to.as_str(),
@@ -213,15 +214,19 @@ impl TaskTx for PgTx<'_, '_> {
             .tx
             .query(
                 "SELECT task_id,
-                        CASE WHEN next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)
-                             THEN next_run_at ELSE next_retry_at END AS due,
+                        -- LEAST skips NULLs; a due trigger is earlier than any
+                        -- instant not yet due.
+                        LEAST(CASE WHEN next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)
+                                   THEN next_run_at ELSE next_retry_at END,
+                              CASE WHEN trigger_at <= $1 THEN trigger_at END) AS due,
                         -- coalesce: a once task past its run has next_run_at NULL,
                         -- and NOT NULL would be no boolean at all.
                         NOT coalesce(next_run_at <= $1
                                      AND (next_retry_at IS NULL OR next_run_at <= next_retry_at),
                                      false) AS retry
                  FROM tasks
-                 WHERE state = 'active' AND (next_run_at <= $1 OR next_retry_at <= $1)
+                 WHERE state = 'active'
+                   AND (next_run_at <= $1 OR next_retry_at <= $1 OR trigger_at <= $1)
                    AND ($2::text IS NULL OR tenant_key = $2)
                  ORDER BY 2, 1 LIMIT $3
                  FOR UPDATE SKIP LOCKED",
@@ -244,7 +249,7 @@ impl TaskTx for PgTx<'_, '_> {
             .tx
             .query_one(
                 "SELECT count(*) FROM tasks WHERE state = 'active' AND ($2::text IS NULL OR tenant_key = $2)
-                   AND (next_run_at <= $1 OR next_retry_at <= $1)",
+                   AND (next_run_at <= $1 OR next_retry_at <= $1 OR trigger_at <= $1)",
                 &[&now, &tenant],
             )
             .context("counting due tasks")?;
@@ -287,6 +292,107 @@ impl TaskTx for PgTx<'_, '_> {
         })
     }
 
+    fn replace_task(&mut self, t: &Task, expected_revision: i64, now: i64) -> Result<()> {
+        let r = RawTask::encode(t);
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks
+                 SET name = $1, target = $2, instruction = $3, schedule = $4, timezone = $5,
+                     policy = $6, grace_seconds = $7, max_retries = $8,
+                     retry_backoff_seconds = $9, payload = $10, payload_hash = $11,
+                     next_run_at = $12, updated_at = $13, revision = revision + 1,
+                     next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                 WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
+                   AND tenant_key = $16 AND owner_keys = $17",
+                &[
+                    &r.name,
+                    &r.target,
+                    &r.instruction,
+                    &r.schedule,
+                    &r.timezone,
+                    &r.policy,
+                    &r.grace_seconds,
+                    &r.max_retries,
+                    &r.retry_backoff_seconds,
+                    &r.payload,
+                    &r.payload_hash,
+                    &r.next_run_at,
+                    &now,
+                    &r.task_id,
+                    &expected_revision,
+                    &r.tenant_key,
+                    &r.owner_keys,
+                ],
+            )
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                        "a task named '{}' already exists in tenant '{}'",
+                        t.name.as_deref().unwrap_or(""),
+                        t.tenant_key
+                    )))
+                } else {
+                    anyhow::Error::new(e).context("replacing the task's payload")
+                }
+            })?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected revision {expected_revision})",
+                t.task_id
+            )
+        })
+    }
+
+    fn set_trigger(&mut self, task_id: &str, revision: i64, t: &Trigger) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET trigger_at = $1, trigger_actor = $2, trigger_reason = $3
+                 WHERE task_id = $4 AND state = 'active' AND revision = $5
+                   AND trigger_at IS NULL",
+                &[&t.at, &t.actor, &t.reason, &task_id, &revision],
+            )
+            .context("recording the trigger")?;
+        expect_one(changed, || {
+            format!("task {task_id} changed meanwhile or already has a run triggered")
+        })
+    }
+
+    fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT trigger_at, trigger_actor, trigger_reason FROM tasks
+                 WHERE task_id = $1 AND trigger_at IS NOT NULL",
+                &[&task_id],
+            )
+            .context("reading the task's trigger")?;
+        row.map(|r| {
+            Ok(Trigger {
+                at: col(&r, 0)?,
+                actor: col::<Option<String>>(&r, 1)?.unwrap_or_default(),
+                reason: col(&r, 2)?,
+            })
+        })
+        .transpose()
+    }
+
+    fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
+                 WHERE task_id = $1 AND trigger_at = $2",
+                &[&task_id, &at],
+            )
+            .context("consuming the trigger")?;
+        expect_one(changed, || {
+            format!("the trigger of task {task_id} was claimed by another tick")
+        })
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .tx
@@ -294,7 +400,8 @@ impl TaskTx for PgTx<'_, '_> {
                 "UPDATE tasks
                  SET state = 'error', state_reason = $1, next_run_at = NULL, next_retry_at = NULL,
                      retry_run_id = NULL, state_changed_at = $2, updated_at = $2, revision = revision + 1,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
                  WHERE task_id = $3 AND state NOT IN ('error', 'deleted')",
                 &[&problem, &now, &task_id],
             )

@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::{expect_one, SqliteTx};
-use crate::model::Draft;
+use crate::model::{Draft, Replaces};
 use crate::store::DraftTx;
 
 impl DraftTx for SqliteTx<'_> {
@@ -12,8 +12,8 @@ impl DraftTx for SqliteTx<'_> {
         self.conn
             .prepare_cached(
                 "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by,
-                                     created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                     created_at, expires_at, replaces_task_id, replaces_revision)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![
                 d.draft_id,
@@ -22,7 +22,9 @@ impl DraftTx for SqliteTx<'_> {
                 d.payload_hash,
                 d.created_by,
                 d.created_at,
-                d.expires_at
+                d.expires_at,
+                d.replaces.as_ref().map(|r| &r.task_id),
+                d.replaces.as_ref().map(|r| r.revision),
             ])
             .context("saving the draft")?;
         Ok(())
@@ -32,7 +34,7 @@ impl DraftTx for SqliteTx<'_> {
         self.conn
             .prepare_cached(
                 "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at,
-                        expires_at
+                        expires_at, replaces_task_id, replaces_revision
                  FROM drafts WHERE draft_id = ?1",
             )?
             .query_row([draft_id], |row| {
@@ -44,6 +46,10 @@ impl DraftTx for SqliteTx<'_> {
                     created_by: row.get(4)?,
                     created_at: row.get(5)?,
                     expires_at: row.get(6)?,
+                    replaces: match (row.get(7)?, row.get(8)?) {
+                        (Some(task_id), Some(revision)) => Some(Replaces { task_id, revision }),
+                        _ => None,
+                    },
                 })
             })
             .optional()

@@ -52,6 +52,12 @@ impl QueueTx for SqliteTx<'_> {
                      WHERE state = 'active' AND tenant_key = ?1 AND next_retry_at IS NOT NULL
                        AND next_retry_at <= ?2
                      ORDER BY next_retry_at LIMIT 1)
+                 UNION ALL
+                 SELECT * FROM (
+                     SELECT task_id, trigger_at, 0 FROM tasks INDEXED BY tasks_trigger_due
+                     WHERE state = 'active' AND tenant_key = ?1 AND trigger_at IS NOT NULL
+                       AND trigger_at <= ?2
+                     ORDER BY trigger_at LIMIT 1)
                  ORDER BY 2 LIMIT 1",
             )?
             .query_row(params![tenant_key, now], due_row)

@@ -4,14 +4,15 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{expect_one, SqliteTx};
-use crate::model::{DeliveryState, Run, RunStatus};
+use crate::model::{DeliveryState, Run, RunStatus, RunTrigger};
 use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 
 pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
     r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
-    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1)";
+    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
+    r.trigger";
 
 pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
     let status: String = row.get(7)?;
@@ -48,6 +49,16 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
         queued_seconds: row.get(21)?,
         stderr_tail: row.get(22)?,
         delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
+        trigger: {
+            let text: String = row.get(24)?;
+            RunTrigger::parse(&text).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    24,
+                    rusqlite::types::Type::Text,
+                    format!("unknown run trigger '{text}'").into(),
+                )
+            })?
+        },
     })
 }
 
@@ -58,9 +69,9 @@ impl RunTx for SqliteTx<'_> {
                 "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
                     attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
                     lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline, queued_seconds)
+                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22)",
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
             )?
             .execute(params![
                 r.run_id,
@@ -84,7 +95,8 @@ impl RunTx for SqliteTx<'_> {
                 r.wait_kind,
                 r.wait_id,
                 r.wait_deadline,
-                r.queued_seconds
+                r.queued_seconds,
+                r.trigger.as_str()
             ])
             .context("recording the run")?;
         Ok(())

@@ -206,6 +206,20 @@ const MIGRATIONS: &[&str] = &[
     -- 4: the end of the executor's stderr (at most 2000 characters), so that
     -- a failed run says why in `show`, `runs` and `explain`.
     ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
+"#,
+    // 5: day-2 operations (SPEC section 13). A replacing draft names the
+    // task and the revision it was drafted against; a task holds at most one
+    // pending manual trigger; a run says what made it due.
+    r#"
+    ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT;
+    ALTER TABLE drafts ADD COLUMN replaces_revision INTEGER;
+    ALTER TABLE tasks ADD COLUMN trigger_at INTEGER;
+    ALTER TABLE tasks ADD COLUMN trigger_reason TEXT;
+    ALTER TABLE tasks ADD COLUMN trigger_actor TEXT;
+    CREATE INDEX tasks_trigger_due ON tasks (tenant_key, trigger_at)
+        WHERE state = 'active' AND trigger_at IS NOT NULL;
+    ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
+        CHECK (trigger IN ('schedule', 'retry', 'manual'));
     "#,
 ];
 

@@ -7,7 +7,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use super::{expect_one, SqliteTx};
 use crate::model::Task;
 use crate::store::tasks::RawTask;
-use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx};
+use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 
 pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
@@ -186,7 +186,9 @@ impl TaskTx for SqliteTx<'_> {
                      next_retry_at = CASE WHEN ?1 = 'active' THEN next_retry_at END,
                      retry_run_id = CASE WHEN ?1 = 'active' THEN retry_run_id END,
                      -- what a tick saw queued no longer holds once people step in
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     -- nor a manual trigger: it was for the task as it was
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
                  WHERE task_id = ?5 AND state = ?6 AND revision = ?7",
             )?
             .execute(params![
@@ -217,6 +219,10 @@ impl TaskTx for SqliteTx<'_> {
              SELECT task_id, next_retry_at, 1 FROM tasks
              WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= ?1
                AND (?2 IS NULL OR tenant_key = ?2)
+             UNION ALL
+             SELECT task_id, trigger_at, 0 FROM tasks
+             WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= ?1
+               AND (?2 IS NULL OR tenant_key = ?2)
              ORDER BY 2, 1 LIMIT ?3",
         )?;
         let mut due = stmt
@@ -241,7 +247,7 @@ impl TaskTx for SqliteTx<'_> {
             .prepare_cached(
                 "SELECT count(*) FROM tasks
                  WHERE state = 'active' AND (?2 IS NULL OR tenant_key = ?2)
-                   AND (next_run_at <= ?1 OR next_retry_at <= ?1)",
+                   AND (next_run_at <= ?1 OR next_retry_at <= ?1 OR trigger_at <= ?1)",
             )?
             .query_row(params![now, tenant], |row| row.get(0))
             .context("counting due tasks")
@@ -284,6 +290,106 @@ impl TaskTx for SqliteTx<'_> {
         })
     }
 
+    fn replace_task(&mut self, t: &Task, expected_revision: i64, now: i64) -> Result<()> {
+        let r = RawTask::encode(t);
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks
+                 SET name = ?1, target = ?2, instruction = ?3, schedule = ?4, timezone = ?5,
+                     policy = ?6, grace_seconds = ?7, max_retries = ?8,
+                     retry_backoff_seconds = ?9, payload = ?10, payload_hash = ?11,
+                     next_run_at = ?12, updated_at = ?13, revision = revision + 1,
+                     next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                 WHERE task_id = ?14 AND revision = ?15 AND state IN ('active', 'paused')
+                   AND tenant_key = ?16 AND owner_keys = ?17",
+            )?
+            .execute(params![
+                r.name,
+                r.target,
+                r.instruction,
+                r.schedule,
+                r.timezone,
+                r.policy,
+                r.grace_seconds,
+                r.max_retries,
+                r.retry_backoff_seconds,
+                r.payload,
+                r.payload_hash,
+                r.next_run_at,
+                now,
+                r.task_id,
+                expected_revision,
+                r.tenant_key,
+                r.owner_keys,
+            ])
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                        "a task named '{}' already exists in tenant '{}'",
+                        t.name.as_deref().unwrap_or(""),
+                        t.tenant_key
+                    )))
+                }
+                other => anyhow::Error::new(other).context("replacing the task's payload"),
+            })?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected revision {expected_revision})",
+                t.task_id
+            )
+        })
+    }
+
+    fn set_trigger(&mut self, task_id: &str, revision: i64, t: &Trigger) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks SET trigger_at = ?1, trigger_actor = ?2, trigger_reason = ?3
+                 WHERE task_id = ?4 AND state = 'active' AND revision = ?5
+                   AND trigger_at IS NULL",
+            )?
+            .execute(params![t.at, t.actor, t.reason, task_id, revision])
+            .context("recording the trigger")?;
+        expect_one(changed, || {
+            format!("task {task_id} changed meanwhile or already has a run triggered")
+        })
+    }
+
+    fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
+        self.conn
+            .prepare_cached(
+                "SELECT trigger_at, trigger_actor, trigger_reason FROM tasks
+                 WHERE task_id = ?1 AND trigger_at IS NOT NULL",
+            )?
+            .query_row([task_id], |row| {
+                Ok(Trigger {
+                    at: row.get(0)?,
+                    actor: row.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    reason: row.get(2)?,
+                })
+            })
+            .optional()
+            .context("reading the task's trigger")
+    }
+
+    fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
+                 WHERE task_id = ?1 AND trigger_at = ?2",
+            )?
+            .execute(params![task_id, at])
+            .context("consuming the trigger")?;
+        expect_one(changed, || {
+            format!("the trigger of task {task_id} was claimed by another tick")
+        })
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .conn
@@ -291,6 +397,7 @@ impl TaskTx for SqliteTx<'_> {
                 "UPDATE tasks
                  SET state = 'error', state_reason = ?1, next_run_at = NULL, next_retry_at = NULL,
                      retry_run_id = NULL, queued_for = NULL, queued_since = NULL, queued_next = NULL, state_changed_at = ?2, updated_at = ?2,
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL,
                      revision = revision + 1
                  WHERE task_id = ?3 AND state NOT IN ('error', 'deleted')",
             )?

@@ -1,0 +1,140 @@
+//! What `draft --replace` shows: each field of the confirmed payload that
+//! the draft changes (old → new), the next runs before and after, both
+//! hashes and the confirm line (SPEC section 13).
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::model::{Draft, Task};
+use crate::output::json::time;
+use crate::output::{escape, relative, wall_time};
+use crate::payload::Payload;
+use crate::schedule::{self, Occurrence};
+
+/// One payload field that differs, as JSON values.
+struct Change {
+    field: String,
+    old: Value,
+    new: Value,
+}
+
+/// The payload fields that differ, in the payload's (sorted) key order. The
+/// zone a schedule is read in is part of how it reads, so the schedule is
+/// compared in words as well as by value.
+fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
+    let (Value::Object(a), Value::Object(b)) = (old.to_value(), new.to_value()) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|(key, old_value)| {
+            let new_value = b.get(key).cloned().unwrap_or(Value::Null);
+            (old_value != &new_value).then(|| Change {
+                field: key.clone(),
+                old: old_value.clone(),
+                new: new_value,
+            })
+        })
+        .chain(
+            // Keys only the new payload has (an end condition added).
+            b.iter()
+                .filter(|(key, _)| !a.contains_key(*key))
+                .map(|(key, v)| Change {
+                    field: key.clone(),
+                    old: Value::Null,
+                    new: v.clone(),
+                }),
+        )
+        .collect()
+}
+
+/// A field's value as a person reads it.
+fn in_words(field: &str, payload: &Payload, value: &Value) -> String {
+    match (field, value) {
+        ("schedule", _) => format!(
+            "{} ({})",
+            payload.schedule.describe(payload.timezone),
+            payload.timezone.name()
+        ),
+        (_, Value::Null) => "-".into(),
+        (_, Value::String(s)) => escape(s),
+        (f, Value::Number(n)) if f.ends_with("_seconds") => format!("{n} s"),
+        (_, other) => escape(&other.to_string()),
+    }
+}
+
+pub fn print(
+    ctx: &Ctx,
+    draft: &Draft,
+    task: &Task,
+    payload: &Payload,
+    upcoming: &[Occurrence],
+) -> Result<()> {
+    let old = Payload::of_task(task);
+    let now = ctx.out.now();
+    let old_upcoming = schedule::upcoming(&old.schedule, old.timezone, now, 3);
+    let diff = changes(&old, payload);
+    let confirm = super::draft::confirm_line(ctx, draft);
+    if ctx.out.json {
+        let runs = |occ: &[Occurrence]| occ.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>();
+        return ctx.out.document(&json!({
+            "draft_id": draft.draft_id,
+            "expires_at": time(Some(draft.expires_at)),
+            "payload": draft.payload,
+            "payload_hash": draft.payload_hash,
+            "schedule": payload.schedule.to_json(),
+            "summary": payload.schedule.describe(payload.timezone),
+            "next_runs": runs(upcoming),
+            "replaces": {
+                "task_id": task.task_id,
+                "name": task.name,
+                "revision": task.revision,
+                "payload_hash": task.payload_hash,
+                "summary": old.schedule.describe(old.timezone),
+                "next_runs": runs(&old_upcoming),
+            },
+            "diff": diff.iter().map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
+                .collect::<Vec<_>>(),
+            "confirm_command": confirm,
+        }));
+    }
+    let mut text = format!(
+        "Draft {} — replaces task {} ({}) at revision {} — expires {} ({})\n\nChanges:\n",
+        draft.draft_id,
+        escape(&task.label()),
+        task.task_id,
+        task.revision,
+        wall_time(draft.expires_at, payload.timezone),
+        relative(draft.expires_at, now)
+    );
+    for c in &diff {
+        text.push_str(&format!(
+            "  {:<22} {} → {}\n",
+            c.field,
+            in_words(&c.field, &old, &c.old),
+            in_words(&c.field, payload, &c.new)
+        ));
+    }
+    let runs = |title: &str, occ: &[Occurrence], p: &Payload| {
+        let mut block = format!("\n{title}:\n");
+        for o in occ {
+            let last = if schedule::is_last(&p.schedule, p.timezone, o.at) {
+                "  (the last)"
+            } else {
+                ""
+            };
+            block.push_str(&format!(
+                "  {}  ({}){last}\n",
+                wall_time(o.at, p.timezone),
+                relative(o.at, now)
+            ));
+        }
+        block
+    };
+    text.push_str(&runs("Next runs now", &old_upcoming, &old));
+    text.push_str(&runs("Next runs after", upcoming, payload));
+    text.push_str(&format!("\nOld payload hash: {}\n", task.payload_hash));
+    text.push_str(&format!("New payload hash: {}\n", draft.payload_hash));
+    text.push_str(&format!("\nTo confirm, run:\n  {confirm}"));
+    ctx.out.line(&text)
+}

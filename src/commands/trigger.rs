@@ -1,0 +1,107 @@
+//! `agentcron trigger`: one extra run of a confirmed task, due now (SPEC
+//! section 13). It is a pending request on the task that the next tick
+//! claims under the same rules as an occurrence; the schedule does not move.
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::commands::resolve::{owned_task, Caller};
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::model::{Event, TaskState};
+use crate::output::json::time;
+use crate::output::{escape, wall_time};
+use crate::store::Trigger;
+
+/// Run a task once more, now: the next tick claims it
+///
+/// The run is decided like an occurrence at the trigger's time: it is
+/// `skipped_overlap` while an earlier run of the task is still active, `missed`
+/// when no tick claims it within the task's grace, and it runs at most once
+/// however many ticks overlap. Its run shows `"trigger":"manual"`; who triggered
+/// it and why are in the audit trail. The task's schedule does not move. Only an
+/// active task can be triggered (a paused one is refused with exit 5), and only
+/// one trigger may be pending at a time.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    /// Task id, unique id prefix (4+ characters), or name
+    pub task: String,
+
+    /// Why, kept in the audit trail
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
+    if let Some(reason) = &args.reason {
+        super::check_text("--reason", reason)?;
+    }
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let actor = ctx.actor().to_string();
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let trigger = Trigger {
+        at: now,
+        actor: actor.clone(),
+        reason: args.reason.clone(),
+    };
+    let task = ctx.store()?.write(|tx| {
+        let task = owned_task(tx, &caller, &args.task)?;
+        if task.state != TaskState::Active {
+            return fail(
+                CmdError::conflict(format!(
+                    "task {} is {}; only an active task can be triggered",
+                    escape(&task.label()),
+                    task.state
+                ))
+                .with_hint(if task.state == TaskState::Paused {
+                    "resume it first with `agentcron resume`"
+                } else {
+                    "draft a new task instead"
+                }),
+            );
+        }
+        if let Some(pending) = tx.pending_trigger(&task.task_id)? {
+            return fail(
+                CmdError::conflict(format!(
+                    "task {} already has a run triggered at {} by {}",
+                    escape(&task.label()),
+                    crate::schedule::format_utc(pending.at),
+                    escape(&pending.actor)
+                ))
+                .with_hint("`agentcron tick` runs it; trigger again after it ran"),
+            );
+        }
+        tx.set_trigger(&task.task_id, task.revision, &trigger)?;
+        tx.append_event(&Event {
+            at: now,
+            tenant_key: task.tenant_key.clone(),
+            actor: actor.clone(),
+            action: "trigger".into(),
+            task_id: Some(task.task_id.clone()),
+            run_id: None,
+            detail: json!({"trigger_at": time(Some(now)), "reason": args.reason}),
+        })?;
+        Ok(task)
+    })?;
+    if ctx.out.json {
+        return ctx.out.document(&json!({
+            "task_id": task.task_id,
+            "name": task.name,
+            "trigger_at": time(Some(now)),
+            "reason": args.reason,
+            "actor": actor,
+            "next_run_at": time(task.next_run_at),
+        }));
+    }
+    ctx.out.line(&format!(
+        "Triggered task {} ({}): one extra run due {}; the next `agentcron tick` claims it. \
+         The schedule is unchanged.",
+        task.task_id,
+        escape(&task.label()),
+        wall_time(now, task.timezone)
+    ))
+}

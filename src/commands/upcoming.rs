@@ -1,0 +1,123 @@
+//! `agentcron upcoming`: the tenant's coming occurrences across tasks, in
+//! time order, with each task's last run (SPEC section 13), the way
+//! `systemctl list-timers` shows timers.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::model::{short_id, Run, Task, TaskState};
+use crate::output::json::time;
+use crate::output::{escape, relative, wall_time};
+use crate::schedule;
+use crate::store::TaskFilter;
+
+/// Show coming occurrences of all your tasks, merged in time order
+///
+/// One row per occurrence: NEXT (in the task's zone), LEFT (how long until it),
+/// LAST (when the task's latest run was due) and RESULT (its status), and TASK.
+/// Only active tasks have occurrences; a pending retry is not listed.
+#[derive(Debug, Args)]
+pub struct UpcomingArgs {
+    /// Only occurrences within DUR from now
+    #[arg(long, value_name = "DUR", default_value = "1d")]
+    pub within: String,
+
+    /// At most N rows
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub limit: u32,
+}
+
+pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
+    let within = schedule::parse_duration(&args.within)
+        .map_err(|e| CmdError::usage(format!("--within: {}", e.message)))?;
+    if within <= 0 {
+        return fail(CmdError::usage("--within must be positive"));
+    }
+    let (owner_keys, tenant, now) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.now);
+    let filter = TaskFilter {
+        tenant_key: &tenant,
+        owner_keys: &owner_keys,
+        include_deleted: false,
+        state: Some(TaskState::Active),
+    };
+    let (tasks, last_runs) = ctx.store()?.read(|tx| {
+        let tasks: Vec<Task> = tx.list_tasks(&filter)?.into_iter().flatten().collect();
+        let mut last_runs = HashMap::new();
+        for task in &tasks {
+            if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
+                last_runs.insert(task.task_id.clone(), run);
+            }
+        }
+        Ok((tasks, last_runs))
+    })?;
+    let limit = args.limit as usize;
+    let end = now.saturating_add(within);
+    // Each task's occurrences from its next run on, merged; at most `limit`
+    // per task are ever needed.
+    let mut rows: Vec<(i64, &Task)> = Vec::new();
+    for task in &tasks {
+        let Some(first) = task.next_run_at else {
+            continue;
+        };
+        let mut at = first;
+        let mut taken = 0;
+        while at <= end && taken < limit {
+            rows.push((at, task));
+            taken += 1;
+            match schedule::next_after(&task.schedule, task.timezone, at) {
+                Some(next) => at = next.at,
+                None => break,
+            }
+        }
+    }
+    rows.sort_by(|a, b| (a.0, &a.1.task_id).cmp(&(b.0, &b.1.task_id)));
+    rows.truncate(limit);
+    if ctx.out.json {
+        return ctx.out.document(&json!(rows
+            .iter()
+            .map(|(at, task)| {
+                let last = last_runs.get(&task.task_id);
+                json!({
+                    "at": time(Some(*at)),
+                    "local": schedule::format_local(*at, task.timezone),
+                    "left_seconds": at - now,
+                    "task_id": task.task_id,
+                    "name": task.name,
+                    "last_run_id": last.map(|r| r.run_id.clone()),
+                    "last_scheduled_for": time(last.map(|r| r.scheduled_for)),
+                    "last_status": last.map(|r| r.status.as_str()),
+                })
+            })
+            .collect::<Vec<_>>()));
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let shown_now = ctx.out.now();
+    let table = rows
+        .iter()
+        .map(|(at, task)| {
+            let last: Option<&Run> = last_runs.get(&task.task_id);
+            vec![
+                wall_time(*at, task.timezone),
+                relative(*at, shown_now),
+                last.map(|r| wall_time(r.scheduled_for, task.timezone))
+                    .unwrap_or_else(|| "-".into()),
+                last.map(|r| r.status.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                match &task.name {
+                    Some(name) => escape(name),
+                    None => short_id(&task.task_id).to_string(),
+                },
+            ]
+        })
+        .collect();
+    ctx.out
+        .table(&["next", "left", "last", "result", "task"], table)
+}
