@@ -128,7 +128,9 @@ pub fn plan(
         // An extra run a person asked for: decided like an occurrence at
         // the trigger's time, its grace counted from it; the schedule's own
         // clock does not move.
-        plan.runs.push(triggered(task, slot, blocking, s));
+        let seen_in_time = queued.is_some_and(|m| m.due_at == slot.trigger.at);
+        plan.runs
+            .push(triggered(task, slot, blocking, seen_in_time, s));
         plan.consumed_trigger = Some(slot.trigger.at);
     } else if trigger.is_none() || task.next_retry_at.is_some_and(|at| at <= now) {
         // A retry whose failed run is gone (pruned): drop the retry.
@@ -143,10 +145,16 @@ pub fn plan(
 }
 
 /// The run of a manual trigger.
-fn triggered(task: &Task, slot: &TriggerSlot, blocking: Option<&Run>, s: ClaimSettings) -> Run {
+fn triggered(
+    task: &Task,
+    slot: &TriggerSlot,
+    blocking: Option<&Run>,
+    seen_in_time: bool,
+    s: ClaimSettings,
+) -> Run {
     let at = slot.trigger.at;
     let late_by = s.now - at;
-    let mut run = if late_by > task.grace_seconds {
+    let mut run = if late_by > task.grace_seconds && !seen_in_time {
         new_run(
             task,
             slot.scheduled_for,

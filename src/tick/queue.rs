@@ -125,9 +125,13 @@ pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
                 (latest, next)
             }
             // A due retry is superseded by the task's next occurrence.
-            None => match task.next_retry_at {
+            None => match task.next_retry_at.filter(|at| *at <= now) {
                 Some(retry_at) => (retry_at, task.next_run_at),
-                None => continue,
+                // A manual trigger is never superseded: it runs once.
+                None => match tx.pending_trigger(&task.task_id)? {
+                    Some(trigger) if trigger.at <= now => (trigger.at, None),
+                    _ => continue,
+                },
             },
         };
         if now - due_at > task.grace_seconds {

@@ -323,3 +323,26 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
     assert!(peak <= 3, "{peak} executors alive at once");
     assert!(statuses(&rig, &[]).iter().all(|s| s == "succeeded"));
 }
+
+#[test]
+fn a_triggered_run_waiting_for_a_slot_keeps_its_place_past_grace() {
+    let rig = Rig::new();
+    for name in ["a", "b"] {
+        rig.env
+            .task(&["--instruction", "x", "--every", "1d", "--name", name]);
+    }
+    rig.env.set_now(T0 + 600);
+    rig.env.run(&["trigger", "a"]).ok();
+    rig.env.run(&["trigger", "b"]).ok();
+    let out = rig.tick(&["--max-runs", "1", "--jobs", "1"]).ok();
+    assert!(out.stdout.contains("1 due run(s) queued"), "{}", out.stdout);
+    // Two minutes later, past the 60 s grace: the queued trigger still runs.
+    rig.env.set_now(T0 + 720);
+    rig.tick(&[]).ok();
+    for name in ["a", "b"] {
+        let runs = rig.runs(name);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0]["status"], "succeeded", "{}", runs[0]);
+        assert_eq!(runs[0]["trigger"], "manual");
+    }
+}

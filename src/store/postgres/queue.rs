@@ -83,6 +83,13 @@ impl QueueTx for PgTx<'_, '_> {
                    AND NOT coalesce(next_run_at <= $1, false)
                    AND ($2::text IS NULL OR tenant_key = $2)
                    AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, trigger_at, false FROM tasks
+                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND NOT coalesce(next_retry_at <= $1, false)
+                   AND ($2::text IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
                  ORDER BY 2 LIMIT $3",
                 &[&now, &tenant, &i64::from(limit)],
             )

@@ -75,6 +75,12 @@ impl QueueTx for SqliteTx<'_> {
              WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= ?1
                AND NOT coalesce(next_run_at <= ?1, 0) AND (?2 IS NULL OR tenant_key = ?2)
                AND (queued_for IS NULL OR queued_next <= ?1)
+             UNION ALL
+             SELECT task_id, trigger_at, 0 FROM tasks
+             WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= ?1
+               AND NOT coalesce(next_run_at <= ?1, 0) AND NOT coalesce(next_retry_at <= ?1, 0)
+               AND (?2 IS NULL OR tenant_key = ?2)
+               AND (queued_for IS NULL OR queued_next <= ?1)
              ORDER BY 2 LIMIT ?3",
         )?;
         let due = stmt
