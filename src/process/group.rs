@@ -77,14 +77,14 @@ pub(super) fn fd_limit() -> libc::c_int {
     libc::c_int::try_from(limit.rlim_cur.min(CEILING)).unwrap_or(1024)
 }
 
-/// Marks every descriptor from 3 up close-on-exec. Runs in the forked child
-/// between fork and exec, so it must stay async-signal-safe: raw syscalls only,
-/// no allocation.
+/// Marks every descriptor from 3 up close-on-exec, in the parent just before
+/// each child is spawned (raw syscalls only, so it would also be safe
+/// between fork and exec).
 ///
 /// Rust and SQLite open their own descriptors with O_CLOEXEC, but descriptors
 /// *inherited* by agentcron (from cron, a shell, a test harness) are not, and
 /// would otherwise pass straight through to the executor. Setting the flag rather
-/// than closing keeps std's own exec-error pipe working.
+/// than closing keeps every descriptor this process uses working.
 pub(super) fn cloexec_from_3(fallback_limit: libc::c_int) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
