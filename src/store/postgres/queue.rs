@@ -10,7 +10,8 @@ use crate::store::DueTask;
 /// against `--max-running`, across every host of the database.
 const RUNNING_LIMIT_LOCK: i64 = 0x6167_6e74_6372_6e01;
 
-fn due_rows(rows: &[postgres::Row]) -> Result<Vec<DueTask>> {
+/// (task_id, due instant, is_retry) rows as `DueTask`s.
+pub(super) fn due_rows(rows: &[postgres::Row]) -> Result<Vec<DueTask>> {
     rows.iter()
         .map(|r| {
             Ok(DueTask {

@@ -7,7 +7,8 @@ use super::{expect_one, SqliteTx};
 use crate::store::queue::{QueueMark, QueueStats, QueueTx};
 use crate::store::DueTask;
 
-fn due_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DueTask> {
+/// A (task_id, due instant, is_retry) row as a `DueTask`.
+pub(super) fn due_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DueTask> {
     Ok(DueTask {
         task_id: row.get(0)?,
         due_at: row.get(1)?,

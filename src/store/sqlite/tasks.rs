@@ -226,13 +226,7 @@ impl TaskTx for SqliteTx<'_> {
              ORDER BY 2, 1 LIMIT ?3",
         )?;
         let mut due = stmt
-            .query_map(params![now, tenant, limit], |row| {
-                Ok(DueTask {
-                    task_id: row.get(0)?,
-                    due_at: row.get(1)?,
-                    is_retry: row.get(2)?,
-                })
-            })?
+            .query_map(params![now, tenant, limit], super::queue::due_row)?
             .collect::<Result<Vec<_>, _>>()
             .context("finding due tasks")?;
         // A task with both its occurrence and a retry due is listed once, at
