@@ -242,8 +242,6 @@ pub fn run(
             keeper = opener.open().ok();
         }
     }
-    #[cfg(feature = "test-hooks")]
-    crate::hooks::at("after_claim");
     lane.join();
     workers.join();
     // What the workers and the lane said while the loop was ending: the
@@ -377,6 +375,9 @@ impl Scheduler<'_> {
             let max_running = self.options.max_running;
             let batch = store
                 .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))?;
+            // Claimed and committed; no executor started yet.
+            #[cfg(feature = "test-hooks")]
+            crate::hooks::at("after_claim");
             for claimed in batch.claimed {
                 match claimed {
                     claim::Claimed::Quarantined { task_id, problem } => {
