@@ -96,7 +96,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             (
                 "queue",
                 format!(
-                    "{} queued{}; {} running of {} (every tenant)",
+                    "{} queued{}; {} running in every tenant, {}",
                     queue.queued,
                     oldest_wait
                         .map(|w| format!(
@@ -106,8 +106,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                         .unwrap_or_default(),
                     queue.running_all,
                     limit
-                        .map(|l| format!("at most {l}"))
-                        .unwrap_or_else(|| "no limit".into())
+                        .map(|l| format!("at most {l} (--max-running)"))
+                        .unwrap_or_else(|| "no --max-running limit".into())
                 ),
             ),
             (
