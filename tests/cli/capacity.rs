@@ -46,6 +46,15 @@ fn the_nine_oclock_burst_runs_every_task_though_the_ticks_lack_capacity() {
     for minute in 0..3 {
         rig.env.set_now(NINE + 5 + 60 * minute);
         rig.tick(&["--max-runs", "5", "--jobs", "1"]).ok();
+        if minute == 0 {
+            // `status` shows the queue the first tick left.
+            let status = rig.env.json(&["status"]);
+            assert_eq!(status["queue"]["queued"], 7, "{status}");
+            assert_eq!(status["queue"]["due_now"], 7, "{status}");
+            assert_eq!(status["queue"]["running"], 0, "{status}");
+            let text = rig.env.run(&["status"]).ok().stdout;
+            assert!(text.contains("7 queued, the oldest waiting"), "{text}");
+        }
     }
     let statuses = statuses(&rig, &[]);
     assert_eq!(statuses.len(), 12, "{statuses:?}");
