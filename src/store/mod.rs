@@ -77,11 +77,31 @@ pub trait Store {
         None
     }
 
+    /// Whether the next commits must be on disk before they return (the
+    /// default, `synchronous=FULL` on SQLite). Off only for bookkeeping that
+    /// is harmless to lose in a power cut (a tick's heartbeat): SQLite's WAL
+    /// then skips the fsync, and the next durable commit syncs those frames
+    /// with its own. Stores without the choice ignore it.
+    fn set_durable(&mut self, _durable: bool) -> Result<()> {
+        Ok(())
+    }
+
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
 }
 
 impl dyn Store + '_ {
+    /// One write transaction that need not reach the disk before it returns
+    /// (see `set_durable`); durability is restored afterwards either way.
+    pub fn write_relaxed<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
+        self.set_durable(false)?;
+        let out = self.write(f);
+        let restored = self.set_durable(true);
+        let out = out?;
+        restored?;
+        Ok(out)
+    }
+
     /// One write transaction returning a value.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
         let mut f = Some(f);

@@ -269,7 +269,7 @@ pub fn run(
     // For `metrics`. Only a number for monitoring: a failure to store it
     // must not turn a tick that did its work into a failed one.
     let seconds = format!("{:.3}", started.elapsed().as_secs_f64());
-    let _ = store.write(|tx| tx.set_meta("last_tick_seconds", &seconds));
+    let _ = store.write_relaxed(|tx| tx.set_meta("last_tick_seconds", &seconds));
     Ok(summary)
 }
 
@@ -582,7 +582,10 @@ fn record_tick(
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
 ) -> Result<bool> {
     let tenant = options.tenant.as_deref();
-    let (gap, notices_waiting) = store.write(|tx| {
+    // The heartbeat needs no fsync of its own: a power cut that loses it
+    // loses nothing that matters, and the tick's first durable commit (a
+    // claim, an outcome) syncs these frames too.
+    let (gap, notices_waiting) = store.write_relaxed(|tx| {
         let previous = tx.meta("last_tick_at")?.and_then(|v| v.parse::<i64>().ok());
         // A clock that went backwards must not move the record back.
         if previous.is_none_or(|p| now > p) {

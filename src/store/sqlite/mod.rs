@@ -100,6 +100,13 @@ impl Store for SqliteStore {
         None
     }
 
+    fn set_durable(&mut self, durable: bool) -> Result<()> {
+        let level = if durable { "FULL" } else { "NORMAL" };
+        self.conn
+            .execute_batch(&format!("PRAGMA synchronous = {level};"))
+            .context("setting the durability of commits")
+    }
+
     fn compact(&mut self) -> Result<()> {
         // VACUUM rewrites the file without the free pages; the checkpoint then
         // folds the rewritten pages back into it and truncates the WAL.
