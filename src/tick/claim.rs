@@ -1,7 +1,8 @@
-//! Step 5 of a tick: deciding a due occurrence or retry. `plan` is pure (the
-//! dry run prints it); `claim_next` applies it in one IMMEDIATE transaction
-//! together with the advance of the task's clock, so each occurrence is
-//! decided exactly once however many ticks race for it.
+//! Step 4 of a tick: deciding a due occurrence, retry or manual trigger.
+//! `plan` is pure (the dry run prints it); `claim_due` applies it in the
+//! claim's IMMEDIATE transaction together with the advance of the task's
+//! clock, so each occurrence is decided exactly once however many ticks
+//! race for it. Which task comes next is tick/queue.rs's question.
 
 use crate::output::human_duration;
 use anyhow::Result;

@@ -1,4 +1,4 @@
-//! Step 5–6 of a tick: the executor workers. At most `jobs` executors run
+//! Steps 4–6 of a tick: the executor workers. At most `jobs` executors run
 //! at once; the main loop (tick/mod.rs) claims a run only when a slot is
 //! free and hands it to an idle worker, which spawns the executor at once.
 //! The main loop renews every lease this tick holds every lease/3 in one
