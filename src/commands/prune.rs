@@ -7,6 +7,10 @@ use serde_json::json;
 use crate::commands::status::human_bytes;
 use crate::commands::tick::duration;
 use crate::context::Ctx;
+use crate::store::PruneCounts;
+
+/// Rows of each kind one prune transaction deletes at most.
+const BATCH: i64 = 10_000;
 
 /// Delete settled runs, delivered notices, audit events and expired drafts older than DUR
 ///
@@ -33,7 +37,21 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
     let store = ctx.store()?;
     let before = store.size_bytes();
     let counts = if apply {
-        store.write(|tx| tx.prune(cutoff, tenant.as_deref(), true))?
+        // Short transactions, one batch each: a tick waiting for the write
+        // lock waits for one batch, never for the whole prune.
+        let mut total = PruneCounts::default();
+        loop {
+            let batch = store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), BATCH))?;
+            let deleted = batch.runs + batch.events + batch.drafts;
+            total.runs += batch.runs;
+            total.notices += batch.notices;
+            total.reconciliations += batch.reconciliations;
+            total.events += batch.events;
+            total.drafts += batch.drafts;
+            if deleted == 0 {
+                break total;
+            }
+        }
     } else {
         store.read(|tx| tx.prune(cutoff, tenant.as_deref(), false))?
     };

@@ -56,6 +56,12 @@ pub trait MaintenanceTx {
     /// retry refers to, nor the draft and confirm/replace events of a task
     /// that is not deleted.
     fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts>;
+    /// Deletes at most `limit` of the prunable runs (with their notices and
+    /// reconciliations), `limit` events and `limit` drafts, returning what it
+    /// deleted: `prune` calls it in a loop of short transactions, so ticks
+    /// wait for the write lock for one batch at most, never for the whole.
+    fn prune_batch(&mut self, cutoff: i64, tenant: Option<&str>, limit: i64)
+        -> Result<PruneCounts>;
     /// Every broken invariant, in words; empty when the store is sound.
     fn violations(&mut self, now: i64) -> Result<Vec<String>>;
 }

@@ -270,6 +270,55 @@ impl MaintenanceTx for PgTx<'_, '_> {
         Ok(counts)
     }
 
+    fn prune_batch(
+        &mut self,
+        cutoff: i64,
+        tenant: Option<&str>,
+        limit: i64,
+    ) -> Result<PruneCounts> {
+        // The batch's runs are chosen once, so that notices, reconciliations
+        // and runs are deleted for exactly the same set.
+        let ids: Vec<String> = self
+            .tx
+            .query(
+                &format!("SELECT run_id FROM ({PRUNABLE_RUNS}) p LIMIT $3"),
+                &[&cutoff, &tenant, &limit],
+            )
+            .context("choosing runs to prune")?
+            .iter()
+            .map(|r| col(r, 0))
+            .collect::<Result<_>>()?;
+        let mut by_ids = |sql: &str| -> Result<i64> {
+            let n = self.tx.execute(sql, &[&ids]).context("pruning")?;
+            Ok(n as i64)
+        };
+        let notices = by_ids("DELETE FROM deliveries WHERE run_id = ANY($1)")?;
+        let reconciliations = by_ids("DELETE FROM reconciliations WHERE run_id = ANY($1)")?;
+        let runs = by_ids("DELETE FROM runs WHERE run_id = ANY($1)")?;
+        let mut limited = |sql: String| -> Result<i64> {
+            let n = self
+                .tx
+                .execute(&sql, &[&cutoff, &tenant, &limit])
+                .context("pruning")?;
+            Ok(n as i64)
+        };
+        let events = limited(format!(
+            "DELETE FROM events WHERE event_id IN (SELECT event_id FROM ({PRUNABLE_EVENTS}) p LIMIT $3)"
+        ))?;
+        let drafts = limited(
+            "DELETE FROM drafts WHERE draft_id IN (SELECT draft_id FROM drafts
+             WHERE expires_at < $1 AND ($2::text IS NULL OR tenant_key = $2) LIMIT $3)"
+                .into(),
+        )?;
+        Ok(PruneCounts {
+            runs,
+            notices,
+            reconciliations,
+            events,
+            drafts,
+        })
+    }
+
     fn violations(&mut self, now: i64) -> Result<Vec<String>> {
         let mut found = Vec::new();
         let checks: [(&str, Describe); 6] = [

@@ -140,6 +140,48 @@ impl MaintenanceTx for SqliteTx<'_> {
         Ok(counts)
     }
 
+    fn prune_batch(
+        &mut self,
+        cutoff: i64,
+        tenant: Option<&str>,
+        limit: i64,
+    ) -> Result<PruneCounts> {
+        let c = &self.conn;
+        let selected = |sql: &str| -> Result<i64> {
+            let n = c
+                .execute(sql, params![cutoff, tenant, limit])
+                .context("pruning")?;
+            Ok(n as i64)
+        };
+        let chosen = |sql: &str| -> Result<i64> {
+            let n = c.execute(sql, []).context("pruning")?;
+            Ok(n as i64)
+        };
+        c.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS prune_runs (run_id TEXT PRIMARY KEY); DELETE FROM prune_runs;",
+        )?;
+        selected(&format!("INSERT INTO prune_runs {PRUNABLE_RUNS} LIMIT ?3"))?;
+        // Children first: notices and reconciliations point at runs.
+        let counts = PruneCounts {
+            notices: chosen(
+                "DELETE FROM deliveries WHERE run_id IN (SELECT run_id FROM prune_runs)",
+            )?,
+            reconciliations: chosen(
+                "DELETE FROM reconciliations WHERE run_id IN (SELECT run_id FROM prune_runs)",
+            )?,
+            runs: chosen("DELETE FROM runs WHERE run_id IN (SELECT run_id FROM prune_runs)")?,
+            events: selected(&format!(
+                "DELETE FROM events WHERE event_id IN ({PRUNABLE_EVENTS} LIMIT ?3)"
+            ))?,
+            drafts: selected(
+                "DELETE FROM drafts WHERE draft_id IN (SELECT draft_id FROM drafts
+                 WHERE expires_at < ?1 AND (?2 IS NULL OR tenant_key = ?2) LIMIT ?3)",
+            )?,
+        };
+        chosen("DELETE FROM prune_runs")?;
+        Ok(counts)
+    }
+
     fn violations(&mut self, now: i64) -> Result<Vec<String>> {
         let integrity: String = self
             .conn
