@@ -423,10 +423,16 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
             );
         }
         let mut done = Vec::new();
+        let changes = actions.iter().filter(|a| a.kind != Kind::Unchanged).count();
         for a in actions.iter().filter(|a| a.kind != Kind::Unchanged) {
+            #[cfg(feature = "test-hooks")]
+            if done.len() == changes / 2 {
+                crate::hooks::at("apply_midway");
+            }
             let task_id = perform(tx, &caller, a, &file, &args.hash, &actor, now)?;
             done.push((a.name.clone(), a.kind, task_id, a.new_hash()));
         }
+        debug_assert_eq!(done.len(), changes);
         Ok(done)
     })?;
     if ctx.out.json {

@@ -305,3 +305,40 @@ fn tasks_the_caller_does_not_own_are_refused_with_4() {
         .fails(4);
     assert_eq!(env.run(&["export"]).ok().stdout, before);
 }
+
+/// `apply` aborted halfway through its transaction (as `kill -9` there
+/// would: `--features test-hooks`) leaves the store exactly as before.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    apply(&env, &file, &[]);
+    let mut text = TWO
+        .replace("09:00", "10:00")
+        .replace("[backup]", "[backup-2]");
+    for i in 0..20 {
+        text.push_str(&format!(
+            "\n[t{i}]\ninstruction = \"task {i}\"\ncron = \"{i} * * * *\"\n"
+        ));
+    }
+    let file = write(&env, &text);
+    let hash = plan(&env, &file, &["--prune"])["plan_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = env.run(&["export"]).ok().stdout;
+    env.set_env("AGENTCRON_TEST_HOOK", "apply_midway:abort");
+    let out = env.run(&["apply", &file, "--hash", &hash, "--prune"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    env.set_env("AGENTCRON_TEST_HOOK", "");
+    assert_eq!(env.run(&["export"]).ok().stdout, before);
+    // The same plan still applies, in full.
+    env.run(&["apply", &file, "--hash", &hash, "--prune"]).ok();
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 22);
+    assert!(env
+        .run(&["plan", &file, "--prune"])
+        .ok()
+        .stdout
+        .starts_with("no changes"));
+}
