@@ -16,6 +16,9 @@ _agentcron() {
             ",$1")
                 cmd="agentcron"
                 ;;
+            agentcron,apply)
+                cmd="agentcron__subcmd__apply"
+                ;;
             agentcron,approve)
                 cmd="agentcron__subcmd__approve"
                 ;;
@@ -70,6 +73,9 @@ _agentcron() {
             agentcron,pause)
                 cmd="agentcron__subcmd__pause"
                 ;;
+            agentcron,plan)
+                cmd="agentcron__subcmd__plan"
+                ;;
             agentcron,prune)
                 cmd="agentcron__subcmd__prune"
                 ;;
@@ -99,6 +105,9 @@ _agentcron() {
                 ;;
             agentcron,upcoming)
                 cmd="agentcron__subcmd__upcoming"
+                ;;
+            agentcron__subcmd__help,apply)
+                cmd="agentcron__subcmd__help__subcmd__apply"
                 ;;
             agentcron__subcmd__help,approve)
                 cmd="agentcron__subcmd__help__subcmd__approve"
@@ -154,6 +163,9 @@ _agentcron() {
             agentcron__subcmd__help,pause)
                 cmd="agentcron__subcmd__help__subcmd__pause"
                 ;;
+            agentcron__subcmd__help,plan)
+                cmd="agentcron__subcmd__help__subcmd__plan"
+                ;;
             agentcron__subcmd__help,prune)
                 cmd="agentcron__subcmd__help__subcmd__prune"
                 ;;
@@ -206,12 +218,46 @@ _agentcron() {
 
     case "${cmd}" in
         agentcron)
-            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
+            opts="-h -V --db --tenant --as --json --now --help --version draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__apply)
+            opts="-h -V --hash --prune --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -672,8 +718,22 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help)
-            opts="draft confirm list show pause resume delete trigger next upcoming runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
+            opts="draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -938,6 +998,20 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__help__subcmd__pause)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__help__subcmd__plan)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1378,6 +1452,36 @@ _agentcron() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tenant)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        agentcron__subcmd__plan)
+            opts="-h -V --prune --detailed-exitcode --db --tenant --as --json --now --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

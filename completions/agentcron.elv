@@ -37,6 +37,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
             cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
+            cand plan 'Show what applying a TOML file of tasks would change, and its plan hash'
+            cand apply 'Perform a plan: every change in one transaction, or nothing'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -191,6 +193,32 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --tenant 'The tenant every command acts in [default: default]'
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
             cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;plan'= {
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --prune 'Also delete tasks an earlier apply of a file of this name created and the file no longer has'
+            cand --detailed-exitcode 'Exit 0 when there are no changes, 2 when there are, 1 on an error'
+            cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'agentcron;apply'= {
+            cand --hash 'The plan hash printed by `agentcron plan`'
+            cand --db 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]'
+            cand --tenant 'The tenant every command acts in [default: default]'
+            cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
+            cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
+            cand --prune 'Give it when the plan was made with --prune'
             cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -453,6 +481,8 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand trigger 'Run a task once more, now: the next tick claims it'
             cand next 'Show the next occurrences of a task in its zone, DST-shifted ones marked'
             cand upcoming 'Show coming occurrences of all your tasks, merged in time order'
+            cand plan 'Show what applying a TOML file of tasks would change, and its plan hash'
+            cand apply 'Perform a plan: every change in one transaction, or nothing'
             cand runs 'Show run history, newest first'
             cand log 'Show the audit trail: who changed what, when, newest first'
             cand explain 'Explain why the occurrence at or before TIME did or did not run'
@@ -491,6 +521,10 @@ set edit:completion:arg-completer[agentcron] = {|@words|
         &'agentcron;help;next'= {
         }
         &'agentcron;help;upcoming'= {
+        }
+        &'agentcron;help;plan'= {
+        }
+        &'agentcron;help;apply'= {
         }
         &'agentcron;help;runs'= {
         }

@@ -95,6 +95,8 @@ pub enum Command {
     Trigger(commands::trigger::TriggerArgs),
     Next(commands::next::NextArgs),
     Upcoming(commands::upcoming::UpcomingArgs),
+    Plan(commands::plan::PlanArgs),
+    Apply(commands::plan::ApplyArgs),
     Runs(commands::runs::RunsArgs),
     Log(commands::log::LogArgs),
     Explain(commands::explain::ExplainArgs),

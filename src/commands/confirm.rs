@@ -98,7 +98,7 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             ));
         }
         if let Some(replaces) = &draft.replaces {
-            let old = replace(tx, &caller, &draft, replaces, &payload, now)?;
+            let old = replace(tx, &caller, &draft.payload_hash, replaces, &payload, now)?;
             tx.consume_draft(&draft.draft_id)?;
             let task = tx
                 .task(&old.task_id)?
@@ -171,10 +171,10 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
 /// Swaps the task's payload for the draft's, after checking that the caller
 /// still owns the task and that it has not moved since the draft was made
 /// (SPEC section 13). Returns the task as it was.
-fn replace(
+pub(super) fn replace(
     tx: &mut dyn crate::store::Tx,
     caller: &Caller<'_>,
-    draft: &crate::model::Draft,
+    payload_hash: &str,
     replaces: &crate::model::Replaces,
     payload: &Payload,
     now: i64,
@@ -246,7 +246,7 @@ fn replace(
     };
     let mut new = payload.new_task(
         old.task_id.clone(),
-        draft.payload_hash.clone(),
+        payload_hash.to_string(),
         next_run_at.unwrap_or(0),
         now,
     );

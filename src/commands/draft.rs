@@ -144,112 +144,7 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         None => None,
     };
     let old = replacing.as_ref().map(Payload::of_task);
-    let zone = match (&args.tz, &old) {
-        (Some(name), _) => schedule::parse_zone(name).map_err(CmdError::from)?,
-        (None, Some(old)) => old.timezone,
-        (None, None) => ctx.default_zone,
-    };
-    let schedule = match (schedule_from(&args, zone, ctx.now)?, &old) {
-        (Some(schedule), Some(old)) => {
-            keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
-        }
-        (Some(schedule), None) => schedule,
-        (None, Some(old)) => old.schedule.clone(),
-        (None, None) => {
-            return fail(
-                CmdError::usage("a schedule is required")
-                    .with_hint("use one of --at, --in, --every, --daily or --cron"),
-            )
-        }
-    };
-    let schedule = with_spread(&args, schedule, zone, ctx.now)?;
-    let schedule = with_end(&args, schedule, zone, ctx.now)?;
-    let upcoming = schedule::upcoming(&schedule, zone, ctx.now, 3);
-    if upcoming.is_empty() {
-        return fail(
-            CmdError::usage(format!(
-                "the schedule {} has no occurrence after now",
-                schedule.describe(zone)
-            ))
-            .with_hint("pick a time in the future"),
-        );
-    }
-    let payload = Payload {
-        grace_seconds: match (&args.grace, &old) {
-            (Some(g), _) => duration_flag("--grace", g, true)?,
-            (None, Some(old)) => old.grace_seconds,
-            (None, None) => 60,
-        },
-        instruction: match (&args.instruction, &old) {
-            (Some(text), _) => instruction(text)?,
-            (None, Some(old)) => old.instruction.clone(),
-            (None, None) => return fail(CmdError::usage("--instruction is required")),
-        },
-        max_retries: match (args.max_retries, &old) {
-            (Some(n), _) => i64::from(n),
-            (None, Some(old)) => old.max_retries,
-            (None, None) => 3,
-        },
-        name: match (&args.name, &old) {
-            (Some(name), _) => Some(check_name(name)?),
-            (None, Some(old)) => old.name.clone(),
-            (None, None) => None,
-        },
-        // A replacement never changes who owns the task, nor its tenant.
-        owner_keys: match &old {
-            Some(old) => old.owner_keys.clone(),
-            None => ctx.owner_keys(),
-        },
-        policy: match (args.policy, &old) {
-            (Some(p), _) => p.into(),
-            (None, Some(old)) => old.policy,
-            (None, None) => Policy::ReadOnly,
-        },
-        retry_backoff_seconds: match (&args.retry_backoff, &old) {
-            (Some(b), _) => duration_flag("--retry-backoff", b, false)?,
-            (None, Some(old)) => old.retry_backoff_seconds,
-            (None, None) => 60,
-        },
-        schedule,
-        target: match (&args.target, &old) {
-            (Some(t), _) => {
-                crate::context::check_key("--target", t)?;
-                t.clone()
-            }
-            (None, Some(old)) => old.target.clone(),
-            (None, None) => ctx.actor().to_string(),
-        },
-        tenant_key: match &old {
-            Some(old) => old.tenant_key.clone(),
-            None => ctx.tenant.clone(),
-        },
-        timezone: zone,
-    };
-    // The spread's offset comes from the payload's SHA-256 taken with the
-    // offset at 0, so anyone can recompute it; then the occurrences move.
-    let mut payload = payload;
-    if let Some(spread) = spread_of(&payload.schedule) {
-        let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
-        set_offset(
-            &mut payload.schedule,
-            schedule::spread_offset(&seed, spread),
-        );
-        // `--count N` ends at the Nth occurrence as moved.
-        if let Schedule::Ends {
-            inner,
-            until,
-            count: Some(n),
-        } = &mut payload.schedule
-        {
-            if let Some(last) = schedule::upcoming(inner, zone, ctx.now, *n as usize).last() {
-                *until = last.at;
-            }
-        }
-    }
-    let upcoming = schedule::upcoming(&payload.schedule, zone, ctx.now, 3);
-    if upcoming.is_empty() {
-        return fail(CmdError::usage("the schedule has no occurrence after now"));
-    }
+    let (payload, upcoming) = build_payload(ctx, &args, old.as_ref())?;
     let ttl = duration_flag("--ttl", &args.ttl, false)?;
     if ttl > 7 * 86400 {
         return fail(CmdError::usage("--ttl must be at most 7 days"));
@@ -312,6 +207,123 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, &upcoming),
         None => print(ctx, &draft, &payload, &upcoming),
     }
+}
+
+/// The canonical payload the draft flags describe, over the confirmed
+/// payload `old` when replacing, and its next three runs: every check
+/// `draft` makes on its flags. `plan` builds each task of a file with it.
+pub fn build_payload(
+    ctx: &Ctx,
+    args: &DraftArgs,
+    old: Option<&Payload>,
+) -> Result<(Payload, Vec<Occurrence>)> {
+    let zone = match (&args.tz, old) {
+        (Some(name), _) => schedule::parse_zone(name).map_err(CmdError::from)?,
+        (None, Some(old)) => old.timezone,
+        (None, None) => ctx.default_zone,
+    };
+    let schedule = match (schedule_from(args, zone, ctx.now)?, old) {
+        (Some(schedule), Some(old)) => {
+            keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
+        }
+        (Some(schedule), None) => schedule,
+        (None, Some(old)) => old.schedule.clone(),
+        (None, None) => {
+            return fail(
+                CmdError::usage("a schedule is required")
+                    .with_hint("use one of --at, --in, --every, --daily or --cron"),
+            )
+        }
+    };
+    let schedule = with_spread(args, schedule, zone, ctx.now)?;
+    let schedule = with_end(args, schedule, zone, ctx.now)?;
+    let upcoming = schedule::upcoming(&schedule, zone, ctx.now, 3);
+    if upcoming.is_empty() {
+        return fail(
+            CmdError::usage(format!(
+                "the schedule {} has no occurrence after now",
+                schedule.describe(zone)
+            ))
+            .with_hint("pick a time in the future"),
+        );
+    }
+    let payload = Payload {
+        grace_seconds: match (&args.grace, old) {
+            (Some(g), _) => duration_flag("--grace", g, true)?,
+            (None, Some(old)) => old.grace_seconds,
+            (None, None) => 60,
+        },
+        instruction: match (&args.instruction, old) {
+            (Some(text), _) => instruction(text)?,
+            (None, Some(old)) => old.instruction.clone(),
+            (None, None) => return fail(CmdError::usage("--instruction is required")),
+        },
+        max_retries: match (args.max_retries, old) {
+            (Some(n), _) => i64::from(n),
+            (None, Some(old)) => old.max_retries,
+            (None, None) => 3,
+        },
+        name: match (&args.name, old) {
+            (Some(name), _) => Some(check_name(name)?),
+            (None, Some(old)) => old.name.clone(),
+            (None, None) => None,
+        },
+        // A replacement never changes who owns the task, nor its tenant.
+        owner_keys: match old {
+            Some(old) => old.owner_keys.clone(),
+            None => ctx.owner_keys(),
+        },
+        policy: match (args.policy, old) {
+            (Some(p), _) => p.into(),
+            (None, Some(old)) => old.policy,
+            (None, None) => Policy::ReadOnly,
+        },
+        retry_backoff_seconds: match (&args.retry_backoff, old) {
+            (Some(b), _) => duration_flag("--retry-backoff", b, false)?,
+            (None, Some(old)) => old.retry_backoff_seconds,
+            (None, None) => 60,
+        },
+        schedule,
+        target: match (&args.target, old) {
+            (Some(t), _) => {
+                crate::context::check_key("--target", t)?;
+                t.clone()
+            }
+            (None, Some(old)) => old.target.clone(),
+            (None, None) => ctx.actor().to_string(),
+        },
+        tenant_key: match old {
+            Some(old) => old.tenant_key.clone(),
+            None => ctx.tenant.clone(),
+        },
+        timezone: zone,
+    };
+    // The spread's offset comes from the payload's SHA-256 taken with the
+    // offset at 0, so anyone can recompute it; then the occurrences move.
+    let mut payload = payload;
+    if let Some(spread) = spread_of(&payload.schedule) {
+        let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
+        set_offset(
+            &mut payload.schedule,
+            schedule::spread_offset(&seed, spread),
+        );
+        // `--count N` ends at the Nth occurrence as moved.
+        if let Schedule::Ends {
+            inner,
+            until,
+            count: Some(n),
+        } = &mut payload.schedule
+        {
+            if let Some(last) = schedule::upcoming(inner, zone, ctx.now, *n as usize).last() {
+                *until = last.at;
+            }
+        }
+    }
+    let upcoming = schedule::upcoming(&payload.schedule, zone, ctx.now, 3);
+    if upcoming.is_empty() {
+        return fail(CmdError::usage("the schedule has no occurrence after now"));
+    }
+    Ok((payload, upcoming))
 }
 
 /// The spread of a schedule, when it has one (under its end, if any).

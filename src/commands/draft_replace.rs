@@ -13,16 +13,16 @@ use crate::payload::Payload;
 use crate::schedule::{self, Occurrence};
 
 /// One payload field that differs, as JSON values.
-struct Change {
-    field: String,
-    old: Value,
-    new: Value,
+pub(super) struct Change {
+    pub field: String,
+    pub old: Value,
+    pub new: Value,
 }
 
 /// The payload fields that differ, in the payload's (sorted) key order. The
 /// zone a schedule is read in is part of how it reads, so the schedule is
 /// compared in words as well as by value.
-fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
+pub(super) fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
     let (Value::Object(a), Value::Object(b)) = (old.to_value(), new.to_value()) else {
         return Vec::new();
     };
@@ -49,7 +49,7 @@ fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
 }
 
 /// A field's value as a person reads it.
-fn in_words(field: &str, payload: &Payload, value: &Value) -> String {
+pub(super) fn in_words(field: &str, payload: &Payload, value: &Value) -> String {
     match (field, value) {
         ("schedule", _) => format!(
             "{} ({})",

@@ -17,6 +17,7 @@ pub mod log;
 pub mod metrics;
 pub mod next;
 pub mod pause;
+pub mod plan;
 pub mod prune;
 pub mod reconcile;
 pub mod resolve;
@@ -24,6 +25,7 @@ pub mod resume;
 pub mod runs;
 pub mod show;
 pub mod status;
+pub mod tasks_file;
 pub mod tick;
 pub mod transfer;
 pub mod trigger;
@@ -50,6 +52,8 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Trigger(args) => trigger::run(ctx, args),
         Command::Next(args) => next::run(ctx, args),
         Command::Upcoming(args) => upcoming::run(ctx, args),
+        Command::Plan(args) => return plan::plan(ctx, args),
+        Command::Apply(args) => plan::apply(ctx, args),
         Command::Tick(args) => return tick::run(ctx, args),
         Command::Lease(args) => lease::run(ctx, args),
         Command::Approve(args) => return approve::approve(ctx, args),

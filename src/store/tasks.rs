@@ -283,6 +283,10 @@ pub trait TaskTx {
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>>;
     /// Consumes the pending trigger at `at`; Conflict when another tick did.
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
+    /// Records the tasks file whose `apply` created the task (SPEC section 14).
+    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()>;
+    /// Ids of the tenant's non-deleted tasks an `apply` of `file` created.
+    fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
 }

@@ -94,6 +94,12 @@ fn examples(path: &str) -> &'static [&'static str] {
         "trigger" => &["agentcron trigger oncall --reason \"check the new prompt\""],
         "next" => &["agentcron next oncall --count 10"],
         "upcoming" => &["agentcron upcoming --within 2h", "agentcron --json upcoming --limit 50"],
+        "plan" => &[
+            "agentcron plan tasks.toml",
+            "agentcron plan tasks.toml --prune --detailed-exitcode",
+            "agentcron --json plan tasks.toml",
+        ],
+        "apply" => &["agentcron apply tasks.toml --hash 5e0c1f…(the 64-hex plan hash printed by plan)"],
         "runs" => &["agentcron runs oncall --limit 20", "agentcron runs --status unknown"],
         "log" => &["agentcron log oncall"],
         "explain" => &["agentcron explain oncall", "agentcron explain oncall --at \"2026-12-03 09:30\"", "agentcron explain 3f2a9c1e"],

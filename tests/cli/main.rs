@@ -17,6 +17,7 @@ mod metrics;
 mod operator;
 mod panel;
 mod pg_proxy;
+mod plan;
 mod postgres;
 mod races;
 mod readme;

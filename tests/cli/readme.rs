@@ -1,6 +1,7 @@
 //! The README's examples run: every `agentcron` line of its `sh` blocks, in
 //! order, through `sh` with the built binary first on PATH. `DRAFT_ID` and
-//! `HASH` are filled in from the confirm line the latest draft printed;
+//! `HASH` are filled in from the confirm line the latest draft printed,
+//! `PLAN_HASH` from the apply line the latest plan printed;
 //! `export` lines carry over to later lines; other lines (cargo, crontab
 //! edits) are not run.
 
@@ -45,6 +46,7 @@ fn every_readme_example_runs() {
     );
     let mut exports: Vec<String> = Vec::new();
     let (mut draft_id, mut hash) = (String::new(), String::new());
+    let mut plan_hash = String::new();
     let mut ran = 0;
     for block in sh_blocks(&readme) {
         for line in block {
@@ -55,7 +57,10 @@ fn every_readme_example_runs() {
             if !line.starts_with("agentcron ") {
                 continue;
             }
-            let command = line.replace("DRAFT_ID", &draft_id).replace("HASH", &hash);
+            let command = line
+                .replace("PLAN_HASH", &plan_hash)
+                .replace("DRAFT_ID", &draft_id)
+                .replace("HASH", &hash);
             let script = format!("{}\n{command}", exports.join("\n"));
             let out = Command::new("sh")
                 .arg("-c")
@@ -81,6 +86,12 @@ fn every_readme_example_runs() {
                 let words: Vec<&str> = confirm.split_whitespace().collect();
                 draft_id = words[2].to_string();
                 hash = words[4].to_string();
+            }
+            if let Some(apply) = stdout
+                .lines()
+                .find(|l| l.trim_start().starts_with("agentcron apply "))
+            {
+                plan_hash = apply.split_whitespace().nth(4).unwrap_or("").to_string();
             }
             ran += 1;
         }

@@ -130,6 +130,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
 "#,
+    r#"
+    -- 7: declarative tasks (SPEC section 14), as SQLite's migration 6.
+    ALTER TABLE tasks ADD COLUMN managed_by TEXT;
+    CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
+        WHERE managed_by IS NOT NULL;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

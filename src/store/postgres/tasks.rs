@@ -385,6 +385,30 @@ impl TaskTx for PgTx<'_, '_> {
         })
     }
 
+    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
+                &[&file, &task_id],
+            )
+            .context("recording the task's file")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id FROM tasks
+                 WHERE tenant_key = $1 AND managed_by = $2 AND state <> 'deleted'
+                 ORDER BY task_id",
+                &[&tenant_key, &file],
+            )
+            .context("reading the file's tasks")?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .tx

@@ -221,6 +221,13 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
     "#,
+    // 6: declarative tasks (SPEC section 14). The file name whose `apply`
+    // created a task, so `plan --prune` deletes only what that file made.
+    r#"
+    ALTER TABLE tasks ADD COLUMN managed_by TEXT;
+    CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
+        WHERE managed_by IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -384,6 +384,28 @@ impl TaskTx for SqliteTx<'_> {
         })
     }
 
+    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE tasks SET managed_by = ?1 WHERE task_id = ?2")?
+            .execute(params![file, task_id])
+            .context("recording the task's file")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id FROM tasks
+             WHERE tenant_key = ?1 AND managed_by = ?2 AND state <> 'deleted'
+             ORDER BY task_id",
+        )?;
+        let ids = stmt
+            .query_map(params![tenant_key, file], |row| row.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .context("reading the file's tasks")?;
+        Ok(ids)
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .conn

@@ -1,0 +1,266 @@
+//! The TOML tasks file of `plan` and `apply` (SPEC section 14): one table
+//! per task, keyed by name, whose keys are the `draft` flags. Each task
+//! becomes `DraftArgs` and goes through the very checks `draft` makes; a
+//! refusal names the file, the line and the key.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Deserialize;
+
+use super::draft::{self, DraftArgs, PolicyArg};
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::payload::Payload;
+use crate::schedule::{self, Occurrence};
+
+/// One task of the file: the `draft` flags, `_` for `-`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    pub instruction: String,
+    pub every: Option<String>,
+    pub start: Option<String>,
+    pub daily: Option<String>,
+    pub days: Option<String>,
+    pub cron: Option<String>,
+    pub at: Option<String>,
+    pub tz: Option<String>,
+    pub grace: Option<String>,
+    pub max_retries: Option<u32>,
+    pub retry_backoff: Option<String>,
+    pub policy: Option<String>,
+    pub target: Option<String>,
+    pub until: Option<String>,
+    pub count: Option<u32>,
+    pub spread: Option<String>,
+}
+
+/// A task of the file as `draft` would build it.
+pub struct Desired {
+    pub name: String,
+    pub payload: Payload,
+    pub upcoming: Vec<Occurrence>,
+}
+
+/// Reads and checks the whole file; any problem refuses all of it.
+pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CmdError::usage(format!("cannot read the tasks file {shown}: {e}"))
+            .with_hint("give the path of a TOML file of tasks")
+    })?;
+    let specs: BTreeMap<String, TaskSpec> = toml::from_str(&text).map_err(|e| {
+        let (line, key) = match e.span() {
+            Some(span) => (
+                line_of(&text, span.start),
+                text.get(span.clone())
+                    .filter(|k| !k.contains('\n') && k.len() <= 64)
+                    .unwrap_or("")
+                    .trim_matches('"')
+                    .to_string(),
+            ),
+            None => (1, String::new()),
+        };
+        CmdError::usage(format!(
+            "{shown}:{line}: key '{key}': {}",
+            e.message().trim()
+        ))
+        .with_hint("each task is a [name] table of draft flags, e.g. instruction, daily, tz")
+    })?;
+    let mut desired = Vec::with_capacity(specs.len());
+    for (name, spec) in specs {
+        let at = |key: &str, message: String| {
+            CmdError::usage(format!(
+                "{shown}:{}: task '{}', key '{key}': {message}",
+                key_line(&text, &name, key),
+                crate::output::escape(&name)
+            ))
+        };
+        draft::check_name(&name).map_err(|e| at("name", e.to_string()))?;
+        let schedules: Vec<&str> = [
+            ("every", spec.every.is_some()),
+            ("daily", spec.daily.is_some()),
+            ("cron", spec.cron.is_some()),
+            ("at", spec.at.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(k, _)| *k)
+        .collect();
+        match schedules.as_slice() {
+            [] => {
+                return fail(
+                    at("every", "the task has no schedule".into())
+                        .with_hint("give one of every (with start), daily, cron or at"),
+                )
+            }
+            [_] => {}
+            [first, second, ..] => {
+                return fail(at(
+                    second,
+                    format!("two schedules for one task ({first} and {second})"),
+                ))
+            }
+        }
+        // The file must mean the same payload at plan and at apply: an
+        // interval anchored "now" would differ every time.
+        if spec.every.is_some() && spec.start.is_none() {
+            return fail(
+                at("every", "an interval in a file needs a start".into()).with_hint(
+                    "add start = \"2026-01-01T00:00:00Z\" (any past instant of the cycle)",
+                ),
+            );
+        }
+        if spec.instruction == "-" {
+            return fail(at(
+                "instruction",
+                "a file's instruction is text, not `-`".into(),
+            ));
+        }
+        check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
+        let args = to_args(&name, spec);
+        let (payload, upcoming) = draft::build_payload(ctx, &args, None).map_err(|e| {
+            let message = e.to_string();
+            let key = flag_in(&message).unwrap_or_else(|| schedules[0].to_string());
+            at(&key, message)
+        })?;
+        desired.push(Desired {
+            name,
+            payload,
+            upcoming,
+        });
+    }
+    Ok(desired)
+}
+
+/// Checks each value alone, so that a refusal names its key.
+fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<(), (&'static str, String)> {
+    let zone = match &spec.tz {
+        Some(tz) => schedule::parse_zone(tz).map_err(|e| ("tz", e.message))?,
+        None => ctx.default_zone,
+    };
+    let durations = [
+        ("every", &spec.every),
+        ("grace", &spec.grace),
+        ("retry_backoff", &spec.retry_backoff),
+        ("spread", &spec.spread),
+    ];
+    for (key, value) in durations {
+        if let Some(v) = value {
+            if !(key == "grace" && matches!(v.trim(), "0" | "0s")) {
+                schedule::parse_duration(v).map_err(|e| (key, e.message))?;
+            }
+        }
+    }
+    for (key, value) in [
+        ("start", &spec.start),
+        ("at", &spec.at),
+        ("until", &spec.until),
+    ] {
+        if let Some(v) = value {
+            schedule::parse_time(v, zone).map_err(|e| (key, e.message))?;
+        }
+    }
+    if let Some(v) = &spec.daily {
+        schedule::parse_hhmm(v).map_err(|e| ("daily", e.message))?;
+    }
+    if let Some(v) = &spec.days {
+        schedule::parse_days(v).map_err(|e| ("days", e.message))?;
+    }
+    if let Some(v) = &spec.cron {
+        schedule::parse_cron(v).map_err(|e| ("cron", e.message))?;
+    }
+    if let Some(v) = &spec.policy {
+        policy(v).ok_or((
+            "policy",
+            format!("unknown policy '{v}': use read_only or confirm_writes"),
+        ))?;
+    }
+    if spec.max_retries.is_some_and(|n| n > 100) {
+        return Err(("max_retries", "at most 100".into()));
+    }
+    if spec.count.is_some_and(|n| !(1..=100000).contains(&n)) {
+        return Err(("count", "from 1 to 100000".into()));
+    }
+    if spec.until.is_some() && spec.count.is_some() {
+        return Err(("count", "until and count do not go together".into()));
+    }
+    draft::check_instruction(&spec.instruction).map_err(|e| ("instruction", e.to_string()))?;
+    Ok(())
+}
+
+fn policy(text: &str) -> Option<PolicyArg> {
+    match text {
+        "read_only" => Some(PolicyArg::ReadOnly),
+        "confirm_writes" => Some(PolicyArg::ConfirmWrites),
+        _ => None,
+    }
+}
+
+fn to_args(name: &str, spec: TaskSpec) -> DraftArgs {
+    DraftArgs {
+        policy: spec.policy.as_deref().and_then(policy),
+        instruction: Some(spec.instruction),
+        replace: None,
+        at: spec.at,
+        in_: None,
+        every: spec.every,
+        start: spec.start,
+        daily: spec.daily,
+        days: spec.days,
+        cron: spec.cron,
+        spread: spec.spread,
+        until: spec.until,
+        count: spec.count,
+        name: Some(name.to_string()),
+        target: spec.target,
+        tz: spec.tz,
+        grace: spec.grace,
+        max_retries: spec.max_retries,
+        retry_backoff: spec.retry_backoff,
+        ttl: "30m".into(),
+    }
+}
+
+/// The first `--flag` a draft error names, as a file key.
+fn flag_in(message: &str) -> Option<String> {
+    let at = message.find("--")?;
+    let flag: String = message[at + 2..]
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+        .collect();
+    (!flag.is_empty()).then(|| flag.replace('-', "_"))
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line of `key` in the table `[task]`, else of the table, else 1.
+fn key_line(text: &str, task: &str, key: &str) -> usize {
+    let mut header = None;
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix('[') {
+            let name = rest
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches(['"', '\'']);
+            inside = name == task;
+            if inside {
+                header = Some(i + 1);
+            }
+        } else if inside {
+            if let Some(after) = t.strip_prefix(key) {
+                if after.trim_start().starts_with('=') {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    header.unwrap_or(1)
+}

@@ -1,0 +1,344 @@
+//! Declarative tasks (SPEC section 14): `plan FILE` and `apply FILE --hash`.
+
+use serde_json::Value;
+
+use crate::support::TestEnv;
+
+const TWO: &str = r#"
+[digest]
+instruction = "summarize the inbox"
+daily = "09:00"
+tz = "UTC"
+
+[backup]
+instruction = "back up the notes"
+every = "6h"
+start = "2026-01-01T00:00:00Z"
+grace = "5m"
+"#;
+
+fn write(env: &TestEnv, text: &str) -> String {
+    let path = env.path("tasks.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn plan(env: &TestEnv, file: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["plan", file];
+    args.extend_from_slice(extra);
+    env.json(&args)
+}
+
+fn apply(env: &TestEnv, file: &str, extra: &[&str]) -> Value {
+    let p = plan(env, file, extra);
+    let hash = p["plan_hash"].as_str().unwrap().to_string();
+    let mut args = vec!["apply", file, "--hash", hash.as_str()];
+    args.extend_from_slice(extra);
+    env.json(&args)
+}
+
+fn actions(plan: &Value) -> Vec<(String, String)> {
+    plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().to_string(),
+                a["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn create_replace_and_prune_round_trip() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+
+    let out = env.run(&["plan", &file]).ok();
+    assert!(out.stdout.contains("+ create backup"), "{}", out.stdout);
+    assert!(out.stdout.contains("+ create digest"), "{}", out.stdout);
+    assert!(out
+        .stdout
+        .contains("2 to create, 0 to replace, 0 to delete, 0 unchanged."));
+    assert!(out.stdout.contains("next run  "), "{}", out.stdout);
+    assert!(out.stdout.contains("Plan hash: "), "{}", out.stdout);
+    assert!(out.stdout.contains("agentcron apply "), "{}", out.stdout);
+    assert_eq!(out.stderr, "");
+    // Planning changes nothing.
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 0);
+
+    // Each payload is the one `draft` builds from the same flags.
+    let d = env.draft(&[
+        "--instruction",
+        "summarize the inbox",
+        "--daily",
+        "09:00",
+        "--tz",
+        "UTC",
+        "--name",
+        "digest",
+    ]);
+    let p = plan(&env, &file, &[]);
+    let digest = p["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "digest")
+        .unwrap();
+    assert_eq!(digest["payload_hash"], d["payload_hash"]);
+
+    let applied = apply(&env, &file, &[]);
+    assert_eq!(applied["applied"].as_array().unwrap().len(), 2);
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 2);
+
+    // Change one task, drop the other: replace with a diff, and prune.
+    let file = write(
+        &env,
+        r#"
+[digest]
+instruction = "summarize the inbox"
+daily = "10:30"
+tz = "UTC"
+"#,
+    );
+    let out = env.run(&["plan", &file]).ok();
+    assert!(out.stdout.contains("~ replace digest"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("schedule               every day at 09:00 (UTC) → every day at 10:30 (UTC)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("- delete"), "{}", out.stdout);
+    let p = plan(&env, &file, &["--prune"]);
+    assert_eq!(
+        actions(&p),
+        vec![
+            ("digest".to_string(), "replace".to_string()),
+            ("backup".to_string(), "delete".to_string())
+        ]
+    );
+    // The hash of a plan with --prune is not the one without.
+    assert_ne!(p["plan_hash"], plan(&env, &file, &[])["plan_hash"]);
+    apply(&env, &file, &["--prune"]);
+    let list = env.json(&["list"]);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["digest"]);
+    assert_eq!(list[0]["revision"], 2);
+
+    let log = env.run(&["--json", "log"]).ok().stdout;
+    assert!(
+        log.contains("\"replace\"") && log.contains("\"delete\""),
+        "{log}"
+    );
+    assert!(log.contains(p["plan_hash"].as_str().unwrap()), "{log}");
+}
+
+#[test]
+fn prune_leaves_tasks_the_file_did_not_create() {
+    let env = TestEnv::new();
+    env.task(&[
+        "--instruction",
+        "by hand",
+        "--every",
+        "1h",
+        "--name",
+        "manual",
+    ]);
+    let file = write(&env, TWO);
+    apply(&env, &file, &["--prune"]);
+    let file = write(&env, "");
+    let p = plan(&env, &file, &["--prune"]);
+    let mut got = actions(&p);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("backup".to_string(), "delete".to_string()),
+            ("digest".to_string(), "delete".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_plan_applied_twice_is_no_changes_the_second_time() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    let p = plan(&env, &file, &[]);
+    let hash = p["plan_hash"].as_str().unwrap();
+    env.run(&["apply", &file, "--hash", hash]).ok();
+
+    let out = env.run(&["plan", &file]).ok();
+    assert_eq!(
+        out.stdout.trim(),
+        format!("no changes: the 2 tasks of {file} match the store")
+    );
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The old hash no longer describes what the file would do.
+    env.run(&["apply", &file, "--hash", hash]).fails(6);
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn detailed_exitcode_says_whether_there_are_changes() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stdout.contains("Plan hash: "));
+    let bad = write(&env, "[x]\ninstruction = 1\n");
+    let out = env.run(&["plan", &bad, "--detailed-exitcode"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("agentcron: error: "),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_store_changed_between_plan_and_apply_is_refused_and_nothing_changes() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    apply(&env, &file, &[]);
+    let file = write(
+        &env,
+        &TWO.replace("09:00", "11:00")
+            .replace("[backup]", "[backup2]"),
+    );
+    let p = plan(&env, &file, &["--prune"]);
+    let hash = p["plan_hash"].as_str().unwrap().to_string();
+    // Someone pauses the task the plan replaces.
+    env.run(&["pause", "digest"]).ok();
+    let before = env.run(&["export"]).ok().stdout;
+    let out = env
+        .run(&["apply", &file, "--hash", &hash, "--prune"])
+        .fails(6);
+    assert!(
+        out.stderr.contains("the plan changed since it was made"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.run(&["export"]).ok().stdout, before);
+
+    // The file changing is refused the same way.
+    let p = plan(&env, &file, &["--prune"]);
+    let hash = p["plan_hash"].as_str().unwrap().to_string();
+    write(&env, &TWO.replace("09:00", "12:00"));
+    env.run(&["apply", &file, "--hash", &hash, "--prune"])
+        .fails(6);
+    assert_eq!(env.run(&["export"]).ok().stdout, before);
+}
+
+#[test]
+fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
+    let env = TestEnv::new();
+    let file = write(
+        &env,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n",
+    );
+    for cmd in ["plan", "apply"] {
+        let mut args = vec![cmd, file.as_str()];
+        let zeros = "0".repeat(64);
+        if cmd == "apply" {
+            args.extend(["--hash", zeros.as_str()]);
+        }
+        let out = env.run(&args).fails(2);
+        assert!(
+            out.stderr
+                .contains("tasks.toml:4: key 'retries': unknown field `retries`"),
+            "{}",
+            out.stderr
+        );
+    }
+    let file = write(
+        &env,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\n\n[b]\ninstruction = \"y\"\ndaily = \"09:00\"\ncron = \"0 9 * * *\"\n",
+    );
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr.contains(
+            "tasks.toml:8: task 'b', key 'cron': two schedules for one task (daily and cron)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let file = write(
+        &env,
+        "[digest]\ninstruction = \"x\"\ngrace = \"soon\"\ndaily = \"09:00\"\n",
+    );
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr
+            .contains("tasks.toml:3: task 'digest', key 'grace': "),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn tasks_the_caller_does_not_own_are_refused_with_4() {
+    let env = TestEnv::new();
+    env.task(&[
+        "--instruction",
+        "theirs",
+        "--daily",
+        "09:00",
+        "--name",
+        "digest",
+        "--as",
+        "bob",
+    ]);
+    let file = write(&env, TWO);
+    env.run(&["plan", &file, "--as", "alice"]).fails(4);
+    let zeros = "0".repeat(64);
+    let before = env.run(&["export"]).ok().stdout;
+    env.run(&["apply", &file, "--hash", &zeros, "--as", "alice"])
+        .fails(4);
+    assert_eq!(env.run(&["export"]).ok().stdout, before);
+}
+
+/// `apply` aborted halfway through its transaction (as `kill -9` there
+/// would: `--features test-hooks`) leaves the store exactly as before.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    apply(&env, &file, &[]);
+    let mut text = TWO
+        .replace("09:00", "10:00")
+        .replace("[backup]", "[backup-2]");
+    for i in 0..20 {
+        text.push_str(&format!(
+            "\n[t{i}]\ninstruction = \"task {i}\"\ncron = \"{i} * * * *\"\n"
+        ));
+    }
+    let file = write(&env, &text);
+    let hash = plan(&env, &file, &["--prune"])["plan_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = env.run(&["export"]).ok().stdout;
+    env.set_env("AGENTCRON_TEST_HOOK", "apply_midway:abort");
+    let out = env.run(&["apply", &file, "--hash", &hash, "--prune"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    env.set_env("AGENTCRON_TEST_HOOK", "");
+    assert_eq!(env.run(&["export"]).ok().stdout, before);
+    // The same plan still applies, in full.
+    env.run(&["apply", &file, "--hash", &hash, "--prune"]).ok();
+    assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 22);
+    assert!(env
+        .run(&["plan", &file, "--prune"])
+        .ok()
+        .stdout
+        .starts_with("no changes"));
+}
