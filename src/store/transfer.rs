@@ -58,6 +58,7 @@ pub const TABLES: &[Table] = &[
             ("trigger_at", I),
             ("trigger_reason", T),
             ("trigger_actor", T),
+            ("managed_by", T),
         ],
     },
     Table {
