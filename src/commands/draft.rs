@@ -614,6 +614,32 @@ fn duration_flag(flag: &str, text: &str, zero_ok: bool) -> Result<i64> {
         .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)).into())
 }
 
+/// The draft as `--json` prints it (SPEC section 9); a replacing draft adds
+/// what it replaces and the diff.
+pub(super) fn document(
+    ctx: &Ctx,
+    draft: &Draft,
+    payload: &Payload,
+    upcoming: &[Occurrence],
+) -> serde_json::Value {
+    let zone = payload.timezone;
+    json!({
+        "draft_id": draft.draft_id,
+        "expires_at": time(Some(draft.expires_at)),
+        "payload": draft.payload,
+        "payload_hash": draft.payload_hash,
+        "schedule": payload.schedule.to_json(),
+        "summary": payload.schedule.describe(zone),
+        "next_runs": upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
+        "next_runs_local": upcoming.iter().map(|o| json!({
+            "at": schedule::format_local(o.at, zone),
+            "dst_shifted_from": o.shifted_from,
+            "last": schedule::is_last(&payload.schedule, zone, o.at),
+        })).collect::<Vec<_>>(),
+        "confirm_command": confirm_line(ctx, draft),
+    })
+}
+
 pub(super) fn print(
     ctx: &Ctx,
     draft: &Draft,
@@ -623,21 +649,7 @@ pub(super) fn print(
     let zone = payload.timezone;
     let summary = payload.schedule.describe(zone);
     if ctx.out.json {
-        return ctx.out.document(&json!({
-            "draft_id": draft.draft_id,
-            "expires_at": time(Some(draft.expires_at)),
-            "payload": draft.payload,
-            "payload_hash": draft.payload_hash,
-            "schedule": payload.schedule.to_json(),
-            "summary": summary,
-            "next_runs": upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
-            "next_runs_local": upcoming.iter().map(|o| json!({
-                "at": schedule::format_local(o.at, zone),
-                "dst_shifted_from": o.shifted_from,
-                "last": schedule::is_last(&payload.schedule, zone, o.at),
-            })).collect::<Vec<_>>(),
-            "confirm_command": confirm_line(ctx, draft),
-        }));
+        return ctx.out.document(&document(ctx, draft, payload, upcoming));
     }
     let now = ctx.out.now();
     let mut text = format!(

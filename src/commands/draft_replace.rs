@@ -77,26 +77,20 @@ pub fn print(
     let confirm = super::draft::confirm_line(ctx, draft);
     if ctx.out.json {
         let runs = |occ: &[Occurrence]| occ.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>();
-        return ctx.out.document(&json!({
-            "draft_id": draft.draft_id,
-            "expires_at": time(Some(draft.expires_at)),
-            "payload": draft.payload,
-            "payload_hash": draft.payload_hash,
-            "schedule": payload.schedule.to_json(),
-            "summary": payload.schedule.describe(payload.timezone),
-            "next_runs": runs(upcoming),
-            "replaces": {
+        let mut document = super::draft::document(ctx, draft, payload, upcoming);
+        document["replaces"] = json!({
                 "task_id": task.task_id,
                 "name": task.name,
                 "revision": task.revision,
                 "payload_hash": task.payload_hash,
                 "summary": old.schedule.describe(old.timezone),
                 "next_runs": runs(&old_upcoming),
-            },
-            "diff": diff.iter().map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
-                .collect::<Vec<_>>(),
-            "confirm_command": confirm,
-        }));
+        });
+        document["diff"] = json!(diff
+            .iter()
+            .map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
+            .collect::<Vec<_>>());
+        return ctx.out.document(&document);
     }
     let mut text = format!(
         "Draft {} — replaces task {} ({}) at revision {} — expires {} ({})\n\nChanges:\n",

@@ -65,6 +65,18 @@ pub struct Delivery {
     pub error: Option<String>,
 }
 
+/// How a delivery whose notifier never started begins its error.
+const NOT_STARTED: &str = "notifier could not start";
+
+impl Delivery {
+    /// The notifier could not be started (nothing was sent; the tick exits 1).
+    pub fn notifier_did_not_start(&self) -> bool {
+        self.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(NOT_STARTED))
+    }
+}
+
 /// Claims a pending notice (its own transaction) and delivers it.
 pub fn deliver_pending(
     store: &mut dyn Store,
@@ -163,10 +175,7 @@ pub fn deliver_claimed(
         },
         Err(process::SpawnError::Lost(e)) => (DeliveryState::Unknown, Some(e)),
         // It never started, so nothing was sent: safe to try again later.
-        Err(e) => (
-            DeliveryState::Pending,
-            Some(format!("notifier could not start: {e}")),
-        ),
+        Err(e) => (DeliveryState::Pending, Some(format!("{NOT_STARTED}: {e}"))),
     };
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_notifier_exit");
@@ -306,10 +315,7 @@ fn drain(
             let Some(delivery) = deliver_pending(store.as_mut(), notifier, &notice, &clock)? else {
                 continue;
             };
-            let failed_to_start = delivery
-                .error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("notifier could not start"));
+            let failed_to_start = delivery.notifier_did_not_start();
             let _ = messages.send(super::execute::Message::Delivered(Box::new(delivery)));
             if failed_to_start {
                 // The same notifier will not start for the next one either.

@@ -210,12 +210,7 @@ pub fn run(
                 }
             }
             Ok(execute::Message::Delivered(delivery)) => {
-                let failed_to_start = delivery
-                    .error
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with("notifier could not start"));
-                summary.start_failures += usize::from(failed_to_start);
-                scheduler.tell(report, &TickEvent::Delivered(*delivery));
+                scheduler.delivered(*delivery, &mut summary, report);
             }
             Ok(execute::Message::LaneDone(result)) => {
                 lane.running = false;
@@ -249,12 +244,7 @@ pub fn run(
     while let Ok(message) = messages.try_recv() {
         match message {
             execute::Message::Delivered(delivery) => {
-                let failed_to_start = delivery
-                    .error
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with("notifier could not start"));
-                summary.start_failures += usize::from(failed_to_start);
-                scheduler.tell(report, &TickEvent::Delivered(*delivery));
+                scheduler.delivered(*delivery, &mut summary, report);
             }
             execute::Message::Finished(Err(e)) | execute::Message::LaneDone(Err(e)) => {
                 scheduler.deferred.get_or_insert(e);
@@ -354,6 +344,18 @@ impl Scheduler<'_> {
         if let Err(e) = report(event) {
             self.deferred.get_or_insert(e);
         }
+    }
+
+    /// A notice went out (or did not); a notifier that would not start
+    /// makes the tick exit 1.
+    fn delivered(
+        &mut self,
+        delivery: deliver::Delivery,
+        summary: &mut TickSummary,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        summary.start_failures += usize::from(delivery.notifier_did_not_start());
+        self.tell(report, &TickEvent::Delivered(delivery));
     }
 
     /// Claims while slots are free and work is due, handing each started

@@ -248,6 +248,26 @@ impl Store for PgStore {
 }
 
 /// "no row matched the guard" → Conflict.
+impl PgTx<'_, '_> {
+    /// The ids `sql` finds for a prefix: a range on the primary key with the
+    /// parameters (prefix, its upper bound, tenant, limit); `starts_with` in
+    /// the SQL keeps a collation that orders '-' oddly from ever matching an
+    /// id that does not begin so.
+    fn ids_with_prefix(
+        &mut self,
+        sql: &str,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let upper = format!("{prefix}\u{10FFFF}");
+        let rows = self
+            .tx
+            .query(sql, &[&prefix, &upper, &tenant_key, &i64::from(limit)])?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+}
+
 pub(crate) fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> {
     if changed == 1 {
         Ok(())

@@ -187,20 +187,16 @@ impl RunTx for PgTx<'_, '_> {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        // The range uses the primary key; starts_with keeps a collation that
-        // orders '-' oddly from ever matching a run that does not begin so.
-        let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self
-            .tx
-            .query(
-                "SELECT run_id FROM runs
-                 WHERE run_id >= $1 AND run_id < $2 AND starts_with(run_id, $1)
-                   AND tenant_key = $3
-                 ORDER BY run_id LIMIT $4",
-                &[&prefix, &upper, &tenant_key, &i64::from(limit)],
-            )
-            .context("looking up runs by id prefix")?;
-        rows.iter().map(|r| col(r, 0)).collect()
+        self.ids_with_prefix(
+            "SELECT run_id FROM runs
+             WHERE run_id >= $1 AND run_id < $2 AND starts_with(run_id, $1)
+               AND tenant_key = $3
+             ORDER BY run_id LIMIT $4",
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up runs by id prefix")
     }
 
     fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>> {

@@ -63,6 +63,21 @@ fn is_unique_violation(e: &postgres::Error) -> bool {
     e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
 }
 
+/// A unique violation on a task write is its name being taken in the tenant
+/// (the only unique index a write can hit); anything else keeps its cause
+/// under `doing`.
+fn name_taken(e: postgres::Error, t: &Task, doing: &'static str) -> anyhow::Error {
+    if is_unique_violation(&e) {
+        anyhow::Error::new(crate::error::CmdError::conflict(format!(
+            "a task named '{}' already exists in tenant '{}'",
+            t.name.as_deref().unwrap_or(""),
+            t.tenant_key
+        )))
+    } else {
+        anyhow::Error::new(e).context(doing)
+    }
+}
+
 impl TaskTx for PgTx<'_, '_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
@@ -100,17 +115,7 @@ impl TaskTx for PgTx<'_, '_> {
                     &r.payload,
                 ],
             )
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
-                        "a task named '{}' already exists in tenant '{}'",
-                        t.name.as_deref().unwrap_or(""),
-                        t.tenant_key
-                    )))
-                } else {
-                    anyhow::Error::new(e).context("saving the task")
-                }
-            })?;
+            .map_err(|e| name_taken(e, t, "saving the task"))?;
         Ok(())
     }
 
@@ -131,16 +136,16 @@ impl TaskTx for PgTx<'_, '_> {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self
-            .tx
-            .query(
-                "SELECT task_id FROM tasks WHERE task_id >= $1 AND task_id < $2 AND tenant_key = $3
-                 ORDER BY task_id LIMIT $4",
-                &[&prefix, &upper, &tenant_key, &i64::from(limit)],
-            )
-            .context("looking up tasks by id prefix")?;
-        rows.iter().map(|r| col(r, 0)).collect()
+        self.ids_with_prefix(
+            "SELECT task_id FROM tasks
+             WHERE task_id >= $1 AND task_id < $2 AND starts_with(task_id, $1)
+               AND tenant_key = $3
+             ORDER BY task_id LIMIT $4",
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up tasks by id prefix")
     }
 
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
@@ -318,17 +323,7 @@ impl TaskTx for PgTx<'_, '_> {
                     &r.owner_keys,
                 ],
             )
-            .map_err(|e| {
-                if is_unique_violation(&e) {
-                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
-                        "a task named '{}' already exists in tenant '{}'",
-                        t.name.as_deref().unwrap_or(""),
-                        t.tenant_key
-                    )))
-                } else {
-                    anyhow::Error::new(e).context("replacing the task's payload")
-                }
-            })?;
+            .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;
         expect_one(changed, || {
             format!(
                 "task {} changed meanwhile (expected revision {expected_revision})",

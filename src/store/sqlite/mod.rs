@@ -139,6 +139,28 @@ impl Drop for SqliteStore {
     }
 }
 
+impl SqliteTx<'_> {
+    /// The ids `sql` finds for a prefix: a range scan on the primary key
+    /// with the parameters (prefix, its upper bound, tenant, limit), so the
+    /// prefix is only ever a bound, never SQL.
+    fn ids_with_prefix(
+        &self,
+        sql: &str,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> rusqlite::Result<Vec<String>> {
+        let upper = format!("{prefix}\u{10FFFF}");
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let ids = stmt
+            .query_map(rusqlite::params![prefix, upper, tenant_key, limit], |row| {
+                row.get(0)
+            })?
+            .collect();
+        ids
+    }
+}
+
 /// Turns "no row matched the guard" into a Conflict with `message`.
 pub(crate) fn expect_one(changed: usize, message: impl FnOnce() -> String) -> Result<()> {
     if changed == 1 {

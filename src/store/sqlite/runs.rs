@@ -207,18 +207,15 @@ impl RunTx for SqliteTx<'_> {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        // A range scan on the primary key; `prefix` is only ever a bound, never SQL.
-        let upper = format!("{prefix}\u{10FFFF}");
-        let mut stmt = self.conn.prepare_cached(
+        self.ids_with_prefix(
             "SELECT run_id FROM runs
              WHERE run_id >= ?1 AND run_id < ?2 AND tenant_key = ?3
              ORDER BY run_id LIMIT ?4",
-        )?;
-        let ids = stmt
-            .query_map(params![prefix, upper, tenant_key, limit], |row| row.get(0))?
-            .collect::<Result<Vec<String>, _>>()
-            .context("looking up runs by id prefix")?;
-        Ok(ids)
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up runs by id prefix")
     }
 
     fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>> {

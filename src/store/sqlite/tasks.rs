@@ -57,6 +57,24 @@ pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, Corrup
     })
 }
 
+/// A unique-constraint failure on a task write is its name being taken in
+/// the tenant (the only unique index a write can hit); anything else keeps
+/// its cause under `doing`.
+fn name_taken(e: rusqlite::Error, t: &Task, doing: &'static str) -> anyhow::Error {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            anyhow::Error::new(crate::error::CmdError::conflict(format!(
+                "a task named '{}' already exists in tenant '{}'",
+                t.name.as_deref().unwrap_or(""),
+                t.tenant_key
+            )))
+        }
+        other => anyhow::Error::new(other).context(doing),
+    }
+}
+
 impl TaskTx for SqliteTx<'_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
@@ -92,18 +110,7 @@ impl TaskTx for SqliteTx<'_> {
                 r.retry_run_id,
                 r.payload,
             ])
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
-                        "a task named '{}' already exists in tenant '{}'",
-                        t.name.as_deref().unwrap_or(""),
-                        t.tenant_key
-                    )))
-                }
-                other => anyhow::Error::new(other).context("saving the task"),
-            })?;
+            .map_err(|e| name_taken(e, t, "saving the task"))?;
         Ok(())
     }
 
@@ -123,18 +130,15 @@ impl TaskTx for SqliteTx<'_> {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        // A range scan on the primary key; `prefix` is only ever a bound, never SQL.
-        let upper = format!("{prefix}\u{10FFFF}");
-        let mut stmt = self.conn.prepare_cached(
+        self.ids_with_prefix(
             "SELECT task_id FROM tasks
              WHERE task_id >= ?1 AND task_id < ?2 AND tenant_key = ?3
              ORDER BY task_id LIMIT ?4",
-        )?;
-        let ids = stmt
-            .query_map(params![prefix, upper, tenant_key, limit], |row| row.get(0))?
-            .collect::<Result<Vec<String>, _>>()
-            .context("looking up tasks by id prefix")?;
-        Ok(ids)
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up tasks by id prefix")
     }
 
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
@@ -318,18 +322,7 @@ impl TaskTx for SqliteTx<'_> {
                 r.tenant_key,
                 r.owner_keys,
             ])
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, _)
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    anyhow::Error::new(crate::error::CmdError::conflict(format!(
-                        "a task named '{}' already exists in tenant '{}'",
-                        t.name.as_deref().unwrap_or(""),
-                        t.tenant_key
-                    )))
-                }
-                other => anyhow::Error::new(other).context("replacing the task's payload"),
-            })?;
+            .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;
         expect_one(changed, || {
             format!(
                 "task {} changed meanwhile (expected revision {expected_revision})",
