@@ -105,83 +105,28 @@ impl Payload {
         self.to_value().to_string()
     }
 
-    /// Reads a stored payload back, checking every field; used at confirm
-    /// time so a tampered draft cannot become a task.
+    /// Reads a payload back, checking every field and that the text is in
+    /// canonical form (a payload in any other spelling was not written by
+    /// agentcron: its hash vouches for bytes nobody confirmed as such). Every
+    /// task read and every confirm goes through here, so it deserializes
+    /// straight into typed fields and checks the form by serializing those
+    /// same fields again (a few microseconds, no JSON tree).
     pub fn from_canonical(raw: &str) -> Result<Payload> {
-        let value: Value = serde_json::from_str(raw).context("payload is not JSON")?;
-        let obj = value
-            .as_object()
-            .ok_or_else(|| anyhow!("payload is not a JSON object"))?;
-        let int = |key: &str| -> Result<i64> {
-            obj.get(key)
-                .and_then(Value::as_i64)
-                .ok_or_else(|| anyhow!("payload field '{key}' is not an integer"))
-        };
-        let text = |key: &str| -> Result<String> {
-            obj.get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| anyhow!("payload field '{key}' is not a string"))
-        };
-        let name = match obj.get("name") {
-            Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            _ => return Err(anyhow!("payload field 'name' is neither a string nor null")),
-        };
-        let owner_keys = obj
-            .get("owner_keys")
-            .and_then(Value::as_array)
-            .ok_or_else(|| anyhow!("payload field 'owner_keys' is not an array"))?
-            .iter()
-            .map(|k| {
-                k.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| anyhow!("owner key is not a string"))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let policy_text = text("policy")?;
-        let policy = Policy::parse(&policy_text)
-            .ok_or_else(|| anyhow!("payload policy '{policy_text}' is unknown"))?;
-        let schedule = Schedule::from_json(
-            obj.get("schedule")
-                .ok_or_else(|| anyhow!("payload has no schedule"))?,
-        )
-        .map_err(|e| anyhow!("payload schedule: {e}"))?;
-        let timezone = schedule::parse_zone(&text("timezone")?).map_err(|e| anyhow!("{e}"))?;
-        let payload = Payload {
-            grace_seconds: int("grace_seconds")?,
-            instruction: text("instruction")?,
-            max_retries: int("max_retries")?,
-            name,
-            owner_keys,
-            policy,
-            retry_backoff_seconds: int("retry_backoff_seconds")?,
-            schedule,
-            target: text("target")?,
-            tenant_key: text("tenant_key")?,
-            timezone,
-        };
-        if obj.len() != 11 {
-            return Err(anyhow!("payload has unexpected fields"));
-        }
-        if payload.canonical() != raw {
-            return Err(anyhow!("payload is not in canonical form"));
-        }
-        Ok(payload)
-    }
-
-    /// Reads the payload of a stored task, whose bytes its hash vouches for
-    /// (the caller checked it): every field is checked as `from_canonical`
-    /// does, but the canonical form, fixed when it was confirmed, is not
-    /// derived again. Every task read goes through here, so it deserializes
-    /// straight into typed fields (a few microseconds).
-    pub fn from_stored(raw: &str) -> Result<Payload> {
-        let f: StoredFields = serde_json::from_str(raw).context("payload")?;
+        let f: StoredFields = serde_json::from_str(raw).context("payload is not valid")?;
         let policy = Policy::parse(&f.policy)
             .ok_or_else(|| anyhow!("payload policy '{}' is unknown", f.policy))?;
         let schedule =
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
         let timezone = schedule::parse_zone(&f.timezone).map_err(|e| anyhow!("{e}"))?;
+        // Struct fields serialize in declaration (sorted) order with the
+        // compact separators, so this is the canonical text of these fields;
+        // the schedule and the zone must also be their one spelling.
+        if schedule.to_json() != f.schedule
+            || timezone.name() != f.timezone
+            || serde_json::to_string(&f)? != raw
+        {
+            return Err(anyhow!("payload is not in canonical form"));
+        }
         Ok(Payload {
             grace_seconds: f.grace_seconds,
             instruction: f.instruction,
@@ -198,8 +143,9 @@ impl Payload {
     }
 }
 
-/// A stored payload's fields as JSON gives them; no other field is allowed.
-#[derive(serde::Deserialize)]
+/// A payload's fields as JSON gives them, in canonical (sorted) order; no
+/// other field is allowed.
+#[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct StoredFields {
     grace_seconds: i64,
@@ -273,9 +219,8 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_payload_reads_like_a_canonical_one() {
+    fn every_field_and_its_spelling_is_checked() {
         let text = sample().canonical();
-        assert_eq!(Payload::from_stored(&text).unwrap(), sample());
         for bad in [
             text.replacen(r#""grace_seconds":60"#, r#""grace_seconds":60.5"#, 1),
             text.replacen(r#""policy":"read_only""#, r#""policy":"anything""#, 1),
@@ -291,10 +236,19 @@ mod tests {
                 r#""target":"chat:42","target":"x""#,
                 1,
             ),
+            text.replacen(r#""name":"oncall","#, "", 1),
+            text.replacen(r#""weekdays":[0,1,2,3,4]"#, r#""weekdays":[4,3,2,1,0]"#, 1),
+            text.replacen(
+                r#""timezone":"Asia/Shanghai""#,
+                r#""timezone":"asia/shanghai""#,
+                1,
+            ),
+            text.replacen('}', " }", 1),
+            format!("{text}\n"),
             "[]".to_string(),
             String::new(),
         ] {
-            assert!(Payload::from_stored(&bad).is_err(), "{bad}");
+            assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }
     }
 

@@ -152,7 +152,7 @@ impl RawTask {
         if hash_hex(self.payload.as_bytes()) != self.payload_hash {
             return Err("the stored payload does not match payload_hash".into());
         }
-        let payload = Payload::from_stored(&self.payload)
+        let payload = Payload::from_canonical(&self.payload)
             .map_err(|e| format!("the stored payload cannot be read: {e:#}"))?;
         let owner_keys: Vec<String> = serde_json::from_str(&self.owner_keys)
             .map_err(|e| format!("owner_keys is not a JSON list of strings: {e}"))?;
