@@ -282,7 +282,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__approve)
-            opts="-h -V --wait-id --executor --notifier --lease --timeout --db --tenant --as --json --now --help --version"
+            opts="-h -V --wait-id --here --executor --notifier --lease --timeout --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,7 +506,7 @@ _agentcron() {
             return 0
             ;;
         agentcron__subcmd__deny)
-            opts="-h -V --wait-id --notifier --db --tenant --as --json --now --help --version"
+            opts="-h -V --wait-id --here --notifier --db --tenant --as --json --now --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -48,8 +48,8 @@ complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "log" -d 'Show t
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "explain" -d 'Explain why the occurrence at or before TIME did or did not run'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "tick" -d 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "lease" -d 'Inspect a run\'s lease (for executors fencing their side effects)'
-complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "approve" -d 'Approve a parked run: it runs again with the continuation'
-complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied")'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "approve" -d 'Approve a parked run: the next tick runs it again with the decision'
+complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied"); the next tick sends its notice'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "reconcile" -d 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "status" -d 'Report the last tick, the due backlog, stuck runs and undelivered notices'
 complete -c agentcron -n "__fish_agentcron_needs_command" -f -a "prune" -d 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'
@@ -244,23 +244,25 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand lease; and __fish_se
 complete -c agentcron -n "__fish_agentcron_using_subcommand lease; and __fish_seen_subcommand_from help" -f -a "check" -d 'Exit 0 while the lease holds, 5 when it does not'
 complete -c agentcron -n "__fish_agentcron_using_subcommand lease; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l wait-id -d 'The wait id the executor gave' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l executor -d 'The executor command, split by shell word rules' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l notifier -d 'The notifier command, split by shell word rules' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l lease -d 'Lease length, renewed every third of it' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l timeout -d 'Kill the executor\'s process group after this long' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l executor -d 'With --here: the executor command, split by shell word rules' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l notifier -d 'With --here: the notifier command, split by shell word rules' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l lease -d 'With --here: lease length, renewed every third of it' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l timeout -d 'With --here: kill the executor\'s process group after this long' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l tenant -d 'The tenant every command acts in [default: default]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l here -d 'Run the executor here, in this shell, at once, instead of leaving the run to the next tick'
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentcron -n "__fish_agentcron_using_subcommand approve" -s V -l version -d 'Print version'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l wait-id -d 'The wait id the executor gave' -r
-complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l notifier -d 'The notifier command, split by shell word rules' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l notifier -d 'With --here: the notifier command, split by shell word rules' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l db -d 'The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db, else ~/.local/state/agentcron/agentcron.db]' -r -F
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l tenant -d 'The tenant every command acts in [default: default]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
+complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l here -d 'Send the notice here, at once, with the notifier instead of leaving it to the next tick'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentcron -n "__fish_agentcron_using_subcommand deny" -s V -l version -d 'Print version'
@@ -367,8 +369,8 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "explain" -d 'Explain why the occurrence at or before TIME did or did not run'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "tick" -d 'Run what is due: claim occurrences atomically, execute them under a lease, deliver notices'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "lease" -d 'Inspect a run\'s lease (for executors fencing their side effects)'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "approve" -d 'Approve a parked run: it runs again with the continuation'
-complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied")'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "approve" -d 'Approve a parked run: the next tick runs it again with the decision'
+complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "deny" -d 'Deny a parked run: it is recorded failed ("denied"); the next tick sends its notice'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "reconcile" -d 'List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "status" -d 'Report the last tick, the due backlog, stuck runs and undelivered notices'
 complete -c agentcron -n "__fish_agentcron_using_subcommand help; and not __fish_seen_subcommand_from draft confirm list show pause resume delete trigger next upcoming plan apply runs log explain tick lease approve deny reconcile status prune check metrics crontab systemd export import completions help" -f -a "prune" -d 'Delete settled runs, delivered notices, audit events and expired drafts older than DUR'

@@ -201,6 +201,17 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
             "running",
             format!("is running as run {id} under a lease until {}", run.lease_until.map(when).unwrap_or_default()),
         ),
+        RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization
+            if run.approved_at.is_some() =>
+        (
+            "awaiting",
+            format!(
+                "ran as run {id} and was approved by {} at {} (wait id {}); the next tick runs it again with the decision",
+                run.approved_by.as_deref().unwrap_or("?"),
+                run.approved_at.map(when).unwrap_or_default(),
+                run.wait_id.as_deref().unwrap_or("?"),
+            ),
+        ),
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => (
             "awaiting",
             format!(

@@ -197,6 +197,10 @@ pub struct Run {
     pub stderr_tail: Option<String>,
     pub delivery_status: Option<DeliveryState>,
     pub trigger: RunTrigger,
+    /// A parked run an owner approved, waiting for the next tick to run its
+    /// continuation: when, and by whom. Cleared when a tick claims it.
+    pub approved_at: Option<i64>,
+    pub approved_by: Option<String>,
 }
 
 /// A drafted schedule waiting for its person to confirm the hash.

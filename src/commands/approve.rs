@@ -1,5 +1,10 @@
 //! `agentcron approve` and `agentcron deny`: answer a run parked on a
 //! continuation. A continuation is claimed at most once.
+//!
+//! `approve` records the decision and leaves the run to the next tick: the
+//! tick has cron's executor, environment and limits, where the operator's
+//! shell has whatever it happens to have. `approve --here` runs it here, at
+//! once, as before.
 
 use anyhow::Result;
 use clap::Args;
@@ -15,7 +20,7 @@ use crate::tick::execute::{self, Executor, Job};
 use crate::tick::settle::{self, Outcome};
 use crate::tick::{deliver, Notifier};
 
-/// Approve a parked run: it runs again with the continuation
+/// Approve a parked run: the next tick runs it again with the decision
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
     /// The parked run: its id, or a unique prefix (4+ characters)
@@ -26,24 +31,30 @@ pub struct ApproveArgs {
     #[arg(long, value_name = "W")]
     pub wait_id: String,
 
-    /// The executor command, split by shell word rules
+    /// Run the executor here, in this shell, at once, instead of leaving
+    /// the run to the next tick
+    // Not `--now`: that is the global (hidden) clock option.
+    #[arg(long)]
+    pub here: bool,
+
+    /// With --here: the executor command, split by shell word rules
     #[arg(long, env = "AGENTCRON_EXECUTOR", value_name = "CMD")]
     pub executor: Option<String>,
 
-    /// The notifier command, split by shell word rules
+    /// With --here: the notifier command, split by shell word rules
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 
-    /// Lease length, renewed every third of it
+    /// With --here: lease length, renewed every third of it
     #[arg(long, value_name = "DUR", default_value = "60s")]
     pub lease: String,
 
-    /// Kill the executor's process group after this long
+    /// With --here: kill the executor's process group after this long
     #[arg(long, value_name = "DUR", default_value = "30m")]
     pub timeout: String,
 }
 
-/// Deny a parked run: it is recorded failed ("denied")
+/// Deny a parked run: it is recorded failed ("denied"); the next tick sends its notice
 #[derive(Debug, Args)]
 pub struct DenyArgs {
     /// The parked run: its id, or a unique prefix (4+ characters)
@@ -54,7 +65,12 @@ pub struct DenyArgs {
     #[arg(long, value_name = "W")]
     pub wait_id: String,
 
-    /// The notifier command, split by shell word rules
+    /// Send the notice here, at once, with the notifier instead of leaving
+    /// it to the next tick
+    #[arg(long)]
+    pub here: bool,
+
+    /// With --here: the notifier command, split by shell word rules
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 }
@@ -84,7 +100,7 @@ fn parked(
             .with_hint("use the wait id from the notice"),
         );
     }
-    if run.wait_deadline.is_some_and(|d| d < now) {
+    if run.wait_deadline.is_some_and(|d| d < now) && run.approved_at.is_none() {
         return fail(CmdError::conflict(format!(
             "the continuation of run {run_id} has expired"
         )));
@@ -118,6 +134,56 @@ fn notifier_of(cmd: Option<&str>) -> Result<Option<Notifier>> {
 }
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
+    if args.here {
+        return approve_here(ctx, args);
+    }
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let run = ctx.store()?.write(|tx| {
+        let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
+        if let Some(by) = &run.approved_by {
+            return fail(
+                CmdError::conflict(format!(
+                    "run {} is already approved (by {}); the next tick runs it",
+                    run.run_id,
+                    crate::output::escape(by)
+                ))
+                .with_hint("`agentcron deny` still cancels it until a tick claims it"),
+            );
+        }
+        runnable(&task, &run)?;
+        tx.approve_parked(&run.run_id, &args.wait_id, &identity[0], now)?;
+        tx.append_event(&Event {
+            at: now,
+            tenant_key: run.tenant_key.clone(),
+            actor: identity[0].clone(),
+            action: "approve".into(),
+            task_id: Some(run.task_id.clone()),
+            run_id: Some(run.run_id.clone()),
+            detail: json!({"wait_id": args.wait_id, "wait_kind": run.wait_kind,
+                           "ran": "next_tick"}),
+        })?;
+        run.approved_at = Some(now);
+        run.approved_by = Some(identity[0].clone());
+        Ok(run)
+    })?;
+    if ctx.out.json {
+        ctx.out.document(&crate::output::json::run(&run))?;
+    } else {
+        ctx.out.line(&format!(
+            "Approved; the next tick runs run {} again with the decision.",
+            crate::model::short_id(&run.run_id)
+        ))?;
+    }
+    Ok(0)
+}
+
+/// `approve --here`: claims the continuation and runs the executor in this
+/// process, under a lease, as a tick would.
+fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     let executor = Executor {
         argv: args
             .executor
@@ -132,8 +198,8 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     };
     if executor.argv.is_none() {
         return fail(
-            CmdError::usage("approve runs the executor again, and none is configured")
-                .with_hint("pass --executor CMD or set AGENTCRON_EXECUTOR"),
+            CmdError::usage("approve --here runs the executor here, and none is configured")
+                .with_hint("pass --executor CMD or set AGENTCRON_EXECUTOR, or leave out --here so that the next tick runs it"),
         );
     }
     let notifier = notifier_of(args.notifier.as_deref())?;
@@ -158,7 +224,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
             action: "approve".into(),
             task_id: Some(run.task_id.clone()),
             run_id: Some(run.run_id.clone()),
-            detail: json!({"wait_id": args.wait_id, "wait_kind": run.wait_kind}),
+            detail: json!({"wait_id": args.wait_id, "wait_kind": run.wait_kind, "ran": "here"}),
         })?;
         run.status = RunStatus::Running;
         Ok((task, run))
@@ -199,7 +265,11 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
 }
 
 pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
-    let notifier = notifier_of(args.notifier.as_deref())?;
+    // Without --here the notice stays pending for the tick's notifier.
+    let notifier = match args.here {
+        true => notifier_of(args.notifier.as_deref())?,
+        false => None,
+    };
     let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,

@@ -155,7 +155,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let mut names = std::collections::HashMap::new();
     let mut reported = 0;
     let summary = tick::run(store, &opener, &options, clock, &mut |event| {
-        if let TickEvent::Decided { task, run } = event {
+        if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {
             names.insert(run.run_id.clone(), task.name.clone());
         }
         reported += 1;
@@ -226,6 +226,10 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
         }
         TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
             "decision": run.status.as_str(), "run": run_json(run)}),
+        TickEvent::Continued { task, run } => json!({"event": "continued",
+            "task_name": task.name, "run": run_json(run)}),
+        TickEvent::WouldContinue { task, run } => json!({"event": "would_continue",
+            "task_name": task.name, "run": run_json(run)}),
         TickEvent::WouldDecide { task, run } => {
             // A dry run records nothing: the id it drew for the run is never used.
             let mut run = run_json(run);
@@ -309,6 +313,14 @@ fn event_line(event: &TickEvent) -> Option<String> {
                 other => format!("{verb}record {label} for {when}: {other}"),
             }
         }
+        TickEvent::Continued { task, run } | TickEvent::WouldContinue { task, run } => format!(
+            "{} run {} of {} again: approved by {}, continuing wait {}",
+            if matches!(event, TickEvent::WouldContinue { .. }) { "would" } else { "running" },
+            short_id(&run.run_id),
+            escape(&task.label()),
+            escape(run.approved_by.as_deref().unwrap_or("an owner")),
+            escape(run.wait_id.as_deref().unwrap_or(""))
+        ),
         TickEvent::Quarantined { task_id, problem } => format!(
             "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
         ),

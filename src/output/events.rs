@@ -94,10 +94,22 @@ pub fn sentence(action: &str, detail: &Value) -> String {
             ));
             words.extend(text("reason").map(|r| format!("because: {r}")));
         }
-        "approve" => words.push(format!(
-            "approved wait {}",
-            text("wait_id").unwrap_or_default()
-        )),
+        "approve" => {
+            words.push(format!(
+                "approved wait {}",
+                text("wait_id").unwrap_or_default()
+            ));
+            if text("ran").as_deref() == Some("next_tick") {
+                words.push("the next tick runs it".into());
+            }
+        }
+        "continue" => {
+            words.push(format!(
+                "ran the approved continuation (wait {})",
+                text("wait_id").unwrap_or_default()
+            ));
+            words.extend(text("approved_by").map(|by| format!("approved by {by}")));
+        }
         "quarantine" => {
             words.push("quarantined".into());
             words.extend(text("problem"));

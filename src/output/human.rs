@@ -173,9 +173,17 @@ pub fn run_summary(r: &Run) -> String {
         };
     }
     if let (true, Some(wait_id)) = (r.status.is_awaiting(), &r.wait_id) {
+        let wait = match &r.approved_by {
+            Some(by) => format!(
+                "wait id {}, approved by {}: the next tick runs it",
+                escape(wait_id),
+                escape(by)
+            ),
+            None => format!("wait id {}", escape(wait_id)),
+        };
         summary = match summary.is_empty() {
-            true => format!("wait id {}", escape(wait_id)),
-            false => format!("wait id {}; {summary}", escape(wait_id)),
+            true => wait,
+            false => format!("{wait}; {summary}"),
         };
     }
     summary

@@ -67,5 +67,7 @@ pub fn run(r: &Run) -> Value {
         "queued_seconds": r.queued_seconds,
         "stderr": r.stderr_tail,
         "trigger": r.trigger.as_str(),
+        "approved_at": time(r.approved_at),
+        "approved_by": r.approved_by,
     })
 }

@@ -81,8 +81,16 @@ pub trait RunTx {
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool>;
     /// Parked runs past their continuation deadline, oldest first.
     fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
-    /// awaiting → running under a new lease, once: Conflict when the run is
-    /// no longer parked on `wait_id`.
+    /// Records an owner's approval on a run parked on `wait_id`, for the next
+    /// tick to continue: Conflict when the run is no longer parked on it or
+    /// was approved already.
+    fn approve_parked(&mut self, run_id: &str, wait_id: &str, actor: &str, now: i64) -> Result<()>;
+    /// Approved parked runs whose task may run (active or completed),
+    /// oldest approval first; on PostgreSQL rows another transaction holds
+    /// are passed over.
+    fn approved_continuations(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Run>>;
+    /// awaiting → running under a new lease, once (the approval, if any, is
+    /// used up): Conflict when the run is no longer parked on `wait_id`.
     fn reclaim_parked(
         &mut self,
         run_id: &str,

@@ -88,6 +88,8 @@ pub const TABLES: &[Table] = &[
             ("queued_seconds", I),
             ("stderr_tail", T),
             ("trigger", T),
+            ("approved_at", I),
+            ("approved_by", T),
         ],
     },
     Table {

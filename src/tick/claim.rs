@@ -367,6 +367,8 @@ pub(crate) fn new_run(
         wait_deadline: None,
         queued_seconds: None,
         stderr_tail: None,
+        approved_at: None,
+        approved_by: None,
         delivery_status: None,
         trigger: if attempt > 1 {
             RunTrigger::Retry
@@ -381,8 +383,67 @@ pub(crate) fn new_run(
 /// What one claim transaction did.
 #[derive(Debug)]
 pub enum Claimed {
-    Planned { task: Box<Task>, plan: Plan },
-    Quarantined { task_id: String, problem: String },
+    Planned {
+        task: Box<Task>,
+        plan: Plan,
+    },
+    Quarantined {
+        task_id: String,
+        problem: String,
+    },
+    /// An approved continuation, back to `running` under a new lease: its
+    /// executor runs again with `continuation`.
+    Continued {
+        task: Box<Task>,
+        run: Box<Run>,
+        continuation: serde_json::Value,
+    },
+}
+
+/// Claims a continuation an owner approved (SPEC section 6, Continuations;
+/// `approve` without `--now` leaves it to the tick, which has cron's
+/// executor and environment). None when its task cannot be read (the due
+/// path quarantines it) or another tick claimed it first.
+pub fn continue_approved(
+    tx: &mut dyn Tx,
+    mut run: Run,
+    s: ClaimSettings,
+) -> Result<Option<Claimed>> {
+    let Some(Ok(task)) = tx.task(&run.task_id)? else {
+        return Ok(None);
+    };
+    let wait_id = run.wait_id.clone().unwrap_or_default();
+    let token = uuid::Uuid::new_v4().to_string();
+    let lease_until = s.now + s.lease_seconds;
+    match tx.reclaim_parked(&run.run_id, &wait_id, &token, lease_until, s.now) {
+        Ok(()) => {}
+        Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    }
+    tx.append_event(&Event {
+        at: s.now,
+        tenant_key: run.tenant_key.clone(),
+        actor: "agentcron:tick".into(),
+        action: "continue".into(),
+        task_id: Some(run.task_id.clone()),
+        run_id: Some(run.run_id.clone()),
+        detail: json!({"wait_id": wait_id, "approved_by": run.approved_by,
+                       "approved_at": run.approved_at}),
+    })?;
+    let continuation = json!({"kind": run.wait_kind, "wait_id": wait_id, "decision": "approved"});
+    run.status = RunStatus::Running;
+    run.lease_token = Some(token);
+    run.lease_until = Some(lease_until);
+    run.started_at = Some(s.now);
+    // approved_at/by stay on this copy (the stored row dropped them) so the
+    // tick can say who approved what it runs.
+    Ok(Some(Claimed::Continued {
+        task: Box::new(task),
+        run: Box::new(run),
+        continuation,
+    }))
 }
 
 /// Reads what `plan` needs for one due task inside `tx`.

@@ -88,6 +88,11 @@ pub enum TickEvent {
         task: Box<crate::model::Task>,
         run: crate::model::Run,
     },
+    /// An approved continuation claimed back to `running`.
+    Continued {
+        task: Box<crate::model::Task>,
+        run: crate::model::Run,
+    },
     /// Due work this tick could not start now, marked as seen in time.
     Queued {
         count: usize,
@@ -98,6 +103,11 @@ pub enum TickEvent {
         problem: String,
     },
     Finished(Box<execute::Finished>),
+    /// Dry run only: an approved continuation step 4 would run.
+    WouldContinue {
+        task: Box<crate::model::Task>,
+        run: crate::model::Run,
+    },
     /// Dry run only: what step 4 would decide.
     WouldDecide {
         task: Box<crate::model::Task>,
@@ -386,6 +396,27 @@ impl Scheduler<'_> {
                         self.decisions += 1;
                         self.tell(report, &TickEvent::Quarantined { task_id, problem });
                     }
+                    claim::Claimed::Continued {
+                        task,
+                        run,
+                        continuation,
+                    } => {
+                        self.started += 1;
+                        self.in_flight += 1;
+                        self.tell(
+                            report,
+                            &TickEvent::Continued {
+                                task: task.clone(),
+                                run: (*run).clone(),
+                            },
+                        );
+                        workers.dispatch(execute::Job {
+                            task: *task,
+                            token: run.lease_token.clone().unwrap_or_default(),
+                            run: *run,
+                            continuation,
+                        });
+                    }
                     claim::Claimed::Planned { task, plan } => {
                         for run in plan.runs {
                             if run.status == RunStatus::Running {
@@ -660,6 +691,15 @@ fn dry_run(
         let mut events = Vec::new();
         let limit = (options.max_runs + MAX_DECISIONS) as u32;
         let mut running = 0;
+        for run in tx.approved_continuations(tenant, options.max_runs as u32)? {
+            if let Some(Ok(task)) = tx.task(&run.task_id)? {
+                running += 1;
+                events.push(TickEvent::WouldContinue {
+                    task: Box::new(task),
+                    run,
+                });
+            }
+        }
         for due in tx.due_tasks(now, tenant, limit)? {
             if running >= options.max_runs {
                 break;

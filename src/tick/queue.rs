@@ -62,6 +62,22 @@ pub fn claim_batch(
     if rr.tenants.is_none() {
         rr.tenants = Some(tx.active_tenants(tenant)?);
     }
+    // Approved continuations first: a person decided, and is waiting.
+    for run in tx.approved_continuations(tenant, slots as u32)? {
+        if batch.started >= slots {
+            break;
+        }
+        if let Some(limit) = max_running {
+            if tx.running_count()? >= limit as i64 {
+                batch.stop = Stop::AtLimit;
+                return Ok(batch);
+            }
+        }
+        if let Some(claimed) = claim::continue_approved(tx, run, s)? {
+            batch.started += 1;
+            batch.claimed.push(claimed);
+        }
+    }
     let tenants = rr.tenants.as_deref().unwrap_or_default();
     while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
         if let Some(limit) = max_running {

@@ -19,36 +19,206 @@ fn parked_run(rig: &Rig) -> String {
     run["run_id"].as_str().unwrap().to_string()
 }
 
+/// The continuation the executor of `run_id` was given on its last start.
+fn continuation_seen(rig: &Rig, run_id: &str) -> serde_json::Value {
+    let stdin: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json"))).unwrap(),
+    )
+    .unwrap();
+    stdin["continuation"].clone()
+}
+
 #[test]
-fn approving_runs_the_executor_again_with_the_continuation_once() {
+fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
     let run_id = parked_run(&rig);
     rig.env
         .run(&["approve", &run_id, "--wait-id", "wrong"])
         .fails(5);
-    let out = rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
-    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    // The operator's shell has no executor: approving needs none.
+    let out = rig
+        .env
+        .command(&["approve", &run_id, "--wait-id", "w1"])
+        .env_remove("AGENTCRON_EXECUTOR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("the next tick runs"), "{stdout}");
+    assert_eq!(rig.starts().len(), 1, "approve itself ran nothing");
     let run = &rig.runs("a")[0];
-    assert_eq!(run["status"], "succeeded");
-    assert_eq!(run["summary"], "approved and done");
-    let stdin: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json"))).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(run["status"], "awaiting_confirmation");
+    assert_eq!(run["approved_by"], "unix:tester");
+    assert!(rig
+        .env
+        .run(&["show", "a"])
+        .ok()
+        .stdout
+        .contains("approved by"));
+    let again = rig
+        .env
+        .run(&["approve", &run_id, "--wait-id", "w1"])
+        .fails(5);
+    assert!(
+        again.stderr.contains("already approved"),
+        "{}",
+        again.stderr
+    );
+
+    // The tick runs it with the decision, as cron's environment has it.
+    let dry = rig.tick(&["--dry-run"]).ok().stdout;
+    assert!(
+        dry.contains(&format!("would run {} of a again", &run_id[..8])),
+        "{dry}"
+    );
+    assert_eq!(rig.starts().len(), 1);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let events = rig.tick_json(&[]);
+    assert!(
+        events.iter().any(|e| e["event"] == "continued"),
+        "{events:?}"
+    );
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["approved_at"], serde_json::Value::Null);
     assert_eq!(
-        stdin["continuation"],
+        continuation_seen(&rig, &run_id),
         serde_json::json!({"kind": "confirmation", "wait_id": "w1", "decision": "approved"})
     );
-    // Claimed at most once.
+    assert_eq!(rig.starts().len(), 2);
+    // Claimed at most once: neither a later tick nor a late approve runs it again.
+    rig.tick(&[]).ok();
     rig.env
         .run(&["approve", &run_id, "--wait-id", "w1"])
         .fails(5);
     assert_eq!(rig.starts().len(), 2);
+    let log = rig.env.run(&["log", "a"]).ok().stdout;
+    assert!(log.contains("the next tick runs it"), "{log}");
+    assert!(log.contains("ran the approved continuation"), "{log}");
     // Claimed, parked, approved, finished: leaving running twice is legal
     // here (found by the model-based store test: `check` called it a violation).
     let check = rig.env.run(&["check"]);
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}
+
+#[test]
+fn approve_here_runs_the_executor_in_this_shell_at_once() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    let out = rig
+        .env
+        .command(&["approve", &run_id, "--wait-id", "w1", "--here"])
+        .env_remove("AGENTCRON_EXECUTOR")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no executor here: a usage error"
+    );
+    assert_eq!(rig.starts().len(), 1);
+    let out = rig
+        .env
+        .run(&["approve", &run_id, "--wait-id", "w1", "--here"])
+        .ok();
+    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    let run = &rig.runs("a")[0];
+    assert_eq!(run["status"], "succeeded");
+    assert_eq!(run["summary"], "approved and done");
+    assert_eq!(
+        continuation_seen(&rig, &run_id)["decision"],
+        serde_json::json!("approved")
+    );
+    rig.env
+        .run(&["approve", &run_id, "--wait-id", "w1", "--here"])
+        .fails(5);
+    assert_eq!(rig.starts().len(), 2);
+}
+
+#[test]
+fn an_approval_outlives_the_wait_deadline_but_a_deny_before_the_tick_wins() {
+    // Approved a minute before its deadline, ticked a minute after: the
+    // person decided in time, so the tick runs it rather than expiring it.
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-03T08:01:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    rig.env.set_now(T0 + 86400 + 120);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let out = rig.tick(&[]).ok();
+    assert!(
+        !out.stdout.contains("continuation expired"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rig.runs("a")[0]["status"], "succeeded");
+    assert_eq!(rig.starts().len(), 2);
+
+    // Approved, then denied before any tick: the deny settles it, nothing runs.
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    let denied = rig.env.json(&["deny", &run_id, "--wait-id", "w1"]);
+    assert_eq!(denied["status"], "failed");
+    rig.tick(&[]).ok();
+    let run = &rig.runs("a")[0];
+    assert_eq!(
+        (run["status"].as_str(), run["reason"].as_str()),
+        (Some("failed"), Some("denied"))
+    );
+    assert_eq!(run["approved_at"], serde_json::Value::Null);
+    assert_eq!(rig.starts().len(), 1);
+}
+
+#[test]
+fn an_approved_run_of_a_task_paused_afterwards_waits_for_resume() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    rig.env.json(&["pause", "a"]);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1, "a paused task runs nothing");
+    assert_eq!(rig.runs("a")[0]["status"], "awaiting_confirmation");
+    rig.env.json(&["resume", "a"]);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 2);
+    assert_eq!(rig.runs("a")[0]["status"], "succeeded");
+}
+
+#[test]
+fn ticks_racing_for_an_approved_continuation_run_it_once() {
+    let rig = Rig::new();
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    let run_id = parked_run(&rig);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "1");
+    let ticks: Vec<_> = (0..6)
+        .map(|_| {
+            rig.env
+                .command(&["tick"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for tick in ticks {
+        let out = tick.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(rig.starts().len(), 2, "one continuation, one start");
+    assert_eq!(rig.runs("a")[0]["status"], "succeeded");
 }
 
 #[test]
@@ -204,9 +374,11 @@ fn approving_a_run_of_a_paused_task_is_refused_and_leaves_it_parked() {
     );
     assert_eq!(rig.starts().len(), 1, "the executor did not run again");
     assert_eq!(rig.runs("a")[0]["status"], "awaiting_confirmation");
-    // Resumed, the same approval goes through.
+    // Resumed, the same approval goes through, and the next tick runs it.
     rig.env.json(&["resume", "a"]);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    assert_eq!(rig.starts().len(), 1);
+    rig.tick(&[]).ok();
     assert_eq!(rig.starts().len(), 2);
 }
 

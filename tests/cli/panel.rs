@@ -98,7 +98,7 @@ fn approve_deny_and_lease_check_take_a_run_id_prefix() {
     );
     let out = rig
         .env
-        .run(&["approve", &first[..8], "--wait-id", "w1"])
+        .run(&["approve", &first[..8], "--wait-id", "w1", "--here"])
         .ok();
     assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
     assert_eq!(run_status(&rig, "a", &first), "succeeded");

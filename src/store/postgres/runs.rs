@@ -13,7 +13,7 @@ const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
     r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
-    r.trigger";
+    r.trigger, r.approved_at, r.approved_by";
 
 fn decode_run(row: &Row) -> Result<Run> {
     let status: String = col(row, 7)?;
@@ -49,6 +49,8 @@ fn decode_run(row: &Row) -> Result<Run> {
             let text: String = col(row, 24)?;
             RunTrigger::parse(&text).with_context(|| format!("unknown run trigger '{text}'"))?
         },
+        approved_at: col(row, 25)?,
+        approved_by: col(row, 26)?,
     })
 }
 
@@ -270,7 +272,7 @@ impl RunTx for PgTx<'_, '_> {
                     "UPDATE runs
                  SET status = $1, summary = coalesce($2, summary), reason = $3,
                      wait_kind = $4, wait_id = $5, wait_deadline = $6, lease_until = NULL,
-                     stderr_tail = coalesce($11, stderr_tail),
+                     stderr_tail = coalesce($11, stderr_tail), approved_at = NULL, approved_by = NULL,
                      finished_at = CASE WHEN $1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE $7::bigint END
                  WHERE run_id = $8 AND status = $9
@@ -303,8 +305,35 @@ impl RunTx for PgTx<'_, '_> {
         self.runs_where(
             "WHERE r.status IN ('awaiting_confirmation', 'awaiting_authorization')
                AND r.wait_deadline < $1 AND ($2::text IS NULL OR r.tenant_key = $2)
+               AND r.approved_at IS NULL
              ORDER BY r.wait_deadline FOR UPDATE OF r SKIP LOCKED",
             &[&now, &tenant],
+        )
+    }
+
+    fn approve_parked(&mut self, run_id: &str, wait_id: &str, actor: &str, now: i64) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE runs SET approved_at = $1, approved_by = $2
+                 WHERE run_id = $3 AND wait_id = $4 AND approved_at IS NULL
+                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+                &[&now, &actor, &run_id, &wait_id],
+            )
+            .context("approving the continuation")?;
+        expect_one(changed, || {
+            format!("run {run_id} is already approved; the next tick continues it")
+        })
+    }
+
+    fn approved_continuations(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Run>> {
+        self.runs_where(
+            "JOIN tasks t ON t.task_id = r.task_id
+             WHERE r.approved_at IS NOT NULL
+               AND r.status IN ('awaiting_confirmation', 'awaiting_authorization')
+               AND t.state IN ('active', 'completed') AND ($1::text IS NULL OR r.tenant_key = $1)
+             ORDER BY r.approved_at, r.run_id LIMIT $2 FOR UPDATE OF r SKIP LOCKED",
+            &[&tenant, &i64::from(limit)],
         )
     }
 
@@ -319,7 +348,8 @@ impl RunTx for PgTx<'_, '_> {
         let changed = self
             .tx
             .execute(
-                "UPDATE runs SET status = 'running', lease_token = $1, lease_until = $2, started_at = $3
+                "UPDATE runs SET status = 'running', lease_token = $1, lease_until = $2, started_at = $3,
+                     approved_at = NULL, approved_by = NULL
                  WHERE run_id = $4 AND wait_id = $5
                    AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
                 &[&token, &lease_until, &now, &run_id, &wait_id],

@@ -136,6 +136,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
         WHERE managed_by IS NOT NULL;
 "#,
+    r#"
+    -- 8: approvals waiting for the next tick, as SQLite's migration 7.
+    ALTER TABLE runs ADD COLUMN approved_at BIGINT, ADD COLUMN approved_by TEXT;
+    CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -12,7 +12,7 @@ pub(super) const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.sched
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
     r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
-    r.trigger";
+    r.trigger, r.approved_at, r.approved_by";
 
 pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
     let status: String = row.get(7)?;
@@ -59,6 +59,8 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
                 )
             })?
         },
+        approved_at: row.get(25)?,
+        approved_by: row.get(26)?,
     })
 }
 
@@ -267,6 +269,7 @@ impl RunTx for SqliteTx<'_> {
                  SET status = ?1, summary = coalesce(?2, summary), reason = ?3,
                      wait_kind = ?4, wait_id = ?5, wait_deadline = ?6,
                      lease_until = NULL, stderr_tail = coalesce(?11, stderr_tail),
+                     approved_at = NULL, approved_by = NULL,
                      finished_at = CASE WHEN ?1 IN ('awaiting_confirmation', 'awaiting_authorization')
                                         THEN NULL ELSE ?7 END
                  WHERE run_id = ?8 AND status = ?9
@@ -310,12 +313,43 @@ impl RunTx for SqliteTx<'_> {
             "SELECT {RUN_COLUMNS} FROM runs r
              WHERE r.status IN ('awaiting_confirmation', 'awaiting_authorization')
                AND r.wait_deadline < ?1 AND (?2 IS NULL OR r.tenant_key = ?2)
+               AND r.approved_at IS NULL
              ORDER BY r.wait_deadline"
         ))?;
         let runs = stmt
             .query_map(params![now, tenant], decode_run)?
             .collect::<Result<Vec<_>, _>>()
             .context("finding expired continuations")?;
+        Ok(runs)
+    }
+
+    fn approve_parked(&mut self, run_id: &str, wait_id: &str, actor: &str, now: i64) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET approved_at = ?1, approved_by = ?2
+                 WHERE run_id = ?3 AND wait_id = ?4 AND approved_at IS NULL
+                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+            )?
+            .execute(params![now, actor, run_id, wait_id])
+            .context("approving the continuation")?;
+        expect_one(changed, || {
+            format!("run {run_id} is already approved; the next tick continues it")
+        })
+    }
+
+    fn approved_continuations(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r JOIN tasks t ON t.task_id = r.task_id
+             WHERE r.approved_at IS NOT NULL
+               AND r.status IN ('awaiting_confirmation', 'awaiting_authorization')
+               AND t.state IN ('active', 'completed') AND (?1 IS NULL OR r.tenant_key = ?1)
+             ORDER BY r.approved_at, r.run_id LIMIT ?2"
+        ))?;
+        let runs = stmt
+            .query_map(params![tenant, limit], decode_run)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("finding approved continuations")?;
         Ok(runs)
     }
 
@@ -331,7 +365,8 @@ impl RunTx for SqliteTx<'_> {
             .conn
             .prepare_cached(
                 "UPDATE runs
-                 SET status = 'running', lease_token = ?1, lease_until = ?2, started_at = ?3
+                 SET status = 'running', lease_token = ?1, lease_until = ?2, started_at = ?3,
+                     approved_at = NULL, approved_by = NULL
                  WHERE run_id = ?4 AND wait_id = ?5
                    AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
             )?

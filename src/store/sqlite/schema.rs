@@ -228,6 +228,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
         WHERE managed_by IS NOT NULL;
     "#,
+    // 7: `approve` hands a parked run to the next tick (which has cron's
+    // executor and environment) instead of running it in the operator's
+    // shell: the approval waits on the run until a tick claims it.
+    r#"
+    ALTER TABLE runs ADD COLUMN approved_at INTEGER;
+    ALTER TABLE runs ADD COLUMN approved_by TEXT;
+    CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this binary writes.
