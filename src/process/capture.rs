@@ -9,8 +9,11 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
+
+use super::wake::Notify;
 
 /// Read size: large enough that 10 MB of output costs ~160 reads.
 const CHUNK: usize = 64 * 1024;
@@ -58,15 +61,28 @@ impl TailBuffer {
 pub(super) struct Capture {
     shared: Arc<Mutex<TailBuffer>>,
     handle: JoinHandle<()>,
+    /// Set at end-of-file, before `notify` is told: a waiter woken by the
+    /// notice must see the stream done (the thread itself may not have
+    /// returned yet, so `JoinHandle::is_finished` could still say no).
+    done: Arc<AtomicBool>,
 }
 
 impl Capture {
-    pub(super) fn start<R>(name: &str, mut reader: R, cap: usize) -> io::Result<Capture>
+    /// Drains `reader` on a new thread, which tells `notify` when the
+    /// stream is done.
+    pub(super) fn start<R>(
+        name: &str,
+        mut reader: R,
+        cap: usize,
+        notify: Notify,
+    ) -> io::Result<Capture>
     where
         R: Read + Send + 'static,
     {
         let shared = Arc::new(Mutex::new(TailBuffer::new(cap)));
         let sink = Arc::clone(&shared);
+        let done = Arc::new(AtomicBool::new(false));
+        let finished = Arc::clone(&done);
         let handle = thread::Builder::new()
             .name(format!("agentcron-{name}"))
             .spawn(move || {
@@ -81,20 +97,27 @@ impl Capture {
                         Err(_) => break,
                     }
                 }
+                finished.store(true, Ordering::Release);
+                notify.done();
             })?;
-        Ok(Capture { shared, handle })
+        Ok(Capture {
+            shared,
+            handle,
+            done,
+        })
     }
 
     /// True once the stream reached end-of-file (every writer closed it).
     pub(super) fn is_done(&self) -> bool {
-        self.handle.is_finished()
+        self.done.load(Ordering::Acquire)
     }
 
     /// The tail captured so far. A thread still blocked on an open pipe is left
     /// detached: it ends on its own when the last writer goes away.
     pub(super) fn finish(self) -> (Vec<u8>, bool) {
         let taken = lock(&self.shared).take();
-        if self.handle.is_finished() {
+        // Done means the thread is returning: joining it cannot block.
+        if self.is_done() || self.handle.is_finished() {
             // The thread cannot panic on its own; a join error carries nothing we need.
             let _ = self.handle.join();
         }
@@ -150,8 +173,8 @@ mod tests {
     #[test]
     fn capture_reads_a_stream_to_the_end() {
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-        let capture =
-            Capture::start("test", io::Cursor::new(data.clone()), 1000).expect("spawning a thread");
+        let capture = Capture::start("test", io::Cursor::new(data.clone()), 1000, Notify::none())
+            .expect("spawning a thread");
         while !capture.is_done() {
             thread::sleep(std::time::Duration::from_millis(1));
         }

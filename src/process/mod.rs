@@ -22,6 +22,7 @@ mod capture;
 mod group;
 #[cfg(test)]
 mod tests;
+mod wake;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -31,31 +32,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use capture::Capture;
+use wake::Waker;
 
-/// How often the child is polled: short enough that a finished child is noticed
-/// promptly, long enough to cost nothing.
-const POLL: Duration = Duration::from_millis(10);
-
-/// The first wait between polls. Most executors and notifiers are quick, so
-/// waiting starts short and doubles up to POLL: a child that exits at once
-/// costs well under a millisecond of waiting, a long one still only ~100
-/// wake-ups a second.
-const FIRST_POLL: Duration = Duration::from_micros(200);
-
-/// Poll intervals that grow from FIRST_POLL to POLL.
-struct Backoff(Duration);
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff(FIRST_POLL)
-    }
-
-    /// Sleeps for the current step (at most `limit`) and grows it.
-    fn sleep(&mut self, limit: Duration) {
-        thread::sleep(self.0.min(limit));
-        self.0 = (self.0 * 2).min(POLL);
-    }
-}
+/// Heartbeats come at most this often, whatever the caller asks.
+const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
 
 /// Longer limits are treated as this, so adding them to an `Instant` cannot overflow.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -180,7 +160,10 @@ pub fn run_child(
     let started = Instant::now();
     let mut child = spawn(spec, program)?;
     let pid = child.id();
-    let (stdout, stderr) = match start_io(&mut child, spec) {
+    // Every wait below wakes on the child's exit or a stream's end, not on
+    // a poll: a quick child costs no sleeping.
+    let mut waker = Waker::new(pid);
+    let (stdout, stderr) = match start_io(&mut child, spec, &waker) {
         Ok(captures) => captures,
         Err(e) => {
             group::signal_group(pid, libc::SIGKILL);
@@ -193,22 +176,26 @@ pub fn run_child(
     };
 
     let deadline = later(started, spec.timeout);
-    let stopped = watch(&mut child, deadline, heartbeat_every, heartbeat);
+    let stopped = watch(&mut child, &mut waker, deadline, heartbeat_every, heartbeat);
     if stopped.is_some() {
         group::signal_group(pid, libc::SIGTERM);
         group::signal_group(pid, libc::SIGCONT);
     }
     settle(
         &mut child,
+        &mut waker,
         &[&stdout, &stderr],
         later(Instant::now(), spec.kill_grace),
     );
     group::signal_group(pid, libc::SIGKILL);
     let status = child.wait();
     let linger_until = later(Instant::now(), spec.kill_grace);
-    let mut backoff = Backoff::new();
-    while !(stdout.is_done() && stderr.is_done()) && Instant::now() < linger_until {
-        backoff.sleep(POLL);
+    loop {
+        let now = Instant::now();
+        if (stdout.is_done() && stderr.is_done()) || now >= linger_until {
+            break;
+        }
+        waker.wait(linger_until - now, false);
     }
     let elapsed = started.elapsed();
 
@@ -272,12 +259,12 @@ fn classify_spawn_error(program: &str, e: &io::Error) -> SpawnError {
 }
 
 /// Starts the stdout and stderr readers and the stdin writer.
-fn start_io(child: &mut Child, spec: &ChildSpec) -> io::Result<(Capture, Capture)> {
+fn start_io(child: &mut Child, spec: &ChildSpec, waker: &Waker) -> io::Result<(Capture, Capture)> {
     let missing = |name| io::Error::other(format!("the child's {name} pipe is missing"));
     let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
     let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
-    let stdout = Capture::start("stdout", stdout, spec.output_cap)?;
-    let stderr = Capture::start("stderr", stderr, spec.output_cap)?;
+    let stdout = Capture::start("stdout", stdout, spec.output_cap, waker.notify())?;
+    let stderr = Capture::start("stderr", stderr, spec.output_cap, waker.notify())?;
     let mut stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
     if !spec.stdin.is_empty() {
         let data = spec.stdin.clone();
@@ -300,13 +287,13 @@ fn start_io(child: &mut Child, spec: &ChildSpec) -> io::Result<(Capture, Capture
 /// exited by itself.
 fn watch(
     child: &mut Child,
+    waker: &mut Waker,
     deadline: Instant,
     heartbeat_every: Duration,
     heartbeat: &mut dyn FnMut() -> Heartbeat,
 ) -> Option<ChildExit> {
-    let every = heartbeat_every.clamp(POLL, CENTURY);
+    let every = heartbeat_every.clamp(MIN_HEARTBEAT, CENTURY);
     let mut next_beat = later(Instant::now(), every);
-    let mut backoff = Backoff::new();
     loop {
         if has_exited(child) {
             return None;
@@ -328,23 +315,23 @@ fn watch(
             }
             continue;
         }
-        backoff.sleep(deadline.min(next_beat) - now);
+        waker.wait(deadline.min(next_beat) - now, true);
     }
 }
 
 /// Waits until the direct child has exited and both streams reached end-of-file,
 /// or until `until`.
-fn settle(child: &mut Child, streams: &[&Capture], until: Instant) {
-    let mut backoff = Backoff::new();
+fn settle(child: &mut Child, waker: &mut Waker, streams: &[&Capture], until: Instant) {
     loop {
-        if has_exited(child) && streams.iter().all(|stream| stream.is_done()) {
+        let exited = has_exited(child);
+        if exited && streams.iter().all(|stream| stream.is_done()) {
             return;
         }
         let now = Instant::now();
         if now >= until {
             return;
         }
-        backoff.sleep(until - now);
+        waker.wait(until - now, !exited);
     }
 }
 
