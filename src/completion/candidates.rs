@@ -88,19 +88,34 @@ fn runs(which: Runs, current: &OsStr) -> Vec<CompletionCandidate> {
     };
     // Each filter is served by an index: runs_by_tenant_status for a
     // status, the primary key's range for an id prefix.
-    let filter = match which {
-        Runs::Unknown => "r.status = 'unknown'",
-        Runs::Parked => "r.status IN ('awaiting_confirmation', 'awaiting_authorization')",
-        Runs::Running => "r.status = 'running'",
+    let newest = "ORDER BY r.scheduled_for DESC, r.run_id";
+    let tenant = "r.tenant_key = $1";
+    let (tenant, filter, order) = match which {
+        Runs::Unknown => (tenant, "r.status = 'unknown'", newest),
+        Runs::Parked => (
+            tenant,
+            "r.status IN ('awaiting_confirmation', 'awaiting_authorization')",
+            newest,
+        ),
+        Runs::Running => (tenant, "r.status = 'running'", newest),
         // Every run of a history is too many to list: wait for a prefix.
         Runs::Any if prefix.is_empty() => return Vec::new(),
-        Runs::Any => "r.run_id >= $2",
+        // The primary key's range, walked in id order so that the limit
+        // stops the scan (ids are hex and dashes, all below '~'). The
+        // tenant as an expression keeps SQLite's planner off the tenant
+        // index, which would read the tenant's whole history (measured:
+        // 0.5 s on 200,000 runs, against milliseconds).
+        Runs::Any => (
+            "r.tenant_key || '' = $1",
+            "r.run_id >= $2 AND r.run_id < $2 || '~'",
+            "ORDER BY r.run_id",
+        ),
     };
     let sql = format!(
         "SELECT r.run_id, t.name, r.status || ' ' || r.scheduled_local FROM runs r
          JOIN tasks t ON t.task_id = r.task_id
-         WHERE r.tenant_key = $1 AND {filter} AND substr(r.run_id, 1, length($2)) = $2
-         ORDER BY r.scheduled_for DESC, r.run_id LIMIT $3"
+         WHERE {tenant} AND {filter} AND substr(r.run_id, 1, length($2)) = $2
+         {order} LIMIT $3"
     );
     query(&sql, prefix)
         .into_iter()
