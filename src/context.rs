@@ -345,7 +345,8 @@ fn system_zone() -> Option<Tz> {
     schedule::parse_zone(name).ok()
 }
 
-fn login_name() -> String {
+/// The login name, for the default identity `unix:NAME`.
+pub fn login_name() -> String {
     for var in ["LOGNAME", "USER"] {
         if let Ok(name) = std::env::var(var) {
             if check_key("login name", &name).is_ok() {

@@ -29,7 +29,7 @@ pub fn tasks(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(prefix) = current.to_str() else {
         return Vec::new();
     };
-    let sql = "SELECT task_id, name, state FROM tasks
+    let sql = "SELECT task_id, name, state, owner_keys FROM tasks
                WHERE tenant_key = $1 AND state <> 'deleted'
                  AND (substr(name, 1, length($2)) = $2 OR substr(task_id, 1, length($2)) = $2)
                ORDER BY name, task_id LIMIT $3";
@@ -112,7 +112,7 @@ fn runs(which: Runs, current: &OsStr) -> Vec<CompletionCandidate> {
         ),
     };
     let sql = format!(
-        "SELECT r.run_id, t.name, r.status || ' ' || r.scheduled_local FROM runs r
+        "SELECT r.run_id, t.name, r.status || ' ' || r.scheduled_local, t.owner_keys FROM runs r
          JOIN tasks t ON t.task_id = r.task_id
          WHERE {tenant} AND {filter} AND substr(r.run_id, 1, length($2)) = $2
          {order} LIMIT $3"
@@ -179,17 +179,28 @@ fn candidate(value: String, help: String) -> CompletionCandidate {
 }
 
 /// Rows of three text columns for `sql` with $1 the tenant, $2 the prefix,
-/// $3 the limit; none on any failure.
+/// $3 the limit, and the owner keys (a JSON array) fourth: those of tasks
+/// the caller owns; none on any failure.
 fn query(sql: &str, prefix: &str) -> Vec<[Option<String>; 3]> {
     let line = LINE.get().cloned().unwrap_or_default();
     let tenant = line.tenant.clone().unwrap_or_else(|| "default".to_string());
     let Some(location) = location(&line) else {
         return Vec::new();
     };
-    match location {
+    let rows = match location {
         Location::Sqlite(path) => sqlite(&path, sql, &tenant, prefix).unwrap_or_default(),
         Location::Postgres(url) => postgres(&url, sql, &tenant, prefix).unwrap_or_default(),
-    }
+    };
+    rows.into_iter()
+        .filter(|[.., owners]| {
+            let owners: Vec<String> = owners
+                .as_deref()
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or_default();
+            owners.iter().any(|k| line.as_keys.contains(k))
+        })
+        .map(|[a, b, c, _]| [a, b, c])
+        .collect()
 }
 
 fn location(line: &Line) -> Option<Location> {
@@ -202,7 +213,7 @@ fn sqlite(
     sql: &str,
     tenant: &str,
     prefix: &str,
-) -> rusqlite::Result<Vec<[Option<String>; 3]>> {
+) -> rusqlite::Result<Vec<[Option<String>; 4]>> {
     use rusqlite::OpenFlags;
     // Read-only: a missing file stays missing (no file, no folders).
     let conn = rusqlite::Connection::open_with_flags(
@@ -214,7 +225,7 @@ fn sqlite(
     let sql = sql.replace('$', "?");
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(rusqlite::params![tenant, prefix, LIMIT], |row| {
-        Ok([row.get(0)?, row.get(1)?, row.get(2)?])
+        Ok([row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?])
     })?;
     rows.collect()
 }
@@ -224,7 +235,7 @@ fn postgres(
     sql: &str,
     tenant: &str,
     prefix: &str,
-) -> Result<Vec<[Option<String>; 3]>, postgres::Error> {
+) -> Result<Vec<[Option<String>; 4]>, postgres::Error> {
     let Ok(mut config) = url.parse::<postgres::Config>() else {
         return Ok(Vec::new());
     };
@@ -240,6 +251,6 @@ fn postgres(
     let rows = tx.query(&sql, &[&tenant, &prefix, &LIMIT])?;
     Ok(rows
         .iter()
-        .map(|r| [r.get(0), r.get(1), r.get(2)])
+        .map(|r| [r.get(0), r.get(1), r.get(2), r.get(3)])
         .collect())
 }

@@ -5,7 +5,7 @@
 //! clap_complete's engine parses the line and picks the argument; we add
 //! three pieces it lacks:
 //! - its value completers see only the word being completed, not the line,
-//!   so `shells` reads `--db` and `--tenant` off the words first and keeps
+//!   so `shells` reads `--db`, `--tenant` and `--as` off the words first and keeps
 //!   them in `LINE` for `candidates` to open the store the command would;
 //! - it offers a hidden flag when no visible one matches (`--n` → `--now`),
 //!   so `shells` drops hidden candidates;
@@ -29,11 +29,14 @@ const VAR: &str = "COMPLETE";
 /// machine.
 const BIN: &str = "agentcron";
 
-/// `--db` and `--tenant` as written on the line being completed.
+/// `--db`, `--tenant` and `--as` as written on the line being completed.
 #[derive(Debug, Default, Clone)]
 struct Line {
     db: Option<String>,
     tenant: Option<String>,
+    /// The caller's keys: only tasks they own are offered, as only those
+    /// can be named (`show` of another owner's task is denied).
+    as_keys: Vec<String>,
 }
 
 static LINE: OnceLock<Line> = OnceLock::new();

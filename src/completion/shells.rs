@@ -98,7 +98,20 @@ impl EnvCompleter for Dynamic {
                 .unwrap_or_default()
         };
         let index = match self.format {
-            Format::Values => env_index(),
+            Format::Values => {
+                // The words before the cursor glued back (see `rejoin`),
+                // for the engine's parse; the word under the cursor stays
+                // as bash has it, since bash replaces only that one.
+                let index = env_index().min(args.len());
+                let rest = args.split_off(index);
+                args = rejoin(args.into_iter().map(|w| w.to_string_lossy().into_owned()))
+                    .into_iter()
+                    .map(OsString::from)
+                    .collect();
+                let index = args.len();
+                args.extend(rest);
+                index
+            }
             Format::Zsh => {
                 let index = env_index();
                 // zsh leaves out an empty word under the cursor.
@@ -169,38 +182,79 @@ fn complete_quietly(
     .unwrap_or_default()
 }
 
-/// `--db` and `--tenant` from the words before the cursor (the global
-/// options may stand anywhere after the program name); AGENTCRON_DB and
-/// AGENTCRON_TENANT when the line has none, as clap's `env` would.
+/// `--db`, `--tenant` and `--as` from the words before the cursor (the
+/// global options may stand anywhere after the program name); else
+/// AGENTCRON_DB, AGENTCRON_TENANT and AGENTCRON_AS, as clap's `env` would,
+/// and the login name for the caller.
 fn line_options(words: &[OsString]) -> Line {
     let mut line = Line::default();
-    let mut words = words.iter().skip(1).map(|w| w.to_string_lossy());
+    let words = rejoin(
+        words
+            .iter()
+            .skip(1)
+            .map(|w| w.to_string_lossy().into_owned()),
+    );
+    let mut words = words.into_iter();
     while let Some(word) = words.next() {
         if word == "--" {
             break;
         }
-        for (flag, slot) in [("--db", &mut line.db), ("--tenant", &mut line.tenant)] {
-            if word == flag {
-                // bash splits `--db=PATH` into `--db`, `=`, `PATH`.
-                let value = match words.next() {
-                    Some(eq) if eq == "=" => words.next(),
-                    value => value,
-                };
-                if let Some(value) = value {
-                    *slot = Some(unquote(&value));
-                }
-                break;
-            }
-            if let Some(value) = word.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
-                *slot = Some(unquote(value));
-                break;
-            }
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
+            None => (word.to_string(), None),
+        };
+        if !matches!(flag.as_str(), "--db" | "--tenant" | "--as") {
+            continue;
+        }
+        let value = match inline {
+            Some(value) => Some(value),
+            // bash splits `--db=PATH` into `--db`, `=`, `PATH`.
+            None => match words.next() {
+                Some(eq) if eq == "=" => words.next(),
+                value => value,
+            },
+        };
+        let Some(value) = value.map(|v| unquote(&v)) else {
+            break;
+        };
+        match flag.as_str() {
+            "--db" => line.db = Some(value),
+            "--tenant" => line.tenant = Some(value),
+            _ => line.as_keys.extend(value.split(',').map(str::to_string)),
         }
     }
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     line.db = line.db.or_else(|| env("AGENTCRON_DB"));
     line.tenant = line.tenant.or_else(|| env("AGENTCRON_TENANT"));
+    if line.as_keys.is_empty() {
+        if let Some(keys) = env("AGENTCRON_AS") {
+            line.as_keys = keys.split(',').map(str::to_string).collect();
+        }
+    }
+    if line.as_keys.is_empty() {
+        line.as_keys = vec![format!("unix:{}", crate::context::login_name())];
+    }
     line
+}
+
+/// bash breaks words at `:` and `=` (COMP_WORDBREAKS), so `--as unix:me`
+/// and `--db=PATH` reach us as `unix`, `:`, `me` and `--db`, `=`, `PATH`:
+/// glue them back.
+fn rejoin(words: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut glue = false;
+    for word in words {
+        if (word == ":" || word == "=") && !out.is_empty() {
+            out.last_mut().expect("not empty").push_str(&word);
+            glue = true;
+        } else if glue {
+            out.last_mut().expect("glued to a word").push_str(&word);
+            glue = false;
+        } else {
+            out.push(word);
+        }
+    }
+    out
 }
 
 /// A word as the shell will pass it: bash and zsh hand us the word as typed,
@@ -237,8 +291,15 @@ mod tests {
         ];
         let line = line_options(&typed);
         assert_eq!(line.db.as_deref(), Some("/my dir/x.db"));
-        let line = line_options(&words("agentcron --db = /b.db show"));
+        let line = line_options(&words("agentcron --as a --db = /b.db show --as=b,c"));
+        assert_eq!(line.as_keys, ["a", "b", "c"]);
         assert_eq!(line.db.as_deref(), Some("/b.db"));
+        // bash's words, split at ':' too.
+        let line = line_options(&words(
+            "agentcron --as unix : me --db postgres : //h/db show",
+        ));
+        assert_eq!(line.as_keys, ["unix:me"]);
+        assert_eq!(line.db.as_deref(), Some("postgres://h/db"));
         let line = line_options(&words("agentcron -- --db /a.db"));
         assert_eq!(line.db, std::env::var("AGENTCRON_DB").ok());
     }

@@ -92,6 +92,7 @@ impl<'a> Shells<'a> {
                 .args(["--norc", "--noprofile", "-c", BASH_HARNESS, "_"])
                 .arg(&script)
                 .arg(line)
+                .args(bash_words(line))
                 .output(),
             Sh::Fish => self
                 .command("fish")
@@ -157,17 +158,16 @@ impl<'a> Shells<'a> {
     }
 }
 
-/// Sources the script, sets COMP_WORDS, COMP_CWORD, COMP_LINE and
-/// COMP_POINT as bash does for the line (a trailing space starts an empty
-/// word), calls the function `complete -p agentcron` names, prints COMPREPLY.
+/// Sources the script, sets COMP_WORDS (the words after the line),
+/// COMP_CWORD, COMP_LINE and COMP_POINT as bash does for the line, calls the
+/// function `complete -p agentcron` names, prints COMPREPLY.
 const BASH_HARNESS: &str = r#"
 source "$1" || exit 1
-line=$2
-read -r -a COMP_WORDS <<< "$line"
-[[ $line == *" " ]] && COMP_WORDS+=("")
+COMP_LINE=$2
+COMP_POINT=${#COMP_LINE}
+shift 2
+COMP_WORDS=("$@")
 COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-COMP_LINE=$line
-COMP_POINT=${#line}
 COMP_TYPE=9
 spec=$(complete -p agentcron) || exit 1
 fn=${spec##*-F }
@@ -176,6 +176,44 @@ fn=${fn%% *}
 (( ${#COMPREPLY[@]} )) && printf '%s\n' "${COMPREPLY[@]}"
 exit 0
 "#;
+
+/// COMP_WORDS as bash makes them: words split at blanks and at the
+/// COMP_WORDBREAKS characters `=` and `:` (each a word of its own) outside
+/// quotes, quotes kept as typed; a trailing blank starts an empty word.
+fn bash_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                word.push(c);
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.push(c);
+            }
+            (None, ' ') => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, '=' | ':') => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                words.push(c.to_string());
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if !word.is_empty() || line.ends_with([' ', '=', ':']) {
+        words.push(word);
+    }
+    words
+}
 
 fn script_path(env: &TestEnv, sh: Sh) -> PathBuf {
     env.path(&format!("completion.{}", sh.name()))
@@ -204,6 +242,16 @@ fn task_names_and_ids_complete_from_the_database() {
     let unnamed_id = unnamed["task_id"].as_str().unwrap().to_string();
     let gone = env.task(&["--instruction", "z", "--every", "1h", "--name", "dropped"]);
     env.run(&["delete", gone["task_id"].as_str().unwrap()]).ok();
+    env.task(&[
+        "--instruction",
+        "w",
+        "--every",
+        "1h",
+        "--name",
+        "dark-ops",
+        "--as",
+        "unix:other",
+    ]);
     let shells = Shells::new(&env);
 
     shells.expect("agentcron show da", &["daily-report", "data-sync"]);
@@ -225,6 +273,15 @@ fn task_names_and_ids_complete_from_the_database() {
         assert!(!got.iter().any(|g| g == "dropped"), "{sh:?}: {got:?}");
     }
 
+    // Only the caller's own tasks (another owner's cannot be named), the
+    // caller being `--as` when the line has it.
+    shells.expect("agentcron show dar", &[]);
+    shells.expect("agentcron --as unix:other show d", &["dark-ops"]);
+    shells.expect(
+        "agentcron show --as unix:tester,unix:other dar",
+        &["dark-ops"],
+    );
+
     // The database the line names, not the environment's.
     let elsewhere = TestEnv::new();
     let other = Shells::new(&elsewhere);
@@ -235,6 +292,11 @@ fn task_names_and_ids_complete_from_the_database() {
     );
     other.expect(
         &format!("agentcron show {} da", db_flag(&env)),
+        &["daily-report", "data-sync"],
+    );
+    // `--db=PATH`, which bash splits into three words.
+    other.expect(
+        &format!("agentcron --db='{}' show da", env.db_arg()),
         &["daily-report", "data-sync"],
     );
     // And the tenant it names.
