@@ -272,7 +272,9 @@ fn test_clock_skew() -> Result<i64> {
     Ok(sign * seconds)
 }
 
-fn location(db: Option<&Path>) -> Result<Location> {
+/// Where `--db` (or AGENTCRON_DB, already folded into `db` by clap) points,
+/// else the default file under XDG_STATE_HOME or HOME.
+pub fn location(db: Option<&Path>) -> Result<Location> {
     if let Some(path) = db {
         let text = path.to_string_lossy();
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
@@ -343,7 +345,8 @@ fn system_zone() -> Option<Tz> {
     schedule::parse_zone(name).ok()
 }
 
-fn login_name() -> String {
+/// The login name, for the default identity `unix:NAME`.
+pub fn login_name() -> String {
     for var in ["LOGNAME", "USER"] {
         if let Ok(name) = std::env::var(var) {
             if check_key("login name", &name).is_ok() {

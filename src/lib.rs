@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod context;
 pub mod error;
 pub mod executor_result;

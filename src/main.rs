@@ -3,6 +3,8 @@
 use clap::Parser;
 
 fn main() {
+    // A shell asking for candidates (COMPLETE=bash …) is answered and exits.
+    agentcron::completion::complete_if_requested();
     let cli = match agentcron::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => std::process::exit(agentcron::output::report_parse_error(&err)),

@@ -24,7 +24,7 @@ use crate::tick::{deliver, Notifier};
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
     /// The parked run: its id, or a unique prefix (4+ characters)
-    #[arg(value_name = "RUN")]
+    #[arg(value_name = "RUN", add = clap_complete::ArgValueCompleter::new(crate::completion::runs_parked))]
     pub run: String,
 
     /// The wait id the executor gave
@@ -58,7 +58,7 @@ pub struct ApproveArgs {
 #[derive(Debug, Args)]
 pub struct DenyArgs {
     /// The parked run: its id, or a unique prefix (4+ characters)
-    #[arg(value_name = "RUN")]
+    #[arg(value_name = "RUN", add = clap_complete::ArgValueCompleter::new(crate::completion::runs_parked))]
     pub run: String,
 
     /// The wait id the executor gave

@@ -1,10 +1,16 @@
-//! `agentcron completions`: print a shell completion script.
+//! `agentcron completions`: print a shell's registration script for the
+//! dynamic completion in `crate::completion`.
 
 use anyhow::Result;
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
 /// Print the completion script for a shell
+///
+/// The script asks `agentcron` (on PATH) for candidates as you type: task
+/// names and ids, run ids, zones and flag values, from the database the line
+/// names (`--db`, else AGENTCRON_DB, else the default). The same script is
+/// printed by `COMPLETE=SHELL agentcron`.
 ///
 /// bash: `agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron`;
 /// zsh: `agentcron completions zsh > "${fpath[1]}/_agentcron"`;
@@ -17,10 +23,7 @@ pub struct CompletionsArgs {
 }
 
 pub fn script(shell: Shell) -> Vec<u8> {
-    let mut cmd = crate::cli::Cli::command();
-    let mut out = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "agentcron", &mut out);
-    out
+    crate::completion::registration(shell)
 }
 
 pub fn run(ctx: &crate::context::Ctx, args: CompletionsArgs) -> Result<()> {

@@ -40,7 +40,7 @@ pub struct DraftArgs {
     pub instruction: Option<String>,
 
     /// Draft a new payload for this task (id, unique id prefix, or name)
-    #[arg(long, value_name = "TASK")]
+    #[arg(long, value_name = "TASK", add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub replace: Option<String>,
 
     /// Run once at TIME (RFC 3339, or `YYYY-MM-DD HH:MM[:SS]` in the task's zone)
@@ -64,7 +64,7 @@ pub struct DraftArgs {
     pub daily: Option<String>,
 
     /// Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`
-    #[arg(long, value_name = "LIST", requires = "daily")]
+    #[arg(long, value_name = "LIST", requires = "daily", add = clap_complete::ArgValueCompleter::new(crate::completion::days))]
     pub days: Option<String>,
 
     /// Run on a five-field cron expression ("m h dom mon dow"), in the task's zone
@@ -98,7 +98,7 @@ pub struct DraftArgs {
     pub policy: Option<PolicyArg>,
 
     /// The task's time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]
-    #[arg(long, value_name = "ZONE")]
+    #[arg(long, value_name = "ZONE", add = clap_complete::ArgValueCompleter::new(crate::completion::zones))]
     pub tz: Option<String>,
 
     /// How late a run may start and still run; later ones are recorded as missed [default: 60s]

@@ -18,7 +18,7 @@ use crate::store::Tx;
 pub struct ExplainArgs {
     /// Task id, unique id prefix (4+ characters), or name; or a run id (or
     /// unique prefix) to explain that run's occurrence
-    #[arg(value_name = "TASK|RUN")]
+    #[arg(value_name = "TASK|RUN", add = clap_complete::ArgValueCompleter::new(crate::completion::tasks_or_runs))]
     pub task: String,
 
     /// The moment to look back from (RFC 3339, or local in the task's zone) [default: now]

@@ -20,7 +20,7 @@ pub enum LeaseAction {
     Check {
         /// The run id (AGENTCRON_RUN_ID in the executor's environment), or a
         /// unique prefix of it (4+ characters) among the tenant's runs
-        #[arg(value_name = "RUN")]
+        #[arg(value_name = "RUN", add = clap_complete::ArgValueCompleter::new(crate::completion::runs_running))]
         run: String,
         /// The lease token (AGENTCRON_LEASE_TOKEN in the executor's environment)
         #[arg(long, value_name = "T")]

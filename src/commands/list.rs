@@ -22,7 +22,12 @@ pub struct ListArgs {
     pub all: bool,
 
     /// Only tasks in this state (active, paused, completed, deleted, error)
-    #[arg(long, value_name = "S", value_parser = parse_state)]
+    #[arg(
+        long,
+        value_name = "S",
+        value_parser = parse_state,
+        add = clap_complete::ArgValueCandidates::new(crate::completion::task_states)
+    )]
     pub state: Option<TaskState>,
 }
 

@@ -14,6 +14,7 @@ use crate::output::{escape, events, human, relative};
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// Only this task's events (id, unique prefix, or name)
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: Option<String>,
 
     /// At most N events

@@ -14,6 +14,7 @@ use crate::schedule;
 #[derive(Debug, Args)]
 pub struct NextArgs {
     /// Task id, unique id prefix (4+ characters), or name
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 
     /// How many occurrences

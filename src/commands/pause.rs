@@ -16,6 +16,7 @@ use crate::lifecycle::{self, Request};
 #[derive(Debug, Args)]
 pub struct PauseArgs {
     /// Task id, unique id prefix (4+ characters), or name
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 
     /// Why, kept with the task and shown by `show`

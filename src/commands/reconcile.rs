@@ -24,7 +24,7 @@ use crate::tick::settle::{self, Outcome};
 pub struct ReconcileArgs {
     /// The unknown run to settle (its id, or a unique prefix of 4+
     /// characters); without it, list the unknown runs
-    #[arg(requires = "decision", value_name = "RUN")]
+    #[arg(requires = "decision", value_name = "RUN", add = clap_complete::ArgValueCompleter::new(crate::completion::runs_unknown))]
     pub run: Option<String>,
 
     /// What really happened

@@ -15,6 +15,7 @@ use crate::lifecycle::{self, Request};
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// Task id, unique id prefix (4+ characters), or name
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 
     /// Only if the task is still at revision N (compare-and-set)

@@ -14,10 +14,16 @@ use crate::store::RunFilter;
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     /// Only this task's runs (id, unique prefix, or name)
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: Option<String>,
 
     /// Only runs in this status
-    #[arg(long, value_name = "S", value_parser = parse_status)]
+    #[arg(
+        long,
+        value_name = "S",
+        value_parser = parse_status,
+        add = clap_complete::ArgValueCandidates::new(crate::completion::run_statuses)
+    )]
     pub status: Option<RunStatus>,
 
     /// At most N runs

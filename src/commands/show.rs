@@ -13,6 +13,7 @@ use crate::output::{human, json};
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// Task id, unique id prefix (4+ characters), or name
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 }
 

@@ -26,6 +26,7 @@ use crate::store::Trigger;
 #[derive(Debug, Args)]
 pub struct TriggerArgs {
     /// Task id, unique id prefix (4+ characters), or name
+    #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 
     /// Why, kept in the audit trail

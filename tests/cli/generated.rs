@@ -276,9 +276,9 @@ fn expected_files() -> Vec<(PathBuf, Vec<u8>)> {
         Shell::Elvish,
         Shell::PowerShell,
     ] {
-        let mut cmd = agentcron::cli::Cli::command();
-        let mut out = Vec::new();
-        clap_complete::generate(shell, &mut cmd, "agentcron", &mut out);
+        // The registration script of the dynamic completion, as
+        // `agentcron completions SHELL` prints it.
+        let out = agentcron::commands::completions::script(shell);
         let name = match shell {
             Shell::Bash => "agentcron.bash".to_string(),
             Shell::Zsh => "_agentcron".to_string(),

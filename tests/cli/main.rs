@@ -6,6 +6,7 @@
 mod support;
 
 mod capacity;
+mod completion;
 mod confirm;
 mod continuations;
 mod day2;
