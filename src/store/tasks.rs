@@ -285,6 +285,11 @@ pub trait TaskTx {
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
     /// Records the tasks file whose `apply` created the task (SPEC section 14).
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()>;
+    /// Records what an `apply` declared for the task (`plan`'s stable
+    /// comparison, see `commands::plan::declared_hash`).
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()>;
+    /// What the last `apply` declared for the task, if one did.
+    fn declared(&mut self, task_id: &str) -> Result<Option<String>>;
     /// Ids of the tenant's non-deleted tasks an `apply` of `file` created.
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.

@@ -342,3 +342,133 @@ fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
         .stdout
         .starts_with("no changes"));
 }
+
+/// `count` (and a spread with it) resolves its end from "now"; a file
+/// applied once still plans as "no changes" a day later, after ticks ran
+/// some of its occurrences.
+#[test]
+fn a_counted_task_applied_once_plans_as_no_changes_after_the_clock_moves_on() {
+    let rig = crate::tick::Rig::new();
+    let env = &rig.env;
+    let file = write(
+        env,
+        r#"
+[counted]
+instruction = "three digests"
+daily = "09:00"
+tz = "UTC"
+count = 3
+
+[spread-counted]
+instruction = "five checks"
+every = "6h"
+start = "2026-01-01T00:00:00Z"
+spread = "30m"
+count = 5
+"#,
+    );
+    apply(env, &file, &[]);
+    let no_changes = "no changes: the 2 tasks of";
+    assert!(env
+        .run(&["plan", &file])
+        .ok()
+        .stdout
+        .starts_with(no_changes));
+
+    // 09:00: the daily task runs its first occurrence; then a day passes.
+    env.advance(3600);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1, "the tick ran no occurrence");
+    env.advance(86_400);
+    rig.tick(&[]).ok();
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.starts_with(no_changes), "{}", out.stdout);
+    let p = plan(env, &file, &["--prune"]);
+    assert_eq!(p["changes"], false, "{p}");
+
+    // A changed value is a change again, its diff in draft's words.
+    let changed = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("three digests", "three summaries");
+    std::fs::write(&file, changed).unwrap();
+    let p = plan(env, &file, &[]);
+    assert_eq!(
+        actions(&p),
+        vec![
+            ("counted".to_string(), "replace".to_string()),
+            ("spread-counted".to_string(), "unchanged".to_string())
+        ]
+    );
+
+    // A task replaced by hand no longer matches what the file declared.
+    let draft = env.json(&[
+        "draft",
+        "--replace",
+        "spread-counted",
+        "--instruction",
+        "by hand",
+    ]);
+    env.run(&[
+        "confirm",
+        draft["draft_id"].as_str().unwrap(),
+        "--hash",
+        draft["payload_hash"].as_str().unwrap(),
+    ])
+    .ok();
+    let p = plan(env, &file, &[]);
+    assert_eq!(p["actions"][1]["action"], "replace", "{p}");
+}
+
+/// An unchanged one-shot task whose time has passed (it ran) plans as "no
+/// changes"; only a new or changed task with a past `at` is refused.
+#[test]
+fn a_one_shot_task_whose_time_passed_plans_as_no_changes() {
+    let rig = crate::tick::Rig::new();
+    let env = &rig.env;
+    let text = r#"
+[once]
+instruction = "remind me"
+at = "2026-12-02T09:00:00Z"
+
+[daily]
+instruction = "summarize"
+daily = "09:00"
+tz = "UTC"
+"#;
+    let file = write(env, text);
+    apply(env, &file, &[]);
+    env.advance(3600);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 2, "both tasks ran");
+    env.advance(86_400);
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("no changes: the 2 tasks of {file} match the store")
+    );
+    let p = plan(env, &file, &["--prune"]);
+    assert_eq!(p["changes"], false, "{p}");
+
+    // Changed, the past `at` is refused, naming the file, line and key.
+    let file = write(env, &text.replace("remind me", "remind me again"));
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr.contains("tasks.toml:4: task 'once', key 'at': "),
+        "{}",
+        out.stderr
+    );
+    // And so is a new task with one.
+    let file = write(
+        env,
+        &format!("{text}\n[later]\ninstruction = \"x\"\nat = \"2026-12-02T09:30:00Z\"\n"),
+    );
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr
+            .contains("tasks.toml:13: task 'later', key 'at': "),
+        "{}",
+        out.stderr
+    );
+}

@@ -136,6 +136,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
         WHERE managed_by IS NOT NULL;
 "#,
+    r#"
+    -- 8: what an `apply` declared for a task, as SQLite's migration 7.
+    ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

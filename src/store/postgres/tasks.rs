@@ -391,6 +391,31 @@ impl TaskTx for PgTx<'_, '_> {
         expect_one(changed, || format!("task {task_id} vanished"))
     }
 
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
+                &[&declared_hash, &task_id],
+            )
+            .context("recording what the file declared")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn declared(&mut self, task_id: &str) -> Result<Option<String>> {
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT declared_hash FROM tasks WHERE task_id = $1",
+                &[&task_id],
+            )
+            .context("reading what the file declared")?;
+        match row {
+            Some(r) => col(&r, 0),
+            None => Ok(None),
+        }
+    }
+
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
         let rows = self
             .tx

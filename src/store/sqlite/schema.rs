@@ -228,6 +228,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
         WHERE managed_by IS NOT NULL;
     "#,
+    // 7: what an `apply` declared for a task, so that a file applied once
+    // plans as "no changes" later although `count` resolves from "now".
+    r#"
+    ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -386,6 +386,25 @@ impl TaskTx for SqliteTx<'_> {
         expect_one(changed, || format!("task {task_id} vanished"))
     }
 
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE tasks SET declared_hash = ?1 WHERE task_id = ?2")?
+            .execute(params![declared_hash, task_id])
+            .context("recording what the file declared")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn declared(&mut self, task_id: &str) -> Result<Option<String>> {
+        let found: Option<Option<String>> = self
+            .conn
+            .prepare_cached("SELECT declared_hash FROM tasks WHERE task_id = ?1")?
+            .query_row([task_id], |row| row.get(0))
+            .optional()
+            .context("reading what the file declared")?;
+        Ok(found.flatten())
+    }
+
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT task_id FROM tasks
