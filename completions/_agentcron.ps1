@@ -219,7 +219,7 @@ Register-ArgumentCompleter -Native -CommandName 'agentcron' -ScriptBlock {
             [CompletionResult]::new('--as', '--as', [CompletionResultType]::ParameterName, 'The caller''s identity key; repeat for several [default: unix:<login name>]')
             [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations')
             [CompletionResult]::new('--prune', '--prune', [CompletionResultType]::ParameterName, 'Also delete tasks an earlier apply of a file of this name created and the file no longer has')
-            [CompletionResult]::new('--detailed-exitcode', '--detailed-exitcode', [CompletionResultType]::ParameterName, 'Exit 0 when there are no changes, 2 when there are, 1 on an error')
+            [CompletionResult]::new('--detailed-exitcode', '--detailed-exitcode', [CompletionResultType]::ParameterName, 'Exit 0 when there are no changes, 2 when there are, 1 on any error')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON; errors become one JSON object on stderr')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -205,7 +205,7 @@ set edit:completion:arg-completer[agentcron] = {|@words|
             cand --as 'The caller''s identity key; repeat for several [default: unix:<login name>]'
             cand --now 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations'
             cand --prune 'Also delete tasks an earlier apply of a file of this name created and the file no longer has'
-            cand --detailed-exitcode 'Exit 0 when there are no changes, 2 when there are, 1 on an error'
+            cand --detailed-exitcode 'Exit 0 when there are no changes, 2 when there are, 1 on any error'
             cand --json 'Print machine-readable JSON; errors become one JSON object on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

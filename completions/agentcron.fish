@@ -168,7 +168,7 @@ complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l tenant -d '
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l as -d 'The caller\'s identity key; repeat for several [default: unix:<login name>]' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l now -d 'A fixed "now" (RFC 3339 or unix seconds), for tests and simulations' -r
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l prune -d 'Also delete tasks an earlier apply of a file of this name created and the file no longer has'
-complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l detailed-exitcode -d 'Exit 0 when there are no changes, 2 when there are, 1 on an error'
+complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l detailed-exitcode -d 'Exit 0 when there are no changes, 2 when there are, 1 on any error'
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -l json -d 'Print machine-readable JSON; errors become one JSON object on stderr'
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c agentcron -n "__fish_agentcron_using_subcommand plan" -s V -l version -d 'Print version'

@@ -35,7 +35,10 @@ pub struct PlanArgs {
     #[arg(long)]
     pub prune: bool,
 
-    /// Exit 0 when there are no changes, 2 when there are, 1 on an error
+    /// Exit 0 when there are no changes, 2 when there are, 1 on any error
+    ///
+    /// As Terraform's plan: every error exits 1 then, a bad file or command line too
+    /// (2 otherwise), so that a pipeline never reads a mistake as changes.
     #[arg(long)]
     pub detailed_exitcode: bool,
 }
@@ -267,15 +270,12 @@ fn caller_parts(ctx: &Ctx) -> (String, Vec<String>) {
     (ctx.tenant.clone(), ctx.identity.clone())
 }
 
+/// With `--detailed-exitcode`, 2 when there are changes; its errors exit 1
+/// in `main` (as do those of the command line and the context).
 pub fn plan(ctx: &mut Ctx, args: PlanArgs) -> Result<i32> {
     let detailed = args.detailed_exitcode;
-    let json = ctx.out.json;
-    match plan_inner(ctx, args) {
-        Ok(changes) if detailed && changes => Ok(2),
-        Ok(_) => Ok(0),
-        Err(e) if detailed => Ok(crate::output::report_error(&e, json).min(1)),
-        Err(e) => Err(e),
-    }
+    let changes = plan_inner(ctx, args)?;
+    Ok(if detailed && changes { 2 } else { 0 })
 }
 
 fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {

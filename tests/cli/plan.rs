@@ -195,10 +195,45 @@ fn detailed_exitcode_says_whether_there_are_changes() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.contains("Plan hash: "));
     let bad = write(&env, "[x]\ninstruction = 1\n");
-    let out = env.run(&["plan", &bad, "--detailed-exitcode"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    env.run(&["plan", &bad, "--detailed-exitcode"]).fails(1);
+}
+
+/// Terraform's contract: with --detailed-exitcode every error exits 1 (2
+/// would read as "changes"), also the ones that exit 2 without it: a bad
+/// file or key, a bad command line, a bad global value.
+#[test]
+fn detailed_exitcode_makes_every_error_exit_1() {
+    let env = TestEnv::new();
+    let unknown = write(
+        &env,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n",
+    );
+    let missing = env.path("missing.toml").display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["plan", &unknown],
+        vec!["plan", &missing],
+        vec!["plan", &unknown, "--no-such-flag"],
+        vec!["plan"],
+        vec!["--now", "soon", "plan", &unknown],
+    ];
+    for case in cases {
+        let out = env.run(&case).fails(2);
+        assert!(out.stderr.contains("error: "), "{case:?}: {}", out.stderr);
+        let mut detailed = case.clone();
+        detailed.push("--detailed-exitcode");
+        let out = env.run(&detailed).fails(1);
+        assert_eq!(out.stderr.lines().count(), 2, "{case:?}: {}", out.stderr);
+        detailed.insert(0, "--json");
+        let out = env.run(&detailed);
+        assert_eq!(out.code, 1, "{case:?}: {}", out.stderr);
+        let error: Value = serde_json::from_str(out.stderr.trim()).unwrap();
+        assert_eq!(error["error"]["exit_code"], 1, "{case:?}: {error}");
+    }
+    let out = env.run(&["plan", "--detailed-exitcode"]).fails(1);
     assert!(
-        out.stderr.starts_with("agentcron: error: "),
+        out.stderr.starts_with(
+            "agentcron: error: the following required arguments were not provided: <FILE>\n"
+        ),
         "{}",
         out.stderr
     );
