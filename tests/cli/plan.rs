@@ -507,3 +507,132 @@ tz = "UTC"
         out.stderr
     );
 }
+
+/// Whether another process holds the store's write transaction open: on
+/// SQLite its `BEGIN IMMEDIATE` lock (ours is refused at once), on
+/// PostgreSQL the row lock its first write in `tasks` took.
+fn write_transaction_open(env: &TestEnv) -> bool {
+    if crate::support::on_postgres() {
+        return env.count(
+            "SELECT count(*) FROM pg_locks WHERE relation = 'tasks'::regclass \
+             AND mode = 'RowExclusiveLock' AND pid <> pg_backend_pid()",
+        ) > 0;
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        &env.db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open the store to probe its lock");
+    conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+    match conn.execute_batch("BEGIN IMMEDIATE") {
+        Ok(()) => {
+            conn.execute_batch("ROLLBACK").unwrap();
+            false
+        }
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            true
+        }
+        Err(e) => panic!("probing the store's lock: {e}"),
+    }
+}
+
+/// A real `kill -9` of `apply` while its one transaction is open (no test
+/// hook): the store is exactly as before, or, when the kill came after the
+/// commit, exactly the applied plan. Each attempt waits until the apply
+/// holds the write transaction, then kills it after a growing delay; at
+/// least one kill must land inside the transaction, so the test cannot pass
+/// without testing it.
+#[test]
+fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
+    // PostgreSQL pays a round trip per statement: fewer tasks keep its
+    // transaction as long, and the test within seconds.
+    let tasks: usize = if crate::support::on_postgres() {
+        300
+    } else {
+        2000
+    };
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    apply(&env, &file, &[]);
+    // One replace, one delete (--prune) and `tasks` creates, in one transaction.
+    let mut text = TWO
+        .replace("09:00", "10:00")
+        .replace("[backup]", "[backup-2]");
+    for i in 0..tasks {
+        text.push_str(&format!(
+            "\n[t{i}]\ninstruction = \"task {i}\"\nevery = \"{}h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
+            i % 48 + 1
+        ));
+    }
+    let file = write(&env, &text);
+    let hash = plan(&env, &file, &["--prune"])["plan_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = env.run(&["export"]).ok().stdout;
+    let apply_args = ["apply", file.as_str(), "--hash", hash.as_str(), "--prune"];
+
+    let (mut killed_inside, mut applied) = (0, false);
+    for delay_ms in [0, 10, 40, 150, 400] {
+        let mut child = env
+            .command(&apply_args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn apply");
+        let began = std::time::Instant::now();
+        let open = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            if write_transaction_open(&env) {
+                break true;
+            }
+            assert!(
+                began.elapsed() < std::time::Duration::from_secs(30),
+                "the apply never opened its transaction"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        if open {
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        }
+        child.kill().ok(); // SIGKILL
+        let status = child.wait().unwrap();
+        let after = env.run(&["export"]).ok().stdout;
+        if after == before {
+            // Killed (or it would have exited 0 and changed the store).
+            assert!(!status.success(), "an apply that exited 0 changed nothing");
+            if open {
+                killed_inside += 1;
+            }
+            continue;
+        }
+        // Past the commit: exactly the plan, all of it.
+        applied = true;
+        break;
+    }
+    eprintln!(
+        "apply SIGKILLed inside its transaction {killed_inside} times; committed first: {applied}"
+    );
+    assert!(
+        killed_inside >= 1,
+        "no kill landed inside the apply's transaction"
+    );
+    if !applied {
+        // The same plan still applies, in full.
+        env.run(&apply_args).ok();
+    }
+    assert_eq!(
+        env.json(&["list"]).as_array().unwrap().len(),
+        tasks + 2,
+        "digest, backup-2 and every created task"
+    );
+    assert!(env
+        .run(&["plan", &file, "--prune"])
+        .ok()
+        .stdout
+        .starts_with("no changes"));
+}
