@@ -131,12 +131,7 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
             ));
         }
         let zone = check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
-        let declared = serde_json::json!({
-            "task": &spec,
-            "zone": zone.name(),
-            "target": spec.target.as_deref().unwrap_or(ctx.actor()),
-        })
-        .to_string();
+        let declared = declared(&spec, zone, ctx);
         let schedule_key = schedules[0].to_string();
         let args = to_args(&name, spec);
         let built = draft::build_payload(ctx, &args, None)
@@ -153,6 +148,21 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
         });
     }
     Ok(desired)
+}
+
+/// `Desired::declared`: the keys the task gives (a key added to the file
+/// format later leaves it as it was), its zone and its target.
+fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
+    let mut task = serde_json::to_value(spec).unwrap_or_default();
+    if let Some(keys) = task.as_object_mut() {
+        keys.retain(|_, value| !value.is_null());
+    }
+    serde_json::json!({
+        "task": task,
+        "zone": zone.name(),
+        "target": spec.target.as_deref().unwrap_or(ctx.actor()),
+    })
+    .to_string()
 }
 
 /// Checks each value alone, so that a refusal names its key; gives the
