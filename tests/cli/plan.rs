@@ -551,7 +551,7 @@ fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
     let tasks: usize = if crate::support::on_postgres() {
         300
     } else {
-        2000
+        1000
     };
     let env = TestEnv::new();
     let file = write(&env, TWO);
@@ -575,7 +575,7 @@ fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
     let apply_args = ["apply", file.as_str(), "--hash", hash.as_str(), "--prune"];
 
     let (mut killed_inside, mut applied) = (0, false);
-    for delay_ms in [0, 10, 40, 150, 400] {
+    for delay_ms in [0, 20, 100, 400] {
         let mut child = env
             .command(&apply_args)
             .stdout(std::process::Stdio::null())
