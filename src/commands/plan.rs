@@ -159,6 +159,7 @@ fn compute<'a>(
 ) -> Result<Vec<Action<'a>>> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
+    let recorded = tx.declared(caller.tenant)?;
     for d in desired.iter_mut() {
         let current = match tx.task_id_named(caller.tenant, &d.name)? {
             Some(id) => Some(read_task(tx, &id)?),
@@ -172,8 +173,9 @@ fn compute<'a>(
             Some(task) => {
                 check_owned(task, caller)?;
                 kept.push(task.task_id.clone());
-                let recorded = tx.declared(&task.task_id)?;
-                if recorded == Some(declared_hash(&d.declared, &task.payload_hash)) {
+                if recorded.get(&task.task_id)
+                    == Some(&declared_hash(&d.declared, &task.payload_hash))
+                {
                     actions.push((d.name.clone(), Kind::Unchanged, current));
                     continue;
                 }

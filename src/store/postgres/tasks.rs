@@ -1,5 +1,7 @@
 //! PostgreSQL side of the tasks table.
 
+use std::collections::HashMap;
+
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -402,18 +404,16 @@ impl TaskTx for PgTx<'_, '_> {
         expect_one(changed, || format!("task {task_id} vanished"))
     }
 
-    fn declared(&mut self, task_id: &str) -> Result<Option<String>> {
-        let row = self
+    fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
             .tx
-            .query_opt(
-                "SELECT declared_hash FROM tasks WHERE task_id = $1",
-                &[&task_id],
+            .query(
+                "SELECT task_id, declared_hash FROM tasks
+                 WHERE tenant_key = $1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
+                &[&tenant_key],
             )
             .context("reading what the file declared")?;
-        match row {
-            Some(r) => col(&r, 0),
-            None => Ok(None),
-        }
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     }
 
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
