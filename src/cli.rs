@@ -115,3 +115,18 @@ pub enum Command {
     Import(commands::transfer::ImportArgs),
     Completions(commands::completions::CompletionsArgs),
 }
+
+impl Command {
+    /// Whether this is `plan --detailed-exitcode`, whose every error exits 1.
+    pub fn detailed_exitcode(&self) -> bool {
+        matches!(self, Command::Plan(args) if args.detailed_exitcode)
+    }
+}
+
+/// Whether a command line clap refused asked for `plan --detailed-exitcode`
+/// (it cannot say which subcommand it got): then its error exits 1, not 2,
+/// which a pipeline branching on that flag would read as "changes".
+pub fn asks_detailed_exitcode(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<_> = args.into_iter().skip(1).take_while(|a| a != "--").collect();
+    args.iter().any(|a| a == "plan") && args.iter().any(|a| a == "--detailed-exitcode")
+}

@@ -7,12 +7,17 @@ fn main() {
     agentcron::completion::complete_if_requested();
     let cli = match agentcron::cli::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => std::process::exit(agentcron::output::report_parse_error(&err)),
+        Err(err) => {
+            let detailed = agentcron::cli::asks_detailed_exitcode(std::env::args_os());
+            std::process::exit(agentcron::output::report_parse_error(&err, detailed))
+        }
     };
     let json = cli.global.json;
+    // Terraform's contract: 0 no changes, 2 changes, 1 any error.
+    let detailed = cli.command.detailed_exitcode();
     let code = match agentcron::run(cli) {
         Ok(code) => code,
-        Err(err) => agentcron::output::report_error(&err, json),
+        Err(err) => agentcron::output::report_error_as(&err, json, detailed.then_some(1)),
     };
     std::process::exit(code);
 }

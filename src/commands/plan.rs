@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::tasks_file::{self, Desired};
+use super::tasks_file::{self, Built, Desired};
 use crate::commands::resolve::Caller;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
@@ -35,7 +35,10 @@ pub struct PlanArgs {
     #[arg(long)]
     pub prune: bool,
 
-    /// Exit 0 when there are no changes, 2 when there are, 1 on an error
+    /// Exit 0 when there are no changes, 2 when there are, 1 on any error
+    ///
+    /// As Terraform's plan: every error exits 1 then, a bad file or command line too
+    /// (2 otherwise), so that a pipeline never reads a mistake as changes.
     #[arg(long)]
     pub detailed_exitcode: bool,
 }
@@ -95,9 +98,46 @@ struct Action<'a> {
 }
 
 impl Action<'_> {
+    /// The payload to write: only a create or a replace has one (an
+    /// unchanged task's file values need not build today, see `declared_hash`).
+    fn built(&self) -> Option<&Built> {
+        match self.kind {
+            Kind::Create | Kind::Replace => self.desired.and_then(|d| d.built.as_ref().ok()),
+            Kind::Delete | Kind::Unchanged => None,
+        }
+    }
+
+    /// The task's payload hash after the plan: the new one, or the one it keeps.
     fn new_hash(&self) -> Option<String> {
-        self.desired
-            .map(|d| hash_hex(d.payload.canonical().as_bytes()))
+        match (self.kind, self.built(), &self.current) {
+            (Kind::Unchanged, _, Some(task)) => Some(task.payload_hash.clone()),
+            (_, Some(b), _) => Some(hash_hex(b.payload.canonical().as_bytes())),
+            _ => None,
+        }
+    }
+}
+
+/// The stable comparison of a file's task with the store. The payload
+/// `draft` builds from the file is not a function of the file alone:
+/// `count = N` ends at the Nth occurrence after "now", so it resolves to a
+/// new payload on every later plan, and an `at` that has passed builds no
+/// payload at all. So each create or replace an apply performs records on
+/// the task this hash, over the file's declared values (`Desired::declared`)
+/// and the payload hash they were applied as. A later plan calls the task
+/// unchanged when the file still declares the same values and the task still
+/// has that payload, without building anything; a task replaced by hand
+/// since (another payload hash), or never applied from a file, is compared
+/// by payload as `draft` would build it now.
+fn declared_hash(declared: &str, payload_hash: &str) -> String {
+    hash_hex(format!("{declared}\n{payload_hash}").as_bytes())
+}
+
+/// The payload the file's task builds today, or the refusal naming its
+/// file, line and key.
+fn built_mut(d: &mut Desired) -> Result<&mut Built> {
+    match &mut d.built {
+        Ok(built) => Ok(built),
+        Err(refusal) => fail(refusal.clone()),
     }
 }
 
@@ -119,19 +159,30 @@ fn compute<'a>(
 ) -> Result<Vec<Action<'a>>> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
+    let recorded = tx.declared(caller.tenant)?;
     for d in desired.iter_mut() {
         let current = match tx.task_id_named(caller.tenant, &d.name)? {
             Some(id) => Some(read_task(tx, &id)?),
             None => None,
         };
         let kind = match &current {
-            None => Kind::Create,
+            None => {
+                built_mut(d)?;
+                Kind::Create
+            }
             Some(task) => {
                 check_owned(task, caller)?;
                 kept.push(task.task_id.clone());
+                if recorded.get(&task.task_id)
+                    == Some(&declared_hash(&d.declared, &task.payload_hash))
+                {
+                    actions.push((d.name.clone(), Kind::Unchanged, current));
+                    continue;
+                }
+                let built = built_mut(d)?;
                 // A replacement keeps the task's owners (as `draft --replace`).
-                d.payload.owner_keys = task.owner_keys.clone();
-                if task.payload_hash == hash_hex(d.payload.canonical().as_bytes()) {
+                built.payload.owner_keys = task.owner_keys.clone();
+                if task.payload_hash == hash_hex(built.payload.canonical().as_bytes()) {
                     Kind::Unchanged
                 } else if matches!(task.state, TaskState::Active | TaskState::Paused) {
                     Kind::Replace
@@ -221,15 +272,12 @@ fn caller_parts(ctx: &Ctx) -> (String, Vec<String>) {
     (ctx.tenant.clone(), ctx.identity.clone())
 }
 
+/// With `--detailed-exitcode`, 2 when there are changes; its errors exit 1
+/// in `main` (as do those of the command line and the context).
 pub fn plan(ctx: &mut Ctx, args: PlanArgs) -> Result<i32> {
     let detailed = args.detailed_exitcode;
-    let json = ctx.out.json;
-    match plan_inner(ctx, args) {
-        Ok(changes) if detailed && changes => Ok(2),
-        Ok(_) => Ok(0),
-        Err(e) if detailed => Ok(crate::output::report_error(&e, json).min(1)),
-        Err(e) => Err(e),
-    }
+    let changes = plan_inner(ctx, args)?;
+    Ok(if detailed && changes { 2 } else { 0 })
 }
 
 fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
@@ -269,17 +317,24 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
         .iter()
         .map(|a| {
             let (mut diff, mut diff_json) = (Vec::new(), Vec::new());
-            if let (Some(task), Some(d), Kind::Replace) = (&a.current, a.desired, a.kind) {
+            if let (Some(task), Some(new), Kind::Replace) = (&a.current, a.built(), a.kind) {
                 let old = Payload::of_task(task);
-                for c in super::draft_replace::changes(&old, &d.payload) {
+                for c in super::draft_replace::changes(&old, &new.payload) {
                     diff.push((
                         c.field.clone(),
                         super::draft_replace::in_words(&c.field, &old, &c.old),
-                        super::draft_replace::in_words(&c.field, &d.payload, &c.new),
+                        super::draft_replace::in_words(&c.field, &new.payload, &c.new),
                     ));
                     diff_json.push(json!({"field": c.field, "old": c.old, "new": c.new}));
                 }
             }
+            // What the task's schedule will be: the new payload's, or the
+            // one it keeps.
+            let shown = match (a.built(), &a.current) {
+                (Some(b), _) => Some(b.payload.clone()),
+                (None, Some(task)) if a.kind == Kind::Unchanged => Some(Payload::of_task(task)),
+                _ => None,
+            };
             Row {
                 name: a.name.clone(),
                 kind: a.kind,
@@ -290,13 +345,11 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                 diff,
                 diff_json,
                 next_runs: a
-                    .desired
-                    .map(|d| d.upcoming.iter().map(|o| o.at).collect())
+                    .built()
+                    .map(|b| b.upcoming.iter().map(|o| o.at).collect())
                     .unwrap_or_default(),
-                zone: a.desired.map(|d| d.payload.timezone),
-                summary: a
-                    .desired
-                    .map(|d| d.payload.schedule.describe(d.payload.timezone)),
+                zone: shown.as_ref().map(|p| p.timezone),
+                summary: shown.as_ref().map(|p| p.schedule.describe(p.timezone)),
             }
         })
         .collect()
@@ -474,19 +527,26 @@ fn perform(
     };
     match (a.kind, a.desired, &a.current) {
         (Kind::Create, Some(d), _) => {
-            let hash = hash_hex(d.payload.canonical().as_bytes());
-            let Some(next) = schedule::next_after(&d.payload.schedule, d.payload.timezone, now)
+            let Some(b) = a.built() else {
+                unreachable!("compute refuses a create that does not build")
+            };
+            let hash = hash_hex(b.payload.canonical().as_bytes());
+            let Some(next) = schedule::next_after(&b.payload.schedule, b.payload.timezone, now)
             else {
                 return fail(CmdError::draft_rejected(format!(
                     "task {}: the schedule has no occurrence after now",
                     escape(&a.name)
                 )));
             };
-            let task = d
+            let task = b
                 .payload
                 .new_task(uuid::Uuid::new_v4().to_string(), hash, next.at, now);
             tx.insert_task(&task)?;
             tx.set_managed_by(&task.task_id, file)?;
+            tx.set_declared(
+                &task.task_id,
+                &declared_hash(&d.declared, &task.payload_hash),
+            )?;
             tx.append_event(&event(
                 "confirm",
                 &task,
@@ -496,13 +556,20 @@ fn perform(
             Ok(task.task_id)
         }
         (Kind::Replace, Some(d), Some(current)) => {
-            let hash = hash_hex(d.payload.canonical().as_bytes());
+            let Some(b) = a.built() else {
+                unreachable!("compute refuses a replace that does not build")
+            };
+            let hash = hash_hex(b.payload.canonical().as_bytes());
             let replaces = Replaces {
                 task_id: current.task_id.clone(),
                 revision: current.revision,
             };
-            let old = super::confirm::replace(tx, caller, &hash, &replaces, &d.payload, now)?;
+            let old = super::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
             let task = read_task(tx, &old.task_id)?;
+            tx.set_declared(
+                &task.task_id,
+                &declared_hash(&d.declared, &task.payload_hash),
+            )?;
             tx.append_event(&event(
                 "replace",
                 &task,

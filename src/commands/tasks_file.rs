@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::draft::{self, DraftArgs, PolicyArg};
 use crate::context::Ctx;
@@ -15,7 +15,7 @@ use crate::payload::Payload;
 use crate::schedule::{self, Occurrence};
 
 /// One task of the file: the `draft` flags, `_` for `-`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
     pub instruction: String,
@@ -36,9 +36,21 @@ pub struct TaskSpec {
     pub spread: Option<String>,
 }
 
-/// A task of the file as `draft` would build it.
+/// A task of the file: what it declares, and the payload `draft` would
+/// build from that now.
 pub struct Desired {
     pub name: String,
+    /// The file's own values for the task, as canonical JSON, with the
+    /// defaults they lean on (the zone, the target) filled in. Unlike the
+    /// payload, it does not depend on "now": see `plan::declared_hash`.
+    pub declared: String,
+    /// The payload and its next runs, or why `draft` refuses the values
+    /// today (an `at` that has passed). The refusal only matters for a task
+    /// the plan would create or replace, so it waits for the store lookup.
+    pub built: Result<Built, CmdError>,
+}
+
+pub struct Built {
     pub payload: Payload,
     pub upcoming: Vec<Occurrence>,
 }
@@ -118,24 +130,44 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
                 "a file's instruction is text, not `-`".into(),
             ));
         }
-        check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
+        let zone = check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
+        let declared = declared(&spec, zone, ctx);
+        let schedule_key = schedules[0].to_string();
         let args = to_args(&name, spec);
-        let (payload, upcoming) = draft::build_payload(ctx, &args, None).map_err(|e| {
-            let message = e.to_string();
-            let key = flag_in(&message).unwrap_or_else(|| schedules[0].to_string());
-            at(&key, message)
-        })?;
+        let built = draft::build_payload(ctx, &args, None)
+            .map(|(payload, upcoming)| Built { payload, upcoming })
+            .map_err(|e| {
+                let message = e.to_string();
+                let key = flag_in(&message).unwrap_or_else(|| schedule_key.clone());
+                at(&key, message)
+            });
         desired.push(Desired {
             name,
-            payload,
-            upcoming,
+            declared,
+            built,
         });
     }
     Ok(desired)
 }
 
-/// Checks each value alone, so that a refusal names its key.
-fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<(), (&'static str, String)> {
+/// `Desired::declared`: the keys the task gives (a key added to the file
+/// format later leaves it as it was), its zone and its target.
+fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
+    let mut task = serde_json::to_value(spec).unwrap_or_default();
+    if let Some(keys) = task.as_object_mut() {
+        keys.retain(|_, value| !value.is_null());
+    }
+    serde_json::json!({
+        "task": task,
+        "zone": zone.name(),
+        "target": spec.target.as_deref().unwrap_or(ctx.actor()),
+    })
+    .to_string()
+}
+
+/// Checks each value alone, so that a refusal names its key; gives the
+/// task's zone.
+fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static str, String)> {
     let zone = match &spec.tz {
         Some(tz) => schedule::parse_zone(tz).map_err(|e| ("tz", e.message))?,
         None => ctx.default_zone,
@@ -187,7 +219,7 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<(), (&'static str, String)
         return Err(("count", "until and count do not go together".into()));
     }
     draft::check_instruction(&spec.instruction).map_err(|e| ("instruction", e.to_string()))?;
-    Ok(())
+    Ok(zone)
 }
 
 fn policy(text: &str) -> Option<PolicyArg> {

@@ -115,7 +115,11 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 /// Reports what clap found wrong with the command line (exit 2), or prints
 /// the help or version it was asked for (exit 0). Usage errors are escaped,
 /// since they echo the offending argument, and follow `--json`.
-pub fn report_parse_error(err: &clap::Error) -> i32 {
+///
+/// `detailed` (the line asked for `plan --detailed-exitcode`): the error
+/// exits 1 instead, as one `agentcron: error:` line and a hint, since a
+/// pipeline branching on that flag reads 2 as "changes".
+pub fn report_parse_error(err: &clap::Error, detailed: bool) -> i32 {
     use clap::error::ErrorKind as Clap;
     if matches!(err.kind(), Clap::DisplayHelp | Clap::DisplayVersion) {
         let text = err.render().to_string();
@@ -125,28 +129,49 @@ pub fn report_parse_error(err: &clap::Error) -> i32 {
     }
     let text = err.render().to_string();
     let json = std::env::args_os().any(|a| a == "--json");
+    let code = if detailed { 1 } else { 2 };
     let mut stderr = io::stderr().lock();
+    // clap's first paragraph, on one line: "the following required
+    // arguments were not provided:" is followed by what they are.
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = match first.join(" ") {
+        joined if joined.is_empty() => "invalid command line".to_string(),
+        joined => joined,
+    };
+    let message = escape(first.trim_start_matches("error: "));
     if json {
-        let first = text.lines().next().unwrap_or("invalid command line");
-        let message = escape(first.trim_start_matches("error: "));
         let value = serde_json::json!({
             "error": {"kind": "usage", "message": message, "causes": [], "hint": "see --help",
-                      "exit_code": 2}
+                      "exit_code": code}
         });
         let _ = writeln!(stderr, "{value}");
+    } else if detailed {
+        let _ = writeln!(stderr, "agentcron: error: {message}");
+        let _ = writeln!(stderr, "  hint: see `agentcron plan --help`");
     } else {
         let lines: Vec<String> = text.lines().map(escape).collect();
         let _ = writeln!(stderr, "{}", lines.join("\n").trim_end());
     }
-    2
+    code
 }
 
 /// Prints the error the way SPEC section 10 asks and returns the exit code.
 pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
+    report_error_as(err, json, None)
+}
+
+/// `report_error`, with `exit_code` instead of the one SPEC section 10 gives
+/// the error's kind (`plan --detailed-exitcode` exits 1 on every error).
+pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) -> i32 {
     if err.chain().any(|c| c.is::<BrokenPipe>()) {
         return 0;
     }
     let (kind, leaf) = classify(err);
+    let code = exit_code.unwrap_or(kind.exit_code());
     // Busy and disk full are one line (SPEC section 10): their causes only
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
@@ -179,7 +204,7 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
                 "message": message,
                 "causes": causes,
                 "hint": hint,
-                "exit_code": kind.exit_code(),
+                "exit_code": code,
             }
         });
         let _ = writeln!(stderr, "{value}");
@@ -197,5 +222,5 @@ pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
             let _ = writeln!(stderr, "  hint: {}", escape(&hint));
         }
     }
-    kind.exit_code()
+    code
 }

@@ -1,5 +1,7 @@
 //! Tasks: confirmed schedules and their lifecycle.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 
 use crate::model::{Policy, Task, TaskState};
@@ -285,6 +287,12 @@ pub trait TaskTx {
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
     /// Records the tasks file whose `apply` created the task (SPEC section 14).
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()>;
+    /// Records what an `apply` declared for the task (`plan`'s stable
+    /// comparison, see `commands::plan::declared_hash`).
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()>;
+    /// What the last `apply` declared for each of the tenant's non-deleted
+    /// tasks that has a record, by task id (one query for a whole plan).
+    fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;
     /// Ids of the tenant's non-deleted tasks an `apply` of `file` created.
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.

@@ -59,6 +59,7 @@ pub const TABLES: &[Table] = &[
             ("trigger_reason", T),
             ("trigger_actor", T),
             ("managed_by", T),
+            ("declared_hash", T),
         ],
     },
     Table {

@@ -195,10 +195,45 @@ fn detailed_exitcode_says_whether_there_are_changes() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.contains("Plan hash: "));
     let bad = write(&env, "[x]\ninstruction = 1\n");
-    let out = env.run(&["plan", &bad, "--detailed-exitcode"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    env.run(&["plan", &bad, "--detailed-exitcode"]).fails(1);
+}
+
+/// Terraform's contract: with --detailed-exitcode every error exits 1 (2
+/// would read as "changes"), also the ones that exit 2 without it: a bad
+/// file or key, a bad command line, a bad global value.
+#[test]
+fn detailed_exitcode_makes_every_error_exit_1() {
+    let env = TestEnv::new();
+    let unknown = write(
+        &env,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n",
+    );
+    let missing = env.path("missing.toml").display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["plan", &unknown],
+        vec!["plan", &missing],
+        vec!["plan", &unknown, "--no-such-flag"],
+        vec!["plan"],
+        vec!["--now", "soon", "plan", &unknown],
+    ];
+    for case in cases {
+        let out = env.run(&case).fails(2);
+        assert!(out.stderr.contains("error: "), "{case:?}: {}", out.stderr);
+        let mut detailed = case.clone();
+        detailed.push("--detailed-exitcode");
+        let out = env.run(&detailed).fails(1);
+        assert_eq!(out.stderr.lines().count(), 2, "{case:?}: {}", out.stderr);
+        detailed.insert(0, "--json");
+        let out = env.run(&detailed);
+        assert_eq!(out.code, 1, "{case:?}: {}", out.stderr);
+        let error: Value = serde_json::from_str(out.stderr.trim()).unwrap();
+        assert_eq!(error["error"]["exit_code"], 1, "{case:?}: {error}");
+    }
+    let out = env.run(&["plan", "--detailed-exitcode"]).fails(1);
     assert!(
-        out.stderr.starts_with("agentcron: error: "),
+        out.stderr.starts_with(
+            "agentcron: error: the following required arguments were not provided: <FILE>\n"
+        ),
         "{}",
         out.stderr
     );
@@ -336,6 +371,265 @@ fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
     // The same plan still applies, in full.
     env.run(&["apply", &file, "--hash", &hash, "--prune"]).ok();
     assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 22);
+    assert!(env
+        .run(&["plan", &file, "--prune"])
+        .ok()
+        .stdout
+        .starts_with("no changes"));
+}
+
+/// `count` (and a spread with it) resolves its end from "now"; a file
+/// applied once still plans as "no changes" a day later, after ticks ran
+/// some of its occurrences.
+#[test]
+fn a_counted_task_applied_once_plans_as_no_changes_after_the_clock_moves_on() {
+    let rig = crate::tick::Rig::new();
+    let env = &rig.env;
+    let file = write(
+        env,
+        r#"
+[counted]
+instruction = "three digests"
+daily = "09:00"
+tz = "UTC"
+count = 3
+
+[spread-counted]
+instruction = "five checks"
+every = "6h"
+start = "2026-01-01T00:00:00Z"
+spread = "30m"
+count = 5
+"#,
+    );
+    apply(env, &file, &[]);
+    let no_changes = "no changes: the 2 tasks of";
+    assert!(env
+        .run(&["plan", &file])
+        .ok()
+        .stdout
+        .starts_with(no_changes));
+
+    // 09:00: the daily task runs its first occurrence; then a day passes.
+    env.advance(3600);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1, "the tick ran no occurrence");
+    env.advance(86_400);
+    rig.tick(&[]).ok();
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.starts_with(no_changes), "{}", out.stdout);
+    let p = plan(env, &file, &["--prune"]);
+    assert_eq!(p["changes"], false, "{p}");
+
+    // A changed value is a change again, its diff in draft's words.
+    let changed = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("three digests", "three summaries");
+    std::fs::write(&file, changed).unwrap();
+    let p = plan(env, &file, &[]);
+    assert_eq!(
+        actions(&p),
+        vec![
+            ("counted".to_string(), "replace".to_string()),
+            ("spread-counted".to_string(), "unchanged".to_string())
+        ]
+    );
+
+    // A task replaced by hand no longer matches what the file declared.
+    let draft = env.json(&[
+        "draft",
+        "--replace",
+        "spread-counted",
+        "--instruction",
+        "by hand",
+    ]);
+    env.run(&[
+        "confirm",
+        draft["draft_id"].as_str().unwrap(),
+        "--hash",
+        draft["payload_hash"].as_str().unwrap(),
+    ])
+    .ok();
+    let p = plan(env, &file, &[]);
+    assert_eq!(p["actions"][1]["action"], "replace", "{p}");
+}
+
+/// An unchanged one-shot task whose time has passed (it ran) plans as "no
+/// changes"; only a new or changed task with a past `at` is refused.
+#[test]
+fn a_one_shot_task_whose_time_passed_plans_as_no_changes() {
+    let rig = crate::tick::Rig::new();
+    let env = &rig.env;
+    let text = r#"
+[once]
+instruction = "remind me"
+at = "2026-12-02T09:00:00Z"
+
+[daily]
+instruction = "summarize"
+daily = "09:00"
+tz = "UTC"
+"#;
+    let file = write(env, text);
+    apply(env, &file, &[]);
+    env.advance(3600);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 2, "both tasks ran");
+    env.advance(86_400);
+    let out = env.run(&["plan", &file, "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("no changes: the 2 tasks of {file} match the store")
+    );
+    let p = plan(env, &file, &["--prune"]);
+    assert_eq!(p["changes"], false, "{p}");
+
+    // Changed, the past `at` is refused, naming the file, line and key.
+    let file = write(env, &text.replace("remind me", "remind me again"));
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr.contains("tasks.toml:4: task 'once', key 'at': "),
+        "{}",
+        out.stderr
+    );
+    // And so is a new task with one.
+    let file = write(
+        env,
+        &format!("{text}\n[later]\ninstruction = \"x\"\nat = \"2026-12-02T09:30:00Z\"\n"),
+    );
+    let out = env.run(&["plan", &file]).fails(2);
+    assert!(
+        out.stderr
+            .contains("tasks.toml:13: task 'later', key 'at': "),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Whether another process holds the store's write transaction open: on
+/// SQLite its `BEGIN IMMEDIATE` lock (ours is refused at once), on
+/// PostgreSQL the row lock its first write in `tasks` took.
+fn write_transaction_open(env: &TestEnv) -> bool {
+    if crate::support::on_postgres() {
+        return env.count(
+            "SELECT count(*) FROM pg_locks WHERE relation = 'tasks'::regclass \
+             AND mode = 'RowExclusiveLock' AND pid <> pg_backend_pid()",
+        ) > 0;
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        &env.db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open the store to probe its lock");
+    conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+    match conn.execute_batch("BEGIN IMMEDIATE") {
+        Ok(()) => {
+            conn.execute_batch("ROLLBACK").unwrap();
+            false
+        }
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+        {
+            true
+        }
+        Err(e) => panic!("probing the store's lock: {e}"),
+    }
+}
+
+/// A real `kill -9` of `apply` while its one transaction is open (no test
+/// hook): the store is exactly as before, or, when the kill came after the
+/// commit, exactly the applied plan. Each attempt waits until the apply
+/// holds the write transaction, then kills it after a growing delay; at
+/// least one kill must land inside the transaction, so the test cannot pass
+/// without testing it.
+#[test]
+fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
+    // PostgreSQL pays a round trip per statement: fewer tasks keep its
+    // transaction as long, and the test within seconds.
+    let tasks: usize = if crate::support::on_postgres() {
+        300
+    } else {
+        1000
+    };
+    let env = TestEnv::new();
+    let file = write(&env, TWO);
+    apply(&env, &file, &[]);
+    // One replace, one delete (--prune) and `tasks` creates, in one transaction.
+    let mut text = TWO
+        .replace("09:00", "10:00")
+        .replace("[backup]", "[backup-2]");
+    for i in 0..tasks {
+        text.push_str(&format!(
+            "\n[t{i}]\ninstruction = \"task {i}\"\nevery = \"{}h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
+            i % 48 + 1
+        ));
+    }
+    let file = write(&env, &text);
+    let hash = plan(&env, &file, &["--prune"])["plan_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = env.run(&["export"]).ok().stdout;
+    let apply_args = ["apply", file.as_str(), "--hash", hash.as_str(), "--prune"];
+
+    let (mut killed_inside, mut applied) = (0, false);
+    for delay_ms in [0, 20, 100, 400] {
+        let mut child = env
+            .command(&apply_args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn apply");
+        let began = std::time::Instant::now();
+        let open = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            if write_transaction_open(&env) {
+                break true;
+            }
+            assert!(
+                began.elapsed() < std::time::Duration::from_secs(30),
+                "the apply never opened its transaction"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        if open {
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        }
+        child.kill().ok(); // SIGKILL
+        let status = child.wait().unwrap();
+        let after = env.run(&["export"]).ok().stdout;
+        if after == before {
+            // Killed (or it would have exited 0 and changed the store).
+            assert!(!status.success(), "an apply that exited 0 changed nothing");
+            if open {
+                killed_inside += 1;
+            }
+            continue;
+        }
+        // Past the commit: exactly the plan, all of it.
+        applied = true;
+        break;
+    }
+    eprintln!(
+        "apply SIGKILLed inside its transaction {killed_inside} times; committed first: {applied}"
+    );
+    assert!(
+        killed_inside >= 1,
+        "no kill landed inside the apply's transaction"
+    );
+    if !applied {
+        // The same plan still applies, in full.
+        env.run(&apply_args).ok();
+    }
+    assert_eq!(
+        env.json(&["list"]).as_array().unwrap().len(),
+        tasks + 2,
+        "digest, backup-2 and every created task"
+    );
     assert!(env
         .run(&["plan", &file, "--prune"])
         .ok()

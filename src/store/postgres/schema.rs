@@ -141,6 +141,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN approved_at BIGINT, ADD COLUMN approved_by TEXT;
     CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
 "#,
+    r#"
+    -- 9: what an `apply` declared for a task, as SQLite's migration 8.
+    ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

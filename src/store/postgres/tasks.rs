@@ -1,5 +1,7 @@
 //! PostgreSQL side of the tasks table.
 
+use std::collections::HashMap;
+
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -389,6 +391,29 @@ impl TaskTx for PgTx<'_, '_> {
             )
             .context("recording the task's file")?;
         expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
+                &[&declared_hash, &task_id],
+            )
+            .context("recording what the file declared")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id, declared_hash FROM tasks
+                 WHERE tenant_key = $1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
+                &[&tenant_key],
+            )
+            .context("reading what the file declared")?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     }
 
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {

@@ -236,6 +236,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN approved_by TEXT;
     CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
     "#,
+    // 8: what an `apply` declared for a task, so that a file applied once
+    // plans as "no changes" later although `count` resolves from "now".
+    r#"
+    ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -1,6 +1,8 @@
 //! SQLite side of the tasks table. Rows are validated on read: a row that
 //! fails becomes a `CorruptRow`, never a panic.
 
+use std::collections::HashMap;
+
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -384,6 +386,27 @@ impl TaskTx for SqliteTx<'_> {
             .execute(params![file, task_id])
             .context("recording the task's file")?;
         expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE tasks SET declared_hash = ?1 WHERE task_id = ?2")?
+            .execute(params![declared_hash, task_id])
+            .context("recording what the file declared")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id, declared_hash FROM tasks
+             WHERE tenant_key = ?1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
+        )?;
+        let found = stmt
+            .query_map([tenant_key], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<HashMap<String, String>>>()
+            .context("reading what the file declared")?;
+        Ok(found)
     }
 
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
