@@ -16,8 +16,10 @@ const BATCH: i64 = 10_000;
 ///
 /// Never unknown, running or parked runs, runs with a notice not yet delivered, or a
 /// failed run whose retry is pending; never the draft and confirm events of a task
-/// that is not deleted (how it came to be stays as long as it does). After deleting,
-/// the file is compacted (VACUUM), so the database shrinks.
+/// that is not deleted (how it came to be stays as long as it does). Deletes in
+/// batches of 10,000 rows, each its own short transaction, so ticks keep running;
+/// the freed space is reused by later writes. `--vacuum` also gives it back to the
+/// file system.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
     /// Age of what to delete, e.g. 90d
@@ -27,6 +29,12 @@ pub struct PruneArgs {
     /// Report what would be deleted, changing nothing
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Then shrink the file (SQLite: VACUUM rewrites it, holding the write
+    /// lock throughout, so ticks wait; PostgreSQL: a plain VACUUM, which
+    /// blocks no one)
+    #[arg(long, conflicts_with = "dry_run")]
+    pub vacuum: bool,
 }
 
 pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
@@ -55,9 +63,11 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
     } else {
         store.read(|tx| tx.prune(cutoff, tenant.as_deref(), false))?
     };
-    let removed =
-        counts.runs + counts.notices + counts.events + counts.drafts + counts.reconciliations;
-    if apply && removed > 0 {
+    // Not by default: on SQLite, VACUUM holds the write lock for the whole
+    // rewrite of the file (minutes at millions of runs), and every tick
+    // started meanwhile would wait past its busy timeout. Deleted pages are
+    // reused by later writes without it.
+    if args.vacuum {
         store.compact()?;
     }
     let after = store.size_bytes();
