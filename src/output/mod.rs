@@ -19,6 +19,7 @@ use crate::error::{classify, is_disk_full, ErrorKind};
 pub use text::{escape, human_duration, relative, wall_time};
 
 /// The printer every command writes through.
+#[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub json: bool,
     now: i64,
@@ -55,6 +56,16 @@ impl Output {
     pub fn document(&self, value: &Value) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(value)?;
         write_stdout(&format!("{text}\n"))
+    }
+
+    /// A JSON array printed one element at a time, byte for byte what
+    /// `document` prints for the whole array, so that a list of any length
+    /// is never held in memory (`list --json`, `runs --json`).
+    pub fn json_array(&self) -> JsonArray {
+        JsonArray {
+            out: io::BufWriter::new(io::stdout().lock()),
+            empty: true,
+        }
     }
 
     /// Writes one JSON Lines record.
@@ -103,12 +114,48 @@ impl Output {
     }
 }
 
+/// See `Output::json_array`; `finish` closes the array.
+pub struct JsonArray {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    empty: bool,
+}
+
+impl JsonArray {
+    pub fn push(&mut self, value: &Value) -> anyhow::Result<()> {
+        // serde_json's pretty form of an array indents each element by two
+        // spaces; a pretty element has raw newlines only between tokens
+        // (a newline inside a string is escaped), so indenting after each
+        // one gives the same bytes.
+        let text = serde_json::to_string_pretty(value)?.replace('\n', "\n  ");
+        let open = if self.empty { "[\n  " } else { ",\n  " };
+        self.empty = false;
+        let out = &mut self.out;
+        out.write_all(open.as_bytes())
+            .and_then(|_| out.write_all(text.as_bytes()))
+            .map_err(stdout_error)
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        let close = if self.empty { "[]\n" } else { "\n]\n" };
+        let out = &mut self.out;
+        out.write_all(close.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(stdout_error)
+    }
+}
+
 fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(BrokenPipe.into()),
-        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(stdout_error)
+}
+
+fn stdout_error(e: io::Error) -> anyhow::Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        BrokenPipe.into()
+    } else {
+        anyhow::Error::new(e).context("writing to standard output")
     }
 }
 

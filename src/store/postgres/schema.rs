@@ -141,6 +141,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN approved_at BIGINT, ADD COLUMN approved_by TEXT;
     CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
 "#,
+    r#"
+    -- 9: `list` in its own order, as SQLite's migration 8 (ascending puts
+    -- NULL last here, so the plain column is that order).
+    CREATE INDEX tasks_listed ON tasks (tenant_key, next_run_at, created_at, task_id);
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

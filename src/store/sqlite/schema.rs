@@ -236,6 +236,13 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN approved_by TEXT;
     CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
     "#,
+    // 8: `list` walks the tenant's tasks in its own order (the next to run
+    // first, those that will not run again last), so it can print them as
+    // it reads them instead of sorting all of them first.
+    r#"
+    CREATE INDEX tasks_listed ON tasks
+        (tenant_key, next_run_at IS NULL, next_run_at, created_at, task_id);
+    "#,
 ];
 
 /// The schema version this binary writes.
