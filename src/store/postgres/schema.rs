@@ -142,9 +142,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_approved ON runs (approved_at) WHERE approved_at IS NOT NULL;
 "#,
     r#"
-    -- 9: `list` in its own order, as SQLite's migration 8 (ascending puts
-    -- NULL last here, so the plain column is that order).
+    -- 9: `list` in its own order and `status`'s counts by state, as
+    -- SQLite's migration 8 (ascending puts NULL last here, so the plain
+    -- column gives the listing's order).
     CREATE INDEX tasks_listed ON tasks (tenant_key, next_run_at, created_at, task_id);
+    CREATE INDEX tasks_by_state ON tasks (state, tenant_key);
 "#,
 ];
 
