@@ -147,6 +147,8 @@ const MIGRATIONS: &[&str] = &[
     -- column gives the listing's order).
     CREATE INDEX tasks_listed ON tasks (tenant_key, next_run_at, created_at, task_id);
     CREATE INDEX tasks_by_state ON tasks (state, tenant_key);
+    CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
+        WHERE state = 'undeliverable';
 "#,
 ];
 

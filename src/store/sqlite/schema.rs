@@ -245,6 +245,10 @@ const MIGRATIONS: &[&str] = &[
         (tenant_key, next_run_at IS NULL, next_run_at, created_at, task_id);
     -- `status` counts tasks per state, over one tenant or all of them.
     CREATE INDEX tasks_by_state ON tasks (state, tenant_key);
+    -- and the notices given up on, which no index held (every other state
+    -- status counts has its partial index).
+    CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
+        WHERE state = 'undeliverable';
     "#,
 ];
 
