@@ -106,11 +106,15 @@ impl Output {
         for row in rows {
             table.add_row(row);
         }
-        let rendered: Vec<String> = table
-            .lines()
-            .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string())
-            .collect();
-        write_stdout(&format!("{}\n", rendered.join("\n")))
+        // Line by line into a buffer: no second copy of a long table.
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        for line in table.lines() {
+            let line = line.strip_prefix(' ').unwrap_or(&line).trim_end();
+            out.write_all(line.as_bytes())
+                .and_then(|_| out.write_all(b"\n"))
+                .map_err(stdout_error)?;
+        }
+        out.flush().map_err(stdout_error)
     }
 }
 
