@@ -6,8 +6,8 @@ use clap::Args;
 use crate::context::Ctx;
 use crate::error::CmdError;
 use crate::model::{Task, TaskState};
-use crate::output::{human, json, Output};
-use crate::store::{CorruptRow, TaskFilter};
+use crate::output::{human, json, Output, PipeTable};
+use crate::store::{CorruptRow, TaskFilter, Tx};
 
 /// List your tasks in the tenant, the next to run first
 ///
@@ -44,7 +44,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         let mut array = out.json_array();
         ctx.store()?.read(|tx| {
             tx.each_listed_task(&filter, &mut |tx, row| {
-                let Some(task) = readable(&out, row) else {
+                let Some(task) = readable(Some(&out), row) else {
                     return Ok(());
                 };
                 let mut value = json::task(&task);
@@ -55,13 +55,14 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         })?;
         return array.finish();
     }
-    // A table's columns are as wide as their widest cell, so its rows are
-    // gathered first (only the cells, not the tasks).
+    // A table's columns are as wide as their widest cell. On a terminal
+    // the table is fitted to it, so its cells are gathered first; into a
+    // pipe or a file the tasks are read twice in the same snapshot (widths,
+    // then lines), so nothing grows with the number of tasks.
     let now = out.now();
-    let mut rows = Vec::new();
-    ctx.store()?.read(|tx| {
+    let rows = |tx: &mut dyn Tx, note: bool, each: &mut dyn FnMut(Vec<String>) -> Result<()>| {
         tx.each_listed_task(&filter, &mut |tx, row| {
-            let Some(task) = readable(&out, row) else {
+            let Some(task) = readable(note.then_some(&out), row) else {
                 return Ok(());
             };
             let last_run = tx.task_runs(&task.task_id, 1)?.pop();
@@ -73,22 +74,47 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
                     _ => format!("{}; {blocked}", row[2]),
                 };
             }
-            rows.push(row);
-            Ok(())
+            each(row)
         })
-    })?;
-    if rows.is_empty() {
-        return Ok(());
+    };
+    if out.to_terminal() {
+        let mut cells = Vec::new();
+        ctx.store()?.read(|tx| {
+            rows(tx, true, &mut |row| {
+                cells.push(row);
+                Ok(())
+            })
+        })?;
+        if cells.is_empty() {
+            return Ok(());
+        }
+        return out.table(&human::TASK_HEADER, cells);
     }
-    out.table(&human::TASK_HEADER, rows)
+    ctx.store()?.read(|tx| {
+        let mut table = PipeTable::new(&human::TASK_HEADER);
+        // Corrupt rows are reported once, in the first pass.
+        rows(tx, true, &mut |row| {
+            table.measure(&row);
+            Ok(())
+        })?;
+        if table.is_empty() {
+            return Ok(());
+        }
+        let mut lines = table.print()?;
+        rows(tx, false, &mut |row| lines.row(&row))?;
+        lines.finish()
+    })
 }
 
-/// The task, or None after saying on stderr why its row cannot be shown.
-fn readable(out: &Output, row: Result<Task, CorruptRow>) -> Option<Task> {
+/// The task, or None after saying on stderr (given `out`) why its row
+/// cannot be shown.
+fn readable(out: Option<&Output>, row: Result<Task, CorruptRow>) -> Option<Task> {
     match row {
         Ok(task) => Some(task),
         Err(corrupt) => {
-            out.note(&CmdError::usage(corrupt.to_string()).message);
+            if let Some(out) = out {
+                out.note(&CmdError::usage(corrupt.to_string()).message);
+            }
             None
         }
     }

@@ -89,6 +89,12 @@ impl Output {
         }
     }
 
+    /// Whether a table goes to a terminal (fitted by `table`) or into a pipe
+    /// or file (where `PipeTable` prints it at full width, row by row).
+    pub fn to_terminal(&self) -> bool {
+        io::IsTerminal::is_terminal(&io::stdout())
+    }
+
     /// A table fitted to the terminal. Into a pipe or a file it is printed
     /// at full width instead, one row per line, so that `grep`, `awk` and
     /// `head` see whole rows (long cells are already clipped with `…`).
@@ -116,6 +122,94 @@ impl Output {
         }
         out.flush().map_err(stdout_error)
     }
+}
+
+/// A table into a pipe or a file without holding its rows: the caller
+/// hands every row to `measure`, then the same rows again to the writer
+/// `print` returns. The lines are byte for byte what `Output::table` prints
+/// there: each cell padded to its column's width (as comfy-table measures
+/// it), columns two spaces apart, no trailing blanks.
+pub struct PipeTable {
+    header: Vec<String>,
+    widths: Vec<usize>,
+    rows: usize,
+}
+
+impl PipeTable {
+    pub fn new(header: &[&str]) -> PipeTable {
+        let header: Vec<String> = header.iter().map(|h| h.to_uppercase()).collect();
+        let widths = header.iter().map(|h| width(h)).collect();
+        PipeTable {
+            header,
+            widths,
+            rows: 0,
+        }
+    }
+
+    pub fn measure(&mut self, row: &[String]) {
+        for (w, cell) in self.widths.iter_mut().zip(row) {
+            *w = (*w).max(width(cell));
+        }
+        self.rows += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Prints the header; the rows follow through `PipeRows::row`.
+    pub fn print(self) -> anyhow::Result<PipeRows> {
+        let mut rows = PipeRows {
+            out: io::BufWriter::new(io::stdout().lock()),
+            widths: self.widths,
+            line: String::new(),
+        };
+        rows.row(&self.header)?;
+        Ok(rows)
+    }
+}
+
+/// See `PipeTable`.
+pub struct PipeRows {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    widths: Vec<usize>,
+    line: String,
+}
+
+impl PipeRows {
+    pub fn row(&mut self, row: &[String]) -> anyhow::Result<()> {
+        self.line.clear();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                self.line.push_str("  ");
+            }
+            self.line.push_str(cell);
+            let pad = self
+                .widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(width(cell));
+            self.line.extend(std::iter::repeat_n(' ', pad));
+        }
+        let line = self.line.trim_end();
+        let out = &mut self.out;
+        out.write_all(line.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .map_err(stdout_error)
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.out.flush().map_err(stdout_error)
+    }
+}
+
+/// A cell's width in columns, the widest of its lines (comfy-table's measure).
+fn width(cell: &str) -> usize {
+    cell.split('\n')
+        .map(unicode_width::UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
 }
 
 /// See `Output::json_array`; `finish` closes the array.
