@@ -1,15 +1,13 @@
 //! `agentcron list`: the caller's tasks in the tenant.
 
-use std::collections::HashMap;
-
 use anyhow::Result;
 use clap::Args;
 
 use crate::context::Ctx;
 use crate::error::CmdError;
 use crate::model::{Task, TaskState};
-use crate::output::{human, json};
-use crate::store::TaskFilter;
+use crate::output::{human, json, Output, PipeTable};
+use crate::store::{CorruptRow, TaskFilter, Tx};
 
 /// List your tasks in the tenant, the next to run first
 ///
@@ -44,58 +42,85 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         include_deleted: args.all || args.state == Some(TaskState::Deleted),
         state: args.state,
     };
-    let (rows, last_runs, blockers) = ctx.store()?.read(|tx| {
-        let rows = tx.list_tasks(&filter)?;
-        let mut last_runs = HashMap::new();
-        let mut blockers = HashMap::new();
-        for task in rows.iter().flatten() {
-            if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
-                last_runs.insert(task.task_id.clone(), run);
-            }
-            if let Some(run) = tx.blocking_run(&task.task_id)? {
-                blockers.insert(task.task_id.clone(), run);
-            }
-        }
-        Ok((rows, last_runs, blockers))
-    })?;
-    let mut tasks: Vec<Task> = Vec::new();
-    for row in rows {
-        match row {
-            Ok(task) => tasks.push(task),
-            Err(corrupt) => ctx.out.note(&CmdError::usage(corrupt.to_string()).message),
-        }
+    let out = ctx.out;
+    if out.json {
+        // Each task is printed as the store yields it, in the listing's
+        // order: nothing grows with the number of tasks.
+        let mut array = out.json_array();
+        ctx.store()?.read(|tx| {
+            tx.each_listed_task(&filter, &mut |tx, row| {
+                let Some(task) = readable(Some(&out), row) else {
+                    return Ok(());
+                };
+                let mut value = json::task(&task);
+                value["blocked_by"] =
+                    human::blocked_by_json(tx.blocking_run(&task.task_id)?.as_ref());
+                array.push(&value)
+            })
+        })?;
+        return array.finish();
     }
-    // Soonest first; tasks that will not run again after them.
-    tasks.sort_by_key(|t| (t.next_run_at.is_none(), t.next_run_at));
-    if ctx.out.json {
-        return ctx.out.document(&serde_json::Value::Array(
-            tasks
-                .iter()
-                .map(|t| {
-                    let mut value = json::task(t);
-                    value["blocked_by"] = human::blocked_by_json(blockers.get(&t.task_id));
-                    value
-                })
-                .collect(),
-        ));
-    }
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    let now = ctx.out.now();
-    let rows = tasks
-        .iter()
-        .map(|t| {
-            let mut row = human::task_row(t, last_runs.get(&t.task_id), now);
+    // A table's columns are as wide as their widest cell. On a terminal
+    // the table is fitted to it, so its cells are gathered first; into a
+    // pipe or a file the tasks are read twice in the same snapshot (widths,
+    // then lines), so nothing grows with the number of tasks.
+    let now = out.now();
+    let rows = |tx: &mut dyn Tx, note: bool, each: &mut dyn FnMut(Vec<String>) -> Result<()>| {
+        tx.each_listed_task(&filter, &mut |tx, row| {
+            let Some(task) = readable(note.then_some(&out), row) else {
+                return Ok(());
+            };
+            let last_run = tx.task_runs(&task.task_id, 1)?.pop();
+            let mut row = human::task_row(&task, last_run.as_ref(), now);
             // The STATE cell says what stops the task, not only "active".
-            if let Some(blocked) = human::blocked_by(blockers.get(&t.task_id)) {
-                row[2] = match t.state {
+            if let Some(blocked) = human::blocked_by(tx.blocking_run(&task.task_id)?.as_ref()) {
+                row[2] = match task.state {
                     TaskState::Active => blocked,
                     _ => format!("{}; {blocked}", row[2]),
                 };
             }
-            row
+            each(row)
         })
-        .collect();
-    ctx.out.table(&human::TASK_HEADER, rows)
+    };
+    if out.to_terminal() {
+        let mut cells = Vec::new();
+        ctx.store()?.read(|tx| {
+            rows(tx, true, &mut |row| {
+                cells.push(row);
+                Ok(())
+            })
+        })?;
+        if cells.is_empty() {
+            return Ok(());
+        }
+        return out.table(&human::TASK_HEADER, cells);
+    }
+    ctx.store()?.read(|tx| {
+        let mut table = PipeTable::new(&human::TASK_HEADER);
+        // Corrupt rows are reported once, in the first pass.
+        rows(tx, true, &mut |row| {
+            table.measure(&row);
+            Ok(())
+        })?;
+        if table.is_empty() {
+            return Ok(());
+        }
+        let mut lines = table.print()?;
+        rows(tx, false, &mut |row| lines.row(&row))?;
+        lines.finish()
+    })
+}
+
+/// The task, or None after saying on stderr (given `out`) why its row
+/// cannot be shown.
+fn readable(out: Option<&Output>, row: Result<Task, CorruptRow>) -> Option<Task> {
+    match row {
+        Ok(task) => Some(task),
+        Err(corrupt) => {
+            if let Some(out) = out {
+                out.note(&CmdError::usage(corrupt.to_string()).message);
+            }
+            None
+        }
+    }
 }

@@ -2,7 +2,6 @@
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::Value;
 
 use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
@@ -42,6 +41,8 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
+    let out = ctx.out;
+    let mut array = out.json.then(|| out.json_array());
     let (runs, tasks) = ctx.store()?.read(|tx| {
         let task_id = match &args.task {
             Some(arg) => Some(owned_task(tx, &caller, arg)?.task_id),
@@ -54,7 +55,16 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
             status: args.status,
             limit: args.limit,
         };
-        let runs = tx.list_runs(&filter)?;
+        // JSON is printed run by run as the store yields them; the table
+        // needs every row first to size its columns (at most --limit).
+        let mut runs = Vec::new();
+        tx.each_run(&filter, &mut |run| match array.as_mut() {
+            Some(array) => array.push(&json::run(&run)),
+            None => {
+                runs.push(run);
+                Ok(())
+            }
+        })?;
         // Each run's task, for its zone and label.
         let mut tasks = std::collections::HashMap::new();
         for run in &runs {
@@ -66,10 +76,8 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         }
         Ok((runs, tasks))
     })?;
-    if ctx.out.json {
-        return ctx
-            .out
-            .document(&Value::Array(runs.iter().map(json::run).collect()));
+    if let Some(array) = array {
+        return array.finish();
     }
     if runs.is_empty() {
         return Ok(());

@@ -19,6 +19,7 @@ use crate::error::{classify, is_disk_full, ErrorKind};
 pub use text::{escape, human_duration, relative, wall_time};
 
 /// The printer every command writes through.
+#[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub json: bool,
     now: i64,
@@ -57,6 +58,16 @@ impl Output {
         write_stdout(&format!("{text}\n"))
     }
 
+    /// A JSON array printed one element at a time, byte for byte what
+    /// `document` prints for the whole array, so that a list of any length
+    /// is never held in memory (`list --json`, `runs --json`).
+    pub fn json_array(&self) -> JsonArray {
+        JsonArray {
+            out: io::BufWriter::new(io::stdout().lock()),
+            empty: true,
+        }
+    }
+
     /// Writes one JSON Lines record.
     pub fn json_line(&self, value: &Value) -> anyhow::Result<()> {
         write_stdout(&format!("{value}\n"))
@@ -78,6 +89,12 @@ impl Output {
         }
     }
 
+    /// Whether a table goes to a terminal (fitted by `table`) or into a pipe
+    /// or file (where `PipeTable` prints it at full width, row by row).
+    pub fn to_terminal(&self) -> bool {
+        io::IsTerminal::is_terminal(&io::stdout())
+    }
+
     /// A table fitted to the terminal. Into a pipe or a file it is printed
     /// at full width instead, one row per line, so that `grep`, `awk` and
     /// `head` see whole rows (long cells are already clipped with `…`).
@@ -95,20 +112,148 @@ impl Output {
         for row in rows {
             table.add_row(row);
         }
-        let rendered: Vec<String> = table
-            .lines()
-            .map(|l| l.strip_prefix(' ').unwrap_or(&l).trim_end().to_string())
-            .collect();
-        write_stdout(&format!("{}\n", rendered.join("\n")))
+        // Line by line into a buffer: no second copy of a long table.
+        let mut out = io::BufWriter::new(io::stdout().lock());
+        for line in table.lines() {
+            let line = line.strip_prefix(' ').unwrap_or(&line).trim_end();
+            out.write_all(line.as_bytes())
+                .and_then(|_| out.write_all(b"\n"))
+                .map_err(stdout_error)?;
+        }
+        out.flush().map_err(stdout_error)
+    }
+}
+
+/// A table into a pipe or a file without holding its rows: the caller
+/// hands every row to `measure`, then the same rows again to the writer
+/// `print` returns. The lines are byte for byte what `Output::table` prints
+/// there: each cell padded to its column's width (as comfy-table measures
+/// it), columns two spaces apart, no trailing blanks.
+pub struct PipeTable {
+    header: Vec<String>,
+    widths: Vec<usize>,
+    rows: usize,
+}
+
+impl PipeTable {
+    pub fn new(header: &[&str]) -> PipeTable {
+        let header: Vec<String> = header.iter().map(|h| h.to_uppercase()).collect();
+        let widths = header.iter().map(|h| width(h)).collect();
+        PipeTable {
+            header,
+            widths,
+            rows: 0,
+        }
+    }
+
+    pub fn measure(&mut self, row: &[String]) {
+        for (w, cell) in self.widths.iter_mut().zip(row) {
+            *w = (*w).max(width(cell));
+        }
+        self.rows += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Prints the header; the rows follow through `PipeRows::row`.
+    pub fn print(self) -> anyhow::Result<PipeRows> {
+        let mut rows = PipeRows {
+            out: io::BufWriter::new(io::stdout().lock()),
+            widths: self.widths,
+            line: String::new(),
+        };
+        rows.row(&self.header)?;
+        Ok(rows)
+    }
+}
+
+/// See `PipeTable`.
+pub struct PipeRows {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    widths: Vec<usize>,
+    line: String,
+}
+
+impl PipeRows {
+    pub fn row(&mut self, row: &[String]) -> anyhow::Result<()> {
+        self.line.clear();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                self.line.push_str("  ");
+            }
+            self.line.push_str(cell);
+            let pad = self
+                .widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(width(cell));
+            self.line.extend(std::iter::repeat_n(' ', pad));
+        }
+        let line = self.line.trim_end();
+        let out = &mut self.out;
+        out.write_all(line.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .map_err(stdout_error)
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.out.flush().map_err(stdout_error)
+    }
+}
+
+/// A cell's width in columns, the widest of its lines (comfy-table's measure).
+fn width(cell: &str) -> usize {
+    cell.split('\n')
+        .map(unicode_width::UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
+}
+
+/// See `Output::json_array`; `finish` closes the array.
+pub struct JsonArray {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    empty: bool,
+}
+
+impl JsonArray {
+    pub fn push(&mut self, value: &Value) -> anyhow::Result<()> {
+        // serde_json's pretty form of an array indents each element by two
+        // spaces; a pretty element has raw newlines only between tokens
+        // (a newline inside a string is escaped), so indenting after each
+        // one gives the same bytes.
+        let text = serde_json::to_string_pretty(value)?.replace('\n', "\n  ");
+        let open = if self.empty { "[\n  " } else { ",\n  " };
+        self.empty = false;
+        let out = &mut self.out;
+        out.write_all(open.as_bytes())
+            .and_then(|_| out.write_all(text.as_bytes()))
+            .map_err(stdout_error)
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        let close = if self.empty { "[]\n" } else { "\n]\n" };
+        let out = &mut self.out;
+        out.write_all(close.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(stdout_error)
     }
 }
 
 fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(BrokenPipe.into()),
-        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(stdout_error)
+}
+
+fn stdout_error(e: io::Error) -> anyhow::Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        BrokenPipe.into()
+    } else {
+        anyhow::Error::new(e).context("writing to standard output")
     }
 }
 

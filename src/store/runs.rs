@@ -54,8 +54,22 @@ pub trait RunTx {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>>;
+    /// Runs matching the filter, newest first, handed to `each` as the
+    /// query yields them (nothing else is held: `runs --json` streams).
+    fn each_run(
+        &mut self,
+        filter: &RunFilter<'_>,
+        each: &mut dyn FnMut(Run) -> Result<()>,
+    ) -> Result<()>;
     /// Runs matching the filter, newest first.
-    fn list_runs(&mut self, filter: &RunFilter<'_>) -> Result<Vec<Run>>;
+    fn list_runs(&mut self, filter: &RunFilter<'_>) -> Result<Vec<Run>> {
+        let mut runs = Vec::new();
+        self.each_run(filter, &mut |run| {
+            runs.push(run);
+            Ok(())
+        })?;
+        Ok(runs)
+    }
     /// Runs of the task scheduled for exactly this occurrence, every attempt.
     fn occurrence_runs(&mut self, task_id: &str, scheduled_for: i64) -> Result<Vec<Run>>;
     /// The latest run of the task scheduled at or before `at`.

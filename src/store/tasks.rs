@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::model::{Policy, Task, TaskState};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
+use crate::store::Tx;
 
 /// A stored row that failed validation on read: it is reported (and, by the
 /// tick, quarantined) instead of crashing the reader.
@@ -193,6 +194,10 @@ impl RawTask {
     }
 }
 
+/// What `each_listed_task` calls per row: the transaction (for the task's
+/// own reads) and the row, readable or not.
+pub type EachTask<'e> = dyn FnMut(&mut dyn Tx, Result<Task, CorruptRow>) -> Result<()> + 'e;
+
 /// Which tasks `list` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskFilter<'a> {
@@ -264,6 +269,11 @@ pub trait TaskTx {
     /// The id of the tenant's non-deleted task with this name.
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>>;
     fn list_tasks(&mut self, filter: &TaskFilter<'_>) -> Result<Vec<Result<Task, CorruptRow>>>;
+    /// The tasks `list` shows, in its order: the next to run first, those
+    /// that will not run again last, oldest first among equals. Each row is
+    /// handed to `each` as the query yields it, with the transaction for the
+    /// row's own reads, so memory stays flat however many tasks match.
+    fn each_listed_task(&mut self, filter: &TaskFilter<'_>, each: &mut EachTask<'_>) -> Result<()>;
     /// Applies the transition and bumps the revision; Conflict if the guard fails.
     fn transition_task(&mut self, change: &TaskTransition<'_>) -> Result<i64>;
     /// Due occurrences and retries at `now`, earliest first.

@@ -20,6 +20,63 @@ fn tasks_are_addressed_by_id_prefix_and_name() {
     env.run(&["show", "nope"]).fails(3);
 }
 
+/// `list` prints tasks as the store yields them, a page of rows at a time on
+/// PostgreSQL: past several pages, every task comes once, in the listing's
+/// order (next to run first, those that will not run again last, then by
+/// age and id), and the JSON is the pretty document it always was.
+#[test]
+fn list_streams_every_task_in_order_past_a_page() {
+    let env = TestEnv::new();
+    let first = env.task(&["--instruction", "x", "--every", "1h"]);
+    // 600 copies of its row (the payload does not hold the id), at seven
+    // different next runs, a tenth of them paused with no next run.
+    env.sql(
+        "INSERT INTO tasks (task_id, tenant_key, name, owner_keys, target, instruction, schedule,
+             timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload,
+             payload_hash, state, state_reason, state_changed_at, next_run_at, revision,
+             created_at, updated_at)
+         WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 600)
+         SELECT task_id || '-' || n, tenant_key, name, owner_keys, target, instruction, schedule,
+             timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload,
+             payload_hash, CASE WHEN n % 10 = 0 THEN 'paused' ELSE state END, state_reason,
+             state_changed_at, CASE WHEN n % 10 = 0 THEN NULL ELSE next_run_at + (n % 7) * 3600 END,
+             revision, created_at - n % 3, updated_at
+         FROM tasks, g",
+    );
+    let out = env.run(&["--json", "list"]).ok();
+    let list = out.json();
+    assert_eq!(
+        out.stdout,
+        format!("{}\n", serde_json::to_string_pretty(&list).unwrap()),
+        "the streamed array is the document printed at once"
+    );
+    let tasks = list.as_array().unwrap();
+    assert_eq!(tasks.len(), 601);
+    let mut ids: Vec<&str> = tasks
+        .iter()
+        .map(|t| t["task_id"].as_str().unwrap())
+        .collect();
+    let key = |t: &serde_json::Value| {
+        (
+            t["next_run_at"].is_null(),
+            t["next_run_at"].as_str().unwrap_or("").to_string(),
+            t["created_at"].as_str().unwrap().to_string(),
+            t["task_id"].as_str().unwrap().to_string(),
+        )
+    };
+    let keys: Vec<_> = tasks.iter().map(key).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted, "in the listing's order");
+    assert_eq!(keys.iter().filter(|k| k.0).count(), 60, "paused ones last");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 601, "each task once");
+    assert!(ids.contains(&id(&first).as_str()));
+    // The table has every row too (after its header).
+    assert_eq!(env.run(&["list"]).ok().stdout.lines().count(), 602);
+}
+
 #[test]
 fn list_shows_only_the_callers_tasks_in_the_tenant() {
     let env = TestEnv::new();

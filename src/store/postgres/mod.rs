@@ -266,6 +266,31 @@ impl PgTx<'_, '_> {
             .query(sql, &[&prefix, &upper, &tenant_key, &i64::from(limit)])?;
         rows.iter().map(|r| col(r, 0)).collect()
     }
+
+    /// Hands `each` the rows of `sql` a page at a time through a portal, with
+    /// the transaction for the row's own queries between pages: memory holds
+    /// one page however many rows match (a plain `query` holds them all).
+    fn each_row(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+        each: &mut dyn FnMut(&mut dyn Tx, &postgres::Row) -> Result<()>,
+    ) -> Result<()> {
+        const PAGE: i32 = 256;
+        let portal = self.tx.bind(sql, params).context("starting a read")?;
+        loop {
+            let rows = self
+                .tx
+                .query_portal(&portal, PAGE)
+                .context("reading rows")?;
+            for row in &rows {
+                each(self, row)?;
+            }
+            if rows.len() < PAGE as usize {
+                return Ok(());
+            }
+        }
+    }
 }
 
 pub(crate) fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> {

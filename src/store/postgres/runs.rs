@@ -128,16 +128,20 @@ impl RunTx for PgTx<'_, '_> {
         Ok(())
     }
 
-    fn list_runs(&mut self, f: &RunFilter<'_>) -> Result<Vec<Run>> {
-        let tail = format!(
-            "JOIN tasks t ON t.task_id = r.task_id
+    fn each_run(
+        &mut self,
+        f: &RunFilter<'_>,
+        each: &mut dyn FnMut(Run) -> Result<()>,
+    ) -> Result<()> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs r JOIN tasks t ON t.task_id = r.task_id
              WHERE r.tenant_key = $1 AND ($2::text IS NULL OR r.task_id = $2)
                AND ($3::text IS NULL OR r.status = $3) AND {}
              ORDER BY r.scheduled_for DESC, r.attempt DESC, r.created_at DESC LIMIT $5",
             owned("t", 4)
         );
-        self.runs_where(
-            &tail,
+        self.each_row(
+            &sql,
             &[
                 &f.tenant_key,
                 &f.task_id,
@@ -145,6 +149,7 @@ impl RunTx for PgTx<'_, '_> {
                 &f.owner_keys,
                 &(f.limit as i64),
             ],
+            &mut |_, row| each(decode_run(row).context("listing runs")?),
         )
     }
 

@@ -145,6 +145,15 @@ const MIGRATIONS: &[&str] = &[
     -- 9: what an `apply` declared for a task, as SQLite's migration 8.
     ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
 "#,
+    r#"
+    -- 10: `list` in its own order and `status`'s counts by state, as
+    -- SQLite's migration 9 (ascending puts NULL last here, so the plain
+    -- column gives the listing's order).
+    CREATE INDEX tasks_listed ON tasks (tenant_key, next_run_at, created_at, task_id);
+    CREATE INDEX tasks_by_state ON tasks (state, tenant_key);
+    CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
+        WHERE state = 'undeliverable';
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -7,6 +7,7 @@ use postgres::Row;
 
 use super::{col, expect_one, PgTx};
 use crate::model::Task;
+use crate::store::tasks::EachTask;
 use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 
@@ -181,6 +182,31 @@ impl TaskTx for PgTx<'_, '_> {
             )
             .context("listing tasks")?;
         rows.iter().map(decode_task).collect()
+    }
+
+    fn each_listed_task(&mut self, f: &TaskFilter<'_>, each: &mut EachTask<'_>) -> Result<()> {
+        // ASC puts NULL last on PostgreSQL: tasks that will not run again
+        // come after the others, as on SQLite; `tasks_listed` has this order.
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks t
+             WHERE tenant_key = $1 AND ($2::bool OR state <> 'deleted')
+               AND ($3::text IS NULL OR state = $3) AND {}
+             ORDER BY next_run_at, created_at, task_id",
+            owned("t", 4)
+        );
+        self.each_row(
+            &sql,
+            &[
+                &f.tenant_key,
+                &f.include_deleted,
+                &f.state.map(|s| s.as_str()),
+                &f.owner_keys,
+            ],
+            &mut |tx, row| {
+                let task = decode_task(row).context("listing tasks")?;
+                each(tx, task)
+            },
+        )
     }
 
     fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {

@@ -42,10 +42,32 @@ impl MaintenanceTx for SqliteTx<'_> {
             };
             n.context("counting for status")
         };
+        // One text per scope rather than `?1 IS NULL OR tenant_key = ?1`,
+        // which no index can serve: each count is then a search of an index
+        // on its state (the tenant's part of it with --tenant), and the
+        // counts over every tenant walk only the small partial indexes of
+        // runs in transient states, never all runs.
+        let scoped = |sql: &str| match tenant {
+            Some(_) => sql.replace("$TENANT", "tenant_key = ?1"),
+            None => sql.replace("$TENANT", "?1 IS NULL"),
+        };
+        let (running, awaiting) = match tenant {
+            Some(_) => (
+                "SELECT count(*) FROM runs WHERE status = 'running' AND tenant_key = ?1",
+                "SELECT count(*) FROM runs WHERE tenant_key = ?1
+                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+            ),
+            None => (
+                "SELECT count(*) FROM runs INDEXED BY runs_leased
+                 WHERE status = 'running' AND ?1 IS NULL",
+                "SELECT count(*) FROM runs INDEXED BY runs_parked
+                 WHERE status IN ('awaiting_confirmation', 'awaiting_authorization') AND ?1 IS NULL",
+            ),
+        };
         Ok(Stats {
-            tasks_active: count("SELECT count(*) FROM tasks WHERE state = 'active' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
-            tasks_paused: count("SELECT count(*) FROM tasks WHERE state = 'paused' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
-            tasks_error: count("SELECT count(*) FROM tasks WHERE state = 'error' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            tasks_active: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'active' AND $TENANT"), false)?,
+            tasks_paused: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'paused' AND $TENANT"), false)?,
+            tasks_error: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'error' AND $TENANT"), false)?,
             // Two walks of the small partial due indexes instead of a scan
             // of every active task.
             due: count(
@@ -58,13 +80,9 @@ impl MaintenanceTx for SqliteTx<'_> {
                            AND (?1 IS NULL OR tenant_key = ?1))",
                 true,
             )?,
-            running: count("SELECT count(*) FROM runs WHERE status = 'running' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
-            unknown: count("SELECT count(*) FROM runs WHERE status = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
-            awaiting: count(
-                "SELECT count(*) FROM runs WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
-                   AND (?1 IS NULL OR tenant_key = ?1)",
-                false,
-            )?,
+            running: count(running, false)?,
+            unknown: count(&scoped("SELECT count(*) FROM runs WHERE status = 'unknown' AND $TENANT"), false)?,
+            awaiting: count(awaiting, false)?,
             notices_pending: count("SELECT count(*) FROM deliveries WHERE state = 'pending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_sending: count("SELECT count(*) FROM deliveries WHERE state = 'sending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_unknown: count("SELECT count(*) FROM deliveries WHERE state = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,

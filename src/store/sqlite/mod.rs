@@ -11,6 +11,8 @@ mod files;
 mod maintenance;
 mod meta;
 mod open;
+#[cfg(test)]
+mod plans;
 mod queue;
 mod runs;
 pub mod schema;

@@ -46,6 +46,8 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     conn.busy_timeout(options.busy_timeout)
         .context("setting busy_timeout")?;
     configure(&conn).map_err(|e| not_a_database(path, e))?;
+    #[cfg(test)]
+    super::plans::watch(&conn);
     files::tighten_sidecars(path)?;
     Ok(conn)
 }

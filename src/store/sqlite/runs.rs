@@ -116,7 +116,11 @@ impl RunTx for SqliteTx<'_> {
         Ok(runs)
     }
 
-    fn list_runs(&mut self, f: &RunFilter<'_>) -> Result<Vec<Run>> {
+    fn each_run(
+        &mut self,
+        f: &RunFilter<'_>,
+        each: &mut dyn FnMut(Run) -> Result<()>,
+    ) -> Result<()> {
         let keys = serde_json::to_string(f.owner_keys)?;
         // Two texts rather than `?2 IS NULL OR …`, so that each can walk its
         // index newest first and stop at the limit instead of sorting all runs.
@@ -134,20 +138,19 @@ impl RunTx for SqliteTx<'_> {
                            WHERE o.value IN (SELECT value FROM json_each(?4)))
              ORDER BY r.scheduled_for DESC, r.attempt DESC LIMIT ?5"
         ))?;
-        let runs = stmt
-            .query_map(
-                params![
-                    f.tenant_key,
-                    f.task_id,
-                    f.status.map(|s| s.as_str()),
-                    keys,
-                    f.limit as i64
-                ],
-                decode_run,
-            )?
-            .collect::<Result<Vec<_>, _>>()
+        let mut rows = stmt
+            .query(params![
+                f.tenant_key,
+                f.task_id,
+                f.status.map(|s| s.as_str()),
+                keys,
+                f.limit as i64
+            ])
             .context("listing runs")?;
-        Ok(runs)
+        while let Some(row) = rows.next().context("listing runs")? {
+            each(decode_run(row).context("listing runs")?)?;
+        }
+        Ok(())
     }
 
     fn occurrence_runs(&mut self, task_id: &str, scheduled_for: i64) -> Result<Vec<Run>> {

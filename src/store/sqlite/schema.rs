@@ -241,6 +241,20 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE tasks ADD COLUMN declared_hash TEXT;
     "#,
+    // 9: `list` walks the tenant's tasks in its own order (the next to run
+    // first, those that will not run again last), so it can print them as
+    // it reads them instead of sorting all of them first; `status` counts
+    // tasks by state without reading every row.
+    r#"
+    CREATE INDEX tasks_listed ON tasks
+        (tenant_key, next_run_at IS NULL, next_run_at, created_at, task_id);
+    -- `status` counts tasks per state, over one tenant or all of them.
+    CREATE INDEX tasks_by_state ON tasks (state, tenant_key);
+    -- and the notices given up on, which no index held (every other state
+    -- status counts has its partial index).
+    CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
+        WHERE state = 'undeliverable';
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -8,6 +8,7 @@ use rusqlite::{params, OptionalExtension, Row};
 
 use super::{expect_one, SqliteTx};
 use crate::model::Task;
+use crate::store::tasks::EachTask;
 use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 
@@ -15,6 +16,22 @@ pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, ta
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
     state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
     consecutive_failures, next_retry_at, retry_run_id, payload";
+
+/// `list`'s query: it walks `tasks_listed` in the listing's order (the
+/// index holds the same `next_run_at IS NULL` expression), so no sort of the
+/// whole result, and no row is held past its turn.
+pub(super) const LISTED_TASKS: &str = "SELECT task_id, tenant_key, name, owner_keys, target,
+    instruction, schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds,
+    payload_hash, state, state_reason, state_changed_at, next_run_at, revision, created_at,
+    updated_at, consecutive_failures, next_retry_at, retry_run_id, payload
+    FROM tasks
+    WHERE tenant_key = ?1
+      AND (?2 OR state <> 'deleted')
+      AND (?3 IS NULL OR state = ?3)
+      -- owned: the task's owner keys intersect the caller's
+      AND EXISTS (SELECT 1 FROM json_each(tasks.owner_keys) AS o
+                  WHERE o.value IN (SELECT value FROM json_each(?4)))
+    ORDER BY next_run_at IS NULL, next_run_at, created_at, task_id";
 
 /// Reads the columns as stored; a column of the wrong type (which STRICT
 /// tables make unlikely) is reported like any other damage.
@@ -179,6 +196,27 @@ impl TaskTx for SqliteTx<'_> {
             .collect::<Result<Vec<_>, _>>()
             .context("listing tasks")?;
         Ok(rows)
+    }
+
+    fn each_listed_task(&mut self, f: &TaskFilter<'_>, each: &mut EachTask<'_>) -> Result<()> {
+        let conn = self.conn;
+        let keys = serde_json::to_string(f.owner_keys)?;
+        let mut stmt = conn.prepare_cached(LISTED_TASKS)?;
+        let mut rows = stmt
+            .query(params![
+                f.tenant_key,
+                f.include_deleted,
+                f.state.map(|s| s.as_str()),
+                keys
+            ])
+            .context("listing tasks")?;
+        // SQLite steps this statement while `each` runs others on the same
+        // connection (the task's runs): reads inside one snapshot may nest.
+        while let Some(row) = rows.next().context("listing tasks")? {
+            let task = decode_task(row)?;
+            each(&mut SqliteTx { conn }, task)?;
+        }
+        Ok(())
     }
 
     fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {

@@ -1,0 +1,239 @@
+//! No read command walks a whole table (issue 16): every statement the read
+//! commands issue by default is recorded as SQLite prepares it to run (the
+//! real texts, through the real commands), then planned with EXPLAIN QUERY
+//! PLAN against the migrated schema. A full scan of `tasks`, `runs` or
+//! `deliveries` fails the test; so does a walk of a whole index of theirs,
+//! unless the index holds only rows in a rare state (`PARTIAL`).
+//!
+//! Test builds only: `open::connect` calls `watch` on every connection.
+
+use std::cell::RefCell;
+use std::os::raw::{c_int, c_uint, c_void};
+
+use rusqlite::{ffi, Connection};
+
+thread_local! {
+    /// The statements this thread ran while recording; None when not.
+    static SEEN: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Reports each statement as it starts, to `SEEN` when this thread records.
+pub(super) fn watch(conn: &Connection) {
+    // SAFETY: registers a callback on our own open handle; the callback
+    // only reads the statement's text, which SQLite keeps alive meanwhile.
+    unsafe {
+        ffi::sqlite3_trace_v2(
+            conn.handle(),
+            ffi::SQLITE_TRACE_STMT as c_uint,
+            Some(on_statement),
+            std::ptr::null_mut(),
+        );
+    }
+}
+
+unsafe extern "C" fn on_statement(
+    _: c_uint,
+    _: *mut c_void,
+    stmt: *mut c_void,
+    _: *mut c_void,
+) -> c_int {
+    // The prepared text, with its `?N` parameters, not one expanded with the
+    // values of this call: the plan SQLite made is the parameterised one.
+    let text = ffi::sqlite3_sql(stmt.cast());
+    if text.is_null() {
+        return 0;
+    }
+    let sql = std::ffi::CStr::from_ptr(text)
+        .to_string_lossy()
+        .into_owned();
+    SEEN.with(|seen| {
+        if let Some(seen) = seen.borrow_mut().as_mut() {
+            if !seen.contains(&sql) {
+                seen.push(sql);
+            }
+        }
+    });
+    0
+}
+
+/// What `f` made this thread's connections run, each text once.
+fn recorded(f: impl FnOnce()) -> Vec<String> {
+    SEEN.with(|seen| *seen.borrow_mut() = Some(Vec::new()));
+    f();
+    SEEN.with(|seen| seen.borrow_mut().take())
+        .unwrap_or_default()
+}
+
+/// Partial indexes of rows in a rare or passing state (running, in doubt,
+/// parked, queued; notices not yet delivered): a walk along one is as long
+/// as what the statement counts, never the history, so a SCAN of one passes.
+const PARTIAL: &[&str] = &[
+    "runs_leased",
+    "runs_unknown",
+    "runs_parked",
+    "tasks_queued",
+    "deliveries_pending",
+    "deliveries_sending",
+    "deliveries_unknown",
+    "deliveries_undeliverable",
+];
+
+/// The plan lines that read all of `tasks`, `runs` or `deliveries` (which
+/// grow with the history), or a whole index of theirs that is not `PARTIAL`.
+fn full_scans(conn: &Connection, sql: &str) -> Vec<String> {
+    let mut stmt = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap_or_else(|e| panic!("cannot plan {sql}: {e}"));
+    // Unbound parameters are NULL: planning does not look at their values.
+    let mut rows = stmt.raw_query();
+    let mut details = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        details.push(row.get::<_, String>(3).unwrap());
+    }
+    details
+        .into_iter()
+        .filter(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let scans_ours = words.first() == Some(&"SCAN")
+                && matches!(
+                    words.get(1),
+                    Some(&("tasks" | "runs" | "deliveries" | "t" | "r" | "d"))
+                );
+            let partial = words.last().is_some_and(|index| PARTIAL.contains(index))
+                && words.contains(&"INDEX");
+            scans_ours && !partial
+        })
+        .collect()
+}
+
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    const NOW: &str = "2026-12-02T08:00:00Z";
+
+    /// Runs one command line in this process, as the binary would.
+    fn agentcron(db: &str, args: &[&str]) {
+        let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", NOW];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let code = crate::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
+        assert_eq!(code, 0, "{argv:?}");
+    }
+
+    /// Two confirmed tasks (one with a finished, notified run; one blocked
+    /// by a run in doubt), so that every read follows its longest path.
+    fn seeded(db: &str) -> Connection {
+        for name in ["a", "b"] {
+            agentcron(
+                db,
+                &[
+                    "--json",
+                    "draft",
+                    "--instruction",
+                    "x",
+                    "--every",
+                    "1h",
+                    "--name",
+                    name,
+                ],
+            );
+        }
+        let conn = Connection::open(db).unwrap();
+        let drafts: Vec<(String, String)> = conn
+            .prepare("SELECT draft_id, payload_hash FROM drafts")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for (id, hash) in &drafts {
+            agentcron(db, &["confirm", id, "--hash", hash]);
+        }
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local, attempt,
+                               due_at, status, payload_hash, created_at, started_at, finished_at)
+             SELECT 'run-' || name, task_id, tenant_key, 1796198400, '2026-12-02T08:00:00', 1,
+                    1796198400, CASE name WHEN 'a' THEN 'succeeded' ELSE 'unknown' END,
+                    payload_hash, 1796198400, 1796198400, 1796198401
+             FROM tasks;
+             INSERT INTO deliveries (delivery_id, run_id, tenant_key, seq, state, target, message,
+                                     created_at, updated_at)
+             VALUES ('d-a', 'run-a', 'default', 1, 'delivered', 't', 'm', 1796198401, 1796198401);",
+        )
+        .unwrap();
+        conn
+    }
+
+    #[test]
+    fn no_read_command_scans_tasks_runs_or_notices() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("plans.db").display().to_string();
+        let conn = seeded(&db);
+        let reads: &[&[&str]] = &[
+            &["list"],
+            &["--json", "list"],
+            &["list", "--all"],
+            &["runs"],
+            &["--json", "runs"],
+            &["runs", "a"],
+            &["show", "a"],
+            &["show", "b"],
+            &["status"],
+            &["status", "--tenant", "default"],
+            &["upcoming"],
+            &["explain", "a"],
+            &["explain", "run-a"],
+            &["log"],
+            &["log", "a"],
+        ];
+        let mut statements = Vec::new();
+        for args in reads {
+            let seen = recorded(|| agentcron(&db, args));
+            assert!(
+                !seen.is_empty(),
+                "{args:?} ran no statement: the recorder is broken"
+            );
+            statements.extend(seen.into_iter().map(|sql| (args.join(" "), sql)));
+        }
+        let scans: Vec<String> = statements
+            .iter()
+            .flat_map(|(command, sql)| {
+                full_scans(&conn, sql)
+                    .into_iter()
+                    .map(move |line| format!("`{command}`: {line}\n  in: {sql}"))
+            })
+            .collect();
+        assert!(scans.is_empty(), "full scans:\n{}", scans.join("\n"));
+    }
+
+    #[test]
+    fn a_full_scan_is_caught() {
+        // The check itself can fail: a statement that reads every run.
+        let mut migrated = Connection::open_in_memory().unwrap();
+        crate::store::sqlite::schema::migrate(&mut migrated).unwrap();
+        assert_eq!(
+            full_scans(
+                &migrated,
+                "SELECT count(*) FROM runs r WHERE r.summary = ?1"
+            )
+            .len(),
+            1
+        );
+        // A walk of a whole index of runs is one too; of a partial one, not.
+        assert_eq!(full_scans(&migrated, "SELECT count(*) FROM runs").len(), 1);
+        assert_eq!(
+            full_scans(
+                &migrated,
+                "SELECT count(*) FROM runs WHERE status = 'unknown'"
+            )
+            .len(),
+            0
+        );
+        assert_eq!(
+            full_scans(&migrated, "SELECT * FROM tasks WHERE task_id = ?1").len(),
+            0
+        );
+    }
+}
