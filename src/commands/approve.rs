@@ -128,6 +128,20 @@ fn runnable(task: &Task, run: &Run) -> Result<()> {
     )
 }
 
+/// The audit record of an approval; `ran` says where the continuation
+/// runs: `next_tick`, or `here` (approve --here).
+fn approve_event(run: &Run, actor: &str, now: i64, ran: &str) -> Event {
+    Event {
+        at: now,
+        tenant_key: run.tenant_key.clone(),
+        actor: actor.to_string(),
+        action: "approve".into(),
+        task_id: Some(run.task_id.clone()),
+        run_id: Some(run.run_id.clone()),
+        detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
+    }
+}
+
 fn notifier_of(cmd: Option<&str>) -> Result<Option<Notifier>> {
     use std::time::Duration;
     notifier_from(cmd, Duration::from_secs(60), Duration::from_secs(5))
@@ -156,16 +170,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         }
         runnable(&task, &run)?;
         tx.approve_parked(&run.run_id, &args.wait_id, &identity[0], now)?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: run.tenant_key.clone(),
-            actor: identity[0].clone(),
-            action: "approve".into(),
-            task_id: Some(run.task_id.clone()),
-            run_id: Some(run.run_id.clone()),
-            detail: json!({"wait_id": args.wait_id, "wait_kind": run.wait_kind,
-                           "ran": "next_tick"}),
-        })?;
+        tx.append_event(&approve_event(&run, &identity[0], now, "next_tick"))?;
         run.approved_at = Some(now);
         run.approved_by = Some(identity[0].clone());
         Ok(run)
@@ -217,15 +222,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: run.tenant_key.clone(),
-            actor: identity[0].clone(),
-            action: "approve".into(),
-            task_id: Some(run.task_id.clone()),
-            run_id: Some(run.run_id.clone()),
-            detail: json!({"wait_id": args.wait_id, "wait_kind": run.wait_kind, "ran": "here"}),
-        })?;
+        tx.append_event(&approve_event(&run, &identity[0], now, "here"))?;
         run.status = RunStatus::Running;
         Ok((task, run))
     })?;

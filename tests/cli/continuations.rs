@@ -199,14 +199,7 @@ fn ticks_racing_for_an_approved_continuation_run_it_once() {
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
     let ticks: Vec<_> = (0..6)
-        .map(|_| {
-            rig.env
-                .command(&["tick"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|_| crate::races::spawn_tick(&rig, &[]))
         .collect();
     for tick in ticks {
         let out = tick.wait_with_output().unwrap();

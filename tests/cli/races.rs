@@ -10,7 +10,7 @@ use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 
-fn spawn_tick(rig: &Rig, extra: &[&str]) -> Child {
+pub fn spawn_tick(rig: &Rig, extra: &[&str]) -> Child {
     let mut args = vec!["tick"];
     args.extend_from_slice(extra);
     rig.env
