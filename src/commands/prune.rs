@@ -9,16 +9,8 @@ use crate::commands::tick::duration;
 use crate::context::Ctx;
 use crate::store::PruneCounts;
 
-/// Rows of each kind one prune transaction deletes at most: a batch holds
-/// the write lock for ~0.1-0.3 s (1,000 runs with their notices and
-/// indexes, on a busy two-core VM); 10,000 held it for ~2.5 s.
-const BATCH: i64 = 1_000;
-
-/// After each batch the write lock is left free for as long as the batch
-/// held it (within these bounds): SQLite's busy handler polls, so a tick
-/// waiting for the lock gets it only if it is free when the tick looks.
-const PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(20);
-const PAUSE_MAX: std::time::Duration = std::time::Duration::from_millis(500);
+/// Rows of each kind one prune transaction deletes at most.
+const BATCH: i64 = 10_000;
 
 /// Delete settled runs, delivered notices, audit events and expired drafts older than DUR
 ///
@@ -57,9 +49,7 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
         // lock waits for one batch, never for the whole prune.
         let mut total = PruneCounts::default();
         loop {
-            let started = std::time::Instant::now();
             let batch = store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), BATCH))?;
-            let held = started.elapsed();
             let deleted = batch.runs + batch.events + batch.drafts;
             total.runs += batch.runs;
             total.notices += batch.notices;
@@ -69,7 +59,6 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
             if deleted == 0 {
                 break total;
             }
-            std::thread::sleep(held.clamp(PAUSE_MIN, PAUSE_MAX));
         }
     } else {
         store.read(|tx| tx.prune(cutoff, tenant.as_deref(), false))?
