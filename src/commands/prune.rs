@@ -7,10 +7,14 @@ use serde_json::json;
 use crate::commands::status::human_bytes;
 use crate::commands::tick::duration;
 use crate::context::Ctx;
+use crate::error::{classify, ErrorKind};
 use crate::store::PruneCounts;
 
 /// Rows of each kind one prune transaction deletes at most.
 const BATCH: i64 = 10_000;
+
+/// Batches that may find the database busy before prune gives up.
+const BUSY_RETRIES: u32 = 10;
 
 /// Delete settled runs, delivered notices, audit events and expired drafts older than DUR
 ///
@@ -48,8 +52,19 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
         // Short transactions, one batch each: a tick waiting for the write
         // lock waits for one batch, never for the whole prune.
         let mut total = PruneCounts::default();
+        let mut busy = 0;
         loop {
-            let batch = store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), BATCH))?;
+            let batch = match store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), BATCH)) {
+                Ok(batch) => batch,
+                // Ticks come first: a batch that found the lock taken past
+                // the busy timeout is tried again (it changed nothing), a few
+                // times, before prune gives up with what it has deleted.
+                Err(e) if busy < BUSY_RETRIES && classify(&e).0 == ErrorKind::Busy => {
+                    busy += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let deleted = batch.runs + batch.events + batch.drafts;
             total.runs += batch.runs;
             total.notices += batch.notices;
