@@ -227,7 +227,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         Ok((task, run))
     })?;
     let job = Job {
-        continuation: json!({"kind": run.wait_kind, "wait_id": args.wait_id, "decision": "approved"}),
+        continuation: crate::tick::claim::approved_continuation(&run),
         task,
         run,
         token,

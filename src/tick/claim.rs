@@ -400,6 +400,12 @@ pub enum Claimed {
     },
 }
 
+/// What the executor of an approved parked run is told on stdin
+/// (SPEC section 6, executor protocol).
+pub fn approved_continuation(run: &Run) -> serde_json::Value {
+    json!({"kind": run.wait_kind, "wait_id": run.wait_id, "decision": "approved"})
+}
+
 /// Claims a continuation an owner approved (SPEC section 6, Continuations;
 /// `approve` without `--now` leaves it to the tick, which has cron's
 /// executor and environment). None when its task cannot be read (the due
@@ -432,7 +438,7 @@ pub fn continue_approved(
         detail: json!({"wait_id": wait_id, "approved_by": run.approved_by,
                        "approved_at": run.approved_at}),
     })?;
-    let continuation = json!({"kind": run.wait_kind, "wait_id": wait_id, "decision": "approved"});
+    let continuation = approved_continuation(&run);
     run.status = RunStatus::Running;
     run.lease_token = Some(token);
     run.lease_until = Some(lease_until);

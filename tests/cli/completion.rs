@@ -359,17 +359,7 @@ fn zones_and_enumerated_values_complete() {
     shells.expect("agentcron draft --tz Europe/Lon", &["Europe/London"]);
     shells.expect(
         "agentcron runs --status ",
-        &[
-            "running",
-            "succeeded",
-            "failed",
-            "delivery_failed",
-            "awaiting_confirmation",
-            "awaiting_authorization",
-            "unknown",
-            "missed",
-            "skipped_overlap",
-        ],
+        crate::reliability::LEGAL_STATUSES,
     );
     shells.expect("agentcron list --state pa", &["paused"]);
     shells.expect(
