@@ -23,7 +23,7 @@ use crate::cli::GlobalArgs;
 use crate::error::CmdError;
 use crate::output::Output;
 use crate::schedule::{self, Tz};
-use crate::store::{self, Location, OpenOptions, Store};
+use crate::store::{self, shared::SharedStore, Location, OpenOptions, Store};
 
 /// "Now" for a whole invocation: the pinned or system time at start, moving
 /// on with the monotonic clock, so a long tick renews leases in real seconds
@@ -55,8 +55,7 @@ impl Clock {
     }
 }
 
-/// How to open another connection to the same store (a tick's workers each
-/// hold their own).
+/// How to open the store: where it is and with which settings.
 #[derive(Debug, Clone)]
 pub struct StoreOpener {
     pub location: Location,
@@ -199,6 +198,18 @@ impl Ctx {
             self.store = Some(self.opener().open()?);
         }
         Ok(self.store.as_deref_mut().expect("store was just opened"))
+    }
+
+    /// The store as one connection that threads share (the tick's workers,
+    /// `approve --here`), taken out of the context: the command's own
+    /// transactions go through it too.
+    pub fn shared_store(&mut self) -> Result<SharedStore> {
+        let store = match self.store.take() {
+            Some(store) => store,
+            None => self.opener().open()?,
+        };
+        let opener = self.opener();
+        Ok(SharedStore::new(store, opener.location, opener.options))
     }
 
     /// The global flags to repeat in a command we tell the person to run.

@@ -234,7 +234,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     };
     let mut failed_to_start = false;
     let finished = execute::run_jobs(
-        &ctx.opener(),
+        &ctx.shared_store()?,
         &executor,
         notifier.as_ref(),
         vec![job],

@@ -147,14 +147,14 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
     };
-    let opener = ctx.opener();
     let clock = ctx.clock;
-    let (store, out) = ctx.store_and_output()?;
+    let store = ctx.shared_store()?;
+    let out = &ctx.out;
     let json = out.json;
     // The task name of each run this tick claimed, for its `finished` event.
     let mut names = std::collections::HashMap::new();
     let mut reported = 0;
-    let summary = tick::run(store, &opener, &options, clock, &mut |event| {
+    let summary = tick::run(&store, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {
             names.insert(run.run_id.clone(), task.name.clone());
         }

@@ -15,6 +15,7 @@ pub mod meta;
 pub mod postgres;
 pub mod queue;
 pub mod runs;
+pub mod shared;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;
@@ -52,8 +53,9 @@ impl<
 {
 }
 
-/// A database holding agentcron's state.
-pub trait Store {
+/// A database holding agentcron's state. `Send`, so that one connection
+/// can serve every thread of a tick (see `shared`).
+pub trait Store: Send {
     /// Runs `f` in one write transaction (IMMEDIATE on SQLite), committing only
     /// when it returns Ok. Prefer the typed `write` on `dyn Store`.
     fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
@@ -77,13 +79,15 @@ pub trait Store {
         None
     }
 
-    /// Whether the next commits must be on disk before they return (the
-    /// default, `synchronous=FULL` on SQLite). Off only for bookkeeping that
-    /// is harmless to lose in a power cut (a tick's heartbeat): SQLite's WAL
-    /// then skips the fsync, and the next durable commit syncs those frames
-    /// with its own. Stores without the choice ignore it.
-    fn set_durable(&mut self, _durable: bool) -> Result<()> {
-        Ok(())
+    /// Runs `f` in one write transaction that need not reach the disk before
+    /// it returns: bookkeeping that is harmless to lose in a power cut (a
+    /// tick's heartbeat). SQLite's WAL then skips the fsync, and the next
+    /// durable commit syncs those frames with its own; every other commit
+    /// stays durable (`synchronous=FULL`). Stores without the choice commit
+    /// as usual. One call, so that a store shared between threads never lets
+    /// another thread's commit in while durability is relaxed.
+    fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.write_dyn(f)
     }
 
     /// Gives the space of deleted rows back to the file system.
@@ -92,14 +96,16 @@ pub trait Store {
 
 impl dyn Store + '_ {
     /// One write transaction that need not reach the disk before it returns
-    /// (see `set_durable`); durability is restored afterwards either way.
+    /// (see `write_relaxed_dyn`).
     pub fn write_relaxed<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
-        self.set_durable(false)?;
-        let out = self.write(f);
-        let restored = self.set_durable(true);
-        let out = out?;
-        restored?;
-        Ok(out)
+        let mut f = Some(f);
+        let mut out = None;
+        self.write_relaxed_dyn(&mut |tx| {
+            let f = f.take().expect("write closure runs once");
+            out = Some(f(tx)?);
+            Ok(())
+        })?;
+        Ok(out.expect("write closure produced a value"))
     }
 
     /// One write transaction returning a value.

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::{Clock, StoreOpener};
+use crate::context::Clock;
 use crate::model::{DeliveryState, Event, Notice};
 use crate::output::json;
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
-use crate::store::{NoticeFinish, Store};
+use crate::store::{shared::SharedStore, NoticeFinish, Store};
 
 /// EX_TEMPFAIL: the notifier says nothing was sent.
 pub const EX_TEMPFAIL: i32 = 75;
@@ -239,17 +239,18 @@ pub struct PendingLane {
 
 impl PendingLane {
     pub fn start(
-        opener: &StoreOpener,
+        store: &SharedStore,
         notifier: &Notifier,
         tenant: Option<String>,
         clock: Clock,
         messages: mpsc::Sender<super::execute::Message>,
     ) -> PendingLane {
         let executors_done = Arc::new(AtomicBool::new(false));
-        let (done, opener, notifier) = (executors_done.clone(), opener.clone(), notifier.clone());
+        let (done, mut store, notifier) =
+            (executors_done.clone(), store.handle(), notifier.clone());
         let handle = std::thread::spawn(move || {
             let result = drain(
-                &opener,
+                store.as_mut(),
                 &notifier,
                 tenant.as_deref(),
                 clock,
@@ -277,14 +278,13 @@ impl PendingLane {
 }
 
 fn drain(
-    opener: &StoreOpener,
+    store: &mut dyn Store,
     notifier: &Notifier,
     tenant: Option<&str>,
     clock: Clock,
     executors_done: &AtomicBool,
     messages: &mpsc::Sender<super::execute::Message>,
 ) -> Result<()> {
-    let mut store = opener.open()?;
     let mut attempted = HashSet::new();
     let mut done_since: Option<Instant> = None;
     loop {
@@ -312,7 +312,7 @@ fn drain(
         for notice in notices {
             // At most one attempt per notice per tick.
             attempted.insert(notice.delivery_id.clone());
-            let Some(delivery) = deliver_pending(store.as_mut(), notifier, &notice, &clock)? else {
+            let Some(delivery) = deliver_pending(store, notifier, &notice, &clock)? else {
                 continue;
             };
             let failed_to_start = delivery.notifier_did_not_start();

@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::context::{Clock, StoreOpener};
+use crate::context::Clock;
 use crate::executor_result::{self, ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
 use crate::output::json;
 use crate::process::{self, ChildSpec, Heartbeat};
 use crate::schedule;
-use crate::store::Store;
+use crate::store::{shared::SharedStore, Store};
 
 use super::deliver::{self, Delivery, Notifier};
 use super::settle::{self, NoticeClaim, Outcome};
@@ -135,7 +135,12 @@ impl Lanes {
 
 /// What every worker shares.
 struct Shared {
-    opener: StoreOpener,
+    /// The tick's one connection.
+    store: SharedStore,
+    /// Where the executor's `lease check` finds this store: the full
+    /// connection string (schema, password, sslmode), not the redacted
+    /// display.
+    db: String,
     executor: Executor,
     notifier: Option<Notifier>,
     leases: Leases,
@@ -145,8 +150,8 @@ struct Shared {
     messages: mpsc::Sender<Message>,
 }
 
-/// The tick's executor workers, spawned as runs are dispatched (each with
-/// its own connection), at most `2 × jobs`: `jobs` running executors and
+/// The tick's executor workers, spawned as runs are dispatched (all on the
+/// tick's one connection), at most `2 × jobs`: `jobs` running executors and
 /// as many delivering their run's notice.
 pub struct Workers {
     shared: Arc<Shared>,
@@ -157,7 +162,7 @@ pub struct Workers {
 
 impl Workers {
     pub fn new(
-        opener: &StoreOpener,
+        store: &SharedStore,
         executor: &Executor,
         notifier: Option<&Notifier>,
         clock: Clock,
@@ -166,7 +171,8 @@ impl Workers {
         let (queue, receiver) = mpsc::channel();
         Workers {
             shared: Arc::new(Shared {
-                opener: opener.clone(),
+                store: store.clone(),
+                db: store.connection_string(),
                 executor: executor.clone(),
                 notifier: notifier.cloned(),
                 leases: Arc::new(Mutex::new(HashMap::new())),
@@ -217,28 +223,14 @@ impl Workers {
     fn spawn_worker(&mut self) {
         let (shared, receiver) = (self.shared.clone(), self.receiver.clone());
         self.handles.push(std::thread::spawn(move || {
-            let mut store: Option<Box<dyn Store>> = None;
+            let mut store = shared.store.handle();
             loop {
                 let job = match receiver.lock() {
                     Ok(r) => r.recv(),
                     Err(_) => return,
                 };
                 let Ok(job) = job else { return };
-                let connection = match store.take() {
-                    Some(s) => Ok(s),
-                    None => shared.opener.open(),
-                };
-                let mut s = match connection {
-                    Ok(s) => s,
-                    Err(e) => {
-                        if let Ok(mut l) = shared.leases.lock() {
-                            l.remove(&job.run.run_id);
-                        }
-                        let _ = shared.messages.send(Message::Finished(Err(e)));
-                        return;
-                    }
-                };
-                let (finished, to_deliver) = run_one(&mut s, &shared, &job);
+                let (finished, to_deliver) = run_one(store.as_mut(), &shared, &job);
                 if let Ok(mut l) = shared.leases.lock() {
                     l.remove(&job.run.run_id);
                 }
@@ -247,7 +239,7 @@ impl Workers {
                     .send(Message::Finished(finished.map(Box::new)));
                 if let (Some((notice, token)), Some(notifier)) = (to_deliver, &shared.notifier) {
                     let delivery = deliver::deliver_claimed(
-                        s.as_mut(),
+                        store.as_mut(),
                         notifier,
                         &notice,
                         &token,
@@ -263,7 +255,6 @@ impl Workers {
                         }
                     }
                 }
-                store = Some(s);
                 shared.idle.fetch_add(1, Ordering::AcqRel);
             }
         }));
@@ -281,7 +272,7 @@ impl Workers {
 /// Runs the jobs (a continuation's `approve --now`) to the end, renewing
 /// their leases; returns what happened, in completion order.
 pub fn run_jobs(
-    opener: &StoreOpener,
+    shared: &SharedStore,
     executor: &Executor,
     notifier: Option<&Notifier>,
     jobs: Vec<Job>,
@@ -291,9 +282,9 @@ pub fn run_jobs(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut keeper = opener.open()?;
+    let keeper: &mut dyn Store = &mut shared.clone();
     let (sender, messages) = mpsc::channel();
-    let mut workers = Workers::new(opener, executor, notifier, clock, sender);
+    let mut workers = Workers::new(shared, executor, notifier, clock, sender);
     let mut waiting = jobs.len();
     let mut pending = jobs.into_iter();
     let slots = executor.jobs.max(1);
@@ -323,11 +314,7 @@ pub fn run_jobs(
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if renewals.renew_if_due(keeper.as_mut(), workers.leases(), &clock) {
-            if let Ok(fresh) = opener.open() {
-                keeper = fresh;
-            }
-        }
+        renewals.renew_if_due(keeper, workers.leases(), &clock);
     }
     workers.join();
     match first_error {
@@ -359,33 +346,30 @@ impl Renewals {
         self.next.saturating_duration_since(Instant::now())
     }
 
-    /// Renews when due; true when the connection itself was lost (the
-    /// caller opens another before the next renewal).
-    pub fn renew_if_due(&mut self, store: &mut dyn Store, leases: &Leases, clock: &Clock) -> bool {
+    /// Renews when due.
+    pub fn renew_if_due(&mut self, store: &mut dyn Store, leases: &Leases, clock: &Clock) {
         if Instant::now() < self.next {
-            return false;
+            return;
         }
-        let lost = !renew_all(store, leases, clock, self.lease_seconds);
+        renew_all(store, leases, clock, self.lease_seconds);
         self.next = Instant::now() + self.period;
-        lost
     }
 }
 
 /// Renews every live lease in one transaction; marks the ones lost. A busy
-/// database is not a lost lease: it is tried again next period.
-/// Returns false when the connection itself failed (not busy): the caller
-/// reconnects before the next renewal.
-fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_seconds: i64) -> bool {
+/// database or a lost connection is not a lost lease: it is tried again next
+/// period (the shared store reconnects first).
+fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_seconds: i64) {
     let held: Vec<(String, String)> = match leases.lock() {
         Ok(l) => l
             .iter()
             .filter(|(_, s)| !s.lost)
             .map(|(id, s)| (id.clone(), s.token.clone()))
             .collect(),
-        Err(_) => return true,
+        Err(_) => return,
     };
     if held.is_empty() {
-        return true;
+        return;
     }
     let renewed = store.write(|tx| {
         // Read once the write lock is held: a renewal that waited for it
@@ -400,18 +384,12 @@ fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_second
             })
             .collect::<Result<Vec<_>>>()
     });
-    match renewed {
-        Ok(renewed) => {
-            if let Ok(mut l) = leases.lock() {
-                for (id, ok) in renewed {
-                    if let (false, Some(slot)) = (ok, l.get_mut(&id)) {
-                        slot.lost = true;
-                    }
-                }
+    if let (Ok(renewed), Ok(mut l)) = (renewed, leases.lock()) {
+        for (id, ok) in renewed {
+            if let (false, Some(slot)) = (ok, l.get_mut(&id)) {
+                slot.lost = true;
             }
-            true
         }
-        Err(e) => !crate::error::is_connection_lost(&e),
     }
 }
 
@@ -426,13 +404,11 @@ fn lease_lost(leases: &Leases, run_id: &str) -> bool {
 /// delivery lane was free, the notice claimed in the outcome's transaction
 /// for this worker to deliver.
 fn run_one(
-    store: &mut Box<dyn Store>,
+    store: &mut dyn Store,
     shared: &Shared,
     job: &Job,
 ) -> (Result<Finished>, Option<(Notice, String)>) {
-    // The full connection string (schema, password, sslmode), not the
-    // redacted display: `lease check` must reach this same store.
-    let result = execute(shared.opener.location.connection_string(), shared, job);
+    let result = execute(shared.db.clone(), shared, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -460,10 +436,7 @@ fn run_one(
         ),
     };
     if lease_lost(&shared.leases, &job.run.run_id) {
-        return (
-            lost(store.as_mut(), job, result.ok().map(|(r, _)| r), now),
-            None,
-        );
+        return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
     }
     // The notice rides in the outcome's transaction when this worker can
     // send it right after (one durable commit fewer per run).
@@ -507,13 +480,11 @@ fn run_one(
         match result {
             Err(e) if retry && is_busy(&e) => continue,
             // The connection broke (a database server restarting): the
-            // outcome is known, so reconnect and record it while the lease
-            // still holds rather than leave the run to become unknown.
+            // outcome is known, so record it on a new connection (the
+            // shared store opens one) while the lease still holds rather
+            // than leave the run to become unknown.
             Err(e) if retry && crate::error::is_connection_lost(&e) => {
                 std::thread::sleep(Duration::from_millis(500));
-                if let Ok(fresh) = shared.opener.open() {
-                    *store = fresh;
-                }
                 continue;
             }
             other => break other,
@@ -523,10 +494,7 @@ fn run_one(
         Ok(notice) => notice,
         Err(e) if deliver::is_conflict(&e) => {
             release(false);
-            return (
-                lost(store.as_mut(), job, result.ok().map(|(r, _)| r), now),
-                None,
-            );
+            return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
         }
         Err(e) => {
             release(false);

@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::{Clock, StoreOpener};
+use crate::context::Clock;
 use crate::model::{DeliveryState, Event, RunStatus};
-use crate::store::Store;
+use crate::store::{shared::SharedStore, Store};
 
 pub use deliver::Notifier;
 pub use execute::Executor;
@@ -125,12 +125,12 @@ pub struct TickSummary {
 const ACTOR: &str = "agentcron:tick";
 
 pub fn run(
-    store: &mut dyn Store,
-    opener: &StoreOpener,
+    shared: &SharedStore,
     options: &TickOptions,
     clock: Clock,
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
 ) -> Result<TickSummary> {
+    let store: &mut dyn Store = &mut shared.clone();
     if options.dry_run {
         return dry_run(store, options, clock, report);
     }
@@ -150,10 +150,10 @@ pub fn run(
         sender: sender.clone(),
     };
     if notices_waiting {
-        lane.start(opener, options, clock);
+        lane.start(shared, options, clock);
     }
     let mut workers = execute::Workers::new(
-        opener,
+        shared,
         &options.executor,
         options.notifier.as_ref(),
         clock,
@@ -172,7 +172,6 @@ pub fn run(
         deferred: None,
     };
     let mut renewals = execute::Renewals::new(options.executor.lease);
-    let mut keeper: Option<Box<dyn Store>> = None;
     loop {
         let decided_before = scheduler.decisions;
         if let Err(e) = scheduler.claim(store, &mut workers, report) {
@@ -186,7 +185,7 @@ pub fn run(
         }
         // Missed and skipped runs have notices: they go out in this tick.
         if scheduler.decisions > decided_before {
-            lane.start(opener, options, clock);
+            lane.start(shared, options, clock);
         }
         scheduler.mark_if_out_of_capacity(store, report);
         if scheduler.in_flight == 0 && scheduler.finished_claiming() {
@@ -210,7 +209,7 @@ pub fn run(
                         if f.notice()
                             .is_some_and(|n| n.state == DeliveryState::Pending)
                         {
-                            lane.start(opener, options, clock);
+                            lane.start(shared, options, clock);
                         }
                         scheduler.tell(report, &TickEvent::Finished(f));
                     }
@@ -238,14 +237,7 @@ pub fn run(
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        let renewer: &mut dyn Store = match keeper.as_mut() {
-            Some(k) => k.as_mut(),
-            None => &mut *store,
-        };
-        if renewals.renew_if_due(renewer, workers.leases(), &clock) {
-            // The connection went away; a new one renews next time.
-            keeper = opener.open().ok();
-        }
+        renewals.renew_if_due(store, workers.leases(), &clock);
     }
     lane.join();
     workers.join();
@@ -282,7 +274,7 @@ struct Lane<'a> {
 }
 
 impl Lane<'_> {
-    fn start(&mut self, opener: &StoreOpener, options: &TickOptions, clock: Clock) {
+    fn start(&mut self, shared: &SharedStore, options: &TickOptions, clock: Clock) {
         let Some(notifier) = self.notifier else {
             return;
         };
@@ -290,7 +282,7 @@ impl Lane<'_> {
             return;
         }
         self.started = Some(deliver::PendingLane::start(
-            opener,
+            shared,
             notifier,
             options.tenant.clone(),
             clock,

@@ -246,3 +246,77 @@ printf 'db %s\n' "$AGENTCRON_DB" >> "$FENCE_OUT"
         assert!(!public_runs(), "lease check created tables in public");
     }
 }
+
+/// A tick's main loop, its executor workers, its lease renewals and its
+/// notice deliveries share one connection (issue 16): with four executors
+/// running at once the server sees one session for the tick's process.
+#[test]
+fn a_tick_with_four_executors_running_holds_one_connection() {
+    let Some(mut client) = server() else { return };
+    if !on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    for i in 0..4 {
+        env.task(&[
+            "--instruction",
+            "wait",
+            "--name",
+            &format!("w{i}"),
+            "--in",
+            "1m",
+        ]);
+    }
+    env.advance(90);
+    let started = env.path("started");
+    let release = env.path("release");
+    std::fs::create_dir(&started).unwrap();
+    let executor = env.path("executor.sh");
+    crate::support::write_script(
+        &executor,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\ntouch {started}/$$\n\
+             for _ in $(seq 200); do [ -e {release} ] && break; sleep 0.1; done\n\
+             echo '{{\"status\":\"succeeded\"}}'\n",
+            started = started.display(),
+            release = release.display()
+        ),
+    );
+    let mut tick = env
+        .command(&[
+            "tick",
+            "--jobs",
+            "4",
+            "--executor",
+            executor.to_str().unwrap(),
+            "--notifier",
+            "cat",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_dir(&started).unwrap().count() < 4 {
+        assert!(std::time::Instant::now() < deadline, "four executors start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sessions: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&format!("agentcron/{}", tick.id())],
+        )
+        .unwrap()
+        .get(0);
+    std::fs::write(&release, "").unwrap();
+    let status = tick.wait().unwrap();
+    assert!(status.success(), "the tick exits 0");
+    assert_eq!(
+        sessions, 1,
+        "the tick's connections while four executors ran"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) FROM runs WHERE status = 'succeeded'"),
+        4
+    );
+}

@@ -45,6 +45,11 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
+        // Names the process in pg_stat_activity, so an operator (and the
+        // suite) can tell which connections a given tick holds.
+        if config.get_application_name().is_none() {
+            config.application_name(&format!("agentcron/{}", std::process::id()));
+        }
         let shown = redact(&config);
         let (mut client, session) = connect(&config, options, &shown)?;
         schema::migrate(&mut client).with_context(|| format!("preparing the database {shown}"))?;

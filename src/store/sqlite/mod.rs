@@ -102,11 +102,12 @@ impl Store for SqliteStore {
         None
     }
 
-    fn set_durable(&mut self, durable: bool) -> Result<()> {
-        let level = if durable { "FULL" } else { "NORMAL" };
-        self.conn
-            .execute_batch(&format!("PRAGMA synchronous = {level};"))
-            .context("setting the durability of commits")
+    fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        self.set_synchronous("NORMAL")?;
+        let out = self.write_dyn(f);
+        let restored = self.set_synchronous("FULL");
+        out?;
+        restored
     }
 
     fn compact(&mut self) -> Result<()> {
@@ -119,6 +120,12 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
+    fn set_synchronous(&mut self, level: &str) -> Result<()> {
+        self.conn
+            .execute_batch(&format!("PRAGMA synchronous = {level};"))
+            .context("setting the durability of commits")
+    }
+
     fn wal_bytes(&self) -> u64 {
         let mut name = self.path.clone().into_os_string();
         name.push("-wal");
