@@ -11,13 +11,15 @@ mod queue;
 mod records;
 mod runs;
 pub mod schema;
+mod statements;
 mod tasks;
 mod transfer;
 
 use anyhow::{Context, Result};
-use postgres::{Client, Config, IsolationLevel, NoTls, Transaction};
+use postgres::{Client, Config, IsolationLevel, NoTls};
 
 use super::{OpenOptions, Store, Tx};
+use statements::{CachedTx, Statements};
 
 pub struct PgStore {
     client: Client,
@@ -29,11 +31,13 @@ pub struct PgStore {
     session: commit::Session,
     /// Write transactions on this store, for pruning commit markers.
     writes: u64,
+    /// The statements prepared on `client`.
+    statements: Statements,
 }
 
 /// A transaction's view; the table-family modules implement the traits on it.
 pub struct PgTx<'a, 'b> {
-    tx: &'a mut Transaction<'b>,
+    tx: CachedTx<'a, 'b>,
 }
 
 impl PgStore {
@@ -60,6 +64,7 @@ impl PgStore {
             options: options.clone(),
             session,
             writes: 0,
+            statements: Statements::default(),
         })
     }
 
@@ -68,6 +73,7 @@ impl PgStore {
     fn reconnect_if_closed(&mut self) -> Result<()> {
         if self.client.is_closed() {
             (self.client, self.session) = connect(&self.config, &self.options, &self.shown)?;
+            self.statements.clear();
         }
         Ok(())
     }
@@ -82,6 +88,7 @@ impl PgStore {
         };
         let fate = commit::committed(&mut client, &self.session, marker);
         (self.client, self.session) = (client, session);
+        self.statements.clear();
         match fate {
             Ok(true) => Ok(()),
             Ok(false) => Err(lost.context("the transaction was not committed; nothing changed")),
@@ -101,7 +108,9 @@ impl PgStore {
             .isolation_level(isolation)
             .start()
             .context("starting a transaction")?;
-        f(&mut PgTx { tx: &mut tx })?;
+        f(&mut PgTx {
+            tx: CachedTx::new(&mut tx, &mut self.statements),
+        })?;
         tx.commit().context("committing")
     }
 
@@ -118,7 +127,9 @@ impl PgStore {
             .isolation_level(IsolationLevel::ReadCommitted)
             .start()
             .context("starting a transaction")?;
-        f(&mut PgTx { tx: &mut tx })?;
+        f(&mut PgTx {
+            tx: CachedTx::new(&mut tx, &mut self.statements),
+        })?;
         if prune {
             tx.execute(commit::PRUNE, &[])
                 .context("pruning commit markers")?;
