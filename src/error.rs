@@ -171,9 +171,27 @@ pub fn is_disk_full(err: &anyhow::Error) -> bool {
     })
 }
 
+/// A lost connection could not be opened again yet (a server still
+/// restarting): to the caller, the connection is still lost.
+#[derive(Debug)]
+pub struct StillDisconnected;
+
+impl fmt::Display for StillDisconnected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the connection to the database was lost and could not be opened again")
+    }
+}
+
+impl std::error::Error for StillDisconnected {}
+
 /// Whether the error is the database connection going away (a PostgreSQL
 /// server restarting): worth reconnecting for, unlike a damaged file.
 pub fn is_connection_lost(err: &anyhow::Error) -> bool {
+    // A context, so found by the error's own downcast (through any
+    // contexts added above it), not among the chain's causes.
+    if err.downcast_ref::<StillDisconnected>().is_some() {
+        return true;
+    }
     err.chain().any(|cause| {
         let Some(e) = cause.downcast_ref::<postgres::Error>() else {
             return false;
@@ -202,6 +220,16 @@ mod tests {
         assert_eq!(ErrorKind::Conflict.exit_code(), 5);
         assert_eq!(ErrorKind::DraftRejected.exit_code(), 6);
         assert_eq!(ErrorKind::Busy.exit_code(), 75);
+    }
+
+    #[test]
+    fn a_failed_reconnection_is_still_a_lost_connection_and_keeps_its_exit_code() {
+        let refused = anyhow::Error::new(CmdError::new(ErrorKind::Busy, "server full"))
+            .context(StillDisconnected)
+            .context("recording the outcome");
+        assert!(is_connection_lost(&refused));
+        assert_eq!(classify(&refused).0, ErrorKind::Busy);
+        assert!(!is_connection_lost(&anyhow::anyhow!("disk on fire")));
     }
 
     #[test]

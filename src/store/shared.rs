@@ -73,7 +73,8 @@ impl SharedStore {
     fn transaction(&self, f: impl FnOnce(&mut dyn Store) -> Result<()>) -> Result<()> {
         let mut connection = self.lock();
         if connection.lost {
-            connection.store = super::open(&connection.location, &connection.options)?;
+            connection.store = super::open(&connection.location, &connection.options)
+                .map_err(|e| e.context(crate::error::StillDisconnected))?;
             connection.lost = false;
         }
         let result = f(connection.store.as_mut());

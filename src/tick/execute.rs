@@ -269,7 +269,7 @@ impl Workers {
     }
 }
 
-/// Runs the jobs (a continuation's `approve --now`) to the end, renewing
+/// Runs the jobs (a continuation's `approve --here`) to the end, renewing
 /// their leases; returns what happened, in completion order.
 pub fn run_jobs(
     shared: &SharedStore,
