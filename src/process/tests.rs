@@ -285,9 +285,14 @@ fn the_heartbeat_beats_at_its_interval_while_the_child_runs() {
     .expect("spawning");
     assert_eq!(outcome.exit, ChildExit::Exited(0));
     assert!((5..=11).contains(&beats.len()), "{beats:?}");
-    assert!(beats[0] >= Duration::from_millis(50), "{beats:?}");
-    for pair in beats.windows(2) {
-        assert!(pair[1] - pair[0] >= Duration::from_millis(40), "{beats:?}");
+    // Beats keep to a 50 ms grid: one that came late (a loaded machine) is
+    // followed by the next on time, so two may be closer than 50 ms, but
+    // the n-th never comes before n × 50 ms (no beat early, none extra).
+    for (n, beat) in beats.iter().enumerate() {
+        assert!(
+            *beat >= Duration::from_millis(50) * (n as u32 + 1),
+            "{beats:?}"
+        );
     }
 }
 

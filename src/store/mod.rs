@@ -98,39 +98,34 @@ impl dyn Store + '_ {
     /// One write transaction that need not reach the disk before it returns
     /// (see `write_relaxed_dyn`).
     pub fn write_relaxed<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
-        let mut f = Some(f);
-        let mut out = None;
-        self.write_relaxed_dyn(&mut |tx| {
-            let f = f.take().expect("write closure runs once");
-            out = Some(f(tx)?);
-            Ok(())
-        })?;
-        Ok(out.expect("write closure produced a value"))
+        with_value(|tx| self.write_relaxed_dyn(tx), f)
     }
 
     /// One write transaction returning a value.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
-        let mut f = Some(f);
-        let mut out = None;
-        self.write_dyn(&mut |tx| {
-            let f = f.take().expect("write closure runs once");
-            out = Some(f(tx)?);
-            Ok(())
-        })?;
-        Ok(out.expect("write closure produced a value"))
+        with_value(|tx| self.write_dyn(tx), f)
     }
 
     /// One read transaction returning a value.
     pub fn read<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {
-        let mut f = Some(f);
-        let mut out = None;
-        self.read_dyn(&mut |tx| {
-            let f = f.take().expect("read closure runs once");
-            out = Some(f(tx)?);
-            Ok(())
-        })?;
-        Ok(out.expect("read closure produced a value"))
+        with_value(|tx| self.read_dyn(tx), f)
     }
+}
+
+/// Runs `f` once through one of `Store`'s object-safe entry points (which
+/// take a closure returning nothing) and hands back what it returned.
+fn with_value<T>(
+    transaction: impl FnOnce(&mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>,
+    f: impl FnOnce(&mut dyn Tx) -> Result<T>,
+) -> Result<T> {
+    let mut f = Some(f);
+    let mut out = None;
+    transaction(&mut |tx| {
+        let f = f.take().expect("transaction closure runs once");
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    Ok(out.expect("transaction closure produced a value"))
 }
 
 /// Where `--db` points.
