@@ -56,7 +56,7 @@ impl Clock {
 }
 
 /// How to open the store: where it is and with which settings.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StoreOpener {
     pub location: Location,
     pub options: OpenOptions,
@@ -174,8 +174,8 @@ impl Ctx {
         self.tenant_given.then(|| self.tenant.clone())
     }
 
-    /// A recipe for more connections to the store.
-    pub fn opener(&self) -> StoreOpener {
+    /// Where the store is and how to open it.
+    fn opener(&self) -> StoreOpener {
         StoreOpener {
             location: self.location.clone(),
             options: OpenOptions {
@@ -204,11 +204,11 @@ impl Ctx {
     /// `approve --here`), taken out of the context: the command's own
     /// transactions go through it too.
     pub fn shared_store(&mut self) -> Result<SharedStore> {
+        let opener = self.opener();
         let store = match self.store.take() {
             Some(store) => store,
-            None => self.opener().open()?,
+            None => opener.open()?,
         };
-        let opener = self.opener();
         Ok(SharedStore::new(store, opener.location, opener.options))
     }
 

@@ -407,7 +407,7 @@ pub fn approved_continuation(run: &Run) -> serde_json::Value {
 }
 
 /// Claims a continuation an owner approved (SPEC section 6, Continuations;
-/// `approve` without `--now` leaves it to the tick, which has cron's
+/// `approve` without `--here` leaves it to the tick, which has cron's
 /// executor and environment). None when its task cannot be read (the due
 /// path quarantines it) or another tick claimed it first.
 pub fn continue_approved(
