@@ -112,6 +112,19 @@ impl From<crate::schedule::ScheduleError> for CmdError {
     }
 }
 
+/// The step of a command that was under way when it failed, attached as
+/// context (`.context(Step("claiming due runs"))`). A busy database is
+/// reported in one line (SPEC section 10); the step is what that line names,
+/// so an operator can tell which of a tick's transactions waited.
+#[derive(Debug, Clone, Copy)]
+pub struct Step(pub &'static str);
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 /// Shorthand for returning a classified error from a function yielding `anyhow::Result`.
 pub fn fail<T>(e: CmdError) -> anyhow::Result<T> {
     Err(anyhow::Error::new(e))

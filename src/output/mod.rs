@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
 
-use crate::error::{classify, is_disk_full, ErrorKind};
+use crate::error::{classify, is_disk_full, ErrorKind, Step};
 
 pub use text::{escape, human_duration, relative, wall_time};
 
@@ -321,9 +321,14 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
     let message = match kind {
-        ErrorKind::Busy => {
-            "the database is busy (another agentcron held it past busy_timeout)".to_string()
-        }
+        ErrorKind::Busy => match err.downcast_ref::<Step>() {
+            Some(step) => format!(
+                "the database was busy while {step} (another agentcron held it past busy_timeout)"
+            ),
+            None => {
+                "the database is busy (another agentcron held it past busy_timeout)".to_string()
+            }
+        },
         _ if disk_full => format!(
             "the disk holding the database is full ({})",
             escape(&err.to_string())
@@ -331,6 +336,10 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
         _ => escape(&err.to_string()),
     };
     let hint = match (kind, leaf) {
+        // A step names one transaction of several: only that one is undone.
+        (ErrorKind::Busy, _) if err.downcast_ref::<Step>().is_some() => {
+            Some("that step changed nothing; retry in a moment".to_string())
+        }
         (ErrorKind::Busy, _) => Some("nothing was changed; retry in a moment".to_string()),
         _ if disk_full => Some("free some space, then retry".to_string()),
         (_, Some(leaf)) => leaf.hint.clone(),

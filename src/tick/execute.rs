@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+
+use crate::error::Step;
 use serde_json::{json, Value};
 
 use crate::context::Clock;
@@ -251,6 +253,7 @@ impl Workers {
                             let _ = shared.messages.send(Message::Delivered(Box::new(d)));
                         }
                         Err(e) => {
+                            let e = e.context(Step("delivering a notice"));
                             let _ = shared.messages.send(Message::Finished(Err(e)));
                         }
                     }
@@ -498,7 +501,7 @@ fn run_one(
         }
         Err(e) => {
             release(false);
-            return (Err(e), None);
+            return (Err(e.context(Step("recording an outcome"))), None);
         }
     };
     #[cfg(feature = "test-hooks")]

@@ -23,10 +23,11 @@ pub mod settle;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::context::Clock;
+use crate::error::Step;
 use crate::model::{DeliveryState, Event, RunStatus};
 use crate::store::{shared::SharedStore, Store};
 
@@ -136,8 +137,9 @@ pub fn run(
     }
     let started = Instant::now();
     let mut summary = TickSummary::default();
-    let notices_waiting = record_tick(store, options, clock.now(), report)?;
-    expire(store, options, clock, report)?;
+    let notices_waiting =
+        record_tick(store, options, clock.now(), report).context(Step("recording the tick"))?;
+    expire(store, options, clock, report).context(Step("expiring leases and notices"))?;
 
     // From here on, nothing may stop this tick from executing what it
     // claimed: a busy database or a closed stdout is remembered and
@@ -257,7 +259,8 @@ pub fn run(
     if let Some(e) = scheduler.deferred {
         return Err(e);
     }
-    announce_undelivered(store, options, report)?;
+    announce_undelivered(store, options, report)
+        .context(Step("announcing notices that wait for a notifier"))?;
     // For `metrics`. Only a number for monitoring: a failure to store it
     // must not turn a tick that did its work into a failed one.
     let seconds = format!("{:.3}", started.elapsed().as_secs_f64());
@@ -378,7 +381,8 @@ impl Scheduler<'_> {
             let rr = &mut self.round_robin;
             let max_running = self.options.max_running;
             let batch = store
-                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))?;
+                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))
+                .context(Step("claiming due runs"))?;
             // Claimed and committed; no executor started yet.
             #[cfg(feature = "test-hooks")]
             crate::hooks::at("after_claim");
