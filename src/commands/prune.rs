@@ -1,5 +1,7 @@
 //! `agentcron prune`: delete old settled history and give the space back.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
@@ -13,6 +15,20 @@ use crate::store::PruneCounts;
 /// Rows of each kind one prune transaction deletes at most.
 const BATCH: i64 = 10_000;
 
+/// Rows of each kind a batch deletes at least, however slow the disk.
+const MIN_BATCH: i64 = 200;
+
+/// How long one batch should hold the write lock: a tick waiting behind it
+/// waits about this long per transaction, far inside its busy timeout.
+const LOCK_BUDGET: Duration = Duration::from_millis(150);
+
+/// How long the write lock is left free after each batch. A waiting tick
+/// tries the lock every millisecond (store/sqlite/busy.rs), so it finds it
+/// free within this pause even on a loaded machine; without it, the prune
+/// takes the lock again within microseconds and a waiting tick can try into
+/// batch after batch until its busy timeout.
+const PAUSE: Duration = Duration::from_millis(30);
+
 /// Batches that may find the database busy before prune gives up.
 const BUSY_RETRIES: u32 = 10;
 
@@ -21,8 +37,9 @@ const BUSY_RETRIES: u32 = 10;
 /// Never unknown, running or parked runs, runs with a notice not yet delivered, or a
 /// failed run whose retry is pending; never the draft and confirm events of a task
 /// that is not deleted (how it came to be stays as long as it does). Deletes in
-/// batches of 10,000 rows, each its own short transaction, so ticks keep running;
-/// the freed space is reused by later writes. `--vacuum` also gives it back to the
+/// batches of at most 10,000 rows, each its own transaction holding the write lock
+/// about 150 ms, with a pause after each, so ticks keep running; the freed space is
+/// reused by later writes. `--vacuum` also gives it back to the
 /// file system.
 #[derive(Debug, Args)]
 pub struct PruneArgs {
@@ -41,6 +58,14 @@ pub struct PruneArgs {
     pub vacuum: bool,
 }
 
+/// The next batch's size: scaled so that it holds the lock for about
+/// `LOCK_BUDGET`, changing at most twofold a step.
+fn next_batch_rows(rows: i64, took: Duration) -> i64 {
+    let budget = LOCK_BUDGET.as_secs_f64();
+    let factor = (budget / took.as_secs_f64().max(1e-6)).clamp(0.5, 2.0);
+    ((rows as f64 * factor) as i64).clamp(MIN_BATCH, BATCH)
+}
+
 pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
     let age = duration("--older-than", &args.older_than)?;
     let cutoff = ctx.now - age.as_secs() as i64;
@@ -53,8 +78,16 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
         // lock waits for one batch, never for the whole prune.
         let mut total = PruneCounts::default();
         let mut busy = 0;
+        let mut rows = BATCH;
         loop {
-            let batch = match store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), BATCH)) {
+            let began = Instant::now();
+            let result = store.write(|tx| tx.prune_batch(cutoff, tenant.as_deref(), rows));
+            // Sized by time, not rows: a slow disk or a busy machine makes a
+            // batch of 10,000 hold the lock for a second. The time includes
+            // any wait for the lock, so batches also shrink while ticks
+            // are writing.
+            rows = next_batch_rows(rows, began.elapsed());
+            let batch = match result {
                 Ok(batch) => batch,
                 // Ticks come first: a batch that found the lock taken past
                 // the busy timeout is tried again (it changed nothing), a few
@@ -74,6 +107,7 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
             if deleted == 0 {
                 break total;
             }
+            std::thread::sleep(PAUSE);
         }
     } else {
         store.read(|tx| tx.prune(cutoff, tenant.as_deref(), false))?
@@ -113,4 +147,25 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
         ));
     }
     ctx.out.line(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_shrink_when_slow_and_grow_back_when_fast() {
+        let ms = Duration::from_millis;
+        // A batch of 10,000 that held the lock 600 ms: half as many next.
+        assert_eq!(next_batch_rows(10_000, ms(600)), 5_000);
+        // 300 ms at 5,000: half again.
+        assert_eq!(next_batch_rows(5_000, ms(300)), 2_500);
+        // On budget: unchanged.
+        assert_eq!(next_batch_rows(2_500, ms(150)), 2_500);
+        // Fast: at most twice as many, never past BATCH.
+        assert_eq!(next_batch_rows(2_500, ms(10)), 5_000);
+        assert_eq!(next_batch_rows(8_000, ms(10)), BATCH);
+        // Never below MIN_BATCH, however slow.
+        assert_eq!(next_batch_rows(300, Duration::from_secs(10)), MIN_BATCH);
+    }
 }

@@ -4,6 +4,7 @@
 //! Opening is careful about the path: no URI interpretation, no symlink as
 //! the final component, no hard-linked file, a new file 0600 in 0700 folders.
 
+mod busy;
 mod deliveries;
 mod drafts;
 mod events;

@@ -43,8 +43,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_EXRESCODE;
     let conn = Connection::open_with_flags(path, flags)
         .with_context(|| format!("opening the database {}", path.display()))?;
-    conn.busy_timeout(options.busy_timeout)
-        .context("setting busy_timeout")?;
+    super::busy::wait_for_locks(&conn, options.busy_timeout)?;
     configure(&conn).map_err(|e| not_a_database(path, e))?;
     #[cfg(test)]
     super::plans::watch(&conn);
