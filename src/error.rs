@@ -112,12 +112,34 @@ impl From<crate::schedule::ScheduleError> for CmdError {
     }
 }
 
-/// The step of a command that was under way when it failed, attached as
-/// context (`.context(Step("claiming due runs"))`). A busy database is
-/// reported in one line (SPEC section 10); the step is what that line names,
-/// so an operator can tell which of a tick's transactions waited.
+/// The step of a command that was under way when the database was busy,
+/// attached by `BusyStep::busy_during`. A busy database is reported in one
+/// line (SPEC section 10); the step is what that line names, so an operator
+/// can tell which of a tick's transactions waited.
 #[derive(Debug, Clone, Copy)]
 pub struct Step(pub &'static str);
+
+/// Names the step of a busy error; any other error is left as it is, so its
+/// message stays the one line that says what went wrong.
+pub trait BusyStep {
+    fn busy_during(self, step: &'static str) -> Self;
+}
+
+impl BusyStep for anyhow::Error {
+    fn busy_during(self, step: &'static str) -> Self {
+        if classify(&self).0 == ErrorKind::Busy {
+            self.context(Step(step))
+        } else {
+            self
+        }
+    }
+}
+
+impl<T> BusyStep for anyhow::Result<T> {
+    fn busy_during(self, step: &'static str) -> Self {
+        self.map_err(|e| e.busy_during(step))
+    }
+}
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -224,6 +246,23 @@ pub fn is_connection_lost(err: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_busy_error_is_given_its_step() {
+        let busy = anyhow::Error::new(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        ))
+        .busy_during("claiming due runs");
+        assert_eq!(
+            busy.downcast_ref::<Step>().map(|s| s.0),
+            Some("claiming due runs")
+        );
+        assert_eq!(classify(&busy).0, ErrorKind::Busy);
+        let conflict = anyhow::Error::new(CmdError::conflict("stale")).busy_during("claiming");
+        assert!(conflict.downcast_ref::<Step>().is_none());
+        assert_eq!(conflict.to_string(), "stale");
+    }
 
     #[test]
     fn exit_codes_follow_the_spec() {

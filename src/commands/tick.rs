@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::error::{CmdError, Step};
+use crate::error::{BusyStep, CmdError};
 use crate::model::{short_id, RunStatus};
 use crate::output::json::{run as run_json, time};
 use crate::output::{escape, wall_time};
@@ -148,7 +148,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         dry_run: args.dry_run,
     };
     let clock = ctx.clock;
-    let store = ctx.shared_store().context(Step("opening the database"))?;
+    let store = ctx.shared_store().busy_during("opening the database")?;
     let out = &ctx.out;
     let json = out.json;
     // The task name of each run this tick claimed, for its `finished` event.

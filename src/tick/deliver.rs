@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::context::Clock;
-use crate::error::Step;
+use crate::error::BusyStep;
 use crate::model::{DeliveryState, Event, Notice};
 use crate::output::json;
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
@@ -258,7 +258,7 @@ impl PendingLane {
                 &done,
                 &messages,
             );
-            let result = result.context(Step("delivering waiting notices"));
+            let result = result.busy_during("delivering waiting notices");
             let _ = messages.send(super::execute::Message::LaneDone(result));
         });
         PendingLane {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::error::Step;
+use crate::error::BusyStep;
 use serde_json::{json, Value};
 
 use crate::context::Clock;
@@ -253,7 +253,7 @@ impl Workers {
                             let _ = shared.messages.send(Message::Delivered(Box::new(d)));
                         }
                         Err(e) => {
-                            let e = e.context(Step("delivering a notice"));
+                            let e = e.busy_during("delivering a notice");
                             let _ = shared.messages.send(Message::Finished(Err(e)));
                         }
                     }
@@ -501,7 +501,7 @@ fn run_one(
         }
         Err(e) => {
             release(false);
-            return (Err(e.context(Step("recording an outcome"))), None);
+            return (Err(e.busy_during("recording an outcome")), None);
         }
     };
     #[cfg(feature = "test-hooks")]
