@@ -35,7 +35,24 @@ pub struct QueueStats {
     pub running_all: i64,
 }
 
+/// What a tick has to do besides recording itself, from one read: an idle
+/// tick (nothing due, nothing expired, the common case) then takes no write
+/// transaction for steps 1-4. A flag may say yes when the step will find
+/// nothing (then it finds nothing), never no when it would find something.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Agenda {
+    /// Steps 1-3: an expired lease, delivery attempt or continuation, or a
+    /// notice past its give-up age.
+    pub expiries: bool,
+    /// Step 4: a due occurrence, retry or trigger of an active task, or an
+    /// approved continuation.
+    pub claims: bool,
+}
+
 pub trait QueueTx {
+    /// Whether steps 1-3 and 4 have anything to do at `now` (notices
+    /// created before `give_up_before` and never sent are given up).
+    fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda>;
     /// The tenants that have active tasks, in order (only `tenant` when given).
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>>;
     /// The tenant's earliest due occurrence or retry at `now`.

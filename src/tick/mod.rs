@@ -23,13 +23,13 @@ pub mod settle;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::context::Clock;
-use crate::error::Step;
+use crate::error::BusyStep;
 use crate::model::{DeliveryState, Event, RunStatus};
-use crate::store::{shared::SharedStore, Store};
+use crate::store::{shared::SharedStore, Agenda, Store};
 
 pub use deliver::Notifier;
 pub use execute::Executor;
@@ -138,8 +138,13 @@ pub fn run(
     let started = Instant::now();
     let mut summary = TickSummary::default();
     let notices_waiting =
-        record_tick(store, options, clock.now(), report).context(Step("recording the tick"))?;
-    expire(store, options, clock, report).context(Step("expiring leases and notices"))?;
+        record_tick(store, options, clock.now(), report).busy_during("recording the tick")?;
+    // Most ticks find nothing to do: one read says so, and they take no
+    // write transaction for steps 1-4.
+    let agenda = agenda(store, options, clock.now()).busy_during("looking for due work")?;
+    if agenda.expiries {
+        expire(store, options, clock, report).busy_during("expiring leases and notices")?;
+    }
 
     // From here on, nothing may stop this tick from executing what it
     // claimed: a busy database or a closed stdout is remembered and
@@ -168,7 +173,8 @@ pub fn run(
         in_flight: 0,
         started: 0,
         decisions: 0,
-        nothing_due: false,
+        // Nothing was due a moment ago: the first claim would find nothing.
+        nothing_due: !agenda.claims,
         at_limit: false,
         last_mark: None,
         deferred: None,
@@ -260,7 +266,7 @@ pub fn run(
         return Err(e);
     }
     announce_undelivered(store, options, report)
-        .context(Step("announcing notices that wait for a notifier"))?;
+        .busy_during("announcing notices that wait for a notifier")?;
     // For `metrics`. Only a number for monitoring: a failure to store it
     // must not turn a tick that did its work into a failed one.
     let seconds = format!("{:.3}", started.elapsed().as_secs_f64());
@@ -382,7 +388,7 @@ impl Scheduler<'_> {
             let max_running = self.options.max_running;
             let batch = store
                 .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))
-                .context(Step("claiming due runs"))?;
+                .busy_during("claiming due runs")?;
             // Claimed and committed; no executor started yet.
             #[cfg(feature = "test-hooks")]
             crate::hooks::at("after_claim");
@@ -489,6 +495,12 @@ impl Scheduler<'_> {
             }
         }
     }
+}
+
+/// Whether steps 1-3 and step 4 have anything to do at `now`.
+fn agenda(store: &mut dyn Store, options: &TickOptions, now: i64) -> Result<Agenda> {
+    let give_up_before = now - options.delivery_give_up.as_secs() as i64;
+    store.read(|tx| tx.agenda(now, give_up_before, options.tenant.as_deref()))
 }
 
 /// Steps 1–3: what expired since the last tick.

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 
 use super::{col, expect_one, PgTx};
-use crate::store::queue::{QueueMark, QueueStats, QueueTx};
+use crate::store::queue::{Agenda, QueueMark, QueueStats, QueueTx};
 use crate::store::DueTask;
 
 /// The advisory lock that serializes the claims counting running runs
@@ -34,6 +34,45 @@ impl PgTx<'_, '_> {
 }
 
 impl QueueTx for PgTx<'_, '_> {
+    fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
+        // The conditions of the steps' own statements, or looser; each EXISTS
+        // is answered from a partial index of rows in a rare state (or of due
+        // tasks). No row locks: a claim takes its own.
+        let row = self
+            .tx
+            .query_one(
+                "SELECT
+                   EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_until < $1
+                             AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND deadline < $1
+                                AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'pending' AND created_at < $3
+                                AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM runs
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND wait_deadline < $1 AND approved_at IS NULL
+                                  AND ($2::text IS NULL OR tenant_key = $2)),
+                   EXISTS (SELECT 1 FROM tasks WHERE state = 'active' AND next_run_at <= $1
+                             AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM tasks WHERE state = 'active'
+                                AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                                AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM tasks WHERE state = 'active'
+                                AND trigger_at IS NOT NULL AND trigger_at <= $1
+                                AND ($2::text IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM runs
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND approved_at IS NOT NULL
+                                  AND ($2::text IS NULL OR tenant_key = $2))",
+                &[&now, &tenant, &give_up_before],
+            )
+            .context("looking for due work")?;
+        Ok(Agenda {
+            expiries: col(&row, 0)?,
+            claims: col(&row, 1)?,
+        })
+    }
+
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>> {
         if let Some(tenant) = tenant {
             return Ok(vec![tenant.to_string()]);

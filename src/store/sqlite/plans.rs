@@ -65,9 +65,11 @@ fn recorded(f: impl FnOnce()) -> Vec<String> {
 }
 
 /// Partial indexes of rows in a rare or passing state (running, in doubt,
-/// parked, queued; notices not yet delivered): a walk along one is as long
-/// as what the statement counts, never the history, so a SCAN of one passes.
+/// parked, queued, triggered and not yet claimed; notices not yet
+/// delivered): a walk along one is as long as what the statement counts,
+/// never the history, so a SCAN of one passes.
 const PARTIAL: &[&str] = &[
+    "tasks_trigger_due",
     "runs_leased",
     "runs_unknown",
     "runs_parked",
@@ -115,7 +117,12 @@ mod tests {
 
     /// Runs one command line in this process, as the binary would.
     fn agentcron(db: &str, args: &[&str]) {
-        let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", NOW];
+        agentcron_at(db, NOW, args)
+    }
+
+    /// `agentcron`, its clock at `now`.
+    fn agentcron_at(db: &str, now: &str, args: &[&str]) {
+        let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", now];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
         let code = crate::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
@@ -206,6 +213,37 @@ mod tests {
             })
             .collect();
         assert!(scans.is_empty(), "full scans:\n{}", scans.join("\n"));
+    }
+
+    #[test]
+    fn an_idle_tick_writes_only_its_own_record_and_scans_nothing() {
+        // Nothing due (the tasks next run an hour on), nothing expired: one
+        // read finds that, and steps 1-4 take no write transaction.
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("idle.db").display().to_string();
+        let conn = seeded(&db);
+        let seen = recorded(|| agentcron(&db, &["tick", "--executor", "true"]));
+        assert!(!seen.is_empty(), "the recorder is broken");
+        let steps: Vec<&String> = seen
+            .iter()
+            .filter(|sql| {
+                let sql = sql.to_ascii_uppercase();
+                sql.contains("UPDATE RUNS")
+                    || sql.contains("UPDATE DELIVERIES SET STATE")
+                    || sql.contains("TASKS_DUE_BY_TENANT")
+                    || sql.contains("WITH RECURSIVE")
+            })
+            .collect();
+        assert!(steps.is_empty(), "an idle tick ran steps 1-4: {steps:#?}");
+        let scans: Vec<String> = seen.iter().flat_map(|sql| full_scans(&conn, sql)).collect();
+        assert!(scans.is_empty(), "full scans: {scans:#?}");
+        // The same tick an hour later has work: the read says so.
+        let later =
+            recorded(|| agentcron_at(&db, "2026-12-02T09:00:30Z", &["tick", "--executor", "true"]));
+        assert!(
+            later.iter().any(|sql| sql.contains("tasks_due_by_tenant")),
+            "a tick with due work did not claim: {later:#?}"
+        );
     }
 
     #[test]

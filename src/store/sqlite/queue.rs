@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::{expect_one, SqliteTx};
-use crate::store::queue::{QueueMark, QueueStats, QueueTx};
+use crate::store::queue::{Agenda, QueueMark, QueueStats, QueueTx};
 use crate::store::DueTask;
 
 /// A (task_id, due instant, is_retry) row as a `DueTask`.
@@ -17,6 +17,47 @@ pub(super) fn due_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DueTask> {
 }
 
 impl QueueTx for SqliteTx<'_> {
+    fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
+        // Each EXISTS is one seek on a partial index of rows in a rare state
+        // (or of due tasks), so an idle tick's read costs the same at any
+        // size; the tenant is only a filter on what the seek finds. The
+        // conditions are those of the steps' own statements, or looser.
+        self.conn
+            .prepare_cached(
+                "SELECT
+                   EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_until < ?1
+                             AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND deadline < ?1
+                                AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'pending' AND created_at < ?3
+                                AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM runs INDEXED BY runs_parked
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND wait_deadline < ?1 AND approved_at IS NULL
+                                  AND (?2 IS NULL OR tenant_key = ?2)),
+                   EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_due
+                             WHERE state = 'active' AND next_run_at <= ?1
+                               AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_retry_due
+                                WHERE state = 'active' AND next_retry_at IS NOT NULL
+                                  AND next_retry_at <= ?1 AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_trigger_due
+                                WHERE state = 'active' AND trigger_at IS NOT NULL
+                                  AND trigger_at <= ?1 AND (?2 IS NULL OR tenant_key = ?2))
+                   OR EXISTS (SELECT 1 FROM runs INDEXED BY runs_parked
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND approved_at IS NOT NULL
+                                  AND (?2 IS NULL OR tenant_key = ?2))",
+            )?
+            .query_row(params![now, tenant, give_up_before], |row| {
+                Ok(Agenda {
+                    expiries: row.get(0)?,
+                    claims: row.get(1)?,
+                })
+            })
+            .context("looking for due work")
+    }
+
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>> {
         if let Some(tenant) = tenant {
             return Ok(vec![tenant.to_string()]);
