@@ -244,6 +244,11 @@ mod tests {
             later.iter().any(|sql| sql.contains("tasks_due_by_tenant")),
             "a tick with due work did not claim: {later:#?}"
         );
+        let scans: Vec<String> = later
+            .iter()
+            .flat_map(|sql| full_scans(&conn, sql))
+            .collect();
+        assert!(scans.is_empty(), "full scans in a claim: {scans:#?}");
     }
 
     #[test]

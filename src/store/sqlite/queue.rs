@@ -64,13 +64,13 @@ impl QueueTx for SqliteTx<'_> {
         }
         // A skip scan: one index seek per tenant, however many tasks each has.
         let mut stmt = self.conn.prepare_cached(
-            "WITH RECURSIVE t(k) AS (
+            "WITH RECURSIVE tenant(k) AS (
                  SELECT (SELECT min(tenant_key) FROM tasks WHERE state = 'active')
                  UNION ALL
                  SELECT (SELECT min(tenant_key) FROM tasks
-                         WHERE state = 'active' AND tenant_key > t.k)
-                 FROM t WHERE t.k IS NOT NULL)
-             SELECT k FROM t WHERE k IS NOT NULL",
+                         WHERE state = 'active' AND tenant_key > tenant.k)
+                 FROM tenant WHERE tenant.k IS NOT NULL)
+             SELECT k FROM tenant WHERE k IS NOT NULL",
         )?;
         let tenants = stmt
             .query_map([], |row| row.get(0))?
