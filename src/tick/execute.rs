@@ -18,11 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-
-use crate::error::BusyStep;
 use serde_json::{json, Value};
 
 use crate::context::Clock;
+use crate::error::BusyStep;
 use crate::executor_result::{self, ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
 use crate::output::json;

@@ -127,15 +127,22 @@ impl PgStore {
             .isolation_level(IsolationLevel::ReadCommitted)
             .start()
             .context("starting a transaction")?;
-        f(&mut PgTx {
-            tx: CachedTx::new(&mut tx, &mut self.statements),
-        })?;
-        if prune {
-            tx.execute(commit::PRUNE, &[])
-                .context("pruning commit markers")?;
+        {
+            let mut pg = PgTx {
+                tx: CachedTx::new(&mut tx, &mut self.statements),
+            };
+            f(&mut pg)?;
+            // Through the statement cache: the marker's insert is the one
+            // statement every write runs, one round trip instead of two.
+            if prune {
+                pg.tx
+                    .execute(commit::PRUNE, &[])
+                    .context("pruning commit markers")?;
+            }
+            pg.tx
+                .execute(commit::MARK, &[&marker])
+                .context("marking the commit")?;
         }
-        tx.execute(commit::MARK, &[&marker])
-            .context("marking the commit")?;
         match tx.commit() {
             Ok(()) => Ok(()),
             Err(e) => {

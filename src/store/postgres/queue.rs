@@ -94,30 +94,34 @@ impl QueueTx for PgTx<'_, '_> {
     }
 
     fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
-        // Row locks rule out one UNION: three seeks, each skipping rows another
+        // Row locks rule out one UNION of the seeks, but not three locking
+        // CTEs read by one: one round trip, each seek skipping rows another
         // host is claiming, never waiting on them.
-        let mut found = Vec::new();
-        for sql in [
-            "SELECT task_id, next_run_at, false FROM tasks
-             WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
-             ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED",
-            "SELECT task_id, next_retry_at, true FROM tasks
-             WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
-               AND next_retry_at <= $2
-             ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED",
-            // A manual trigger (SPEC section 13); rare, on a small partial index.
-            "SELECT task_id, trigger_at, false FROM tasks
-             WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
-               AND trigger_at <= $2
-             ORDER BY trigger_at LIMIT 1 FOR UPDATE SKIP LOCKED",
-        ] {
-            let rows = self
-                .tx
-                .query(sql, &[&tenant_key, &now])
-                .context("finding the tenant's next due task")?;
-            found.extend(due_rows(&rows)?);
-        }
-        Ok(found.into_iter().min_by_key(|d| d.due_at))
+        let rows = self
+            .tx
+            .query(
+                "WITH due AS (
+                     SELECT task_id, next_run_at AS at, false AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
+                     ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED),
+                 retry AS (
+                     SELECT task_id, next_retry_at AS at, true AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
+                       AND next_retry_at <= $2
+                     ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED),
+                 -- A manual trigger (SPEC section 13); rare, on a small partial index.
+                 triggered AS (
+                     SELECT task_id, trigger_at AS at, false AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
+                       AND trigger_at <= $2
+                     ORDER BY trigger_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+                 SELECT task_id, at, retry FROM due
+                 UNION ALL SELECT task_id, at, retry FROM retry
+                 UNION ALL SELECT task_id, at, retry FROM triggered",
+                &[&tenant_key, &now],
+            )
+            .context("finding the tenant's next due task")?;
+        Ok(due_rows(&rows)?.into_iter().min_by_key(|d| d.due_at))
     }
 
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
