@@ -320,8 +320,9 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
     // Busy and disk full are one line (SPEC section 10): their causes only
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
+    let step = err.downcast_ref::<Step>();
     let message = match kind {
-        ErrorKind::Busy => match err.downcast_ref::<Step>() {
+        ErrorKind::Busy => match step {
             Some(step) => format!(
                 "the database was busy while {step} (another agentcron held it past busy_timeout)"
             ),
@@ -337,7 +338,7 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
     };
     let hint = match (kind, leaf) {
         // A step names one transaction of several: only that one is undone.
-        (ErrorKind::Busy, _) if err.downcast_ref::<Step>().is_some() => {
+        (ErrorKind::Busy, _) if step.is_some() => {
             Some("that step changed nothing; retry in a moment".to_string())
         }
         (ErrorKind::Busy, _) => Some("nothing was changed; retry in a moment".to_string()),

@@ -49,12 +49,17 @@ thread_local! {
 unsafe extern "C" fn on_busy(timeout_ms: *mut c_void, count: c_int) -> c_int {
     let timeout = Duration::from_millis(timeout_ms as usize as u64);
     let now = Instant::now();
-    let since = WAITING_SINCE.with(|cell| {
-        if count == 0 || cell.get().is_none() {
-            cell.set(Some(now));
-        }
-        cell.get().unwrap_or(now)
-    });
+    // `try_with`: a panic must not cross into SQLite's C frames; a thread
+    // whose locals are gone waits as if this were its first call.
+    let since = WAITING_SINCE
+        .try_with(|cell| match cell.get() {
+            Some(since) if count > 0 => since,
+            _ => {
+                cell.set(Some(now));
+                now
+            }
+        })
+        .unwrap_or(now);
     let waited = now.duration_since(since);
     if waited >= timeout {
         return 0;
