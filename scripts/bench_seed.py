@@ -124,8 +124,12 @@ def seed(db, tasks, now, due=0, runs_per_task=0, grace=60, batch=20000):
     if version < 1:
         sys.exit(f"{db}: not migrated (run `agentcron --db {db} list` first)")
     # Only this connection: speed, not durability. agentcron reopens with FULL.
+    # No journal while seeding: with the WAL agentcron set, a 10M-run seed in
+    # one transaction spills every evicted page into a WAL larger than the
+    # store. agentcron turns WAL back on when it next opens the file.
     conn.execute("PRAGMA synchronous = OFF")
-    conn.execute("PRAGMA cache_size = -262144")
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA cache_size = -2097152")
     conn.execute("BEGIN IMMEDIATE")
     rows = []
     hashes = {}
@@ -174,7 +178,7 @@ def seed(db, tasks, now, due=0, runs_per_task=0, grace=60, batch=20000):
                 flush()
         flush()
     conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode = WAL")
     conn.close()
 
 
