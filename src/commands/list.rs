@@ -1,5 +1,7 @@
 //! `agentcron list`: the caller's tasks in the tenant.
 
+use std::ops::ControlFlow::Continue;
+
 use anyhow::Result;
 use clap::Args;
 
@@ -50,12 +52,13 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         ctx.store()?.read(|tx| {
             tx.each_listed_task(&filter, &mut |tx, row| {
                 let Some(task) = readable(Some(&out), row) else {
-                    return Ok(());
+                    return Ok(Continue(()));
                 };
                 let mut value = json::task(&task);
                 value["blocked_by"] =
                     human::blocked_by_json(tx.blocking_run(&task.task_id)?.as_ref());
-                array.push(&value)
+                array.push(&value)?;
+                Ok(Continue(()))
             })
         })?;
         return array.finish();
@@ -68,7 +71,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     let rows = |tx: &mut dyn Tx, note: bool, each: &mut dyn FnMut(Vec<String>) -> Result<()>| {
         tx.each_listed_task(&filter, &mut |tx, row| {
             let Some(task) = readable(note.then_some(&out), row) else {
-                return Ok(());
+                return Ok(Continue(()));
             };
             let last_run = tx.task_runs(&task.task_id, 1)?.pop();
             let mut row = human::task_row(&task, last_run.as_ref(), now);
@@ -79,7 +82,8 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
                     _ => format!("{}; {blocked}", row[2]),
                 };
             }
-            each(row)
+            each(row)?;
+            Ok(Continue(()))
         })
     };
     if out.to_terminal() {

@@ -3,6 +3,8 @@
 //! `systemctl list-timers` shows timers.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow::{Break, Continue};
+use std::rc::Rc;
 
 use anyhow::Result;
 use clap::Args;
@@ -14,7 +16,7 @@ use crate::model::{short_id, Run, Task, TaskState};
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
 use crate::schedule;
-use crate::store::TaskFilter;
+use crate::store::{TaskFilter, Tx};
 
 /// Show coming occurrences of all your tasks, merged in time order
 ///
@@ -46,38 +48,20 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         include_deleted: false,
         state: Some(TaskState::Active),
     };
-    let (tasks, last_runs) = ctx.store()?.read(|tx| {
-        let tasks: Vec<Task> = tx.list_tasks(&filter)?.into_iter().flatten().collect();
-        let mut last_runs = HashMap::new();
-        for task in &tasks {
-            if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
-                last_runs.insert(task.task_id.clone(), run);
-            }
-        }
-        Ok((tasks, last_runs))
-    })?;
     let limit = args.limit as usize;
     let end = now.saturating_add(within);
-    // Each task's occurrences from its next run on, merged; at most `limit`
-    // per task are ever needed.
-    let mut rows: Vec<(i64, &Task)> = Vec::new();
-    for task in &tasks {
-        let Some(first) = task.next_run_at else {
-            continue;
-        };
-        let mut at = first;
-        let mut taken = 0;
-        while at <= end && taken < limit {
-            rows.push((at, task));
-            taken += 1;
-            match schedule::next_after(&task.schedule, task.timezone, at) {
-                Some(next) => at = next.at,
-                None => break,
+    let (rows, last_runs) = ctx.store()?.read(|tx| {
+        let rows = earliest_occurrences(tx, &filter, end, limit)?;
+        let mut last_runs = HashMap::new();
+        for (_, task) in &rows {
+            if !last_runs.contains_key(&task.task_id) {
+                if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
+                    last_runs.insert(task.task_id.clone(), run);
+                }
             }
         }
-    }
-    rows.sort_by(|a, b| (a.0, &a.1.task_id).cmp(&(b.0, &b.1.task_id)));
-    rows.truncate(limit);
+        Ok((rows, last_runs))
+    })?;
     if ctx.out.json {
         return ctx.out.document(&json!(rows
             .iter()
@@ -120,4 +104,56 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         .collect();
     ctx.out
         .table(&["next", "left", "last", "result", "task"], table)
+}
+
+/// The first `limit` occurrences up to `end` of the tasks `filter` selects,
+/// in time order (ties by task id). Tasks are read in the order of their
+/// next run (`each_listed_task`), so the read stops at the first task whose
+/// next run is later than the `limit`-th occurrence found so far: however
+/// many tasks there are, it reads those that can still make the list.
+fn earliest_occurrences(
+    tx: &mut dyn Tx,
+    filter: &TaskFilter<'_>,
+    end: i64,
+    limit: usize,
+) -> Result<Vec<(i64, Rc<Task>)>> {
+    let mut rows: Vec<(i64, Rc<Task>)> = Vec::new();
+    // Nothing later than this can make the list: `end`, then the
+    // `limit`-th occurrence once that many are held.
+    let mut cutoff = end;
+    let keep_first = |rows: &mut Vec<(i64, Rc<Task>)>| {
+        rows.sort_by(|a, b| (a.0, &a.1.task_id).cmp(&(b.0, &b.1.task_id)));
+        rows.truncate(limit);
+    };
+    tx.each_listed_task(filter, &mut |_, row| {
+        // An unreadable task has no schedule to show; `list` reports it.
+        let Ok(task) = row else {
+            return Ok(Continue(()));
+        };
+        // Listed in order of next run, those that will not run again last.
+        let Some(first) = task.next_run_at else {
+            return Ok(Break(()));
+        };
+        if first > cutoff {
+            return Ok(Break(()));
+        }
+        let task = Rc::new(task);
+        let (mut at, mut taken) = (first, 0);
+        while at <= cutoff && taken < limit {
+            rows.push((at, Rc::clone(&task)));
+            taken += 1;
+            match schedule::next_after(&task.schedule, task.timezone, at) {
+                Some(next) => at = next.at,
+                None => break,
+            }
+        }
+        // Trimmed in rounds, so sorting stays proportional to what is read.
+        if rows.len() >= 2 * limit {
+            keep_first(&mut rows);
+            cutoff = cutoff.min(rows[limit - 1].0);
+        }
+        Ok(Continue(()))
+    })?;
+    keep_first(&mut rows);
+    Ok(rows)
 }

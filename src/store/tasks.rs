@@ -1,6 +1,7 @@
 //! Tasks: confirmed schedules and their lifecycle.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use anyhow::Result;
 
@@ -195,8 +196,9 @@ impl RawTask {
 }
 
 /// What `each_listed_task` calls per row: the transaction (for the task's
-/// own reads) and the row, readable or not.
-pub type EachTask<'e> = dyn FnMut(&mut dyn Tx, Result<Task, CorruptRow>) -> Result<()> + 'e;
+/// own reads) and the row, readable or not; `Break` ends the listing there.
+pub type EachTask<'e> =
+    dyn FnMut(&mut dyn Tx, Result<Task, CorruptRow>) -> Result<ControlFlow<()>> + 'e;
 
 /// Which tasks `list` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -853,3 +853,54 @@ fn rfc3339(at: i64) -> String {
         .format("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
+
+#[test]
+fn upcoming_is_the_first_occurrences_of_all_tasks_whatever_the_limit() {
+    // Interval tasks with prime periods: their occurrences interleave and tie
+    // (7 x 11 minutes). `upcoming` stops reading tasks once the rest start
+    // too late to make the list; whatever --limit, its rows must be the
+    // first N of every task's occurrences merged by time, then task id.
+    let env = TestEnv::new();
+    let mut tasks = Vec::new();
+    for minutes in [7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 120, 600] {
+        let task = env.task(&[
+            "--instruction",
+            "x",
+            "--every",
+            &format!("{minutes}m"),
+            "--name",
+            &format!("every-{minutes}m"),
+        ]);
+        tasks.push((task["task_id"].as_str().unwrap().to_string(), minutes * 60));
+    }
+    // Half an hour on, no tick has run: the shorter tasks are overdue, and
+    // upcoming lists them from their next run on, as before.
+    let now = T0 + 1800;
+    env.set_now(now);
+    let end = now + 2 * HOUR;
+    let mut all: Vec<(i64, String)> = Vec::new();
+    for (id, period) in &tasks {
+        let mut at = T0 + period;
+        while at <= end {
+            all.push((at, id.clone()));
+            at += period;
+        }
+    }
+    all.sort();
+    for limit in [1, 2, 5, 13, 40, all.len(), all.len() + 10] {
+        let rows = env.json(&["upcoming", "--within", "2h", "--limit", &limit.to_string()]);
+        let got: Vec<(i64, String)> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    now + r["left_seconds"].as_i64().unwrap(),
+                    r["task_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let want: Vec<(i64, String)> = all.iter().take(limit).cloned().collect();
+        assert_eq!(got, want, "--limit {limit}");
+    }
+}

@@ -15,11 +15,16 @@ mod statements;
 mod tasks;
 mod transfer;
 
+use std::ops::ControlFlow;
+
 use anyhow::{Context, Result};
 use postgres::{Client, Config, IsolationLevel, NoTls};
 
 use super::{OpenOptions, Store, Tx};
 use statements::{CachedTx, Statements};
+
+/// What `each_row` calls per row; `Break` ends the read there.
+type EachRow<'e> = dyn FnMut(&mut dyn Tx, &postgres::Row) -> Result<ControlFlow<()>> + 'e;
 
 pub struct PgStore {
     client: Client,
@@ -297,7 +302,7 @@ impl PgTx<'_, '_> {
         &mut self,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
-        each: &mut dyn FnMut(&mut dyn Tx, &postgres::Row) -> Result<()>,
+        each: &mut EachRow<'_>,
     ) -> Result<()> {
         const PAGE: i32 = 256;
         let portal = self.tx.bind(sql, params).context("starting a read")?;
@@ -307,7 +312,9 @@ impl PgTx<'_, '_> {
                 .query_portal(&portal, PAGE)
                 .context("reading rows")?;
             for row in &rows {
-                each(self, row)?;
+                if each(self, row)?.is_break() {
+                    return Ok(());
+                }
             }
             if rows.len() < PAGE as usize {
                 return Ok(());

@@ -101,20 +101,33 @@ impl EventTx for PgTx<'_, '_> {
         task_id: Option<&str>,
         limit: u64,
     ) -> Result<Vec<StoredEvent>> {
+        // Drafts are shown to their author, task events to the task's owners.
+        let visible = format!(
+            "(CASE WHEN e.task_id IS NULL THEN e.action <> 'draft' OR e.actor = ANY($3::text[])
+                   ELSE {} END)",
+            owned("t", 3)
+        );
+        let columns = "e.event_id, e.at, e.tenant_key, e.actor, e.action, e.task_id, e.run_id,
+                       e.detail FROM events e LEFT JOIN tasks t ON t.task_id = e.task_id";
+        // One text per case, each arm read newest first along an index and
+        // stopped at the limit, as on SQLite.
+        let sql = match task_id {
+            Some(_) => format!(
+                "SELECT {columns} WHERE e.task_id = $2 AND e.tenant_key IN ($1, '*') AND {visible}
+                 ORDER BY e.event_id DESC LIMIT $4"
+            ),
+            None => format!(
+                "(SELECT {columns} WHERE e.tenant_key = $1 AND $2::text IS NULL AND {visible}
+                  ORDER BY e.event_id DESC LIMIT $4)
+                 UNION ALL
+                 (SELECT {columns} WHERE e.tenant_key = '*' AND {visible}
+                  ORDER BY e.event_id DESC LIMIT $4)
+                 ORDER BY 1 DESC LIMIT $4"
+            ),
+        };
         let rows = self
             .tx
-            .query(
-                &format!(
-                    "SELECT e.event_id, e.at, e.tenant_key, e.actor, e.action, e.task_id, e.run_id, e.detail
-                     FROM events e LEFT JOIN tasks t ON t.task_id = e.task_id
-                     WHERE e.tenant_key IN ($1, '*') AND ($2::text IS NULL OR e.task_id = $2)
-                       AND (CASE WHEN e.task_id IS NULL THEN e.action <> 'draft' OR e.actor = ANY($3::text[])
-                                 ELSE {} END)
-                     ORDER BY e.event_id DESC LIMIT $4",
-                    owned("t", 3)
-                ),
-                &[&tenant_key, &task_id, &owner_keys, &(limit as i64)],
-            )
+            .query(&sql, &[&tenant_key, &task_id, &owner_keys, &(limit as i64)])
             .context("reading the audit trail")?;
         rows.iter().map(decode_event).collect()
     }

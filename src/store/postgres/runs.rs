@@ -1,5 +1,7 @@
 //! PostgreSQL side of the runs and reconciliations tables.
 
+use std::ops::ControlFlow;
+
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -149,7 +151,10 @@ impl RunTx for PgTx<'_, '_> {
                 &f.owner_keys,
                 &(f.limit as i64),
             ],
-            &mut |_, row| each(decode_run(row).context("listing runs")?),
+            &mut |_, row| {
+                each(decode_run(row).context("listing runs")?)?;
+                Ok(ControlFlow::Continue(()))
+            },
         )
     }
 

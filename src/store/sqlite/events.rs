@@ -7,6 +7,47 @@ use super::SqliteTx;
 use crate::model::{Event, StoredEvent};
 use crate::store::EventTx;
 
+/// Drafts are shown to their author, task events to the task's owners (?3,
+/// a JSON array of keys).
+macro_rules! visible_event {
+    () => {
+        "(CASE WHEN e.task_id IS NULL
+               THEN e.action <> 'draft' OR e.actor IN (SELECT value FROM json_each(?3))
+               ELSE EXISTS (SELECT 1 FROM json_each(t.owner_keys) AS o
+                            WHERE o.value IN (SELECT value FROM json_each(?3))) END)"
+    };
+}
+
+macro_rules! event_columns {
+    () => {
+        "e.event_id, e.at, e.tenant_key, e.actor, e.action, e.task_id, e.run_id, e.detail
+         FROM events e LEFT JOIN tasks t ON t.task_id = e.task_id"
+    };
+}
+
+/// The tenant's events and those of every tenant (`*`), newest first: two
+/// walks down `events_by_tenant`, merged (?2 is unused).
+const TENANT_EVENTS: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " WHERE e.tenant_key = ?1 AND ",
+    visible_event!(),
+    " UNION ALL SELECT ",
+    event_columns!(),
+    " WHERE e.tenant_key = '*' AND ",
+    visible_event!(),
+    " ORDER BY 1 DESC LIMIT ?4"
+);
+
+/// One task's events, newest first, down `events_by_task`.
+const TASK_EVENTS: &str = concat!(
+    "SELECT ",
+    event_columns!(),
+    " WHERE e.task_id = ?2 AND e.tenant_key IN (?1, '*') AND ",
+    visible_event!(),
+    " ORDER BY e.event_id DESC LIMIT ?4"
+);
+
 impl EventTx for SqliteTx<'_> {
     fn append_event(&mut self, e: &Event) -> Result<()> {
         self.conn
@@ -35,17 +76,14 @@ impl EventTx for SqliteTx<'_> {
         limit: u64,
     ) -> Result<Vec<StoredEvent>> {
         let keys = serde_json::to_string(owner_keys)?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT e.event_id, e.at, e.tenant_key, e.actor, e.action, e.task_id, e.run_id, e.detail
-             FROM events e LEFT JOIN tasks t ON t.task_id = e.task_id
-             WHERE e.tenant_key IN (?1, '*') AND (?2 IS NULL OR e.task_id = ?2)
-               -- drafts are shown to their author, task events to the task's owners
-               AND (CASE WHEN e.task_id IS NULL
-                         THEN e.action <> 'draft' OR e.actor IN (SELECT value FROM json_each(?3))
-                         ELSE EXISTS (SELECT 1 FROM json_each(t.owner_keys) AS o
-                                      WHERE o.value IN (SELECT value FROM json_each(?3))) END)
-             ORDER BY e.event_id DESC LIMIT ?4",
-        )?;
+        // One text per case, each read newest first along an index and
+        // stopped at the limit: `tenant_key IN (?1, '*')` with `(?2 IS NULL
+        // OR task_id = ?2)` made SQLite sort every event of the tenant.
+        let sql = match task_id {
+            Some(_) => TASK_EVENTS,
+            None => TENANT_EVENTS,
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
         let rows = stmt.query_map(
             params![tenant_key, task_id, keys, limit as i64],
             decode_event,

@@ -213,8 +213,10 @@ impl RunTx for SqliteTx<'_> {
         limit: u32,
     ) -> Result<Vec<String>> {
         self.ids_with_prefix(
+            // `+tenant_key`: walk the id range, not every run of the tenant
+            // sorted by id (which SQLite chose without the `+`).
             "SELECT run_id FROM runs
-             WHERE run_id >= ?1 AND run_id < ?2 AND tenant_key = ?3
+             WHERE run_id >= ?1 AND run_id < ?2 AND +tenant_key = ?3
              ORDER BY run_id LIMIT ?4",
             tenant_key,
             prefix,

@@ -150,8 +150,10 @@ impl TaskTx for SqliteTx<'_> {
         limit: u32,
     ) -> Result<Vec<String>> {
         self.ids_with_prefix(
+            // `+tenant_key`: walk the id range, not every task of the tenant
+            // sorted by id (which SQLite chose without the `+`).
             "SELECT task_id FROM tasks
-             WHERE task_id >= ?1 AND task_id < ?2 AND tenant_key = ?3
+             WHERE task_id >= ?1 AND task_id < ?2 AND +tenant_key = ?3
              ORDER BY task_id LIMIT ?4",
             tenant_key,
             prefix,
@@ -214,7 +216,9 @@ impl TaskTx for SqliteTx<'_> {
         // connection (the task's runs): reads inside one snapshot may nest.
         while let Some(row) = rows.next().context("listing tasks")? {
             let task = decode_task(row)?;
-            each(&mut SqliteTx { conn }, task)?;
+            if each(&mut SqliteTx { conn }, task)?.is_break() {
+                break;
+            }
         }
         Ok(())
     }
