@@ -457,3 +457,47 @@ fn check_names_each_violation() {
     assert_eq!(out.code, 1);
     assert!(out.stdout.contains("lease that expired"), "{}", out.stdout);
 }
+
+#[test]
+fn log_merges_every_tenants_events_with_the_tenants_newest_first_once_each() {
+    let rig = Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "l"]);
+    rig.tick(&[]).ok();
+    // A tick for every tenant after a gap records the gap for every
+    // tenant (`*`); the tenant's own log shows it among its events.
+    rig.env.set_now(T0 + 3 * HOUR);
+    rig.tick(&[]).ok();
+    rig.env.json(&["pause", "l"]);
+    let log = |args: &[&str]| -> Vec<(i64, String)> {
+        let mut all = vec!["log"];
+        all.extend_from_slice(args);
+        rig.env
+            .json(&all)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["event_id"].as_i64().unwrap(),
+                    e["action"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let mine = log(&["--limit", "1000"]);
+    assert_eq!(mine[0].1, "pause");
+    assert!(
+        mine.windows(2).all(|w| w[0].0 > w[1].0),
+        "newest first, each once: {mine:?}"
+    );
+    let gaps = |events: &[(i64, String)]| events.iter().filter(|e| e.1 == "scheduler_gap").count();
+    assert_eq!(gaps(&mine), 1, "{mine:?}");
+    assert!(mine.iter().any(|e| e.1 == "confirm"), "{mine:?}");
+    // The all-tenants key itself lists its events once, not once per walk.
+    let every = log(&["--tenant", "*", "--limit", "1000"]);
+    assert_eq!(gaps(&every), 1, "{every:?}");
+    assert_eq!(every.len(), 1, "{every:?}");
+    // The limit keeps the newest.
+    assert_eq!(log(&["--limit", "1"]).len(), 1);
+}

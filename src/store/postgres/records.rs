@@ -120,7 +120,7 @@ impl EventTx for PgTx<'_, '_> {
                 "(SELECT {columns} WHERE e.tenant_key = $1 AND $2::text IS NULL AND {visible}
                   ORDER BY e.event_id DESC LIMIT $4)
                  UNION ALL
-                 (SELECT {columns} WHERE e.tenant_key = '*' AND {visible}
+                 (SELECT {columns} WHERE e.tenant_key = '*' AND $1 <> '*' AND {visible}
                   ORDER BY e.event_id DESC LIMIT $4)
                  ORDER BY 1 DESC LIMIT $4"
             ),

@@ -26,7 +26,8 @@ macro_rules! event_columns {
 }
 
 /// The tenant's events and those of every tenant (`*`), newest first: two
-/// walks down `events_by_tenant`, merged (?2 is unused).
+/// walks down `events_by_tenant`, merged (?2 is unused; the second walk is
+/// skipped when the tenant is `*` itself, which would list its events twice).
 const TENANT_EVENTS: &str = concat!(
     "SELECT ",
     event_columns!(),
@@ -34,7 +35,7 @@ const TENANT_EVENTS: &str = concat!(
     visible_event!(),
     " UNION ALL SELECT ",
     event_columns!(),
-    " WHERE e.tenant_key = '*' AND ",
+    " WHERE e.tenant_key = '*' AND ?1 <> '*' AND ",
     visible_event!(),
     " ORDER BY 1 DESC LIMIT ?4"
 );
