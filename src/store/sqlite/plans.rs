@@ -88,17 +88,26 @@ fn full_scans(conn: &Connection, sql: &str) -> Vec<String> {
     plan(conn, sql)
         .into_iter()
         .filter(|line| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let scans_ours = words.first() == Some(&"SCAN")
-                && matches!(
-                    words.get(1),
-                    Some(&("tasks" | "runs" | "deliveries" | "events" | "t" | "r" | "d" | "e"))
-                );
-            let partial = words.last().is_some_and(|index| PARTIAL.contains(index))
-                && words.contains(&"INDEX");
-            scans_ours && !partial
+            line.starts_with("SCAN ") && reads_history(line) && !along_partial_index(line)
         })
         .collect()
+}
+
+/// A plan line that reads `tasks`, `runs`, `deliveries` or `events` (or
+/// their usual aliases): the tables that grow with the history.
+fn reads_history(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    matches!(words.first(), Some(&("SEARCH" | "SCAN")))
+        && matches!(
+            words.get(1),
+            Some(&("tasks" | "runs" | "deliveries" | "events" | "t" | "r" | "d" | "e"))
+        )
+}
+
+/// A plan line that reads along one of the `PARTIAL` indexes.
+fn along_partial_index(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.contains(&"INDEX") && words.iter().any(|word| PARTIAL.contains(word))
 }
 
 /// The plan lines that sort for ORDER BY: a read that shows the first N of
@@ -114,21 +123,8 @@ fn sorts(conn: &Connection, sql: &str) -> Vec<String> {
     let bounded = lines
         .iter()
         .filter(|(parent, _)| *parent == 0)
-        .map(|(_, line)| line)
-        .filter(|line| {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            matches!(words.first(), Some(&("SEARCH" | "SCAN")))
-                && matches!(
-                    words.get(1),
-                    Some(&("tasks" | "runs" | "deliveries" | "events" | "t" | "r" | "d" | "e"))
-                )
-        })
-        .all(|line| {
-            line.contains("INDEX")
-                && PARTIAL
-                    .iter()
-                    .any(|index| line.split_whitespace().any(|w| w == *index))
-        });
+        .filter(|(_, line)| reads_history(line))
+        .all(|(_, line)| along_partial_index(line));
     if bounded {
         return Vec::new();
     }
