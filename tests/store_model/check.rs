@@ -164,6 +164,7 @@ struct Observed {
     by_status: Vec<(RunStatus, Vec<String>)>,
     runs: Vec<Option<Run>>,
     due: Vec<DueTask>,
+    due_count: i64,
     pending: Vec<Notice>,
     stats: Stats,
     leases: Vec<(bool, bool)>,
@@ -278,6 +279,7 @@ fn observe(h: &mut Harness) -> anyhow::Result<Observed> {
             by_status,
             runs,
             due: tx.due_tasks(now, None, 100_000)?,
+            due_count: tx.due_count(now, None)?,
             pending: tx.pending_notices(None, 100_000)?,
             stats: tx.stats(now, None)?,
             leases,
@@ -446,6 +448,13 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
     }
     if want_due != got_due {
         return Err(format!("due_tasks = {got_due:?}, model {want_due:?}"));
+    }
+    if seen.due_count != want_due.len() as i64 {
+        return Err(format!(
+            "due_count = {}, the model has {} due tasks",
+            seen.due_count,
+            want_due.len()
+        ));
     }
 
     let mut got_pending: Vec<(String, i64, i64)> = seen

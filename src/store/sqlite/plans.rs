@@ -291,7 +291,18 @@ mod tests {
             })
             .collect();
         assert!(steps.is_empty(), "an idle tick ran steps 1-4: {steps:#?}");
-        let scans: Vec<String> = seen.iter().flat_map(|sql| full_scans(&conn, sql)).collect();
+        // Each plan line with the statement it is of.
+        let scans_of = |statements: &[String]| -> Vec<String> {
+            statements
+                .iter()
+                .flat_map(|sql| {
+                    full_scans(&conn, sql)
+                        .into_iter()
+                        .map(move |s| format!("{s} <- {sql}"))
+                })
+                .collect()
+        };
+        let scans = scans_of(&seen);
         assert!(scans.is_empty(), "full scans: {scans:#?}");
         // The same tick an hour later has work: the read says so.
         let later =
@@ -300,10 +311,7 @@ mod tests {
             later.iter().any(|sql| sql.contains("tasks_due_by_tenant")),
             "a tick with due work did not claim: {later:#?}"
         );
-        let scans: Vec<String> = later
-            .iter()
-            .flat_map(|sql| full_scans(&conn, sql))
-            .collect();
+        let scans = scans_of(&later);
         assert!(scans.is_empty(), "full scans in a claim: {scans:#?}");
     }
 

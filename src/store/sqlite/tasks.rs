@@ -285,11 +285,21 @@ impl TaskTx for SqliteTx<'_> {
     }
 
     fn due_count(&mut self, now: i64, tenant: Option<&str>) -> Result<i64> {
+        // Three walks of the due part of the partial due indexes, each due
+        // task once, rather than a test of every active task.
         self.conn
             .prepare_cached(
-                "SELECT count(*) FROM tasks
-                 WHERE state = 'active' AND (?2 IS NULL OR tenant_key = ?2)
-                   AND (next_run_at <= ?1 OR next_retry_at <= ?1 OR trigger_at <= ?1)",
+                "SELECT count(*) FROM (
+                   SELECT rowid FROM tasks INDEXED BY tasks_due
+                    WHERE state = 'active' AND next_run_at <= ?1 AND (?2 IS NULL OR tenant_key = ?2)
+                   UNION
+                   SELECT rowid FROM tasks INDEXED BY tasks_retry_due
+                    WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= ?1
+                      AND (?2 IS NULL OR tenant_key = ?2)
+                   UNION
+                   SELECT rowid FROM tasks INDEXED BY tasks_trigger_due
+                    WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= ?1
+                      AND (?2 IS NULL OR tenant_key = ?2))",
             )?
             .query_row(params![now, tenant], |row| row.get(0))
             .context("counting due tasks")
