@@ -501,3 +501,71 @@ fn log_merges_every_tenants_events_with_the_tenants_newest_first_once_each() {
     // The limit keeps the newest.
     assert_eq!(log(&["--limit", "1"]).len(), 1);
 }
+
+#[test]
+fn status_counts_each_tenants_tasks_by_state_and_check_catches_a_count_gone_wrong() {
+    let rig = Rig::new();
+    for (name, tenant) in [("a", "t1"), ("b", "t1"), ("c", "t1"), ("d", "t2")] {
+        rig.env.task(&[
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--name",
+            name,
+            "--tenant",
+            tenant,
+        ]);
+    }
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--at",
+        "2026-12-02T08:30:00Z",
+        "--name",
+        "once",
+        "--tenant",
+        "t2",
+    ]);
+    rig.env.json(&["pause", "a", "--tenant", "t1"]);
+    rig.env.json(&["delete", "b", "--tenant", "t1"]);
+    rig.env.json(&["pause", "d", "--tenant", "t2"]);
+    rig.env.json(&["resume", "d", "--tenant", "t2"]);
+    // The one-off task runs and is completed by the tick.
+    rig.env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    let tasks = |scope: &[&str]| {
+        let mut args = vec!["status"];
+        args.extend_from_slice(scope);
+        rig.env.json(&args)["tasks"].clone()
+    };
+    let counts =
+        |active, paused| serde_json::json!({"active": active, "paused": paused, "error": 0});
+    assert_eq!(tasks(&["--tenant", "t1"]), counts(1, 1));
+    assert_eq!(tasks(&["--tenant", "t2"]), counts(1, 0));
+    assert_eq!(tasks(&[]), counts(2, 1));
+    assert_eq!(tasks(&["--tenant", "nobody"]), counts(0, 0));
+    assert_eq!(rig.env.json(&["check"])["ok"], true);
+
+    if crate::support::on_postgres() {
+        return; // PostgreSQL counts the tasks themselves; it keeps no counts.
+    }
+    // Any writer of the tasks table keeps the counts (they are triggers),
+    // and one that went wrong is named by check.
+    rig.env
+        .sql("UPDATE tasks SET state = 'paused' WHERE name = 'c' RETURNING 1");
+    assert_eq!(tasks(&["--tenant", "t1"]), counts(0, 2));
+    assert_eq!(rig.env.json(&["check"])["ok"], true);
+    rig.env.sql(
+        "UPDATE task_counts SET n = n + 2 WHERE state = 'paused' AND tenant_key = 't1' RETURNING 1",
+    );
+    rig.env
+        .sql("INSERT INTO task_counts VALUES ('error', 'ghost', 1) RETURNING 1");
+    let out = rig.env.run(&["check"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stdout.trim(),
+        "violation: tenant t1 has 2 paused tasks but status counts 4\n\
+         violation: tenant ghost has 0 error tasks but status counts 1"
+    );
+}

@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::tasks::{decode_task, TASK_COLUMNS};
 use super::SqliteTx;
+use crate::model::TaskState;
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 
 /// Runs `prune` may remove: settled long enough ago, every notice delivered
@@ -64,10 +65,19 @@ impl MaintenanceTx for SqliteTx<'_> {
                  WHERE status IN ('awaiting_confirmation', 'awaiting_authorization') AND ?1 IS NULL",
             ),
         };
+        // Tasks are not counted but read from the counts the schema's
+        // triggers keep (one row per state and tenant).
+        let tasks_in = |state: TaskState| {
+            let sql = format!(
+                "SELECT coalesce(sum(n), 0) FROM task_counts WHERE state = '{}' AND $TENANT",
+                state.as_str()
+            );
+            count(&scoped(&sql), false)
+        };
         Ok(Stats {
-            tasks_active: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'active' AND $TENANT"), false)?,
-            tasks_paused: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'paused' AND $TENANT"), false)?,
-            tasks_error: count(&scoped("SELECT count(*) FROM tasks WHERE state = 'error' AND $TENANT"), false)?,
+            tasks_active: tasks_in(TaskState::Active)?,
+            tasks_paused: tasks_in(TaskState::Paused)?,
+            tasks_error: tasks_in(TaskState::Error)?,
             // Two walks of the small partial due indexes instead of a scan
             // of every active task.
             due: count(
@@ -274,6 +284,25 @@ impl MaintenanceTx for SqliteTx<'_> {
             "SELECT task_id, retry_run_id FROM tasks WHERE retry_run_id IS NOT NULL AND ?1 = ?1
                AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.retry_run_id)",
             &|r| format!("task {} retries run {}, which does not exist", r[0], r[1]),
+        )?;
+        check(
+            // Both ways round: a state a tenant has tasks in with no count
+            // (or a wrong one), and a count of tasks that are not there.
+            "WITH counted AS (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key)
+             SELECT tenant_key, state, kept, counted FROM (
+               SELECT c.tenant_key, c.state, coalesce(k.n, 0) AS kept, c.n AS counted
+                 FROM counted c LEFT JOIN task_counts k USING (state, tenant_key)
+               UNION ALL
+               SELECT k.tenant_key, k.state, k.n, 0 FROM task_counts k
+                 WHERE NOT EXISTS (SELECT 1 FROM counted c
+                                   WHERE c.state = k.state AND c.tenant_key = k.tenant_key))
+             WHERE kept <> counted AND ?1 = ?1",
+            &|r| {
+                format!(
+                    "tenant {} has {} {} tasks but status counts {}",
+                    r[0], r[3], r[1], r[2]
+                )
+            },
         )?;
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {TASK_COLUMNS} FROM tasks ORDER BY task_id"
