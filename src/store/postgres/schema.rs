@@ -154,6 +154,13 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
         WHERE state = 'undeliverable';
 "#,
+    r#"
+    -- 11: the audit events two readers look for among all of them, as in
+    -- SQLite's migration 10: `metrics` counts the scheduler gaps, and
+    -- `explain` finds a task's last pause or resume.
+    CREATE INDEX events_scheduler_gaps ON events (tenant_key) WHERE action = 'scheduler_gap';
+    CREATE INDEX events_pauses ON events (task_id, event_id) WHERE action IN ('pause', 'resume');
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -258,7 +258,8 @@ const MIGRATIONS: &[&str] = &[
     // 10: `status` reads how many tasks each tenant has in each state
     // instead of counting them: at a million tasks, counting along
     // tasks_by_state took 57 ms, 12x `--version`; `metrics` counted
-    // scheduler gaps by reading every event. Triggers keep the counts,
+    // scheduler gaps by reading every event, `explain` a task's pauses by
+    // reading every event of the task. Triggers keep the counts,
     // so every statement that writes a task (insert, a change of state or
     // tenant, delete) keeps them in its own transaction; `check` compares
     // them with the tasks.
@@ -288,8 +289,11 @@ const MIGRATIONS: &[&str] = &[
     END;
     -- Its only reader was status.
     DROP INDEX tasks_by_state;
-    -- `metrics` counts the scheduler gaps among all events: the few there are.
+    -- Two readers look for a few kinds of event among all of them: `metrics`
+    -- counts the scheduler gaps, `explain` finds a task's last pause or
+    -- resume (it walked every event of a task never paused).
     CREATE INDEX events_scheduler_gaps ON events (tenant_key) WHERE action = 'scheduler_gap';
+    CREATE INDEX events_pauses ON events (task_id, event_id) WHERE action IN ('pause', 'resume');
     "#,
 ];
 
