@@ -9,6 +9,8 @@ mod deliveries;
 mod drafts;
 mod events;
 mod files;
+#[cfg(test)]
+mod growth;
 mod maintenance;
 mod meta;
 mod open;

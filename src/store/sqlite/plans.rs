@@ -8,23 +8,32 @@
 //! Test builds only: `open::connect` calls `watch` on every connection.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::os::raw::{c_int, c_uint, c_void};
 
+use clap::Parser;
 use rusqlite::{ffi, Connection};
+
+use crate::cli::Cli;
 
 thread_local! {
     /// The statements this thread ran while recording; None when not.
     static SEEN: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+    /// The virtual-machine steps each statement text took on this thread,
+    /// over all its runs, while counting; None when not.
+    static STEPS: RefCell<Option<BTreeMap<String, i64>>> = const { RefCell::new(None) };
 }
 
-/// Reports each statement as it starts, to `SEEN` when this thread records.
+/// Reports each statement as it starts (to `SEEN`) and as it ends (its
+/// steps, to `STEPS`), when this thread records.
 pub(super) fn watch(conn: &Connection) {
     // SAFETY: registers a callback on our own open handle; the callback
-    // only reads the statement's text, which SQLite keeps alive meanwhile.
+    // only reads the statement's text and counters, which SQLite keeps
+    // alive meanwhile.
     unsafe {
         ffi::sqlite3_trace_v2(
             conn.handle(),
-            ffi::SQLITE_TRACE_STMT as c_uint,
+            (ffi::SQLITE_TRACE_STMT | ffi::SQLITE_TRACE_PROFILE) as c_uint,
             Some(on_statement),
             std::ptr::null_mut(),
         );
@@ -32,7 +41,7 @@ pub(super) fn watch(conn: &Connection) {
 }
 
 unsafe extern "C" fn on_statement(
-    _: c_uint,
+    event: c_uint,
     _: *mut c_void,
     stmt: *mut c_void,
     _: *mut c_void,
@@ -46,6 +55,17 @@ unsafe extern "C" fn on_statement(
     let sql = std::ffi::CStr::from_ptr(text)
         .to_string_lossy()
         .into_owned();
+    if event == ffi::SQLITE_TRACE_PROFILE as c_uint {
+        // Steps since the last reset of the counter, which this resets: the
+        // run that just ended (a cached statement runs many times).
+        let steps = ffi::sqlite3_stmt_status(stmt.cast(), ffi::SQLITE_STMTSTATUS_VM_STEP, 1);
+        STEPS.with(|counted| {
+            if let Some(counted) = counted.borrow_mut().as_mut() {
+                *counted.entry(sql).or_default() += i64::from(steps);
+            }
+        });
+        return 0;
+    }
     SEEN.with(|seen| {
         if let Some(seen) = seen.borrow_mut().as_mut() {
             if !seen.contains(&sql) {
@@ -61,6 +81,17 @@ fn recorded(f: impl FnOnce()) -> Vec<String> {
     SEEN.with(|seen| *seen.borrow_mut() = Some(Vec::new()));
     f();
     SEEN.with(|seen| seen.borrow_mut().take())
+        .unwrap_or_default()
+}
+
+/// The steps of SQLite's virtual machine that `f` made this thread's
+/// connections take, per statement text: the work a statement did, the
+/// same on any machine and whatever the page cache holds.
+pub(super) fn stepped(f: impl FnOnce()) -> BTreeMap<String, i64> {
+    STEPS.with(|counted| *counted.borrow_mut() = Some(BTreeMap::new()));
+    f();
+    STEPS
+        .with(|counted| counted.borrow_mut().take())
         .unwrap_or_default()
 }
 
@@ -158,70 +189,71 @@ fn plan_with_parents(conn: &Connection, sql: &str) -> Vec<(i64, String)> {
     details
 }
 
+// Commands run in this process, as the binary runs them, so that the
+// recorder above sees their statements.
+
+pub(super) const NOW: &str = "2026-12-02T08:00:00Z";
+
+/// Runs one command line in this process, as the binary would.
+pub(super) fn agentcron(db: &str, args: &[&str]) {
+    agentcron_at(db, NOW, args)
+}
+
+/// `agentcron`, its clock at `now`.
+pub(super) fn agentcron_at(db: &str, now: &str, args: &[&str]) {
+    let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", now];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let code = crate::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
+    assert_eq!(code, 0, "{argv:?}");
+}
+
+/// Two confirmed tasks (one with a finished, notified run; one blocked
+/// by a run in doubt), so that every read follows its longest path.
+pub(super) fn seeded(db: &str) -> Connection {
+    for name in ["a", "b"] {
+        agentcron(
+            db,
+            &[
+                "--json",
+                "draft",
+                "--instruction",
+                "x",
+                "--every",
+                "1h",
+                "--name",
+                name,
+            ],
+        );
+    }
+    let conn = Connection::open(db).unwrap();
+    let drafts: Vec<(String, String)> = conn
+        .prepare("SELECT draft_id, payload_hash FROM drafts")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (id, hash) in &drafts {
+        agentcron(db, &["confirm", id, "--hash", hash]);
+    }
+    conn.execute_batch(
+        "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local, attempt,
+                           due_at, status, payload_hash, created_at, started_at, finished_at)
+         SELECT 'run-' || name, task_id, tenant_key, 1796198400, '2026-12-02T08:00:00', 1,
+                1796198400, CASE name WHEN 'a' THEN 'succeeded' ELSE 'unknown' END,
+                payload_hash, 1796198400, 1796198400, 1796198401
+         FROM tasks;
+         INSERT INTO deliveries (delivery_id, run_id, tenant_key, seq, state, target, message,
+                                 created_at, updated_at)
+         VALUES ('d-a', 'run-a', 'default', 1, 'delivered', 't', 'm', 1796198401, 1796198401);",
+    )
+    .unwrap();
+    conn
+}
+
 mod tests {
     use super::*;
-    use crate::cli::Cli;
-    use clap::Parser;
-
-    const NOW: &str = "2026-12-02T08:00:00Z";
-
-    /// Runs one command line in this process, as the binary would.
-    fn agentcron(db: &str, args: &[&str]) {
-        agentcron_at(db, NOW, args)
-    }
-
-    /// `agentcron`, its clock at `now`.
-    fn agentcron_at(db: &str, now: &str, args: &[&str]) {
-        let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", now];
-        argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-        let code = crate::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
-        assert_eq!(code, 0, "{argv:?}");
-    }
-
-    /// Two confirmed tasks (one with a finished, notified run; one blocked
-    /// by a run in doubt), so that every read follows its longest path.
-    fn seeded(db: &str) -> Connection {
-        for name in ["a", "b"] {
-            agentcron(
-                db,
-                &[
-                    "--json",
-                    "draft",
-                    "--instruction",
-                    "x",
-                    "--every",
-                    "1h",
-                    "--name",
-                    name,
-                ],
-            );
-        }
-        let conn = Connection::open(db).unwrap();
-        let drafts: Vec<(String, String)> = conn
-            .prepare("SELECT draft_id, payload_hash FROM drafts")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        for (id, hash) in &drafts {
-            agentcron(db, &["confirm", id, "--hash", hash]);
-        }
-        conn.execute_batch(
-            "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local, attempt,
-                               due_at, status, payload_hash, created_at, started_at, finished_at)
-             SELECT 'run-' || name, task_id, tenant_key, 1796198400, '2026-12-02T08:00:00', 1,
-                    1796198400, CASE name WHEN 'a' THEN 'succeeded' ELSE 'unknown' END,
-                    payload_hash, 1796198400, 1796198400, 1796198401
-             FROM tasks;
-             INSERT INTO deliveries (delivery_id, run_id, tenant_key, seq, state, target, message,
-                                     created_at, updated_at)
-             VALUES ('d-a', 'run-a', 'default', 1, 'delivered', 't', 'm', 1796198401, 1796198401);",
-        )
-        .unwrap();
-        conn
-    }
 
     #[test]
     fn no_read_command_scans_or_sorts_the_history() {

@@ -1,0 +1,216 @@
+//! No command does more work as the store grows (issue 16). Each command
+//! runs against a store, then against the same store grown tenfold (far-off
+//! tasks, settled runs with their notices, audit events), and the steps of
+//! SQLite's virtual machine its statements take are compared. Steps, unlike
+//! time, are exact, and a seek is one step however deep its index.
+//!
+//! The plan test (`plans.rs`) catches a statement that scans a table; this
+//! catches what a plan does not show: a search whose range is most of a
+//! table (`status` counting every active task by state, a tick after a
+//! scheduler gap testing each active task), a sort of every match before a
+//! LIMIT, or a loop over every task running a cheap statement each.
+//!
+//! It counts the statements of the thread that runs the command, not those
+//! of a tick's executor workers (each about one run, which is a constant).
+
+use std::collections::BTreeMap;
+
+use rusqlite::Connection;
+
+use super::plans::{agentcron, agentcron_at, seeded, stepped};
+
+/// The read commands of the issue at their default output, and both kinds
+/// of tick. `list` is not here: SPEC section 4 has it print every task.
+const COMMANDS: &[&[&str]] = &[
+    &["runs"],
+    &["--json", "runs"],
+    &["runs", "a"],
+    &["show", "a"],
+    &["show", "b"],
+    &["status"],
+    &["status", "--tenant", "default"],
+    &["upcoming"],
+    &["explain", "a"],
+    &["explain", "run-a"],
+    &["log"],
+    &["log", "a"],
+];
+
+/// Inserts `n` copies of each row of `table` that `filter` selects; `set`
+/// gives some columns an expression over the copy's number `k.i` instead of
+/// the original's value.
+fn clone_rows(conn: &Connection, table: &str, filter: &str, n: i64, set: &[(&str, &str)]) {
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .unwrap()
+        .query_map([table], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let values: Vec<String> = columns
+        .iter()
+        .map(|column| {
+            set.iter()
+                .find(|(name, _)| name == column)
+                .map_or(format!("{table}.{column}"), |(_, value)| value.to_string())
+        })
+        .collect();
+    conn.execute(
+        &format!(
+            "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n})
+             INSERT INTO {table} ({}) SELECT {} FROM k, {table} WHERE {filter}",
+            columns.join(", "),
+            values.join(", ")
+        ),
+        [],
+    )
+    .unwrap();
+}
+
+/// Adds `n` of everything that grows with use: active tasks due long after
+/// anything the commands look at, settled runs of task `a` each with its
+/// delivered notice, and copies of `a`'s audit events. `generation` keeps
+/// the ids of successive calls apart.
+fn grow(conn: &Connection, far_task: &str, generation: i64, n: i64) {
+    let id = |prefix: &str| format!("'{prefix}-{generation}-' || k.i");
+    clone_rows(
+        conn,
+        "tasks",
+        &format!("task_id = '{far_task}'"),
+        n,
+        &[("task_id", &id("far"))],
+    );
+    let hours_back = format!("scheduled_for - 3600 * ({} + k.i)", generation * 100_000);
+    clone_rows(
+        conn,
+        "runs",
+        "run_id = 'run-a'",
+        n,
+        &[
+            ("run_id", &id("run-a")),
+            ("scheduled_for", &hours_back),
+            ("due_at", &hours_back),
+        ],
+    );
+    clone_rows(
+        conn,
+        "deliveries",
+        "delivery_id = 'd-a'",
+        n,
+        &[("delivery_id", &id("d-a")), ("run_id", &id("run-a"))],
+    );
+    clone_rows(
+        conn,
+        "events",
+        "task_id = (SELECT task_id FROM tasks WHERE name = 'a')",
+        n,
+        &[("event_id", "NULL")],
+    );
+}
+
+/// Each command's steps (its total, and each statement's), in order.
+type Steps = Vec<(String, i64, BTreeMap<String, i64>)>;
+
+/// Runs every command, then an idle tick a minute after `start` (another
+/// tick at `start`, so that neither follows a scheduler gap) and a claiming
+/// tick at `due` (an hour's occurrence of `a`, after a scheduler gap).
+fn measure(db: &str, start: (&str, &str), due: &str) -> Steps {
+    let mut all: Vec<(String, BTreeMap<String, i64>)> = COMMANDS
+        .iter()
+        .map(|args| (args.join(" "), stepped(|| agentcron(db, args))))
+        .collect();
+    let tick = ["tick", "--executor", "true"];
+    let (before, idle) = start;
+    agentcron_at(db, before, &tick);
+    all.push((
+        "idle tick".into(),
+        stepped(|| agentcron_at(db, idle, &tick)),
+    ));
+    all.push((
+        "claiming tick".into(),
+        stepped(|| agentcron_at(db, due, &tick)),
+    ));
+    all.into_iter()
+        .map(|(command, statements)| (command, statements.values().sum(), statements))
+        .collect()
+}
+
+#[test]
+fn no_command_does_more_work_as_the_store_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("growth.db").display().to_string();
+    let conn = seeded(&db);
+    // One unnamed task far off, the model of the many; its copies share
+    // its payload, which does not name the task.
+    agentcron(
+        &db,
+        &[
+            "draft",
+            "--instruction",
+            "far",
+            "--at",
+            "2027-06-01T00:00:00Z",
+        ],
+    );
+    let (draft, hash): (String, String) = conn
+        .query_row(
+            "SELECT draft_id, payload_hash FROM drafts ORDER BY created_at DESC, rowid DESC",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    agentcron(&db, &["confirm", &draft, "--hash", &hash]);
+    let far: String = conn
+        .query_row("SELECT task_id FROM tasks WHERE name IS NULL", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+
+    // Past every default limit (50 runs, 50 events), so that both stores
+    // show as many rows.
+    grow(&conn, &far, 1, 120);
+    let small = measure(
+        &db,
+        ("2026-12-02T08:00:30Z", "2026-12-02T08:01:30Z"),
+        "2026-12-02T09:00:30Z",
+    );
+    grow(&conn, &far, 2, 1_200);
+    let large = measure(
+        &db,
+        ("2026-12-02T09:30:30Z", "2026-12-02T09:31:30Z"),
+        "2026-12-02T10:00:30Z",
+    );
+
+    let mut grew = Vec::new();
+    for ((command, before, statements_before), (_, after, statements_after)) in
+        small.iter().zip(&large)
+    {
+        assert!(
+            *before > 0,
+            "`{command}` took no step: the counter is broken"
+        );
+        // Tenfold the store: a command whose work grew by a tenth of it did
+        // work per row of the history.
+        if *after > before + before / 10 + 50 {
+            let statements: Vec<String> = statements_after
+                .iter()
+                .filter(|(sql, steps)| {
+                    **steps > statements_before.get(*sql).copied().unwrap_or(0) + 50
+                })
+                .map(|(sql, steps)| {
+                    let was = statements_before.get(sql).copied().unwrap_or(0);
+                    format!("    {was} -> {steps} steps: {sql}")
+                })
+                .collect();
+            grew.push(format!(
+                "`{command}`: {before} -> {after} steps\n{}",
+                statements.join("\n")
+            ));
+        }
+    }
+    assert!(
+        grew.is_empty(),
+        "work that grew with the store:\n{}",
+        grew.join("\n")
+    );
+}
