@@ -119,7 +119,7 @@ fn measure(db: &str, start: (&str, &str), due: &str) -> Steps {
         .iter()
         .map(|args| (args.join(" "), stepped(|| agentcron(db, args))))
         .collect();
-    let tick = ["tick", "--executor", "true"];
+    let tick = ["tick", "--executor", "true", "--notifier", "true"];
     let (before, idle) = start;
     agentcron_at(db, before, &tick);
     all.push((
