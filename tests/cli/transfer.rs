@@ -95,3 +95,28 @@ fn a_malformed_export_imports_nothing() {
         .run_with_stdin(&["--db", target, "import"], b"{\"table\":\"drafts\"}\n")
         .fails(2);
 }
+
+#[test]
+fn a_store_holding_text_that_is_not_utf8_fails_export_and_check_with_an_error_not_a_panic() {
+    if crate::support::on_postgres() {
+        return; // PostgreSQL refuses such text on the way in.
+    }
+    let rig = populated();
+    // What a damaged page can leave: a byte no UTF-8 text holds.
+    rig.env.sql(
+        "UPDATE tasks SET tenant_key = CAST(X'64656661FF6C74' AS TEXT) WHERE name = 'a' RETURNING 1",
+    );
+    let out = rig.env.run(&["export"]);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("agentcron: error: exporting tasks\n")
+            && out.stderr.contains("invalid utf-8"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.code, 1);
+    let out = rig.env.run(&["check"]);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+}

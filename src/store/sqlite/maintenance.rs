@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use rusqlite::params;
+use rusqlite::types::ValueRef;
 
 use super::tasks::{decode_task, TASK_COLUMNS};
 use super::SqliteTx;
@@ -224,11 +225,14 @@ impl MaintenanceTx for SqliteTx<'_> {
             let rows = stmt.query_map(params![now], |row| {
                 (0..width)
                     .map(|i| {
-                        row.get::<_, rusqlite::types::Value>(i).map(|v| match v {
-                            rusqlite::types::Value::Text(t) => t,
-                            rusqlite::types::Value::Integer(n) => n.to_string(),
-                            rusqlite::types::Value::Null => "null".into(),
-                            other => format!("{other:?}"),
+                        // By reference: a damaged store may hold text that is
+                        // not UTF-8, which rusqlite's owned `Value` panics on.
+                        row.get_ref(i).map(|v| match v {
+                            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                            ValueRef::Integer(n) => n.to_string(),
+                            ValueRef::Real(f) => f.to_string(),
+                            ValueRef::Null => "null".into(),
+                            ValueRef::Blob(b) => format!("<{} bytes>", b.len()),
                         })
                     })
                     .collect::<rusqlite::Result<Vec<String>>>()

@@ -1,7 +1,7 @@
 //! SQLite side of export and import.
 
 use anyhow::{Context, Result};
-use rusqlite::types::Value as Sql;
+use rusqlite::types::{Type, Value as Sql, ValueRef};
 use serde_json::{Map, Value};
 
 use super::SqliteTx;
@@ -13,12 +13,24 @@ impl TransferTx for SqliteTx<'_> {
         let rows = stmt.query_map([], |row| {
             let mut object = Map::new();
             for (i, (name, _)) in table.columns.iter().enumerate() {
-                let value = match row.get::<_, Sql>(i)? {
-                    Sql::Null => Value::Null,
-                    Sql::Integer(n) => Value::from(n),
-                    Sql::Real(f) => Value::from(f),
-                    Sql::Text(t) => Value::String(t),
-                    Sql::Blob(b) => Value::String(String::from_utf8_lossy(&b).into_owned()),
+                // By reference: rusqlite's owned `Value` panics on text
+                // that is not UTF-8 (a damaged store); this is an error.
+                let value = match row.get_ref(i)? {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(n) => Value::from(n),
+                    ValueRef::Real(f) => Value::from(f),
+                    ValueRef::Text(t) => Value::String(
+                        std::str::from_utf8(t)
+                            .map_err(|e| {
+                                rusqlite::Error::FromSqlConversionFailure(
+                                    i,
+                                    Type::Text,
+                                    Box::new(e),
+                                )
+                            })?
+                            .to_string(),
+                    ),
+                    ValueRef::Blob(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
                 };
                 object.insert(name.to_string(), value);
             }
