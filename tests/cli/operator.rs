@@ -547,9 +547,6 @@ fn status_counts_each_tenants_tasks_by_state_and_check_catches_a_count_gone_wron
     assert_eq!(tasks(&["--tenant", "nobody"]), counts(0, 0));
     assert_eq!(rig.env.json(&["check"])["ok"], true);
 
-    if crate::support::on_postgres() {
-        return; // PostgreSQL counts the tasks themselves; it keeps no counts.
-    }
     // Any writer of the tasks table keeps the counts (they are triggers),
     // and one that went wrong is named by check.
     rig.env

@@ -191,9 +191,10 @@ impl MaintenanceTx for PgTx<'_, '_> {
             .tx
             .query_one(
                 "SELECT
-                   (SELECT count(*) FROM tasks WHERE state = 'active' AND ($1::text IS NULL OR tenant_key = $1)),
-                   (SELECT count(*) FROM tasks WHERE state = 'paused' AND ($1::text IS NULL OR tenant_key = $1)),
-                   (SELECT count(*) FROM tasks WHERE state = 'error' AND ($1::text IS NULL OR tenant_key = $1)),
+                   -- The tasks are not counted: a trigger keeps their counts.
+                   (SELECT coalesce(sum(n), 0)::bigint FROM task_counts WHERE state = 'active' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT coalesce(sum(n), 0)::bigint FROM task_counts WHERE state = 'paused' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT coalesce(sum(n), 0)::bigint FROM task_counts WHERE state = 'error' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM tasks WHERE state = 'active' AND ($1::text IS NULL OR tenant_key = $1)
                       AND (next_run_at <= $2 OR next_retry_at <= $2)),
                    (SELECT count(*) FROM runs WHERE status = 'running' AND ($1::text IS NULL OR tenant_key = $1)),
@@ -383,6 +384,24 @@ impl MaintenanceTx for PgTx<'_, '_> {
                 "task {} retries run {}, which does not exist",
                 col::<String>(&row, 0)?,
                 col::<String>(&row, 1)?
+            ));
+        }
+        for row in self.tx.query(
+            // Both ways round, as on SQLite.
+            "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
+                    coalesce(k.n, 0)::text, coalesce(c.n, 0)::text
+               FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
+               FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
+              WHERE coalesce(k.n, 0) <> coalesce(c.n, 0)
+              ORDER BY c.n IS NULL, 2, 1",
+            &[],
+        )? {
+            found.push(format!(
+                "tenant {} has {} {} tasks but status counts {}",
+                col::<String>(&row, 0)?,
+                col::<String>(&row, 3)?,
+                col::<String>(&row, 1)?,
+                col::<String>(&row, 2)?
             ));
         }
         let tasks = self

@@ -292,15 +292,12 @@ impl MaintenanceTx for SqliteTx<'_> {
         check(
             // Both ways round: a state a tenant has tasks in with no count
             // (or a wrong one), and a count of tasks that are not there.
-            "WITH counted AS (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key)
-             SELECT tenant_key, state, kept, counted FROM (
-               SELECT c.tenant_key, c.state, coalesce(k.n, 0) AS kept, c.n AS counted
-                 FROM counted c LEFT JOIN task_counts k USING (state, tenant_key)
-               UNION ALL
-               SELECT k.tenant_key, k.state, k.n, 0 FROM task_counts k
-                 WHERE NOT EXISTS (SELECT 1 FROM counted c
-                                   WHERE c.state = k.state AND c.tenant_key = k.tenant_key))
-             WHERE kept <> counted AND ?1 = ?1",
+            "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
+                    coalesce(k.n, 0), coalesce(c.n, 0)
+               FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
+               FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
+              WHERE coalesce(k.n, 0) <> coalesce(c.n, 0) AND ?1 = ?1
+              ORDER BY c.n IS NULL, 2, 1",
             &|r| {
                 format!(
                     "tenant {} has {} {} tasks but status counts {}",
