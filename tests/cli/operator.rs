@@ -552,6 +552,14 @@ fn status_counts_each_tenants_tasks_by_state_and_check_catches_a_count_gone_wron
     rig.env
         .sql("UPDATE tasks SET state = 'paused' WHERE name = 'c' RETURNING 1");
     assert_eq!(tasks(&["--tenant", "t1"]), counts(0, 2));
+    if let Some(schema) = rig.env.pg_schema() {
+        // From a session whose search_path does not hold the store's tables.
+        rig.env.sql(&format!(
+            "SET search_path TO public; UPDATE {schema}.tasks SET state = 'active' WHERE name = 'c';
+             UPDATE {schema}.tasks SET state = 'paused' WHERE name = 'c'"
+        ));
+        assert_eq!(tasks(&["--tenant", "t1"]), counts(0, 2));
+    }
     assert_eq!(rig.env.json(&["check"])["ok"], true);
     rig.env.sql(
         "UPDATE task_counts SET n = n + 2 WHERE state = 'paused' AND tenant_key = 't1' RETURNING 1",

@@ -240,6 +240,11 @@ impl TestEnv {
         self.json(&confirm)
     }
 
+    /// This test's PostgreSQL schema, when it runs on PostgreSQL.
+    pub fn pg_schema(&self) -> Option<&str> {
+        self.pg.as_ref().map(|pg| pg.schema.as_str())
+    }
+
     /// What AGENTCRON_DB is for this test: the file, or the schema's URL.
     pub fn db_arg(&self) -> String {
         match &self.pg {

@@ -173,7 +173,11 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (state, tenant_key));
     INSERT INTO task_counts (state, tenant_key, n)
         SELECT state, tenant_key, count(*) FROM tasks GROUP BY state, tenant_key;
-    CREATE FUNCTION agentcron_count_task() RETURNS trigger LANGUAGE plpgsql AS $$
+    -- Its tables are found where the migration found them, whatever the
+    -- search_path of the session that writes a task (psql writing
+    -- `schema.tasks` from another path, say).
+    CREATE FUNCTION agentcron_count_task() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
     BEGIN
         INSERT INTO task_counts (state, tenant_key, n)
             SELECT state, tenant_key, sum(n) FROM (
