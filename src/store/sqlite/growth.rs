@@ -95,9 +95,9 @@ fn grow(conn: &Connection, far_task: &str, generation: i64, n: i64) {
 /// Each command's steps (its total, and each statement's), in order.
 type Steps = Vec<(String, i64, BTreeMap<String, i64>)>;
 
-/// Runs every read command (`list` aside: it prints every task), then an idle tick a minute after `start` (another
-/// tick at `start`, so that neither follows a scheduler gap) and a claiming
-/// tick at `due` (an hour's occurrence of `a`, after a scheduler gap).
+/// Runs every read command, then an idle tick a minute after `start`
+/// (another tick at `start`, so that neither follows a scheduler gap) and a
+/// claiming tick at `due` (an hour's occurrence of `a`, after a gap).
 fn measure(db: &str, start: (&str, &str), due: &str) -> Steps {
     let mut all: Vec<(String, BTreeMap<String, i64>)> = READS
         .iter()
