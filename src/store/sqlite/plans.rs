@@ -5,6 +5,9 @@
 //! `deliveries` fails the test; so does a walk of a whole index of theirs,
 //! unless the index holds only rows in a rare state (`PARTIAL`).
 //!
+//! The same recorder counts each statement's steps for `growth.rs`, which
+//! also runs the commands below.
+//!
 //! Test builds only: `open::connect` calls `watch` on every connection.
 
 use std::cell::RefCell;
