@@ -257,7 +257,7 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 10: `status` reads how many tasks each tenant has in each state
     // instead of counting them: at a million tasks, counting along
-    // tasks_by_state took 57 ms, 12x `--version`; `metrics` counted
+    // tasks_by_state took 31 ms, 16x `--version`; `metrics` counted
     // scheduler gaps by reading every event, `explain` a task's pauses by
     // reading every event of the task. Triggers keep the counts,
     // so every statement that writes a task (insert, a change of state or
