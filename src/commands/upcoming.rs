@@ -107,10 +107,13 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
 }
 
 /// The first `limit` occurrences up to `end` of the tasks `filter` selects,
-/// in time order (ties by task id). Tasks are read in the order of their
-/// next run (`each_listed_task`), so the read stops at the first task whose
-/// next run is later than the `limit`-th occurrence found so far: however
-/// many tasks there are, it reads those that can still make the list.
+/// in time order; at one time, in the order tasks are listed (the task that
+/// runs next first, then the older, then by id). Tasks are read in that
+/// order (`each_listed_task`), so the read stops at the first task whose
+/// next run is at or after the `limit`-th occurrence found so far: none of
+/// its occurrences, nor any later task's, can come before that one. However
+/// many tasks there are, and however many share 09:00, it reads those that
+/// can still make the list.
 fn earliest_occurrences(
     tx: &mut dyn Tx,
     filter: &TaskFilter<'_>,
@@ -119,10 +122,17 @@ fn earliest_occurrences(
 ) -> Result<Vec<(i64, Rc<Task>)>> {
     let mut rows: Vec<(i64, Rc<Task>)> = Vec::new();
     // Nothing later than this can make the list: `end`, then the
-    // `limit`-th occurrence once that many are held.
-    let mut cutoff = end;
+    // `limit`-th occurrence once that many are held (`full`).
+    let (mut cutoff, mut full) = (end, false);
     let keep_first = |rows: &mut Vec<(i64, Rc<Task>)>| {
-        rows.sort_by(|a, b| (a.0, &a.1.task_id).cmp(&(b.0, &b.1.task_id)));
+        rows.sort_by(|(a_at, a), (b_at, b)| {
+            (a_at, a.next_run_at, a.created_at, &a.task_id).cmp(&(
+                b_at,
+                b.next_run_at,
+                b.created_at,
+                &b.task_id,
+            ))
+        });
         rows.truncate(limit);
     };
     tx.each_listed_task(filter, &mut |_, row| {
@@ -134,7 +144,7 @@ fn earliest_occurrences(
         let Some(first) = task.next_run_at else {
             return Ok(Break(()));
         };
-        if first > cutoff {
+        if first > cutoff || (full && first == cutoff) {
             return Ok(Break(()));
         }
         let task = Rc::new(task);
@@ -151,6 +161,7 @@ fn earliest_occurrences(
         if rows.len() >= 2 * limit {
             keep_first(&mut rows);
             cutoff = cutoff.min(rows[limit - 1].0);
+            full = true;
         }
         Ok(Continue(()))
     })?;

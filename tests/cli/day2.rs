@@ -859,7 +859,8 @@ fn upcoming_is_the_first_occurrences_of_all_tasks_whatever_the_limit() {
     // Interval tasks with prime periods: their occurrences interleave and tie
     // (7 x 11 minutes). `upcoming` stops reading tasks once the rest start
     // too late to make the list; whatever --limit, its rows must be the
-    // first N of every task's occurrences merged by time, then task id.
+    // first N of every task's occurrences merged by time, then in the order
+    // tasks are listed (next run, then creation, then id).
     let env = TestEnv::new();
     let mut tasks = Vec::new();
     for minutes in [7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 120, 600] {
@@ -878,15 +879,17 @@ fn upcoming_is_the_first_occurrences_of_all_tasks_whatever_the_limit() {
     let now = T0 + 1800;
     env.set_now(now);
     let end = now + 2 * HOUR;
-    let mut all: Vec<(i64, String)> = Vec::new();
+    // (time, the task's next run, its id): all were created at T0.
+    let mut all: Vec<(i64, i64, String)> = Vec::new();
     for (id, period) in &tasks {
         let mut at = T0 + period;
         while at <= end {
-            all.push((at, id.clone()));
+            all.push((at, T0 + period, id.clone()));
             at += period;
         }
     }
     all.sort();
+    let all: Vec<(i64, String)> = all.into_iter().map(|(at, _, id)| (at, id)).collect();
     for limit in [1, 2, 5, 13, 40, all.len(), all.len() + 10] {
         let rows = env.json(&["upcoming", "--within", "2h", "--limit", &limit.to_string()]);
         let got: Vec<(i64, String)> = rows
@@ -902,5 +905,50 @@ fn upcoming_is_the_first_occurrences_of_all_tasks_whatever_the_limit() {
             .collect();
         let want: Vec<(i64, String)> = all.iter().take(limit).cloned().collect();
         assert_eq!(got, want, "--limit {limit}");
+    }
+}
+
+#[test]
+fn upcoming_lists_tasks_that_run_at_one_instant_in_the_order_list_shows_them() {
+    // Five tasks at 09:00 (a morning burst) and an hourly one, created a
+    // minute apart: at one instant, the task listed first (next run, then
+    // the older) comes first, and `upcoming` stops reading once the rest
+    // cannot make the list.
+    let env = TestEnv::new();
+    let mut created = Vec::new();
+    let hourly = env.task(&["--instruction", "h", "--every", "1h", "--name", "hourly"]);
+    created.push(hourly["task_id"].as_str().unwrap().to_string());
+    for i in 1..=5 {
+        env.set_now(T0 + 60 * i);
+        let task = env.task(&[
+            "--instruction",
+            "d",
+            "--daily",
+            "09:00",
+            "--tz",
+            "UTC",
+            "--name",
+            &format!("burst-{i}"),
+        ]);
+        created.push(task["task_id"].as_str().unwrap().to_string());
+    }
+    let at_nine: Vec<(i64, String)> = created.iter().map(|id| (0, id.clone())).collect();
+    let later: Vec<(i64, String)> = (1..=3).map(|h| (h * HOUR, created[0].clone())).collect();
+    let all: Vec<(i64, String)> = at_nine.into_iter().chain(later).collect();
+    for limit in 1..=all.len() {
+        let rows = env.json(&["upcoming", "--within", "4h", "--limit", &limit.to_string()]);
+        let got: Vec<(i64, String)> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    // Seconds after 09:00 (T0 is 08:00, now five minutes on).
+                    T0 + 300 + r["left_seconds"].as_i64().unwrap() - (T0 + HOUR),
+                    r["task_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(got, all[..limit].to_vec(), "--limit {limit}");
     }
 }

@@ -50,19 +50,21 @@ fn clone_rows(conn: &Connection, table: &str, filter: &str, n: i64, set: &[(&str
     .unwrap();
 }
 
-/// Adds `n` of everything that grows with use: active tasks due long after
-/// anything the commands look at, settled runs of task `a` each with its
-/// delivered notice, and copies of `a`'s audit events. `generation` keeps
-/// the ids of successive calls apart.
-fn grow(conn: &Connection, far_task: &str, generation: i64, n: i64) {
+/// Adds `n` of everything that grows with use: copies of each template
+/// task (active, due long after anything the commands look at), settled
+/// runs of task `a` each with its delivered notice, and copies of `a`'s
+/// audit events. `generation` keeps the ids of successive calls apart.
+fn grow(conn: &Connection, templates: &[String], generation: i64, n: i64) {
     let id = |prefix: &str| format!("'{prefix}-{generation}-' || k.i");
-    clone_rows(
-        conn,
-        "tasks",
-        &format!("task_id = '{far_task}'"),
-        n,
-        &[("task_id", &id("far"))],
-    );
+    for template in templates {
+        clone_rows(
+            conn,
+            "tasks",
+            &format!("task_id = '{template}'"),
+            n,
+            &[("task_id", &format!("{} || '-' || tenant_key", id("far")))],
+        );
+    }
     let hours_back = format!("scheduled_for - 3600 * ({} + k.i)", generation * 100_000);
     clone_rows(
         conn,
@@ -92,6 +94,39 @@ fn grow(conn: &Connection, far_task: &str, generation: i64, n: i64) {
     );
 }
 
+/// One unnamed task of `tenant`, once on 2027-06-01: the model of the
+/// many. Its copies share its payload, which does not name the task, and
+/// its time: in the tenant `ties` they all run at one instant (as a
+/// thousand tasks at 09:00 do), which `upcoming` must not read through.
+fn far_task(db: &str, conn: &Connection, tenant: &str) -> String {
+    let scoped = |args: &[&str]| {
+        let mut all = vec!["--tenant", tenant];
+        all.extend_from_slice(args);
+        agentcron(db, &all)
+    };
+    scoped(&[
+        "draft",
+        "--instruction",
+        "far",
+        "--at",
+        "2027-06-01T00:00:00Z",
+    ]);
+    let (draft, hash): (String, String) = conn
+        .query_row(
+            "SELECT draft_id, payload_hash FROM drafts ORDER BY created_at DESC, rowid DESC",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    scoped(&["confirm", &draft, "--hash", &hash]);
+    conn.query_row(
+        "SELECT task_id FROM tasks WHERE name IS NULL AND tenant_key = ?1",
+        [tenant],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 /// Each command's steps (its total, and each statement's), in order.
 type Steps = Vec<(String, i64, BTreeMap<String, i64>)>;
 
@@ -99,8 +134,10 @@ type Steps = Vec<(String, i64, BTreeMap<String, i64>)>;
 /// (another tick at `start`, so that neither follows a scheduler gap) and a
 /// claiming tick at `due` (an hour's occurrence of `a`, after a gap).
 fn measure(db: &str, start: (&str, &str), due: &str) -> Steps {
+    let ties: &[&str] = &["--tenant", "ties", "upcoming", "--within", "200d"];
     let mut all: Vec<(String, BTreeMap<String, i64>)> = READS
         .iter()
+        .chain([&ties])
         .map(|args| (args.join(" "), stepped(|| agentcron(db, args))))
         .collect();
     let tick = ["tick", "--executor", "true", "--notifier", "true"];
@@ -124,41 +161,20 @@ fn no_command_does_more_work_as_the_store_grows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("growth.db").display().to_string();
     let conn = seeded(&db);
-    // One unnamed task far off, the model of the many; its copies share
-    // its payload, which does not name the task.
-    agentcron(
-        &db,
-        &[
-            "draft",
-            "--instruction",
-            "far",
-            "--at",
-            "2027-06-01T00:00:00Z",
-        ],
-    );
-    let (draft, hash): (String, String) = conn
-        .query_row(
-            "SELECT draft_id, payload_hash FROM drafts ORDER BY created_at DESC, rowid DESC",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    agentcron(&db, &["confirm", &draft, "--hash", &hash]);
-    let far: String = conn
-        .query_row("SELECT task_id FROM tasks WHERE name IS NULL", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let templates = [
+        far_task(&db, &conn, "default"),
+        far_task(&db, &conn, "ties"),
+    ];
 
     // Past every default limit (50 runs, 50 events), so that both stores
     // show as many rows.
-    grow(&conn, &far, 1, 120);
+    grow(&conn, &templates, 1, 120);
     let small = measure(
         &db,
         ("2026-12-02T08:00:30Z", "2026-12-02T08:01:30Z"),
         "2026-12-02T09:00:30Z",
     );
-    grow(&conn, &far, 2, 1_200);
+    grow(&conn, &templates, 2, 1_200);
     let large = measure(
         &db,
         ("2026-12-02T09:30:30Z", "2026-12-02T09:31:30Z"),
