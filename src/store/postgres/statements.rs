@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use postgres::types::ToSql;
-use postgres::{Error, Portal, Row, Statement, Transaction};
+use postgres::{Error, Row, Statement, Transaction};
 
 /// Texts kept per connection at most. The store's statements are a fixed
 /// set, but a few are assembled at run time (filters); past this many the
@@ -78,14 +78,5 @@ impl<'a, 'b> CachedTx<'a, 'b> {
     pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, Error> {
         let statement = self.statement(sql)?;
         self.tx.execute(&statement, params)
-    }
-
-    pub fn bind(&mut self, sql: &str, params: &Params<'_>) -> Result<Portal, Error> {
-        let statement = self.statement(sql)?;
-        self.tx.bind(&statement, params)
-    }
-
-    pub fn query_portal(&mut self, portal: &Portal, max_rows: i32) -> Result<Vec<Row>, Error> {
-        self.tx.query_portal(portal, max_rows)
     }
 }
