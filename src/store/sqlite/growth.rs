@@ -10,6 +10,10 @@
 //! scheduler gap testing each active task), a sort of every match before a
 //! LIMIT, or a loop over every task running a cheap statement each.
 //!
+//! `list` prints every task, so its work grows with them; it is checked
+//! apart: with the tasks as they are, none of its statements may do more as
+//! their history grows.
+//!
 //! It counts the statements of the thread that runs the command, not those
 //! of a tick's executor workers (each about one run, which is a constant).
 
@@ -51,20 +55,29 @@ fn clone_rows(conn: &Connection, table: &str, filter: &str, n: i64, set: &[(&str
 }
 
 /// Adds `n` of everything that grows with use: copies of each template
-/// task (active, due long after anything the commands look at), settled
-/// runs of task `a` each with its delivered notice, and copies of `a`'s
-/// audit events. `generation` keeps the ids of successive calls apart.
+/// task (active, due long after anything the commands look at), and the
+/// history of `grow_history`. `generation` keeps the ids of successive
+/// calls apart.
 fn grow(conn: &Connection, templates: &[String], generation: i64, n: i64) {
-    let id = |prefix: &str| format!("'{prefix}-{generation}-' || k.i");
     for template in templates {
         clone_rows(
             conn,
             "tasks",
             &format!("task_id = '{template}'"),
             n,
-            &[("task_id", &format!("{} || '-' || tenant_key", id("far")))],
+            &[(
+                "task_id",
+                &format!("'far-{generation}-' || k.i || '-' || tenant_key"),
+            )],
         );
     }
+    grow_history(conn, generation, n);
+}
+
+/// Adds `n` settled runs of task `a`, each with its delivered notice, and
+/// `n` copies of `a`'s own audit events.
+fn grow_history(conn: &Connection, generation: i64, n: i64) {
+    let id = |prefix: &str| format!("'{prefix}-{generation}-' || k.i");
     let hours_back = format!("scheduled_for - 3600 * ({} + k.i)", generation * 100_000);
     clone_rows(
         conn,
@@ -213,4 +226,29 @@ fn no_command_does_more_work_as_the_store_grows() {
         "work that grew with the store:\n{}",
         grew.join("\n")
     );
+
+    // `list` prints every task, so its work grows with the tasks; with the
+    // tasks as they are, none of its statements may do more as their
+    // history grows tenfold again (a task's last run and the run blocking
+    // it are lookups, whatever came before).
+    let lists: &[&[&str]] = &[&["list"], &["--json", "list"]];
+    let list_steps = || -> Vec<BTreeMap<String, i64>> {
+        lists
+            .iter()
+            .map(|args| stepped(|| agentcron(&db, args)))
+            .collect()
+    };
+    let before = list_steps();
+    grow_history(&conn, 3, 12_000);
+    let after = list_steps();
+    for ((args, before), after) in lists.iter().zip(&before).zip(&after) {
+        for (sql, steps) in after {
+            let was = before.get(sql).copied().unwrap_or(0);
+            assert!(
+                *steps <= was + was / 10 + 50,
+                "`{}` did more as the history grew: {was} -> {steps} steps: {sql}",
+                args.join(" ")
+            );
+        }
+    }
 }
