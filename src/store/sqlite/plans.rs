@@ -228,35 +228,33 @@ pub(super) fn agentcron_at(db: &str, now: &str, args: &[&str]) {
     assert_eq!(code, 0, "{argv:?}");
 }
 
+/// Drafts a task of `flags` and confirms it, as its author would, with the
+/// global flags `scope` (a tenant) on both.
+pub(super) fn confirmed(db: &str, scope: &[&str], flags: &[&str]) {
+    let scoped = |args: &[&str]| agentcron(db, &[scope, args].concat());
+    scoped(&[&["draft"][..], flags].concat());
+    let (draft, hash): (String, String) = Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT draft_id, payload_hash FROM drafts ORDER BY created_at DESC, rowid DESC",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    scoped(&["confirm", &draft, "--hash", &hash]);
+}
+
 /// Two confirmed tasks (one with a finished, notified run; one blocked
 /// by a run in doubt), so that every read follows its longest path.
 pub(super) fn seeded(db: &str) -> Connection {
     for name in ["a", "b"] {
-        agentcron(
+        confirmed(
             db,
-            &[
-                "--json",
-                "draft",
-                "--instruction",
-                "x",
-                "--every",
-                "1h",
-                "--name",
-                name,
-            ],
+            &[],
+            &["--instruction", "x", "--every", "1h", "--name", name],
         );
     }
     let conn = Connection::open(db).unwrap();
-    let drafts: Vec<(String, String)> = conn
-        .prepare("SELECT draft_id, payload_hash FROM drafts")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    for (id, hash) in &drafts {
-        agentcron(db, &["confirm", id, "--hash", hash]);
-    }
     conn.execute_batch(
         "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local, attempt,
                            due_at, status, payload_hash, created_at, started_at, finished_at)
