@@ -11,7 +11,7 @@ use crate::context::Ctx;
 /// One run per occurrence attempt, no stale running run, settled runs finished once,
 /// reconciled runs settled, at most one notice being sent per run, retries that point
 /// at real runs, every task readable and matching the payload it was confirmed with,
-/// the task counts status reads (SQLite), and SQLite's own integrity check.
+/// the task counts status reads, and SQLite's own integrity check.
 #[derive(Debug, Args)]
 pub struct CheckArgs {}
 
