@@ -18,6 +18,7 @@ pub mod explain;
 pub mod fuzzing;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+pub mod interrupt;
 pub mod lifecycle;
 pub mod model;
 pub mod output;

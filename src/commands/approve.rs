@@ -218,6 +218,10 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     };
     let token = uuid::Uuid::new_v4().to_string();
     let lease_until = now + executor.lease.as_secs().max(1) as i64;
+    // From the claim on, Ctrl-C must not leave the executor running under a
+    // live lease: the signal is noted and the run settled unknown.
+    crate::interrupt::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
     let (task, run) = ctx.store()?.write(|tx| {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         runnable(&task, &run)?;
@@ -257,6 +261,14 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
                 ))?;
             }
         }
+    }
+    if let Some(signal) = crate::interrupt::received() {
+        ctx.out.warn(&format!(
+            "interrupted by {}: the executor was stopped and the run is unknown; \
+             settle it with `agentcron reconcile` once you know what it did",
+            crate::interrupt::name(signal)
+        ));
+        return Ok(crate::interrupt::exit_code(signal));
     }
     Ok(if failed_to_start { 1 } else { 0 })
 }

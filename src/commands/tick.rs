@@ -21,7 +21,14 @@ use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
 /// Meant to be run by system cron every minute (see `agentcron crontab`). Prints
 /// nothing when nothing happened. Several ticks may run at once: each occurrence is
 /// claimed by exactly one of them. Exits 0 when it did its job, whatever the runs'
-/// outcomes; 1 when an executor or notifier could not be started.
+/// outcomes, also when the database was busy after it had changed something (the
+/// warning says what it did; a later tick does the rest); 1 when an executor or
+/// notifier could not be started, or the database failed otherwise; 2 when runs are
+/// due and no executor is
+/// configured (nothing is claimed); 75 when the database was busy before the tick
+/// changed anything. SIGTERM, SIGINT or SIGHUP: the tick stops claiming, kills its
+/// executors and notifiers, settles their runs `unknown` ("tick interrupted") and
+/// exits 128 + the signal.
 #[derive(Debug, Args)]
 pub struct TickArgs {
     /// The executor command, split by shell word rules (no shell is run)
@@ -148,6 +155,10 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         dry_run: args.dry_run,
     };
     let clock = ctx.clock;
+    if !options.dry_run {
+        crate::interrupt::catch_stop_signals()
+            .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    }
     let store = ctx.shared_store().busy_during("opening the database")?;
     let out = &ctx.out;
     let json = out.json;
@@ -165,7 +176,51 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     if options.dry_run && !json && reported == 0 {
         out.line("Nothing to do: no run is due, no lease or notice has expired.")?;
     }
-    Ok(if summary.start_failures > 0 { 1 } else { 0 })
+    let did = format!(
+        "this tick started {} run(s) and decided {} without running them",
+        summary.started, summary.decided
+    );
+    let code = if summary.start_failures > 0 { 1 } else { 0 };
+    // A busy database is only a warning once the tick has done something:
+    // the next tick carries on. Another failure is the tick's error (the
+    // narrative above said what it did); any further ones are warnings.
+    let mut failure = None;
+    for problem in summary.problems {
+        let busy = crate::error::classify(&problem).0 == crate::error::ErrorKind::Busy;
+        if busy || failure.is_some() || summary.interrupted.is_some() {
+            out.warn(&format!("{}; {did}", problem_line(&problem)));
+        } else {
+            failure = Some(problem);
+        }
+    }
+    if let Some(signal) = summary.interrupted {
+        out.warn(&format!(
+            "interrupted by {}: {did}; runs still running were stopped and are unknown \
+             (`agentcron reconcile` lists them), their notices wait for the next tick",
+            crate::interrupt::name(signal)
+        ));
+        return Ok(crate::interrupt::exit_code(signal));
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}
+
+/// One line for a write that failed after the tick had done some work.
+fn problem_line(problem: &anyhow::Error) -> String {
+    use crate::error::{classify, ErrorKind, Step};
+    let busy = classify(problem).0 == ErrorKind::Busy;
+    let text = match problem.downcast_ref::<Step>() {
+        // The step is all the error says: say it the way a busy error is said.
+        Some(step) if busy && problem.to_string() == step.0 => format!(
+            "the database was busy while {step} (another agentcron held it past busy_timeout); \
+             that step changed nothing and a later tick does it"
+        ),
+        _ if busy => format!("{problem} (the database was busy past busy_timeout)"),
+        _ => problem.to_string(),
+    };
+    escape(&text)
 }
 
 fn report(

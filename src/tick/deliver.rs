@@ -7,6 +7,10 @@
 //! worker that recorded an outcome sends its notice when a lane is free
 //! (tick/execute.rs), and one pending lane here sends the rest one at a
 //! time, each at most once per tick.
+//!
+//! A stop signal (`crate::interrupt`) kills a running notifier's group at
+//! its next heartbeat (its notice is `unknown`: it may have been sent) and
+//! starts no other.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,9 +155,11 @@ pub fn deliver_claimed(
         kill_grace: notifier.kill_grace,
         output_cap: 64 * 1024,
     };
-    let (state, error) = match process::run_child(&spec, Duration::from_secs(3600), &mut || {
-        Heartbeat::Continue
-    }) {
+    let heartbeat = &mut || match crate::interrupt::received() {
+        Some(_) => Heartbeat::Abort,
+        None => Heartbeat::Continue,
+    };
+    let (state, error) = match process::run_child(&spec, Duration::from_millis(100), heartbeat) {
         Ok(out) => match out.exit {
             ChildExit::Exited(0) => (DeliveryState::Delivered, None),
             ChildExit::Exited(EX_TEMPFAIL) => (
@@ -172,7 +178,10 @@ pub fn deliver_claimed(
                 DeliveryState::Unknown,
                 Some("notifier timed out".to_string()),
             ),
-            ChildExit::Aborted => (DeliveryState::Unknown, Some("notifier aborted".to_string())),
+            ChildExit::Aborted => (
+                DeliveryState::Unknown,
+                Some("notifier killed: the tick was interrupted".to_string()),
+            ),
         },
         Err(process::SpawnError::Lost(e)) => (DeliveryState::Unknown, Some(e)),
         // It never started, so nothing was sent: safe to try again later.
@@ -295,7 +304,8 @@ fn drain(
             done_since = Some(Instant::now());
         }
         let out_of_time = done_since.is_some_and(|t| t.elapsed() > DELIVERY_TAIL);
-        if attempted.len() >= MAX_DELIVERIES || out_of_time {
+        let interrupted = crate::interrupt::received().is_some();
+        if attempted.len() >= MAX_DELIVERIES || out_of_time || interrupted {
             return Ok(());
         }
         let now = clock.now();
@@ -312,6 +322,9 @@ fn drain(
             continue;
         }
         for notice in notices {
+            if crate::interrupt::received().is_some() {
+                return Ok(());
+            }
             // At most one attempt per notice per tick.
             attempted.insert(notice.delivery_id.clone());
             let Some(delivery) = deliver_pending(store, notifier, &notice, &clock)? else {

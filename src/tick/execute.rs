@@ -10,6 +10,13 @@
 //! the run's notice itself, but only while one of the tick's delivery lanes
 //! is free: a hung notifier never holds an executor slot, and at most
 //! `jobs` notifiers run at once from here.
+//!
+//! Every message about a run names it: the main loop counts each executor
+//! it started as finished exactly once, by run id, whatever else a worker
+//! reports (a notice whose result could not be recorded is not a second
+//! finish). A stop signal (`crate::interrupt`) aborts the executors at
+//! their next heartbeat; their runs are recorded `unknown` ("tick
+//! interrupted") and their notices left pending.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,10 +81,21 @@ pub enum Finished {
 /// What the tick's threads tell its main loop.
 #[derive(Debug)]
 pub enum Message {
-    /// An executor slot is free again (the run's outcome, or why not).
-    Finished(Result<Box<Finished>>),
+    /// The executor slot of `run_id` is free again (the run's outcome, or
+    /// why it was not recorded). Sent exactly once per dispatched run.
+    Finished {
+        run_id: String,
+        result: Result<Box<Finished>>,
+    },
     /// A notice went out (or did not).
     Delivered(Box<Delivery>),
+    /// A worker ran the notifier for the notice of `run_id` but could not
+    /// record the result: the notice stays claimed, and a later tick
+    /// freezes it as `unknown` past its deadline (never sent again).
+    NoticeNotRecorded {
+        run_id: String,
+        error: anyhow::Error,
+    },
     /// The pending-notice lane has stopped.
     LaneDone(Result<()>),
 }
@@ -96,7 +114,12 @@ impl Finished {
 enum Failure {
     NotStarted(String),
     Lost(String),
+    /// A stop signal: the executor was killed (or never spawned).
+    Interrupted,
 }
+
+/// The reason recorded on a run whose tick was told to stop.
+pub const INTERRUPTED: &str = "tick interrupted";
 
 pub struct Slot {
     token: String,
@@ -235,9 +258,10 @@ impl Workers {
                 if let Ok(mut l) = shared.leases.lock() {
                     l.remove(&job.run.run_id);
                 }
-                let _ = shared
-                    .messages
-                    .send(Message::Finished(finished.map(Box::new)));
+                let _ = shared.messages.send(Message::Finished {
+                    run_id: job.run.run_id.clone(),
+                    result: finished.map(Box::new),
+                });
                 if let (Some((notice, token)), Some(notifier)) = (to_deliver, &shared.notifier) {
                     let delivery = deliver::deliver_claimed(
                         store.as_mut(),
@@ -252,8 +276,10 @@ impl Workers {
                             let _ = shared.messages.send(Message::Delivered(Box::new(d)));
                         }
                         Err(e) => {
-                            let e = e.busy_during("delivering a notice");
-                            let _ = shared.messages.send(Message::Finished(Err(e)));
+                            let _ = shared.messages.send(Message::NoticeNotRecorded {
+                                run_id: job.run.run_id.clone(),
+                                error: e.busy_during("recording a notice's delivery"),
+                            });
                         }
                     }
                 }
@@ -287,20 +313,25 @@ pub fn run_jobs(
     let keeper: &mut dyn Store = &mut shared.clone();
     let (sender, messages) = mpsc::channel();
     let mut workers = Workers::new(shared, executor, notifier, clock, sender);
-    let mut waiting = jobs.len();
     let mut pending = jobs.into_iter();
     let slots = executor.jobs.max(1);
+    // The runs dispatched and not yet finished, by id: each is counted out
+    // once, whatever else its worker reports.
+    let mut in_flight = std::collections::HashSet::new();
     for job in pending.by_ref().take(slots) {
+        in_flight.insert(job.run.run_id.clone());
         workers.dispatch(job);
     }
     let mut renewals = Renewals::new(executor.lease);
     let mut done = Vec::new();
     let mut first_error = None;
-    while waiting > 0 {
+    while !in_flight.is_empty() {
         match messages.recv_timeout(renewals.wait()) {
-            Ok(Message::Finished(finished)) => {
-                waiting -= 1;
-                match finished {
+            Ok(Message::Finished { run_id, result }) => {
+                if !in_flight.remove(&run_id) {
+                    continue;
+                }
+                match result {
                     Ok(f) => {
                         on_finish(&f);
                         done.push(*f);
@@ -309,8 +340,12 @@ pub fn run_jobs(
                         first_error.get_or_insert(e);
                     }
                 }
-                if let Some(job) = pending.next() {
-                    workers.dispatch(job);
+                // A stop signal: what was not started stays parked.
+                if crate::interrupt::received().is_none() {
+                    if let Some(job) = pending.next() {
+                        in_flight.insert(job.run.run_id.clone());
+                        workers.dispatch(job);
+                    }
                 }
             }
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -428,6 +463,11 @@ fn run_one(
             Outcome::settled(RunStatus::Unknown, None, Some(e.clone())),
             None,
         ),
+        // Killed mid-run because this tick must stop: uncertain too.
+        Err(Failure::Interrupted) => (
+            Outcome::settled(RunStatus::Unknown, None, Some(INTERRUPTED.into())),
+            None,
+        ),
         Err(Failure::NotStarted(e)) => (
             Outcome::settled(
                 RunStatus::Failed,
@@ -441,10 +481,12 @@ fn run_one(
         return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
     }
     // The notice rides in the outcome's transaction when this worker can
-    // send it right after (one durable commit fewer per run).
+    // send it right after (one durable commit fewer per run); a tick told
+    // to stop sends nothing more and leaves it pending.
     let lane = shared
         .notifier
         .as_ref()
+        .filter(|_| crate::interrupt::received().is_none())
         .filter(|_| shared.lanes.try_reserve());
     let token = lane.map(|_| uuid::Uuid::new_v4().to_string());
     let claim = match (&token, lane) {
@@ -551,31 +593,42 @@ fn execute(
         output_cap: executor.output_cap,
     };
     let run_id = job.run.run_id.clone();
+    // Claimed, but the tick was told to stop before the spawn.
+    if crate::interrupt::received().is_some() {
+        return Err(Failure::Interrupted);
+    }
+    let mut interrupted = false;
     let mut heartbeat = || {
         // The first heartbeat comes once the child is running.
         #[cfg(feature = "test-hooks")]
         crate::hooks::at("after_spawn");
         if lease_lost(&shared.leases, &run_id) {
             Heartbeat::Abort
+        } else if crate::interrupt::received().is_some() {
+            interrupted = true;
+            Heartbeat::Abort
         } else {
             Heartbeat::Continue
         }
     };
-    process::run_child(&spec, Duration::from_millis(100), &mut heartbeat)
-        .map(|out| {
-            let mut result = executor_result::interpret(&out);
-            if matches!(out.exit, process::ChildExit::TimedOut) {
-                result.reason = Some(format!(
-                    "timed out after {} s; process group killed",
-                    executor.timeout.as_secs()
-                ));
-            }
-            (result, executor_result::stderr_tail(&out))
-        })
-        .map_err(|e| match e {
-            process::SpawnError::Lost(message) => Failure::Lost(message),
-            other => Failure::NotStarted(other.to_string()),
-        })
+    let ran = process::run_child(&spec, Duration::from_millis(100), &mut heartbeat);
+    if interrupted {
+        return Err(Failure::Interrupted);
+    }
+    ran.map(|out| {
+        let mut result = executor_result::interpret(&out);
+        if matches!(out.exit, process::ChildExit::TimedOut) {
+            result.reason = Some(format!(
+                "timed out after {} s; process group killed",
+                executor.timeout.as_secs()
+            ));
+        }
+        (result, executor_result::stderr_tail(&out))
+    })
+    .map_err(|e| match e {
+        process::SpawnError::Lost(message) => Failure::Lost(message),
+        other => Failure::NotStarted(other.to_string()),
+    })
 }
 
 fn is_busy(err: &anyhow::Error) -> bool {

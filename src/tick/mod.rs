@@ -13,6 +13,13 @@
 //! Claim (transaction) → execute (no transaction held) → finish
 //! (transaction) → deliver. A tick that dies leaves its runs to step 1 of a
 //! later tick; nothing is ever replayed.
+//!
+//! A tick never hangs: the main loop counts every executor it started out
+//! exactly once, by run id, and ends when none is in flight and no notice
+//! lane runs. A write that fails once the tick has changed something is
+//! reported with what the tick did (`TickSummary::problems`), not as
+//! "nothing changed". A stop signal ends claiming; the workers kill their
+//! children and settle the runs `unknown` ("tick interrupted").
 
 pub mod claim;
 pub mod deliver;
@@ -20,6 +27,7 @@ pub mod execute;
 pub mod queue;
 pub mod settle;
 
+use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +35,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::context::Clock;
-use crate::error::BusyStep;
+use crate::error::{BusyStep, CmdError};
 use crate::model::{DeliveryState, Event, RunStatus};
 use crate::store::{shared::SharedStore, Agenda, Store};
 
@@ -121,6 +129,16 @@ pub enum TickEvent {
 pub struct TickSummary {
     /// An executor or notifier could not be started.
     pub start_failures: usize,
+    /// Runs this tick started (their executors were spawned or tried).
+    pub started: usize,
+    /// Runs this tick decided without starting (missed, skipped, quarantine).
+    pub decided: usize,
+    /// Writes that failed after the tick had changed something: each left
+    /// its part for a later tick (a claim not made, a notice result not
+    /// recorded), and none undoes what the tick did.
+    pub problems: Vec<anyhow::Error>,
+    /// The stop signal that ended the tick early.
+    pub interrupted: Option<i32>,
 }
 
 const ACTOR: &str = "agentcron:tick";
@@ -140,14 +158,27 @@ pub fn run(
     // Most ticks find nothing to do: one read says so, and they take no
     // write transaction for steps 1-4.
     let agenda = agenda(store, options, clock.now()).busy_during("looking for due work")?;
+    if agenda.claims && options.executor.argv.is_none() {
+        // Claiming would only burn the runs as failed for a missing flag.
+        return Err(CmdError::usage(
+            "runs are due but no executor is configured; nothing was claimed",
+        )
+        .with_hint("pass --executor CMD or set AGENTCRON_EXECUTOR (`agentcron crontab` prints the line cron needs)")
+        .into());
+    }
     // An idle tick's work is done by now: its duration goes with its
     // record, one small write (no fsync) instead of two.
     let idle = (!agenda.expiries && !agenda.claims).then(|| started.elapsed());
     let recorded =
         record_tick(store, options, clock.now(), idle, report).busy_during("recording the tick")?;
-    let notices_waiting = recorded.notices_waiting;
+    let mut notices_waiting = recorded.notices_waiting;
+    // Runs frozen or failed here have notices: they go out in this tick.
+    let mut changed = false;
     if agenda.expiries {
-        expire(store, options, clock, report).busy_during("expiring leases and notices")?;
+        let expired =
+            expire(store, options, clock, report).busy_during("expiring leases and notices")?;
+        notices_waiting |= expired.notices_added;
+        changed = expired.changed;
     }
 
     // From here on, nothing may stop this tick from executing what it
@@ -174,25 +205,25 @@ pub fn run(
         options,
         clock,
         round_robin: queue::RoundRobin::default(),
-        in_flight: 0,
+        in_flight: HashSet::new(),
         started: 0,
         decisions: 0,
         // Nothing was due a moment ago: the first claim would find nothing.
         nothing_due: !agenda.claims,
         at_limit: false,
         last_mark: None,
-        deferred: None,
+        problems: Vec::new(),
     };
     let mut renewals = execute::Renewals::new(options.executor.lease);
     loop {
         let decided_before = scheduler.decisions;
         if let Err(e) = scheduler.claim(store, &mut workers, report) {
-            if scheduler.in_flight == 0 && scheduler.started == 0 && scheduler.decisions == 0 {
+            if !changed && scheduler.started == 0 && scheduler.decisions == 0 {
                 lane.join();
                 workers.join();
                 return Err(e);
             }
-            scheduler.deferred.get_or_insert(e);
+            scheduler.problems.push(e);
             scheduler.nothing_due = true;
         }
         // Missed and skipped runs have notices: they go out in this tick.
@@ -200,7 +231,7 @@ pub fn run(
             lane.start(shared, options, clock);
         }
         scheduler.mark_if_out_of_capacity(store, report);
-        if scheduler.in_flight == 0 && scheduler.finished_claiming() {
+        if scheduler.in_flight.is_empty() && scheduler.finished_claiming() {
             if !lane.running {
                 break;
             }
@@ -208,12 +239,16 @@ pub fn run(
         }
         let wait = renewals.wait().min(RECHECK);
         match messages.recv_timeout(wait) {
-            Ok(execute::Message::Finished(finished)) => {
-                scheduler.in_flight -= 1;
+            Ok(execute::Message::Finished { run_id, result }) => {
+                // Each executor is counted out once, whatever else its
+                // worker reports.
+                if !scheduler.in_flight.remove(&run_id) {
+                    continue;
+                }
                 // A free slot: what became due meanwhile may be claimed.
                 scheduler.nothing_due = false;
                 scheduler.at_limit = false;
-                match finished {
+                match result {
                     Ok(f) => {
                         if matches!(*f, execute::Finished::NotStarted { .. }) {
                             summary.start_failures += 1;
@@ -225,24 +260,25 @@ pub fn run(
                         }
                         scheduler.tell(report, &TickEvent::Finished(f));
                     }
-                    Err(e) => {
-                        scheduler.deferred.get_or_insert(e);
-                    }
+                    Err(e) => scheduler.problems.push(e),
                 }
             }
             Ok(execute::Message::Delivered(delivery)) => {
                 scheduler.delivered(*delivery, &mut summary, report);
             }
+            Ok(execute::Message::NoticeNotRecorded { run_id, error }) => {
+                scheduler.problems.push(notice_not_recorded(&run_id, error));
+            }
             Ok(execute::Message::LaneDone(result)) => {
                 lane.running = false;
                 if let Err(e) = result {
-                    scheduler.deferred.get_or_insert(e);
+                    scheduler.problems.push(e);
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // Time passes: occurrences may have come due, the limit
                 // may have room again.
-                if scheduler.in_flight > 0 || lane.running {
+                if !scheduler.in_flight.is_empty() || lane.running {
                     scheduler.nothing_due = false;
                     scheduler.at_limit = false;
                 }
@@ -260,17 +296,30 @@ pub fn run(
             execute::Message::Delivered(delivery) => {
                 scheduler.delivered(*delivery, &mut summary, report);
             }
-            execute::Message::Finished(Err(e)) | execute::Message::LaneDone(Err(e)) => {
-                scheduler.deferred.get_or_insert(e);
+            execute::Message::NoticeNotRecorded { run_id, error } => {
+                scheduler.problems.push(notice_not_recorded(&run_id, error));
             }
+            execute::Message::Finished { result: Err(e), .. }
+            | execute::Message::LaneDone(Err(e)) => scheduler.problems.push(e),
             _ => {}
         }
     }
-    if let Some(e) = scheduler.deferred {
-        return Err(e);
+    summary.started = scheduler.started;
+    summary.decided = scheduler.decisions;
+    summary.interrupted = crate::interrupt::received();
+    summary.problems = scheduler.problems;
+    let changed = changed || summary.started > 0 || summary.decided > 0;
+    if !changed {
+        // Nothing was claimed or expired: the first failure is the tick's.
+        if let Some(e) = summary.problems.drain(..).next() {
+            return Err(e);
+        }
     }
-    announce_undelivered(store, options, report)
-        .busy_during("announcing notices that wait for a notifier")?;
+    if let Err(e) = announce_undelivered(store, options, report)
+        .busy_during("announcing notices that wait for a notifier")
+    {
+        summary.problems.push(e);
+    }
     // For `metrics`. Only a number for monitoring: a failure to store it
     // must not turn a tick that did its work into a failed one.
     if !recorded.duration {
@@ -324,8 +373,9 @@ struct Scheduler<'a> {
     options: &'a TickOptions,
     clock: Clock,
     round_robin: queue::RoundRobin,
-    /// Executors of this tick running now.
-    in_flight: usize,
+    /// The runs whose executors this tick started and that have not
+    /// finished, by run id.
+    in_flight: HashSet<String>,
     /// Runs this tick started (at most `--max-runs`).
     started: usize,
     /// Decisions that started nothing (missed, skipped).
@@ -335,7 +385,8 @@ struct Scheduler<'a> {
     /// The last claim found `--max-running` runs running.
     at_limit: bool,
     last_mark: Option<Instant>,
-    deferred: Option<anyhow::Error>,
+    /// Failures after the tick began its work, reported at its end.
+    problems: Vec<anyhow::Error>,
 }
 
 impl Scheduler<'_> {
@@ -345,13 +396,17 @@ impl Scheduler<'_> {
             .executor
             .jobs
             .max(1)
-            .saturating_sub(self.in_flight);
+            .saturating_sub(self.in_flight.len());
         slots.min(self.options.max_runs.saturating_sub(self.started))
     }
 
     /// Whether this tick will claim nothing more.
     fn finished_claiming(&self) -> bool {
-        self.nothing_due
+        crate::interrupt::received().is_some()
+            // Nothing is claimed for a tick that could not run it (the
+            // agenda refused it; this keeps what came due since unclaimed).
+            || self.options.executor.argv.is_none()
+            || self.nothing_due
             || self.at_limit
             || self.started >= self.options.max_runs
             || self.decisions >= MAX_DECISIONS
@@ -359,7 +414,7 @@ impl Scheduler<'_> {
 
     fn tell(&mut self, report: &mut dyn FnMut(&TickEvent) -> Result<()>, event: &TickEvent) {
         if let Err(e) = report(event) {
-            self.deferred.get_or_insert(e);
+            self.problems.push(e);
         }
     }
 
@@ -410,7 +465,7 @@ impl Scheduler<'_> {
                         continuation,
                     } => {
                         self.started += 1;
-                        self.in_flight += 1;
+                        self.in_flight.insert(run.run_id.clone());
                         self.tell(
                             report,
                             &TickEvent::Continued {
@@ -429,7 +484,7 @@ impl Scheduler<'_> {
                         for run in plan.runs {
                             if run.status == RunStatus::Running {
                                 self.started += 1;
-                                self.in_flight += 1;
+                                self.in_flight.insert(run.run_id.clone());
                                 workers.dispatch(execute::Job {
                                     task: (*task).clone(),
                                     token: run.lease_token.clone().unwrap_or_default(),
@@ -496,11 +551,18 @@ impl Scheduler<'_> {
             Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
             // Not fatal: a later pass (or tick) marks them while within grace.
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
-            Err(e) => {
-                self.deferred.get_or_insert(e);
-            }
+            Err(e) => self.problems.push(e),
         }
     }
+}
+
+/// A notice whose notifier ran but whose result could not be stored.
+fn notice_not_recorded(run_id: &str, error: anyhow::Error) -> anyhow::Error {
+    error.context(format!(
+        "the notice of run {} was handed to the notifier, but the result could not be recorded; \
+         a later tick freezes it as unknown at its deadline (it is never sent again)",
+        crate::model::short_id(run_id)
+    ))
 }
 
 /// Whether steps 1-3 and step 4 have anything to do at `now`.
@@ -509,13 +571,21 @@ fn agenda(store: &mut dyn Store, options: &TickOptions, now: i64) -> Result<Agen
     store.read(|tx| tx.agenda(now, give_up_before, options.tenant.as_deref()))
 }
 
+/// What steps 1–3 changed.
+struct Expired {
+    /// Runs were settled: their notices wait to be sent.
+    notices_added: bool,
+    /// Anything at all was written.
+    changed: bool,
+}
+
 /// Steps 1–3: what expired since the last tick.
 fn expire(
     store: &mut dyn Store,
     options: &TickOptions,
     clock: Clock,
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
-) -> Result<()> {
+) -> Result<Expired> {
     let tenant = options.tenant.as_deref();
     // 1. Expired leases: the outcome is uncertain, so the run is frozen.
     let now = clock.now();
@@ -535,6 +605,8 @@ fn expire(
         }
         Ok(out)
     })?;
+    let mut notices_added = !expired.is_empty();
+    let mut changed = notices_added;
     for (run, task) in expired {
         report(&TickEvent::LeaseExpired {
             run,
@@ -567,6 +639,7 @@ fn expire(
         }
         Ok((expired, abandoned))
     })?;
+    changed |= !expired.is_empty() || !abandoned.is_empty();
     for notice in expired {
         report(&TickEvent::NoticeExpired { notice })?;
     }
@@ -589,10 +662,15 @@ fn expire(
         }
         Ok(runs)
     })?;
+    notices_added |= !parked.is_empty();
+    changed |= !parked.is_empty();
     for run in parked {
         report(&TickEvent::ContinuationExpired { run })?;
     }
-    Ok(())
+    Ok(Expired {
+        notices_added,
+        changed,
+    })
 }
 
 fn delivery_event(now: i64, n: &crate::model::Notice, detail: serde_json::Value) -> Event {

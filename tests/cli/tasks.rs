@@ -230,7 +230,8 @@ fn resuming_a_once_task_whose_run_already_happened_completes_without_a_second_ru
     let env = TestEnv::new();
     env.task(&["--instruction", "x", "--in", "1h", "--name", "o"]);
     env.advance(3600);
-    // No executor: the run fails and a retry is pending, so the task stays active.
+    // An executor that fails: a retry is pending, so the task stays active.
+    env.set_env("AGENTCRON_EXECUTOR", "false");
     env.run(&["tick"]);
     assert_eq!(env.json(&["show", "o"])["state"], "active");
     env.json(&["pause", "o"]);

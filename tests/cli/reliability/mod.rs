@@ -12,6 +12,7 @@ mod claim_storm;
 mod clock_faults;
 mod confirmed;
 mod corruption;
+mod edges_tick;
 mod fencing_revival;
 mod host_clocks;
 mod kills;
