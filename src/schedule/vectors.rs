@@ -1,5 +1,5 @@
-//! Every reference case in `../shared/vectors/next_occurrence.json`,
-//! computed independently of this code (Python zoneinfo, IANA 2025b).
+//! Every reference case in `tests/vectors/next_occurrence.json` (vendored;
+//! its README says how it was computed: Python zoneinfo, IANA 2025b).
 
 use serde_json::Value;
 
@@ -7,7 +7,7 @@ use super::{next_after, parse_instant, Schedule};
 
 const VECTORS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/vectors/next_occurrence.json"
+    "/tests/vectors/next_occurrence.json"
 );
 
 #[test]
