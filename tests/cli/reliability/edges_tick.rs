@@ -134,7 +134,12 @@ fn a_notice_result_that_cannot_be_recorded_neither_hangs_the_tick_nor_stops_rene
         &env.path("locked"),
         Duration::from_millis(1500),
     );
+    let began = Instant::now();
     let (code, stdout, stderr) = wait_bounded(tick, Duration::from_secs(30), "the tick");
+    eprintln!(
+        "the tick ended {:?} after the lock was taken",
+        began.elapsed()
+    );
     holder.join().unwrap();
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
     assert!(
@@ -204,6 +209,7 @@ fn a_signalled_tick_kills_its_executors_and_ends_their_leases() {
             took < Duration::from_secs(5),
             "signal {signal}: took {took:?}"
         );
+        eprintln!("signal {signal}: the tick exited {code} after {took:?}");
         assert!(
             !group_alive(pid),
             "signal {signal}: the executor's group outlived the tick"
