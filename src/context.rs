@@ -1,8 +1,10 @@
 //! The one place that reads the environment and the clock: it turns global
 //! options into a `Ctx` every command receives.
 //!
-//! `now` is read once, here, and passed down as a value, so a whole
-//! invocation sees one instant and tests can pin it with `AGENTCRON_NOW`.
+//! The clock is read here only, and handed down as a `Clock` value: the
+//! instant the invocation started (the system's, or the one tests pin with
+//! `AGENTCRON_NOW`) moving on with the monotonic clock, so a long tick
+//! still renews its leases in real seconds.
 //!
 //! On PostgreSQL the clock that matters is the server's (SPEC section 12):
 //! the first connection measures how far the server's clock is from ours,

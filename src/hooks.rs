@@ -2,8 +2,9 @@
 //! the `test-hooks` feature (never in release builds).
 //!
 //! `AGENTCRON_TEST_HOOK=POINT:abort` aborts the process at POINT, as a
-//! `kill -9` there would; `POINT:sleep:MS` pauses it. This is the one place
-//! besides context.rs that reads the environment, and only in test builds.
+//! `kill -9` there would; `POINT:sleep:MS` pauses it. It reads the
+//! environment itself (as context.rs does for the options and completion
+//! does for the shell's request), and only in test builds.
 
 /// Called at each named point; does nothing unless the hook names it.
 pub fn at(point: &str) {

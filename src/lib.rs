@@ -1,10 +1,15 @@
 //! agentcron: explicitly confirmed schedules for agent tasks, run at most once.
 //!
-//! Modules in dependency order: `schedule` (pure time) and `model` (domain
-//! values) know nothing of storage; `payload` fixes what a person confirms;
-//! `store` persists it behind an interface; `context` reads the environment
-//! and the clock once; `output` is the one place that prints; `commands` turn
-//! arguments into store calls and values to print.
+//! Modules, from the bottom up: `schedule` (pure time), `model` (domain
+//! values) and `error` (typed errors, exit codes) know nothing of storage;
+//! `payload` fixes what a person confirms; `executor_result` and `explain`
+//! are pure readings of a child's answer and of the record; `process` runs
+//! one child safely and `interrupt` notes the stop signals; `store` persists
+//! behind one interface (SQLite, PostgreSQL); `context` reads the
+//! environment and the clock; `output` is the one place that prints;
+//! `lifecycle` and `tick` are the operations; `completion` answers the
+//! shell; `commands` turn arguments into those calls and values to print,
+//! and `cli` gathers their clap definitions.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;

@@ -1,11 +1,12 @@
 //! The persistence interface: one write or read transaction at a time, and
 //! inside it operations named for what they do to the data.
 //!
-//! Commands and the tick see only these traits; `sqlite` implements them (and
-//! a PostgreSQL store can implement them without touching a command). Every
-//! write runs inside `Store::write`, which the SQLite store opens with
-//! `BEGIN IMMEDIATE`; every state change is a guarded UPDATE that returns a
-//! Conflict when its guard matches no row.
+//! Commands and the tick see only these traits; `sqlite` and `postgres`
+//! implement them, and `shared` lets a tick's threads use one connection.
+//! Every write runs inside `Store::write`, which SQLite opens with `BEGIN
+//! IMMEDIATE` and PostgreSQL as a READ COMMITTED transaction; every state
+//! change is a guarded UPDATE that returns a Conflict when its guard matches
+//! no row.
 
 pub mod deliveries;
 pub mod drafts;
