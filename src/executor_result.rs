@@ -18,6 +18,13 @@
 //! - A non-string `summary` is ignored. A reply's summary keeps its *beginning*
 //!   (a message leads with its point); output used as a summary keeps its *end*.
 //! - A reply without `summary` has none: the stdout before it is not a message.
+//! - The last line is decoded lossily: one byte that is not UTF-8 in a reply's
+//!   summary must not turn `{"status":"failed",…}` into plain output that
+//!   exit 0 would make a success.
+//! - A last line that begins like a reply (`{` and a `"status"` key) but is
+//!   not valid JSON is `Failed` ("malformed executor reply"): the executor
+//!   meant to answer, and reading a garbled answer as success would hide
+//!   exactly the failures it was trying to report.
 
 use serde_json::{Map, Value};
 
@@ -119,9 +126,12 @@ fn last_line(stdout: &[u8]) -> Option<&[u8]> {
 
 /// The executor's JSON reply, if `line` is one.
 fn reply_of(line: &[u8]) -> Option<ExecResult> {
-    // Parsed from bytes, so a line that is not valid UTF-8 is not a reply.
-    let Ok(Value::Object(reply)) = serde_json::from_slice::<Value>(line) else {
-        return None;
+    let line = String::from_utf8_lossy(line);
+    let reply = match serde_json::from_str::<Value>(&line) {
+        Ok(Value::Object(reply)) => reply,
+        Ok(_) => return None,
+        Err(e) if looks_like_a_reply(&line) => return Some(garbled_reply(&e)),
+        Err(_) => return None,
     };
     let name = reply.get("status")?.as_str()?;
     let status = match name {
@@ -177,6 +187,25 @@ fn reply_of(line: &[u8]) -> Option<ExecResult> {
                 )),
             })
         }
+    }
+}
+
+/// Whether a line that is not JSON was meant as a reply: an object with a
+/// `"status"` key.
+fn looks_like_a_reply(line: &str) -> bool {
+    line.starts_with('{') && line.contains("\"status\"")
+}
+
+/// The result of a reply that does not parse: failed, saying why.
+fn garbled_reply(error: &serde_json::Error) -> ExecResult {
+    ExecResult {
+        status: ExecStatus::Failed,
+        summary: None,
+        wait_id: None,
+        wait_deadline: None,
+        reason: Some(format!(
+            "malformed executor reply: the last line begins like a JSON reply but is not valid JSON ({error})"
+        )),
     }
 }
 
@@ -348,8 +377,6 @@ mod tests {
             r#"{"status":1}"#,
             r#"{"status":null}"#,
             r#"{"summary":"no status"}"#,
-            r#"{"status":"succeeded"} trailing"#,
-            r#"{"status":"succeeded""#,
         ] {
             assert_eq!(
                 exited(4, line),
@@ -515,13 +542,37 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_line_with_invalid_utf8_is_not_a_reply() {
+    fn a_reply_line_with_invalid_utf8_is_decoded_lossily() {
         let got = interpret(&outcome(
             ChildExit::Exited(0),
-            b"{\"status\":\"failed\",\"summary\":\"\xff\"}",
+            b"{\"status\":\"failed\",\"summary\":\"bad \xff\"}",
         ));
+        assert_eq!(got, result(ExecStatus::Failed, Some("bad \u{fffd}"), None));
+    }
+
+    #[test]
+    fn a_line_that_begins_like_a_reply_but_does_not_parse_is_a_failure() {
+        for line in [
+            r#"{"status":"failed","summary":"cut sho"#,
+            r#"{"status": succeeded}"#,
+            r#"{"summary":"x", "status":"failed",}"#,
+            // Even a success, garbled, is not taken for one.
+            r#"{"status":"succeeded"} trailing"#,
+            r#"{"status":"succeeded""#,
+        ] {
+            let got = interpret(&outcome(ChildExit::Exited(0), line.as_bytes()));
+            assert_eq!(got.status, ExecStatus::Failed, "{line}");
+            let reason = got.reason.unwrap_or_default();
+            assert!(
+                reason.starts_with(
+                    "malformed executor reply: the last line begins like a JSON reply"
+                ),
+                "{line}: {reason}"
+            );
+        }
+        // Output that merely starts with a brace is output.
+        let got = interpret(&outcome(ChildExit::Exited(0), b"{ progress 50% }"));
         assert_eq!(got.status, ExecStatus::Succeeded);
-        assert_eq!(got.reason, None);
     }
 
     #[test]
