@@ -188,7 +188,8 @@ impl Ctx {
     }
 
     /// Makes `store()` refuse to create a missing database: for commands that
-    /// only read, where an empty new file would only hide a mistyped `--db`.
+    /// only read or act on what exists, where an empty new file would only
+    /// hide a mistyped `--db`.
     pub fn open_existing_store_only(&mut self) {
         self.create_store = false;
     }

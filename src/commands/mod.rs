@@ -38,7 +38,7 @@ use crate::context::Ctx;
 
 /// Runs the command; the returned code is the process exit code.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
-    if only_reads(&command) {
+    if needs_an_existing_store(&command) {
         ctx.open_existing_store_only();
     }
     match command {
@@ -75,11 +75,27 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
     .map(|()| 0)
 }
 
-/// Commands that never change the store, and so must not create one either.
-fn only_reads(command: &Command) -> bool {
+/// Commands that must not create a store: the ones that only read, and the
+/// ones that act on what a store already holds. A new store has nothing
+/// due, no task and no run, so for them a missing file is a mistyped
+/// `--db` (or a volume not mounted yet) — above all for `tick`, which cron
+/// would otherwise run on an empty new store every minute, silently.
+/// Only `draft`, `plan`/`apply` and `import` create one.
+fn needs_an_existing_store(command: &Command) -> bool {
     matches!(
         command,
-        Command::Status(_)
+        Command::Tick(_)
+            | Command::Lease(_)
+            | Command::Confirm(_)
+            | Command::Pause(_)
+            | Command::Resume(_)
+            | Command::Delete(_)
+            | Command::Trigger(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
+            | Command::Reconcile(_)
+            | Command::Prune(_)
+            | Command::Status(_)
             | Command::List(_)
             | Command::Show(_)
             | Command::Runs(_)

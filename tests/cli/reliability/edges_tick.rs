@@ -450,3 +450,32 @@ fn a_garbled_failure_reply_is_recorded_failed_never_succeeded() {
         "{reason:?}"
     );
 }
+
+/// Item 5: `tick` on a store that does not exist (a typo in cron's `--db`,
+/// a volume not mounted yet) exits 3 and creates nothing, neither the file
+/// nor its folder; so do the commands that act on what a store holds.
+#[test]
+fn a_tick_on_a_store_that_does_not_exist_exits_3_and_creates_nothing() {
+    if on_postgres() {
+        return; // a PostgreSQL database is the server's to create
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    let folder = env.db.parent().unwrap().to_path_buf();
+    assert!(!folder.exists());
+    let out = rig.tick(&[]).fails(3);
+    assert!(out.stderr.contains("no database at"), "{}", out.stderr);
+    for args in [
+        vec!["tick", "--dry-run"],
+        vec!["lease", "check", "0000", "--token", "t"],
+        vec!["pause", "x"],
+        vec!["reconcile"],
+        vec!["prune", "--older-than", "30d"],
+    ] {
+        env.run(&args).fails(3);
+    }
+    assert!(!folder.exists(), "nothing was created");
+    // `draft` still creates it.
+    env.draft(&["--instruction", "x", "--every", "1h"]);
+    assert!(env.db.exists());
+}
