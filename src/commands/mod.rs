@@ -1,8 +1,10 @@
 //! One file per subcommand: its Args and `run(ctx, args)`. Handlers validate,
 //! call the store inside one transaction, and hand a value to `output`.
-//! They run no SQL and read no clock.
+//! They run no SQL and read no clock. Beside them: `resolve` (TASK and RUN
+//! arguments), `tasks_file` (plan's TOML) and `bounded` (reading files).
 
 pub mod approve;
+pub mod bounded;
 pub mod check;
 pub mod completions;
 pub mod confirm;

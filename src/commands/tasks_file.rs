@@ -58,10 +58,7 @@ pub struct Built {
 /// Reads and checks the whole file; any problem refuses all of it.
 pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        CmdError::usage(format!("cannot read the tasks file {shown}: {e}"))
-            .with_hint("give the path of a TOML file of tasks")
-    })?;
+    let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
     let specs: BTreeMap<String, TaskSpec> = toml::from_str(&text).map_err(|e| {
         let (line, key) = match e.span() {
             Some(span) => (

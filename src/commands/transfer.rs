@@ -3,10 +3,11 @@
 
 use std::io::{BufRead, BufReader};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::commands::bounded;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::store::transfer::{self, TABLES};
@@ -47,17 +48,21 @@ pub fn export(ctx: &mut Ctx, _args: ExportArgs) -> Result<()> {
 }
 
 pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
-    let reader: Box<dyn BufRead> = if args.file == "-" {
+    let mut reader: Box<dyn BufRead> = if args.file == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
-        let file =
-            std::fs::File::open(&args.file).with_context(|| format!("opening {}", args.file))?;
-        Box::new(BufReader::new(file))
+        let path = std::path::Path::new(&args.file);
+        Box::new(BufReader::new(bounded::open_regular(path, "the export")?))
     };
-    // Parse and check everything before writing anything.
+    // Parse and check everything before writing anything; every line is
+    // bounded, so neither a device nor a line without end can exhaust memory.
     let mut rows = Vec::new();
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("reading line {}", index + 1))?;
+    for index in 0.. {
+        let Some(line) =
+            bounded::next_line(&mut reader, bounded::IMPORT_LINE_MAX_BYTES, index + 1)?
+        else {
+            break;
+        };
         if line.trim().is_empty() {
             continue;
         }

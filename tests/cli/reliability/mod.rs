@@ -8,6 +8,7 @@
 
 mod ambiguous_commit;
 mod bad_input;
+mod bounded_input;
 mod claim_storm;
 mod clock_faults;
 mod confirmed;
