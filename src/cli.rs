@@ -108,6 +108,7 @@ pub enum Command {
     Status(commands::status::StatusArgs),
     Prune(commands::prune::PruneArgs),
     Check(commands::check::CheckArgs),
+    Backup(commands::backup::BackupArgs),
     Metrics(commands::metrics::MetricsArgs),
     Crontab(commands::install::CrontabArgs),
     Systemd(commands::install::SystemdArgs),

@@ -4,6 +4,7 @@
 //! arguments), `tasks_file` (plan's TOML) and `bounded` (reading files).
 
 pub mod approve;
+pub mod backup;
 pub mod bounded;
 pub mod check;
 pub mod completions;
@@ -67,6 +68,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Status(args) => return status::run(ctx, args),
         Command::Prune(args) => prune::run(ctx, args),
         Command::Check(args) => return check::run(ctx, args),
+        Command::Backup(args) => backup::run(ctx, args),
         Command::Metrics(args) => metrics::run(ctx, args),
         Command::Crontab(args) => install::crontab(ctx, args),
         Command::Systemd(args) => install::systemd(ctx, args),
@@ -106,6 +108,7 @@ fn needs_an_existing_store(command: &Command) -> bool {
             | Command::Next(_)
             | Command::Upcoming(_)
             | Command::Check(_)
+            | Command::Backup(_)
             | Command::Metrics(_)
             | Command::Export(_)
     )

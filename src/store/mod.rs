@@ -93,6 +93,10 @@ pub trait Store: Send {
 
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
+
+    /// Writes a consistent, self-contained copy of the store to `path` (a
+    /// new file, 0600), whatever other processes are doing meanwhile.
+    fn backup_to(&mut self, path: &std::path::Path) -> Result<()>;
 }
 
 impl dyn Store + '_ {

@@ -117,6 +117,10 @@ impl Store for SharedStore {
     fn compact(&mut self) -> Result<()> {
         self.lock().store.compact()
     }
+
+    fn backup_to(&mut self, path: &std::path::Path) -> Result<()> {
+        self.lock().store.backup_to(path)
+    }
 }
 
 #[cfg(test)]

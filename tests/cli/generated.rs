@@ -117,6 +117,10 @@ fn examples(path: &str) -> &'static [&'static str] {
         "status" => &["agentcron status --max-tick-age 5m || echo \"agentcron: ticks are stale\""],
         "prune" => &["agentcron prune --older-than 90d --dry-run"],
         "check" => &["agentcron check"],
+        "backup" => &[
+            "agentcron backup /var/backups/agentcron-$(date +%F).db",
+            "agentcron --db /var/backups/agentcron-2026-12-04.db check",
+        ],
         "metrics" => &[
             "agentcron metrics",
             "agentcron metrics --textfile /var/lib/prometheus/node-exporter/agentcron.prom",

@@ -269,6 +269,16 @@ impl Store for PgStore {
             .and_then(|row| row.try_get::<_, i64>(0).ok())
     }
 
+    fn backup_to(&mut self, _path: &std::path::Path) -> Result<()> {
+        // A server's database is backed up by the server's own tools, which
+        // know its roles, its other schemas and its point-in-time recovery.
+        Err(crate::error::CmdError::usage(
+            "backup copies a SQLite store; a PostgreSQL database is backed up with pg_dump",
+        )
+        .with_hint("run `pg_dump` on the database (or `agentcron export > FILE`, which `import` reads back)")
+        .into())
+    }
+
     fn compact(&mut self) -> Result<()> {
         // Autovacuum reclaims space; an explicit VACUUM gives it back now.
         // One statement at a time: several in one call form a transaction

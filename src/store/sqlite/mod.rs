@@ -3,6 +3,13 @@
 //!
 //! Opening is careful about the path: no URI interpretation, no symlink as
 //! the final component, no hard-linked file, a new file 0600 in 0700 folders.
+//!
+//! The store is self-contained between commands (SPEC section 11): a
+//! connection that committed a change checkpoints as it closes, so the
+//! `.db` file alone holds every committed change — a copy of it is a backup,
+//! and losing the `-wal` loses nothing. Heartbeats (`write_relaxed`) and
+//! transactions that changed no row do not count as changes: an idle tick
+//! leaves its heartbeat in the WAL and costs no checkpoint.
 
 mod busy;
 mod deliveries;
@@ -32,9 +39,16 @@ use super::{OpenOptions, Store, Tx};
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    /// This connection committed a write: its WAL may need folding back.
-    wrote: bool,
+    /// This connection committed a durable change (rows written, not a
+    /// heartbeat): the WAL holds frames the `.db` file does not yet.
+    changed: bool,
 }
+
+/// How often, and how long apart, the closing checkpoint is tried when
+/// another process holds an old snapshot (so its frames cannot be folded
+/// in yet). Whatever is left, the next command that changes the store folds.
+const CHECKPOINT_TRIES: u32 = 20;
+const CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A WAL past this size is checkpointed and truncated by the connection
 /// that wrote it, as it closes. Every process's first connection rebuilds
@@ -60,7 +74,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
-            wrote: false,
+            changed: false,
         })
     }
 }
@@ -71,9 +85,11 @@ impl Store for SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .context("starting a write transaction")?;
+        let before = tx.total_changes();
         f(&mut SqliteTx { conn: &tx })?;
+        let changed = tx.total_changes() != before;
         tx.commit().context("committing")?;
-        self.wrote = true;
+        self.changed |= changed;
         Ok(())
     }
 
@@ -107,10 +123,47 @@ impl Store for SqliteStore {
 
     fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.set_synchronous("NORMAL")?;
+        // Bookkeeping, not a change a backup must hold: no checkpoint for it.
+        let changed = self.changed;
         let out = self.write_dyn(f);
+        self.changed = changed;
         let restored = self.set_synchronous("FULL");
         out?;
         restored
+    }
+
+    fn backup_to(&mut self, path: &Path) -> Result<()> {
+        // VACUUM INTO reads one snapshot (ticks go on writing meanwhile) and
+        // writes a compact copy with no WAL of its own. It needs a new or
+        // empty file: made here, 0600, refusing to replace anything.
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                let error = crate::error::CmdError::usage(format!(
+                    "cannot create the backup {}: {e}",
+                    path.display()
+                ));
+                match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => {
+                        error.with_hint("backup never replaces a file: name a new one")
+                    }
+                    _ => error,
+                }
+            })?;
+        let target = path.to_str().context("the backup path is not UTF-8")?;
+        let copied = self
+            .conn
+            .execute("VACUUM INTO ?1", [target])
+            .with_context(|| format!("writing the backup {}", path.display()));
+        if copied.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        copied.map(|_| ())
     }
 
     fn compact(&mut self) -> Result<()> {
@@ -136,18 +189,43 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Folds every committed frame of the WAL into the `.db` file. PASSIVE
+    /// never blocks another process: a reader holding an older snapshot
+    /// only keeps the newer frames out until it ends, so it is tried again
+    /// briefly. The commits were durable already; this makes the file alone
+    /// hold them.
+    fn checkpoint(&mut self) {
+        let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+        for _ in 0..CHECKPOINT_TRIES {
+            let done = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                    Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+                });
+            match done {
+                Ok((log, folded)) if folded >= log => break,
+                Ok(_) => std::thread::sleep(CHECKPOINT_PAUSE),
+                // Busy (another checkpoint runs: it folds our frames too)
+                // or failing: the next command that changes the store folds.
+                Err(_) => break,
+            }
+        }
+        if self.wal_bytes() >= WAL_TRUNCATE_BYTES {
+            // Every process rebuilds the WAL index from the whole WAL: keep
+            // it short. Only when no one else is reading (never waits).
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
 impl Drop for SqliteStore {
     fn drop(&mut self) {
-        if !self.wrote || self.wal_bytes() < WAL_TRUNCATE_BYTES {
-            return;
+        if self.changed {
+            self.checkpoint();
         }
-        // Never wait for this: with another connection reading or writing,
-        // the checkpoint is BUSY at once and a later writer does it. The
-        // commits are already durable; this only moves them into the file.
-        let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
-        let _ = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
 }
 

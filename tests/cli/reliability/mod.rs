@@ -19,6 +19,7 @@ mod host_clocks;
 mod kills;
 mod power_loss;
 mod security;
+mod self_contained;
 mod soak;
 mod unsafe_files;
 

@@ -1,0 +1,38 @@
+//! `agentcron backup`: a consistent, self-contained copy of the store.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use crate::context::Ctx;
+
+/// Write a consistent copy of the SQLite store to a new file, while ticks run
+///
+/// The copy is one snapshot (ticks may go on meanwhile), compacted, with no
+/// `-wal` of its own, mode 0600; an existing FILE is never replaced. Restore by
+/// stopping cron's ticks, moving the copy to the `--db` path (removing the old
+/// file's `-wal` and `-shm`), and running `agentcron check`. On PostgreSQL use
+/// pg_dump (or `export`, which `import` reads back).
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The new file to write
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    pub file: PathBuf,
+}
+
+pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<()> {
+    ctx.store()?.backup_to(&args.file)?;
+    let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
+    if ctx.out.json {
+        return ctx
+            .out
+            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}));
+    }
+    ctx.out.line(&format!(
+        "Backed up to {} ({bytes} bytes); `agentcron --db {} check` verifies it.",
+        crate::output::escape(&args.file.display().to_string()),
+        crate::output::escape(&args.file.display().to_string())
+    ))
+}
