@@ -6,7 +6,7 @@
 //! `AGENTCRON_NOW`) moving on with the monotonic clock, so a long tick
 //! still renews its leases in real seconds.
 //!
-//! On PostgreSQL the clock that matters is the server's (SPEC section 12):
+//! On PostgreSQL the clock that matters is the server's (docs/CONTRACT.md §12):
 //! the first connection measures how far the server's clock is from ours,
 //! and from then on `Clock::now` is corrected by that offset, so every host
 //! writes and judges lease and delivery deadlines by the same clock. A
@@ -233,7 +233,7 @@ impl Ctx {
     }
 }
 
-/// Keys are 1–256 characters with no control characters (SPEC section 1).
+/// Keys are 1–256 characters with no control characters (docs/CONTRACT.md §1).
 pub fn check_key(flag: &str, key: &str) -> Result<()> {
     let count = key.chars().count();
     if count == 0 || count > 256 {

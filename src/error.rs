@@ -1,4 +1,4 @@
-//! Typed leaf errors and their exit codes (SPEC section 10).
+//! Typed leaf errors and their exit codes (docs/CONTRACT.md §10).
 //!
 //! Everything else travels as `anyhow::Error` with context; `main` finds the
 //! first `CmdError` in the chain (or a busy SQLite error) and maps it to the
@@ -114,7 +114,7 @@ impl From<crate::schedule::ScheduleError> for CmdError {
 
 /// The step of a command that was under way when the database was busy,
 /// attached by `BusyStep::busy_during`. A busy database is reported in one
-/// line (SPEC section 10); the step is what that line names, so an operator
+/// line (docs/CONTRACT.md §10); the step is what that line names, so an operator
 /// can tell which of a tick's transactions waited.
 #[derive(Debug, Clone, Copy)]
 pub struct Step(pub &'static str);

@@ -1,4 +1,4 @@
-//! Reading the executor's answer (SPEC §6 "Result") out of a finished child.
+//! Reading the executor's answer (docs/CONTRACT.md §6 "Result") out of a finished child.
 //!
 //! Invariants: pure — no I/O, no clock; every `ChildOutcome` maps to exactly one
 //! `ExecResult`; a summary is never longer than `SUMMARY_MAX_CHARS` characters and

@@ -4,7 +4,7 @@
 //! (the child runner's heartbeat every 100 ms, the main loop on each
 //! message): they stop claiming, kill their children's process groups and
 //! settle what was running as `unknown` ("tick interrupted") before the
-//! command exits 128 + the signal (SPEC section 6).
+//! command exits 128 + the signal (docs/CONTRACT.md §6).
 //!
 //! Invariant: once noted, a signal stays noted for the life of the process;
 //! the first one wins (a second Ctrl-C while the children are being killed

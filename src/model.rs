@@ -38,7 +38,7 @@ macro_rules! string_enum {
 }
 
 string_enum!(
-    /// Lifecycle of a task (SPEC section 4).
+    /// Lifecycle of a task (docs/CONTRACT.md §4).
     TaskState {
         Active = "active",
         Paused = "paused",
@@ -57,7 +57,7 @@ string_enum!(
 );
 
 string_enum!(
-    /// Status of one run (SPEC section 5).
+    /// Status of one run (docs/CONTRACT.md §5).
     RunStatus {
         Running = "running",
         Succeeded = "succeeded",
@@ -72,7 +72,7 @@ string_enum!(
 );
 
 string_enum!(
-    /// What made a run due (SPEC section 13): its schedule, a retry of a
+    /// What made a run due (docs/CONTRACT.md §13): its schedule, a retry of a
     /// failed run, or a person's `trigger`.
     RunTrigger {
         Schedule = "schedule",
@@ -82,7 +82,7 @@ string_enum!(
 );
 
 string_enum!(
-    /// State of one notice in the delivery ledger (SPEC section 7).
+    /// State of one notice in the delivery ledger (docs/CONTRACT.md §7).
     /// `undeliverable`: never sent, the notifier kept answering "try later"
     /// (exit 75) past `--delivery-give-up`.
     DeliveryState {
@@ -225,7 +225,7 @@ pub struct Replaces {
     pub revision: i64,
 }
 
-/// One notice of a run's outcome in the delivery ledger (SPEC section 7).
+/// One notice of a run's outcome in the delivery ledger (docs/CONTRACT.md §7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub delivery_id: String,
@@ -243,7 +243,7 @@ pub struct Notice {
     pub last_error: Option<String>,
 }
 
-/// One audit event (SPEC section 8).
+/// One audit event (docs/CONTRACT.md §8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub at: i64,

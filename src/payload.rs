@@ -1,4 +1,4 @@
-//! The canonical payload a person confirms, and its SHA-256 (SPEC section 3).
+//! The canonical payload a person confirms, and its SHA-256 (docs/CONTRACT.md §3).
 //!
 //! Canonical means: keys sorted, `,` and `:` separators with no other
 //! whitespace, non-ASCII written as UTF-8, integers for every number. serde_json

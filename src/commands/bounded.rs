@@ -1,5 +1,5 @@
-//! Reading the files `plan` and `import` are given, bounded (SPEC section
-//! 11): a regular file only — never a FIFO (opening one blocks until a
+//! Reading the files `plan` and `import` are given, bounded (docs/CONTRACT.md
+//! §11): a regular file only — never a FIFO (opening one blocks until a
 //! writer comes, reading it may never end), a device (`/dev/zero` never
 //! ends) or a directory — and never more than a cap, so no input can make
 //! agentcron block forever or grow until the OOM killer comes.

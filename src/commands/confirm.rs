@@ -170,7 +170,7 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
 
 /// Swaps the task's payload for the draft's, after checking that the caller
 /// still owns the task and that it has not moved since the draft was made
-/// (SPEC section 13). Returns the task as it was.
+/// (docs/CONTRACT.md §13). Returns the task as it was.
 pub(super) fn replace(
     tx: &mut dyn crate::store::Tx,
     caller: &Caller<'_>,

@@ -614,7 +614,7 @@ fn duration_flag(flag: &str, text: &str, zero_ok: bool) -> Result<i64> {
         .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)).into())
 }
 
-/// The draft as `--json` prints it (SPEC section 9); a replacing draft adds
+/// The draft as `--json` prints it (docs/CONTRACT.md §9); a replacing draft adds
 /// what it replaces and the diff.
 pub(super) fn document(
     ctx: &Ctx,

@@ -1,6 +1,6 @@
 //! What `draft --replace` shows: each field of the confirmed payload that
 //! the draft changes (old → new), the next runs before and after, both
-//! hashes and the confirm line (SPEC section 13).
+//! hashes and the confirm line (docs/CONTRACT.md §13).
 
 use anyhow::Result;
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! `agentcron metrics`: the store's state for Prometheus (SPEC section 15).
+//! `agentcron metrics`: the store's state for Prometheus (docs/CONTRACT.md §15).
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
-//! `agentcron plan` and `agentcron apply`: schedules as code (SPEC section
-//! 14). The plan is what the file would change, with one hash over it; the
+//! `agentcron plan` and `agentcron apply`: schedules as code (docs/CONTRACT.md
+//! §14). The plan is what the file would change, with one hash over it; the
 //! apply recomputes the plan inside its one write transaction and performs
 //! it only when that hash is still the one the person confirmed.
 

@@ -1,4 +1,4 @@
-//! The TOML tasks file of `plan` and `apply` (SPEC section 14): one table
+//! The TOML tasks file of `plan` and `apply` (docs/CONTRACT.md §14): one table
 //! per task, keyed by name, whose keys are the `draft` flags. Each task
 //! becomes `DraftArgs` and goes through the very checks `draft` makes; a
 //! refusal names the file, the line and the key.

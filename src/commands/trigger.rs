@@ -1,5 +1,5 @@
-//! `agentcron trigger`: one extra run of a confirmed task, due now (SPEC
-//! section 13). It is a pending request on the task that the next tick
+//! `agentcron trigger`: one extra run of a confirmed task, due now (docs/CONTRACT.md
+//! §13). It is a pending request on the task that the next tick
 //! claims under the same rules as an occurrence; the schedule does not move.
 
 use anyhow::Result;

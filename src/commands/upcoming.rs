@@ -1,5 +1,5 @@
 //! `agentcron upcoming`: the tenant's coming occurrences across tasks, in
-//! time order, with each task's last run (SPEC section 13), the way
+//! time order, with each task's last run (docs/CONTRACT.md §13), the way
 //! `systemctl list-timers` shows timers.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Dynamic shell completion (SPEC section 15): the shell calls back into
+//! Dynamic shell completion (docs/CONTRACT.md §15): the shell calls back into
 //! the binary (`COMPLETE=bash agentcron -- WORDS…`) and gets task names and
 //! ids, run ids, zones and enumerated values, read from the database.
 //!

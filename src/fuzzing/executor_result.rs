@@ -1,5 +1,5 @@
 //! `interpret` on any finished child, checked against the invariants in
-//! `executor_result`'s module comment and SPEC section 6 "Result".
+//! `executor_result`'s module comment and docs/CONTRACT.md §6 "Result".
 //!
 //! Input: a header line, then the child's stdout (any bytes, to the end).
 //! The header is `exit CODE`, `signal N`, `timeout MILLIS` or `aborted`,

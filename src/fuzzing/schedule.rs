@@ -1,4 +1,4 @@
-//! Schedule parsing and `next_after`, checked against SPEC section 2.
+//! Schedule parsing and `next_after`, checked against docs/CONTRACT.md §2.
 //!
 //! Input, one field per line (missing lines are empty):
 //! 0. zone: an IANA name; when it does not parse, a zone is picked from the bytes

@@ -1,4 +1,4 @@
-//! The JSON shapes of SPEC section 9. Times are RFC 3339 UTC strings; the
+//! The JSON shapes of docs/CONTRACT.md §9. Times are RFC 3339 UTC strings; the
 //! field lists are the contract scripts rely on.
 
 use serde_json::{json, Value};

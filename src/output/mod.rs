@@ -304,12 +304,12 @@ pub fn report_parse_error(err: &clap::Error, detailed: bool) -> i32 {
     code
 }
 
-/// Prints the error the way SPEC section 10 asks and returns the exit code.
+/// Prints the error the way docs/CONTRACT.md §10 asks and returns the exit code.
 pub fn report_error(err: &anyhow::Error, json: bool) -> i32 {
     report_error_as(err, json, None)
 }
 
-/// `report_error`, with `exit_code` instead of the one SPEC section 10 gives
+/// `report_error`, with `exit_code` instead of the one docs/CONTRACT.md §10 gives
 /// the error's kind (`plan --detailed-exitcode` exits 1 on every error).
 pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) -> i32 {
     if err.chain().any(|c| c.is::<BrokenPipe>()) {
@@ -317,7 +317,7 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
     }
     let (kind, leaf) = classify(err);
     let code = exit_code.unwrap_or(kind.exit_code());
-    // Busy and disk full are one line (SPEC section 10): their causes only
+    // Busy and disk full are one line (docs/CONTRACT.md §10): their causes only
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
     let step = err.downcast_ref::<Step>();

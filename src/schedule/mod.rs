@@ -1,5 +1,5 @@
 //! Pure time: the four schedule kinds, their stored JSON, human input, and
-//! `next_after` with SPEC section 2's DST rule. Nothing here reads a clock
+//! `next_after` with docs/CONTRACT.md §2's DST rule. Nothing here reads a clock
 //! or the environment; every function takes its instants as values.
 
 mod cron;
@@ -68,7 +68,7 @@ pub enum Schedule {
     Cron {
         expr: String,
     },
-    /// A recurring schedule with an end (SPEC section 13, `--until` and
+    /// A recurring schedule with an end (docs/CONTRACT.md §13, `--until` and
     /// `--count`): no occurrence after `until`. `--count N` is stored as the
     /// count and the instant of its Nth occurrence, resolved when drafted,
     /// so the hash fixes exactly which occurrences run. Stored as the inner

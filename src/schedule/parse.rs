@@ -1,4 +1,4 @@
-//! Human input of SPEC section 2: zones, durations, times, HH:MM, day lists.
+//! Human input of docs/CONTRACT.md §2: zones, durations, times, HH:MM, day lists.
 //! Every error is one line saying what was wrong, with a hint.
 
 use chrono::{DateTime, NaiveDateTime};

@@ -1,4 +1,4 @@
-//! Local wall-clock time → instants, under SPEC section 2's rule (the one
+//! Local wall-clock time → instants, under docs/CONTRACT.md §2's rule (the one
 //! RFC 5545, java.time and RFC 9557 "compatible" share): a time inside a gap
 //! is shifted forward by the gap's length, a time inside a fold takes its
 //! first instant. `all_instants` is the real-time view frequent cron jobs use.

@@ -75,7 +75,7 @@ pub trait Store: Send {
     fn server_time(&mut self) -> Option<i64>;
 
     /// The server's clock in microseconds, for correcting this host's clock
-    /// (SPEC section 12); None for a local file.
+    /// (docs/CONTRACT.md §12); None for a local file.
     fn server_time_micros(&mut self) -> Option<i64> {
         None
     }

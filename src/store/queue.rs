@@ -1,4 +1,4 @@
-//! The claim queue (SPEC section 6): which tenant's due work comes next,
+//! The claim queue (docs/CONTRACT.md §6): which tenant's due work comes next,
 //! what a tick saw due but could not start, and the host-wide limit on
 //! running runs.
 //!

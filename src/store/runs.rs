@@ -82,7 +82,7 @@ pub trait RunTx {
     /// running past its lease → unknown; returns the runs it changed.
     fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
     /// Extends a lease to `until`; false when the token no longer holds or
-    /// the lease expired before `now` (SPEC section 6: an expired lease is
+    /// the lease expired before `now` (docs/CONTRACT.md §6: an expired lease is
     /// lost for good, no renewal revives it). `now` must be read once the
     /// write lock is held, so that waiting for the lock cannot hide an expiry.
     fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool>;

@@ -42,7 +42,7 @@ impl CorruptRow {
 /// canonical `payload` the person confirmed, and as columns for queries.
 /// `decode` builds the task from the payload, after checking it against
 /// `payload_hash` and the columns against it, so what runs is what was
-/// confirmed; any disagreement is a corrupt row (SPEC section 6).
+/// confirmed; any disagreement is a corrupt row (docs/CONTRACT.md §6).
 #[derive(Debug, Clone, Default)]
 pub struct RawTask {
     pub task_id: String,
@@ -223,8 +223,8 @@ pub struct TaskTransition<'a> {
     pub now: i64,
 }
 
-/// A person's request for one extra run of a task, due at `at` (SPEC
-/// section 13, `trigger`); a task holds at most one.
+/// A person's request for one extra run of a task, due at `at` (docs/CONTRACT.md
+/// §13, `trigger`); a task holds at most one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trigger {
     pub at: i64,
@@ -297,7 +297,7 @@ pub trait TaskTx {
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>>;
     /// Consumes the pending trigger at `at`; Conflict when another tick did.
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
-    /// Records the tasks file whose `apply` created the task (SPEC section 14).
+    /// Records the tasks file whose `apply` created the task (docs/CONTRACT.md §14).
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()>;
     /// Records what an `apply` declared for the task (`plan`'s stable
     /// comparison, see `commands::plan::declared_hash`).

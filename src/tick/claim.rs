@@ -57,7 +57,7 @@ pub struct ClaimSettings {
 
 /// Decides what the due task gets. `blocking` is a run of the task that
 /// blocks the next one; `failed` is the run a due retry repeats; `queued`
-/// is what a tick saw due within grace but could not start (SPEC section 6,
+/// is what a tick saw due within grace but could not start (docs/CONTRACT.md §6,
 /// "Capacity is not lateness").
 pub fn plan(
     task: &Task,
@@ -401,12 +401,12 @@ pub enum Claimed {
 }
 
 /// What the executor of an approved parked run is told on stdin
-/// (SPEC section 6, executor protocol).
+/// (docs/CONTRACT.md §6, executor protocol).
 pub fn approved_continuation(run: &Run) -> serde_json::Value {
     json!({"kind": run.wait_kind, "wait_id": run.wait_id, "decision": "approved"})
 }
 
-/// Claims a continuation an owner approved (SPEC section 6, Continuations;
+/// Claims a continuation an owner approved (docs/CONTRACT.md §6, Continuations;
 /// `approve` without `--here` leaves it to the tick, which has cron's
 /// executor and environment). None when its task cannot be read (the due
 /// path quarantines it) or another tick claimed it first.

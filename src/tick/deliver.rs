@@ -1,4 +1,4 @@
-//! Delivering notices through the notifier (SPEC section 7): the claim is
+//! Delivering notices through the notifier (docs/CONTRACT.md §7): the claim is
 //! committed before the notifier starts; exit 0 is delivered, exit 75 puts
 //! the notice back to pending after a doubling delay (60 s up to 1 h),
 //! anything else is unknown and never resent.

@@ -709,7 +709,7 @@ fn outcome_of(r: &ExecResult) -> Outcome {
     Outcome::settled(status, r.summary.clone(), r.reason.clone())
 }
 
-/// The executor's standard input (SPEC section 6).
+/// The executor's standard input (docs/CONTRACT.md §6).
 fn stdin_for(job: &Job) -> Value {
     json!({
         "task": json::task(&job.task),

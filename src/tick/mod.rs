@@ -1,4 +1,4 @@
-//! The tick algorithm (SPEC section 6), in its order, each write its own
+//! The tick algorithm (docs/CONTRACT.md §6), in its order, each write its own
 //! IMMEDIATE transaction:
 //! 1. expired leases → unknown;  2. expired delivery attempts → unknown,
 //!    notices never sent past `--delivery-give-up` → undeliverable;

@@ -113,8 +113,8 @@ pub fn claim_batch(
     Ok(batch)
 }
 
-/// Marks due work this tick cannot start as seen within grace (SPEC
-/// section 6, "Capacity is not lateness"); returns how many tasks it marked.
+/// Marks due work this tick cannot start as seen within grace (docs/CONTRACT.md
+/// §6, "Capacity is not lateness"); returns how many tasks it marked.
 /// Instants already past their grace are left alone: no tick saw them in
 /// time, and the claim records them missed.
 pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {

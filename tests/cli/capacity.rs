@@ -1,4 +1,4 @@
-//! SPEC section 6, "Capacity is not lateness": work-conserving claims,
+//! docs/CONTRACT.md §6, "Capacity is not lateness": work-conserving claims,
 //! lateness from first sight, fairness across tenants, the host-wide
 //! `--max-running` limit, and deliveries that never delay a claim. Every
 //! test drives real `tick` processes and counts executions from the

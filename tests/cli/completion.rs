@@ -1,4 +1,4 @@
-//! Dynamic shell completion (SPEC section 15), through the real shells:
+//! Dynamic shell completion (docs/CONTRACT.md §15), through the real shells:
 //! each sources the script `agentcron completions SHELL` prints, and the
 //! `agentcron` it calls back is the binary under test (first on PATH).
 //! bash: COMP_WORDS/COMP_CWORD and the function `complete -p` names; fish:

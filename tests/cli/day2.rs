@@ -1,4 +1,4 @@
-//! Day-2 operations (SPEC section 13): replacing a task's payload by a new
+//! Day-2 operations (docs/CONTRACT.md §13): replacing a task's payload by a new
 //! draft, triggering a run now, end conditions, spread and `upcoming`.
 
 use std::process::{Child, Stdio};

@@ -103,7 +103,7 @@ fn payload_hash_is_sha256_of_the_printed_payload_which_is_canonical() {
         d["payload_hash"].as_str().unwrap()
     );
     // Canonical: re-serializing (serde_json sorts keys, compact) gives the same bytes,
-    // non-ASCII stays UTF-8, and the fields are exactly the SPEC's.
+    // non-ASCII stays UTF-8, and the fields are exactly the contract's.
     let value: serde_json::Value = serde_json::from_str(payload).unwrap();
     assert_eq!(serde_json::to_string(&value).unwrap(), payload);
     assert!(payload.contains("值班") && payload.contains("Grüße"));

@@ -1,4 +1,4 @@
-//! `metrics` (SPEC section 15): the store's state in the Prometheus text
+//! `metrics` (docs/CONTRACT.md §15): the store's state in the Prometheus text
 //! format, checked by a real parser (`promtool check metrics`, which
 //! scripts/ensure-metrics-parser installs for CI).
 

@@ -1,7 +1,7 @@
 //! A TCP proxy in front of the test PostgreSQL server that can lose the
 //! acknowledgement of one COMMIT: the COMMIT reaches the server, the server
 //! commits and answers, and the proxy drops both sockets instead of relaying
-//! the answer. That is the ambiguous commit of SPEC section 12. It can also
+//! the answer. That is the ambiguous commit of docs/CONTRACT.md §12. It can also
 //! lose the COMMIT itself: the client's socket is closed, the server's
 //! session stays open, idle in its transaction, holding its locks.
 //!

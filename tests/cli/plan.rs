@@ -1,4 +1,4 @@
-//! Declarative tasks (SPEC section 14): `plan FILE` and `apply FILE --hash`.
+//! Declarative tasks (docs/CONTRACT.md §14): `plan FILE` and `apply FILE --hash`.
 
 use serde_json::Value;
 

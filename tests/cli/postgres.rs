@@ -1,4 +1,4 @@
-//! PostgreSQL-only behaviour (SPEC section 12): migrations racing on a new
+//! PostgreSQL-only behaviour (docs/CONTRACT.md §12): migrations racing on a new
 //! schema, clock skew in status, clear connection errors. Skipped with a note
 //! when no server answers, unless the suite runs with AGENTCRON_TEST_STORE=postgres.
 

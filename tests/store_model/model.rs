@@ -438,7 +438,7 @@ impl Model {
 
     pub fn renew(&mut self, run: usize, token: &str, until: i64) -> bool {
         let r = &mut self.runs[run];
-        // An expired lease is lost for good (SPEC section 6).
+        // An expired lease is lost for good (docs/CONTRACT.md §6).
         let expired = r.lease_until.is_none_or(|u| u < self.now);
         if r.status != RunStatus::Running || r.token.as_deref() != Some(token) || expired {
             return false;

@@ -1,4 +1,4 @@
-//! Commits whose acknowledgement was lost (SPEC section 12).
+//! Commits whose acknowledgement was lost (docs/CONTRACT.md §12).
 //!
 //! Every write transaction inserts a unique marker row just before COMMIT.
 //! When COMMIT fails because the connection dropped, the server may have

@@ -1,5 +1,5 @@
 //! The PostgreSQL store, for several hosts sharing one set of schedules
-//! (SPEC section 12). Same interface, same guarded UPDATEs as SQLite, at
+//! (docs/CONTRACT.md §12). Same interface, same guarded UPDATEs as SQLite, at
 //! READ COMMITTED (where a guarded UPDATE re-checks its WHERE after waiting
 //! for a row lock); claims take due rows with `FOR UPDATE SKIP LOCKED`, so a
 //! tick never waits on another host's claim. Time is the caller's clock,
@@ -86,7 +86,7 @@ impl PgStore {
     }
 
     /// COMMIT was sent and the connection dropped before its answer: settle
-    /// whether it committed from a new connection (SPEC section 12).
+    /// whether it committed from a new connection (docs/CONTRACT.md §12).
     fn settle_lost_commit(&mut self, marker: &str, lost: anyhow::Error) -> Result<()> {
         let lost = lost.context("the connection was lost while committing");
         let (mut client, session) = match connect(&self.config, &self.options, &self.shown) {

@@ -109,7 +109,7 @@ impl QueueTx for PgTx<'_, '_> {
                      WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
                        AND next_retry_at <= $2
                      ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED),
-                 -- A manual trigger (SPEC section 13); rare, on a small partial index.
+                 -- A manual trigger (docs/CONTRACT.md §13); rare, on a small partial index.
                  triggered AS (
                      SELECT task_id, trigger_at AS at, false AS retry FROM tasks
                      WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL

@@ -1,4 +1,4 @@
-//! Who may write the database's files (SPEC section 11). Whoever can write
+//! Who may write the database's files (docs/CONTRACT.md §11). Whoever can write
 //! the database, its `-wal` or `-shm`, or replace them in their folder, can
 //! insert tasks that the tick runs as the user running it (often root). So:
 //!

@@ -4,7 +4,7 @@
 //! Opening is careful about the path: no URI interpretation, no symlink as
 //! the final component, no hard-linked file, a new file 0600 in 0700 folders.
 //!
-//! The store is self-contained between commands (SPEC section 11): a
+//! The store is self-contained between commands (docs/CONTRACT.md §11): a
 //! connection that committed a change checkpoints as it closes, so the
 //! `.db` file alone holds every committed change — a copy of it is a backup,
 //! and losing the `-wal` loses nothing. Heartbeats (`write_relaxed`) and

@@ -198,7 +198,7 @@ fn plan_with_parents(conn: &Connection, sql: &str) -> Vec<(i64, String)> {
 pub(super) const NOW: &str = "2026-12-02T08:00:00Z";
 
 /// The read commands at their default output, over what `seeded`
-/// makes, but `list` (SPEC section 4 has it print every task).
+/// makes, but `list` (docs/CONTRACT.md §4 has it print every task).
 pub(super) const READS: &[&[&str]] = &[
     &["runs"],
     &["--json", "runs"],

@@ -37,7 +37,7 @@ const MIGRATIONS: &[&str] = &[
         owner_keys            TEXT NOT NULL,   -- JSON array, sorted
         target                TEXT NOT NULL,
         instruction           TEXT NOT NULL,
-        schedule              TEXT NOT NULL,   -- stored JSON of SPEC section 2
+        schedule              TEXT NOT NULL,   -- stored JSON of docs/CONTRACT.md §2
         timezone              TEXT NOT NULL,
         policy                TEXT NOT NULL,
         grace_seconds         INTEGER NOT NULL,
@@ -155,7 +155,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
     r#"
-    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
+    -- 3: capacity is not lateness (docs/CONTRACT.md §6) and delivery backoff
     -- (section 7). A task remembers the due instant a tick saw within grace
     -- but could not start (`queued_for`), when it first saw it, and the
     -- task's next due instant after it: once that comes, the queued one is
@@ -207,7 +207,7 @@ const MIGRATIONS: &[&str] = &[
     -- a failed run says why in `show`, `runs` and `explain`.
     ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
 "#,
-    // 5: day-2 operations (SPEC section 13). A replacing draft names the
+    // 5: day-2 operations (docs/CONTRACT.md §13). A replacing draft names the
     // task and the revision it was drafted against; a task holds at most one
     // pending manual trigger; a run says what made it due.
     r#"
@@ -221,7 +221,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN trigger TEXT NOT NULL DEFAULT 'schedule'
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
     "#,
-    // 6: declarative tasks (SPEC section 14). The file name whose `apply`
+    // 6: declarative tasks (docs/CONTRACT.md §14). The file name whose `apply`
     // created a task, so `plan --prune` deletes only what that file made.
     r#"
     ALTER TABLE tasks ADD COLUMN managed_by TEXT;

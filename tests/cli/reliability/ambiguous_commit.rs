@@ -1,5 +1,5 @@
 //! Scenario (PostgreSQL): a COMMIT reaches the server and commits, but its
-//! acknowledgement is lost with the connection (SPEC section 12). A proxy
+//! acknowledgement is lost with the connection (docs/CONTRACT.md §12). A proxy
 //! (`pg_proxy`) drops the connection instead of relaying the answer to the
 //! COMMIT of a chosen transaction: the claim of a run, the outcome of a run
 //! (with its notice claimed in the same transaction), and the claim of a

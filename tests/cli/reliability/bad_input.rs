@@ -1,5 +1,5 @@
-//! Scenario 4: malformed command lines. Each exits with 2 (or the SPEC
-//! section 10 code of what it names: 3 for a task that is not there, 1 for a
+//! Scenario 4: malformed command lines. Each exits with 2 (or the docs/CONTRACT.md
+//! §10 code of what it names: 3 for a task that is not there, 1 for a
 //! path the file system refuses), never 0 and never 101; stderr explains
 //! it without raw control characters; the database is byte-identical.
 

@@ -1,4 +1,4 @@
-//! Only what was confirmed runs (SPEC section 6): an instruction smuggled in
+//! Only what was confirmed runs (docs/CONTRACT.md §6): an instruction smuggled in
 //! through an edited export, or written into the tasks table directly, never
 //! reaches the executor; `import` refuses it, the tick quarantines it and
 //! `check` names it. Both stores.

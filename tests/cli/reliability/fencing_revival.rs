@@ -1,5 +1,5 @@
 //! Scenario: another writer blocks a tick's lease renewals for longer than
-//! the lease (SPEC section 6, "Leases cannot come back"). On SQLite another
+//! the lease (docs/CONTRACT.md §6, "Leases cannot come back"). On SQLite another
 //! process holds `BEGIN IMMEDIATE`; on PostgreSQL another connection holds
 //! the run's row with `SELECT … FOR UPDATE`. The executor fences its one
 //! side effect with `agentcron lease check`, as the README says, and keeps

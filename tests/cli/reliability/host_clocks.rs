@@ -1,5 +1,5 @@
 //! Scenario (PostgreSQL): three hosts whose clocks are −30 s, 0 and +30 s
-//! off share one schema (SPEC section 12: lease deadlines are written and
+//! off share one schema (docs/CONTRACT.md §12: lease deadlines are written and
 //! judged by the server's clock). Each host's tick claims two runs under a
 //! 10 s lease, one after the other, while the earlier ones still run. No
 //! host may freeze another's healthy run as `unknown`, and no occurrence may

@@ -1,6 +1,6 @@
 //! The reliability suite (issue #6): claim storms, random kills, clock
 //! faults, bad input, corrupted databases and the security checklist of
-//! SPEC section 11, each scenario followed by one shared invariant check.
+//! docs/CONTRACT.md §11, each scenario followed by one shared invariant check.
 //!
 //! Randomness comes from a tiny xorshift generator seeded from a printed
 //! constant or `AGENTCRON_SEED`; the seed is printed whenever a scenario
@@ -295,7 +295,7 @@ pub fn reconcile_unknown(env: &TestEnv, reason: &str) -> usize {
     open.len()
 }
 
-/// Every settled run (SPEC: settled runs never change again; `unknown` ones
+/// Every settled run (docs/CONTRACT.md: settled runs never change again; `unknown` ones
 /// only through reconcile, after which they are settled too), all columns.
 #[derive(Default)]
 pub struct SettledRuns(HashMap<String, Vec<String>>);

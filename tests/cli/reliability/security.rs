@@ -1,4 +1,4 @@
-//! Scenario 6: the checklist of SPEC section 11 not already covered in
+//! Scenario 6: the checklist of docs/CONTRACT.md §11 not already covered in
 //! draft.rs (0600/0700 under umask 000 and `file:` names are): hard links,
 //! injection through the instruction, target and executor command, escapes
 //! in every human output, and what the executor inherits.

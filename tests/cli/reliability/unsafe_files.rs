@@ -1,4 +1,4 @@
-//! Unsafe database files (SPEC section 11): a database, `-wal` or `-shm`
+//! Unsafe database files (docs/CONTRACT.md §11): a database, `-wal` or `-shm`
 //! that other users could write, or a folder they could replace it in, is
 //! refused before anything is read from it; `-wal`/`-shm` are created 0600
 //! with the database's owner. SQLite only (PostgreSQL has no files of ours).
