@@ -176,7 +176,7 @@ fn apply(
 }
 
 fn missed_once(task: &Task, run_at: i64, now: i64) -> Run {
-    crate::tick::claim::new_run(task, run_at, run_at, 1, RunStatus::Missed, now, |r| {
+    Run::new(task, run_at, run_at, 1, RunStatus::Missed, now, |r| {
         r.finished_at = Some(now);
         r.reason = Some("its time passed while the task was paused".into());
         r.skipped_occurrences = 1;

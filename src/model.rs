@@ -203,6 +203,57 @@ pub struct Run {
     pub approved_by: Option<String>,
 }
 
+impl Run {
+    /// A new run row of `task` with the fields every decision shares
+    /// (a fresh id, the task's payload hash, its occurrence on the task's
+    /// wall clock); `fill` sets the rest.
+    pub fn new(
+        task: &Task,
+        scheduled_for: i64,
+        due_at: i64,
+        attempt: i64,
+        status: RunStatus,
+        now: i64,
+        fill: impl FnOnce(&mut Run),
+    ) -> Run {
+        let mut run = Run {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            task_id: task.task_id.clone(),
+            tenant_key: task.tenant_key.clone(),
+            scheduled_for,
+            scheduled_local: crate::schedule::format_local(scheduled_for, task.timezone),
+            attempt,
+            due_at,
+            status,
+            payload_hash: task.payload_hash.clone(),
+            created_at: now,
+            started_at: None,
+            finished_at: None,
+            lease_token: None,
+            lease_until: None,
+            summary: None,
+            reason: None,
+            skipped_occurrences: 0,
+            blocked_by: None,
+            wait_kind: None,
+            wait_id: None,
+            wait_deadline: None,
+            queued_seconds: None,
+            stderr_tail: None,
+            approved_at: None,
+            approved_by: None,
+            delivery_status: None,
+            trigger: if attempt > 1 {
+                RunTrigger::Retry
+            } else {
+                RunTrigger::Schedule
+            },
+        };
+        fill(&mut run);
+        run
+    }
+}
+
 /// A drafted schedule waiting for its person to confirm the hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Draft {

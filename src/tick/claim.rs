@@ -102,7 +102,7 @@ pub fn plan(
         let late_by = now - retry_at;
         let seen_in_time = queued.is_some_and(|m| m.due_at == retry_at);
         let run = if late_by > task.grace_seconds && !seen_in_time {
-            new_run(
+            Run::new(
                 task,
                 failed.scheduled_for,
                 retry_at,
@@ -156,7 +156,7 @@ fn triggered(
     let at = slot.trigger.at;
     let late_by = s.now - at;
     let mut run = if late_by > task.grace_seconds && !seen_in_time {
-        new_run(
+        Run::new(
             task,
             slot.scheduled_for,
             at,
@@ -192,7 +192,7 @@ fn decide_occurrences(
     let now = s.now;
     let grace = task.grace_seconds;
     let coalesced = |skipped: i64, reason: String| {
-        new_run(task, first, first, 1, RunStatus::Missed, now, |r| {
+        Run::new(task, first, first, 1, RunStatus::Missed, now, |r| {
             r.skipped_occurrences = skipped;
             r.reason = Some(reason);
             r.finished_at = Some(now);
@@ -226,7 +226,7 @@ fn decide_occurrences(
             ));
             let late_by = now - latest;
             if late_by > grace {
-                runs.push(new_run(
+                runs.push(Run::new(
                     task,
                     latest,
                     latest,
@@ -299,7 +299,7 @@ fn decided(
     s: ClaimSettings,
 ) -> Run {
     match blocking {
-        Some(blocker) => new_run(
+        Some(blocker) => Run::new(
             task,
             scheduled_for,
             due_at,
@@ -315,7 +315,7 @@ fn decided(
                 r.finished_at = Some(s.now);
             },
         ),
-        None => new_run(
+        None => Run::new(
             task,
             scheduled_for,
             due_at,
@@ -331,53 +331,6 @@ fn decided(
             },
         ),
     }
-}
-
-/// A run row of `task` with the fields every decision shares; `fill` sets the rest.
-pub(crate) fn new_run(
-    task: &Task,
-    scheduled_for: i64,
-    due_at: i64,
-    attempt: i64,
-    status: RunStatus,
-    now: i64,
-    fill: impl FnOnce(&mut Run),
-) -> Run {
-    let mut run = Run {
-        run_id: uuid::Uuid::new_v4().to_string(),
-        task_id: task.task_id.clone(),
-        tenant_key: task.tenant_key.clone(),
-        scheduled_for,
-        scheduled_local: schedule::format_local(scheduled_for, task.timezone),
-        attempt,
-        due_at,
-        status,
-        payload_hash: task.payload_hash.clone(),
-        created_at: now,
-        started_at: None,
-        finished_at: None,
-        lease_token: None,
-        lease_until: None,
-        summary: None,
-        reason: None,
-        skipped_occurrences: 0,
-        blocked_by: None,
-        wait_kind: None,
-        wait_id: None,
-        wait_deadline: None,
-        queued_seconds: None,
-        stderr_tail: None,
-        approved_at: None,
-        approved_by: None,
-        delivery_status: None,
-        trigger: if attempt > 1 {
-            RunTrigger::Retry
-        } else {
-            RunTrigger::Schedule
-        },
-    };
-    fill(&mut run);
-    run
 }
 
 /// What one claim transaction did.
