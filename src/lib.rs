@@ -2,14 +2,14 @@
 //!
 //! Modules, from the bottom up: `schedule` (pure time), `model` (domain
 //! values) and `error` (typed errors, exit codes) know nothing of storage;
-//! `payload` fixes what a person confirms; `executor_result` and `explain`
-//! are pure readings of a child's answer and of the record; `process` runs
-//! one child safely and `interrupt` notes the stop signals; `store` persists
-//! behind one interface (SQLite, PostgreSQL); `context` reads the
-//! environment and the clock; `output` is the one place that prints;
-//! `lifecycle` and `tick` are the operations; `completion` answers the
-//! shell; `commands` turn arguments into those calls and values to print,
-//! and `cli` gathers their clap definitions.
+//! `payload` fixes what a person confirms; `executor_result` is a pure
+//! reading of a child's answer; `process` runs one child safely and
+//! `interrupt` notes the stop signals; `store` persists behind one
+//! interface (SQLite, PostgreSQL); `context` reads the environment and the
+//! clock; `output` is the one place that prints; `ops` (access, lifecycle,
+//! explain, confirm) and `tick` are the operations; `completion` answers
+//! the shell; `commands` turn arguments into those calls and values to
+//! print, and `cli` gathers their clap definitions.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
@@ -18,14 +18,13 @@ pub mod completion;
 pub mod context;
 pub mod error;
 pub mod executor_result;
-pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 pub mod interrupt;
-pub mod lifecycle;
 pub mod model;
+pub mod ops;
 pub mod output;
 pub mod payload;
 pub mod process;

@@ -10,11 +10,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_run, Caller};
 use crate::commands::tick::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::ops::access::{owned_run, Caller};
 use crate::store::Tx;
 use crate::tick::execute::{self, Executor, Job};
 use crate::tick::settle::{self, Outcome};

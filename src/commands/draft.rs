@@ -6,10 +6,10 @@ use anyhow::{Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
 use serde_json::json;
 
-use crate::commands::resolve::Caller;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Draft, Event, Policy, Replaces, TaskState};
+use crate::ops::access::Caller;
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
 use crate::payload::{hash_hex, Payload};
@@ -471,7 +471,7 @@ fn replaced_task(ctx: &mut Ctx, arg: &str) -> Result<crate::model::Task> {
     };
     let task = ctx
         .store()?
-        .read(|tx| super::resolve::owned_task(tx, &caller, arg))?;
+        .read(|tx| crate::ops::access::owned_task(tx, &caller, arg))?;
     if !matches!(task.state, TaskState::Active | TaskState::Paused) {
         return fail(
             CmdError::conflict(format!(

@@ -4,11 +4,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_run, owned_task, Caller};
 use crate::context::Ctx;
 use crate::error::{classify, fail, CmdError, ErrorKind};
-use crate::explain::{self, Facts};
 use crate::model::{RunStatus, Task};
+use crate::ops::access::{owned_run, owned_task, Caller};
+use crate::ops::explain::{self, Facts};
 use crate::output::json::{run as run_json, time};
 use crate::schedule;
 use crate::store::Tx;

@@ -3,9 +3,9 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::commands::resolve::{run_in_tenant, Caller};
 use crate::context::Ctx;
 use crate::error::{classify, fail, CmdError, ErrorKind};
+use crate::ops::access::{run_in_tenant, Caller};
 
 /// Inspect a run's lease (for executors fencing their side effects)
 #[derive(Debug, Args)]

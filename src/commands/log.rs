@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
 use crate::model::short_id;
+use crate::ops::access::{owned_task, Caller};
 use crate::output::json::time;
 use crate::output::{escape, events, human, relative};
 

@@ -1,7 +1,8 @@
 //! One file per subcommand: its Args and `run(ctx, args)`. Handlers validate,
 //! call the store inside one transaction, and hand a value to `output`.
-//! They run no SQL and read no clock. Beside them: `resolve` (TASK and RUN
-//! arguments), `tasks_file` (plan's TOML) and `bounded` (reading files).
+//! They run no SQL and read no clock; what they do to the store lives in
+//! `crate::ops`. Beside them: `tasks_file` (plan's TOML) and `bounded`
+//! (reading files).
 
 pub mod approve;
 pub mod backup;
@@ -23,7 +24,6 @@ pub mod pause;
 pub mod plan;
 pub mod prune;
 pub mod reconcile;
-pub mod resolve;
 pub mod resume;
 pub mod runs;
 pub mod show;
@@ -143,7 +143,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
 
 /// The answer of a pause or resume: as `print_changed` when it changed the
 /// task, else one line saying it already was so. JSON adds `changed`.
-fn print_transition(ctx: &Ctx, result: &crate::lifecycle::Changed, verb: &str) -> Result<()> {
+fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &str) -> Result<()> {
     let task = &result.task;
     if ctx.out.json {
         let mut value = crate::output::json::task(task);

@@ -4,8 +4,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
+use crate::ops::access::{owned_task, Caller};
 use crate::output::json::time;
 use crate::output::{relative, wall_time};
 use crate::schedule;

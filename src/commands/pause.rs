@@ -3,9 +3,9 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::commands::resolve::Caller;
 use crate::context::Ctx;
-use crate::lifecycle::{self, Request};
+use crate::ops::access::Caller;
+use crate::ops::lifecycle::{self, Request};
 
 /// Pause a task: nothing runs while it is paused
 ///

@@ -10,10 +10,10 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::tasks_file::{self, Built, Desired};
-use crate::commands::resolve::Caller;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Replaces, Task, TaskState};
+use crate::ops::access::{ensure_owner, Caller};
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
 use crate::payload::{hash_hex, Payload};
@@ -241,16 +241,15 @@ fn read_task(tx: &mut dyn Tx, id: &str) -> Result<Task> {
 }
 
 fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
-    if task.tenant_key != caller.tenant || !task.is_owned_by(caller.identity) {
-        return fail(
-            CmdError::denied(format!(
-                "you ({}) are not an owner of task {}",
-                caller.identity.join(", "),
-                escape(&task.label())
-            ))
-            .with_hint("act as an owner with --as KEY, or rename the task in the file"),
-        );
-    }
+    // Another tenant's task of the same name is not the caller's either.
+    let owners: &[String] = match task.tenant_key == caller.tenant {
+        true => &task.owner_keys,
+        false => &[],
+    };
+    let what = format!("task {}", escape(&task.label()));
+    ensure_owner(caller, owners, &what).map_err(|e| {
+        e.with_hint("act as an owner with --as KEY, or rename the task in the file")
+    })?;
     Ok(())
 }
 
@@ -564,7 +563,7 @@ fn perform(
                 task_id: current.task_id.clone(),
                 revision: current.revision,
             };
-            let old = super::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
+            let old = crate::ops::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
             let task = read_task(tx, &old.task_id)?;
             tx.set_declared(
                 &task.task_id,

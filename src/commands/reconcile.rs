@@ -5,10 +5,10 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::commands::resolve::{owned_run, Caller};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Event, RunStatus};
+use crate::ops::access::{owned_run, Caller};
 use crate::output::json::{run as run_json, time};
 use crate::output::{escape, human, relative, wall_time};
 use crate::store::{Reconciliation, RunFilter};

@@ -3,9 +3,9 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
 use crate::model::{short_id, RunStatus};
+use crate::ops::access::{owned_task, Caller};
 use crate::output::{escape, human, json, relative, wall_time};
 use crate::store::RunFilter;
 

@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
 
-use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
 use crate::model::RunStatus;
+use crate::ops::access::{owned_task, Caller};
 use crate::output::{human, json};
 
 /// Show one task and its last 10 runs

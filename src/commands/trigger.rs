@@ -6,10 +6,10 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::resolve::{owned_task, Caller};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, TaskState};
+use crate::ops::access::{owned_task, Caller};
 use crate::output::json::time;
 use crate::output::{escape, wall_time};
 use crate::store::Trigger;

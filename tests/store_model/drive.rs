@@ -7,9 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::json;
 
-use agentcron::commands::resolve::Caller;
+use agentcron::ops::access::Caller;
 use agentcron::error::{classify, ErrorKind};
-use agentcron::lifecycle::{self, Request};
+use agentcron::ops::lifecycle::{self, Request};
 use agentcron::model::{DeliveryState, Draft, Event, Policy, RunStatus, TaskState};
 use agentcron::payload::{hash_hex, Payload};
 use agentcron::schedule::{self, Schedule};

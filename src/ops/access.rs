@@ -1,6 +1,8 @@
-//! Turning a TASK argument (id, unique prefix of 4+ characters, or name)
-//! into the caller's task, and a RUN argument (id, or unique prefix of 4+
-//! characters) into the caller's run, enforcing tenant and owner rules.
+//! Who may act on what: turning a TASK argument (id, unique prefix of 4+
+//! characters, or name) into the caller's task and a RUN argument (id, or
+//! unique prefix of 4+ characters) into the caller's run, enforcing tenant
+//! and owner rules. `ensure_owner` is the one owner check every operation
+//! uses (a task's, a draft's, a plan's).
 
 use anyhow::Result;
 
@@ -43,17 +45,26 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
     if task.tenant_key != caller.tenant {
         return fail(another_tenant("task", arg));
     }
-    if !task.is_owned_by(caller.identity) {
-        return fail(
-            CmdError::denied(format!(
-                "you ({}) are not an owner of task {}",
-                caller.identity.join(", "),
-                task.label()
-            ))
-            .with_hint("act as an owner with --as KEY"),
-        );
-    }
+    let what = format!("task {}", crate::output::escape(&task.label()));
+    ensure_owner(caller, &task.owner_keys, &what)
+        .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
     Ok(task)
+}
+
+/// Whether one of the caller's identity keys is among `owner_keys`; the
+/// error names `what` ("task backup", "this draft").
+pub fn ensure_owner(
+    caller: &Caller<'_>,
+    owner_keys: &[String],
+    what: &str,
+) -> Result<(), CmdError> {
+    if owner_keys.iter().any(|k| caller.identity.contains(k)) {
+        return Ok(());
+    }
+    Err(CmdError::denied(format!(
+        "you ({}) are not an owner of {what}",
+        caller.identity.join(", ")
+    )))
 }
 
 /// The task of a run the caller named by id. The run's tenant is checked

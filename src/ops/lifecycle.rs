@@ -7,9 +7,9 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::commands::resolve::{check_revision, owned_task, Caller};
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::ops::access::{check_revision, owned_task, Caller};
 use crate::schedule::{self, Schedule};
 use crate::store::{Store, TaskTransition, Tx};
 

@@ -1,0 +1,204 @@
+//! Confirming a draft (docs/CONTRACT.md §3, §13): in the caller's one write
+//! transaction, the draft becomes an active task — or replaces the payload
+//! of the task it was drafted against — only when the person gives its exact
+//! payload hash, owns it in this tenant, and it has not expired. Any failed
+//! check changes nothing.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::error::{fail, CmdError};
+use crate::model::{Event, Task, TaskState};
+use crate::ops::access::{ensure_owner, Caller};
+use crate::output::json::time;
+use crate::payload::{hash_hex, Payload};
+use crate::schedule;
+use crate::store::Tx;
+
+/// What a confirmation made.
+pub struct Confirmed {
+    /// The task as it now is.
+    pub task: Task,
+    /// For a replacement: the task as it was.
+    pub replaced: Option<Task>,
+}
+
+/// Confirms draft `draft_id` with `hash` as `caller`, recording `actor`.
+pub fn confirm(
+    tx: &mut dyn Tx,
+    caller: &Caller<'_>,
+    draft_id: &str,
+    hash: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Confirmed> {
+    let Some(draft) = tx.draft(draft_id)? else {
+        return fail(
+            CmdError::not_found(format!("no draft '{}'", crate::output::escape(draft_id)))
+                .with_hint("it may have been confirmed already or pruned; draft again"),
+        );
+    };
+    if draft.tenant_key != caller.tenant {
+        return fail(
+            CmdError::denied("the draft belongs to another tenant")
+                .with_hint("pass --tenant for the tenant that drafted it"),
+        );
+    }
+    let payload = Payload::from_canonical(&draft.payload)
+        .map_err(|e| CmdError::draft_rejected(format!("the stored draft is damaged: {e}")))?;
+    ensure_owner(caller, &payload.owner_keys, "this draft")
+        .map_err(|e| e.with_hint("confirm as the person who drafted it (--as KEY)"))?;
+    if now >= draft.expires_at {
+        return fail(
+            CmdError::draft_rejected(format!(
+                "the draft expired at {}",
+                schedule::format_utc(draft.expires_at)
+            ))
+            .with_hint("draft it again; a longer --ttl keeps it open longer"),
+        );
+    }
+    if hash != draft.payload_hash {
+        return fail(
+            CmdError::draft_rejected("the hash does not match the draft's payload hash")
+                .with_hint("copy the hash from the draft output; it changes with any field"),
+        );
+    }
+    if hash_hex(draft.payload.as_bytes()) != draft.payload_hash {
+        return fail(CmdError::draft_rejected(
+            "the stored payload no longer matches its hash; the draft was altered",
+        ));
+    }
+    if let Some(replaces) = &draft.replaces {
+        let old = replace(tx, caller, &draft.payload_hash, replaces, &payload, now)?;
+        tx.consume_draft(&draft.draft_id)?;
+        let task = tx
+            .task(&old.task_id)?
+            .ok_or_else(|| CmdError::not_found("the replaced task vanished"))?
+            .map_err(anyhow::Error::new)?;
+        tx.append_event(&Event {
+            at: now,
+            tenant_key: task.tenant_key.clone(),
+            actor: actor.to_string(),
+            action: "replace".into(),
+            task_id: Some(task.task_id.clone()),
+            run_id: None,
+            detail: json!({"draft_id": draft.draft_id,
+                           "old_payload_hash": old.payload_hash,
+                           "payload_hash": task.payload_hash,
+                           "revision": task.revision,
+                           "next_run_at": time(task.next_run_at)}),
+        })?;
+        return Ok(Confirmed {
+            task,
+            replaced: Some(old),
+        });
+    }
+    let Some(next) = schedule::next_after(&payload.schedule, payload.timezone, now) else {
+        return fail(
+            CmdError::draft_rejected("the schedule has no occurrence after now")
+                .with_hint("draft it again with a future time"),
+        );
+    };
+    let task = payload.new_task(
+        uuid::Uuid::new_v4().to_string(),
+        draft.payload_hash.clone(),
+        next.at,
+        now,
+    );
+    tx.insert_task(&task)?;
+    tx.consume_draft(&draft.draft_id)?;
+    tx.append_event(&Event {
+        at: now,
+        tenant_key: task.tenant_key.clone(),
+        actor: actor.to_string(),
+        action: "confirm".into(),
+        task_id: Some(task.task_id.clone()),
+        run_id: None,
+        detail: json!({"draft_id": draft.draft_id, "payload_hash": task.payload_hash,
+                       "next_run_at": time(task.next_run_at)}),
+    })?;
+    Ok(Confirmed {
+        task,
+        replaced: None,
+    })
+}
+
+/// Swaps the task's payload for the draft's, after checking that the caller
+/// still owns the task and that it has not moved since the draft was made
+/// (docs/CONTRACT.md §13). Returns the task as it was.
+pub fn replace(
+    tx: &mut dyn crate::store::Tx,
+    caller: &Caller<'_>,
+    payload_hash: &str,
+    replaces: &crate::model::Replaces,
+    payload: &Payload,
+    now: i64,
+) -> Result<Task> {
+    let old = match tx.task(&replaces.task_id)? {
+        Some(Ok(task)) => task,
+        Some(Err(corrupt)) => {
+            return fail(CmdError::conflict(format!(
+                "the task to replace cannot be read: {}",
+                corrupt.problem
+            )))
+        }
+        None => {
+            return fail(CmdError::not_found(format!(
+                "the task {} this draft replaces no longer exists",
+                replaces.task_id
+            )))
+        }
+    };
+    if old.tenant_key != caller.tenant || old.tenant_key != payload.tenant_key {
+        return fail(CmdError::denied("the task belongs to another tenant"));
+    }
+    let what = format!("task {}", crate::output::escape(&old.label()));
+    ensure_owner(caller, &old.owner_keys, &what)
+        .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
+    if old.revision != replaces.revision {
+        return fail(
+            CmdError::conflict(format!(
+                "task {} changed since the draft (revision {} → {}, now {})",
+                crate::output::escape(&old.label()),
+                replaces.revision,
+                old.revision,
+                old.state
+            ))
+            .with_hint("look at it with `agentcron show`, then draft --replace again"),
+        );
+    }
+    if !matches!(old.state, TaskState::Active | TaskState::Paused) {
+        return fail(CmdError::conflict(format!(
+            "task {} is {}; only an active or paused task can be replaced",
+            crate::output::escape(&old.label()),
+            old.state
+        )));
+    }
+    if payload.owner_keys != old.owner_keys {
+        return fail(CmdError::draft_rejected(
+            "the draft would change the task's owners; a replacement keeps them",
+        ));
+    }
+    // A paused task stays paused: `resume` picks its next run then.
+    let next_run_at = match old.state {
+        TaskState::Paused => None,
+        _ => match schedule::next_after(&payload.schedule, payload.timezone, now) {
+            Some(next) => Some(next.at),
+            None => {
+                return fail(
+                    CmdError::draft_rejected("the new schedule has no occurrence after now")
+                        .with_hint("draft it again with a future time"),
+                )
+            }
+        },
+    };
+    let mut new = payload.new_task(
+        old.task_id.clone(),
+        payload_hash.to_string(),
+        next_run_at.unwrap_or(0),
+        now,
+    );
+    new.next_run_at = next_run_at;
+    tx.replace_task(&new, old.revision, now)?;
+    Ok(old)
+}

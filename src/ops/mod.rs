@@ -1,0 +1,15 @@
+//! The operations: what the commands do to the store, as functions of plain
+//! values, below the command line (as cargo's `ops` sit below its
+//! `commands`). A handler in `commands/` parses its flags, calls one of
+//! these, and hands the result to `output`; the MCP server and the tests can
+//! call the same operations without clap.
+//!
+//! - `access`: who may act on which task or run (tenant, owner, revision);
+//! - `lifecycle`: pause, resume, delete;
+//! - `explain`: why an occurrence did or did not run;
+//! - `confirm`: a draft becomes a task, or replaces a task's payload.
+
+pub mod access;
+pub mod confirm;
+pub mod explain;
+pub mod lifecycle;
