@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::tick::{command_argv, duration, notifier_from};
+use crate::commands::flags::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Run, RunStatus, Task, TaskState};

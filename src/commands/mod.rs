@@ -1,8 +1,8 @@
 //! One file per subcommand: its Args and `run(ctx, args)`. Handlers validate,
 //! call the store inside one transaction, and hand a value to `output`.
 //! They run no SQL and read no clock; what they do to the store lives in
-//! `crate::ops`. Beside them: `tasks_file` (plan's TOML) and `bounded`
-//! (reading files).
+//! `crate::ops`. Beside them: `tasks_file` (plan's TOML), `bounded`
+//! (reading files) and `flags` (flag values several commands share).
 
 pub mod approve;
 pub mod backup;
@@ -14,6 +14,7 @@ pub mod delete;
 pub mod draft;
 pub mod draft_replace;
 pub mod explain;
+pub mod flags;
 pub mod install;
 pub mod lease;
 pub mod list;

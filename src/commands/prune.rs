@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
+use crate::commands::flags::duration;
 use crate::commands::status::human_bytes;
-use crate::commands::tick::duration;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
 use crate::store::PruneCounts;

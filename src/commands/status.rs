@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::tick::duration;
+use crate::commands::flags::duration;
 use crate::context::Ctx;
 use crate::output::json::time;
 use crate::output::relative;

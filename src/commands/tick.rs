@@ -1,17 +1,15 @@
 //! `agentcron tick`: what system cron runs every minute.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::commands::flags::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
-use crate::error::{BusyStep, CmdError};
+use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
 use crate::output::json::{run as run_json, time};
 use crate::output::{escape, wall_time};
-use crate::process::split_command;
 use crate::schedule;
 use crate::tick::execute::Finished;
 use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
@@ -91,20 +89,6 @@ pub struct TickArgs {
     pub notify_timeout: String,
 }
 
-pub fn duration(flag: &str, text: &str) -> Result<Duration> {
-    let seconds = schedule::parse_duration(text)
-        .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)))?;
-    Ok(Duration::from_secs(seconds as u64))
-}
-
-pub fn command_argv(flag: &str, text: &str) -> Result<Vec<String>> {
-    let argv = split_command(text).map_err(|e| CmdError::usage(format!("{flag}: {e}")))?;
-    if argv.is_empty() {
-        return Err(CmdError::usage(format!("{flag} is empty")).into());
-    }
-    Ok(argv)
-}
-
 pub fn executor(args: &TickArgs) -> Result<Executor> {
     Ok(Executor {
         argv: args
@@ -126,22 +110,6 @@ pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
         duration("--notify-timeout", &args.notify_timeout)?,
         duration("--kill-grace", &args.kill_grace)?,
     )
-}
-
-/// The notifier for a command line, when one is configured.
-pub fn notifier_from(
-    cmd: Option<&str>,
-    timeout: Duration,
-    kill_grace: Duration,
-) -> Result<Option<Notifier>> {
-    cmd.map(|c| {
-        Ok(Notifier {
-            argv: command_argv("--notifier", c)?,
-            timeout,
-            kill_grace,
-        })
-    })
-    .transpose()
 }
 
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {

@@ -87,7 +87,11 @@ fn confirm_by_another_owner_or_tenant_is_denied() {
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--as", "mallory"])
         .fails(4);
-    assert!(out.stderr.contains("not an owner of this draft"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not an owner of this draft"),
+        "{}",
+        out.stderr
+    );
     env.run(&[
         "confirm", &id, "--hash", &hash, "--as", "alice", "--tenant", "other",
     ])

@@ -7,10 +7,10 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::json;
 
-use agentcron::ops::access::Caller;
 use agentcron::error::{classify, ErrorKind};
-use agentcron::ops::lifecycle::{self, Request};
 use agentcron::model::{DeliveryState, Draft, Event, Policy, RunStatus, TaskState};
+use agentcron::ops::access::Caller;
+use agentcron::ops::lifecycle::{self, Request};
 use agentcron::payload::{hash_hex, Payload};
 use agentcron::schedule::{self, Schedule};
 use agentcron::store::{
