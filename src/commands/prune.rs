@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::commands::flags::duration;
-use crate::commands::status::human_bytes;
+use crate::output::text::human_bytes;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
 use crate::store::PruneCounts;

@@ -8,6 +8,7 @@ use crate::commands::flags::duration;
 use crate::context::Ctx;
 use crate::output::json::time;
 use crate::output::relative;
+use crate::output::text::human_bytes;
 
 /// Report the last tick, the due backlog, stuck runs and undelivered notices
 ///
@@ -165,11 +166,3 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
 /// matter for leases and grace windows.
 pub const MAX_SKEW_SECONDS: i64 = 5;
 
-pub fn human_bytes(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
-}

@@ -99,3 +99,13 @@ mod tests {
         assert_eq!(human_duration(3 * 86400), "3 d");
     }
 }
+
+/// A size in binary units, one decimal ("3.2 MiB").
+pub fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
