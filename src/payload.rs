@@ -174,6 +174,42 @@ pub fn hash_hex(bytes: &[u8]) -> String {
     out
 }
 
+/// One payload field that differs, as JSON values.
+pub struct Change {
+    pub field: String,
+    pub old: Value,
+    pub new: Value,
+}
+
+/// The payload fields that differ, in the payload's (sorted) key order. The
+/// zone a schedule is read in is part of how it reads, so the schedule is
+/// compared in words as well as by value.
+pub fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
+    let (Value::Object(a), Value::Object(b)) = (old.to_value(), new.to_value()) else {
+        return Vec::new();
+    };
+    a.iter()
+        .filter_map(|(key, old_value)| {
+            let new_value = b.get(key).cloned().unwrap_or(Value::Null);
+            (old_value != &new_value).then(|| Change {
+                field: key.clone(),
+                old: old_value.clone(),
+                new: new_value,
+            })
+        })
+        .chain(
+            // Keys only the new payload has (an end condition added).
+            b.iter()
+                .filter(|(key, _)| !a.contains_key(*key))
+                .map(|(key, v)| Change {
+                    field: key.clone(),
+                    old: Value::Null,
+                    new: v.clone(),
+                }),
+        )
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,65 +3,15 @@
 //! hashes and the confirm line (docs/CONTRACT.md §13).
 
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::context::Ctx;
 use crate::model::{Draft, Task};
+use crate::output::human::in_words;
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
-use crate::payload::Payload;
+use crate::payload::{changes, Payload};
 use crate::schedule::{self, Occurrence};
-
-/// One payload field that differs, as JSON values.
-pub(super) struct Change {
-    pub field: String,
-    pub old: Value,
-    pub new: Value,
-}
-
-/// The payload fields that differ, in the payload's (sorted) key order. The
-/// zone a schedule is read in is part of how it reads, so the schedule is
-/// compared in words as well as by value.
-pub(super) fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
-    let (Value::Object(a), Value::Object(b)) = (old.to_value(), new.to_value()) else {
-        return Vec::new();
-    };
-    a.iter()
-        .filter_map(|(key, old_value)| {
-            let new_value = b.get(key).cloned().unwrap_or(Value::Null);
-            (old_value != &new_value).then(|| Change {
-                field: key.clone(),
-                old: old_value.clone(),
-                new: new_value,
-            })
-        })
-        .chain(
-            // Keys only the new payload has (an end condition added).
-            b.iter()
-                .filter(|(key, _)| !a.contains_key(*key))
-                .map(|(key, v)| Change {
-                    field: key.clone(),
-                    old: Value::Null,
-                    new: v.clone(),
-                }),
-        )
-        .collect()
-}
-
-/// A field's value as a person reads it.
-pub(super) fn in_words(field: &str, payload: &Payload, value: &Value) -> String {
-    match (field, value) {
-        ("schedule", _) => format!(
-            "{} ({})",
-            payload.schedule.describe(payload.timezone),
-            payload.timezone.name()
-        ),
-        (_, Value::Null) => "-".into(),
-        (_, Value::String(s)) => escape(s),
-        (f, Value::Number(n)) if f.ends_with("_seconds") => format!("{n} s"),
-        (_, other) => escape(&other.to_string()),
-    }
-}
 
 pub fn print(
     ctx: &Ctx,

@@ -318,11 +318,11 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
             let (mut diff, mut diff_json) = (Vec::new(), Vec::new());
             if let (Some(task), Some(new), Kind::Replace) = (&a.current, a.built(), a.kind) {
                 let old = Payload::of_task(task);
-                for c in super::draft_replace::changes(&old, &new.payload) {
+                for c in crate::payload::changes(&old, &new.payload) {
                     diff.push((
                         c.field.clone(),
-                        super::draft_replace::in_words(&c.field, &old, &c.old),
-                        super::draft_replace::in_words(&c.field, &new.payload, &c.new),
+                        crate::output::human::in_words(&c.field, &old, &c.old),
+                        crate::output::human::in_words(&c.field, &new.payload, &c.new),
                     ));
                     diff_json.push(json!({"field": c.field, "old": c.old, "new": c.new}));
                 }

@@ -7,9 +7,9 @@ use clap::Args;
 use serde_json::json;
 
 use crate::commands::flags::duration;
-use crate::output::text::human_bytes;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
+use crate::output::text::human_bytes;
 use crate::store::PruneCounts;
 
 /// Rows of each kind one prune transaction deletes at most.

@@ -165,4 +165,3 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
 /// Above this, hosts sharing a PostgreSQL store disagree on "now" enough to
 /// matter for leases and grace windows.
 pub const MAX_SKEW_SECONDS: i64 = 5;
-

@@ -234,3 +234,23 @@ pub fn clip(text: &str, max_chars: usize) -> String {
     out.push('…');
     out
 }
+
+/// A field's value as a person reads it.
+pub fn in_words(
+    field: &str,
+    payload: &crate::payload::Payload,
+    value: &serde_json::Value,
+) -> String {
+    use serde_json::Value;
+    match (field, value) {
+        ("schedule", _) => format!(
+            "{} ({})",
+            payload.schedule.describe(payload.timezone),
+            payload.timezone.name()
+        ),
+        (_, Value::Null) => "-".into(),
+        (_, Value::String(s)) => escape(s),
+        (f, Value::Number(n)) if f.ends_with("_seconds") => format!("{n} s"),
+        (_, other) => escape(&other.to_string()),
+    }
+}

@@ -66,6 +66,16 @@ pub fn wall_time(at: i64, zone: Tz) -> String {
     crate::schedule::format_wall(at, zone)
 }
 
+/// A size in binary units, one decimal ("3.2 MiB").
+pub fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,15 +107,5 @@ mod tests {
         assert_eq!(human_duration(5 * 3600 + 30 * 60), "5 h 30 min");
         assert_eq!(human_duration(12 * 3600 + 40 * 60), "13 h");
         assert_eq!(human_duration(3 * 86400), "3 d");
-    }
-}
-
-/// A size in binary units, one decimal ("3.2 MiB").
-pub fn human_bytes(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
     }
 }
