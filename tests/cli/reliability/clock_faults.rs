@@ -387,6 +387,8 @@ fn the_end_of_year_9999_completes_an_interval_task_cleanly() {
 #[test]
 fn status_never_reports_a_negative_tick_age() {
     let rig = Rig::new();
+    // A tick needs a store: a draft makes one.
+    rig.env.draft(&["--instruction", "x", "--every", "1h"]);
     rig.tick(&[]).ok();
     rig.env.advance(-2 * HOUR);
     let out = rig.env.run(&["--json", "status"]).ok();
