@@ -5,13 +5,10 @@ use clap::Args;
 use serde_json::json;
 
 use crate::context::Ctx;
-use crate::error::{classify, fail, CmdError, ErrorKind};
-use crate::model::{RunStatus, Task};
-use crate::ops::access::{owned_run, owned_task, Caller};
-use crate::ops::explain::{self, Facts};
+use crate::ops::access::Caller;
+use crate::ops::explain;
 use crate::output::json::{run as run_json, time};
 use crate::schedule;
-use crate::store::Tx;
 
 /// Explain why the occurrence at or before TIME did or did not run
 #[derive(Debug, Args)]
@@ -32,75 +29,15 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let at_text = args.at.clone();
-    let (facts_owned, explanation) = ctx.store()?.read(|tx| {
-        let (task, run_at) = task_or_run(tx, &caller, &args.task)?;
-        let at = match (&at_text, run_at) {
-            (Some(_), Some(_)) => {
-                return fail(CmdError::usage(
-                    "--at is for a task; a run already names its occurrence",
-                ))
-            }
-            (Some(text), None) => {
-                schedule::parse_time(text, task.timezone).map_err(CmdError::from)?
-            }
-            (None, Some(occurrence)) => occurrence,
-            (None, None) => now,
-        };
-        let Some(occurrence) = schedule::last_at_or_before(&task.schedule, task.timezone, at)
-        else {
-            return fail(CmdError::not_found(format!(
-                "task {} has no occurrence at or before {}",
-                task.label(),
-                schedule::format_utc(at)
-            )));
-        };
-        let runs = tx.occurrence_runs(&task.task_id, occurrence.at)?;
-        let covering = if runs.is_empty() {
-            tx.run_at_or_before(&task.task_id, occurrence.at)?
-                .filter(|r| {
-                    r.status == RunStatus::Missed
-                        && r.skipped_occurrences > 1
-                        && r.created_at >= occurrence.at
-                })
-        } else {
-            None
-        };
-        let blocker = match runs.last().and_then(|r| r.blocked_by.clone()) {
-            Some(id) => tx.run(&id)?,
-            None => None,
-        };
-        let pause = tx
-            .last_pause_change(&task.task_id, occurrence.at)?
-            .map(|e| {
-                let reason = e
-                    .event
-                    .detail
-                    .get("reason")
-                    .and_then(|r| r.as_str())
-                    .map(str::to_string);
-                (e.event.action, e.event.at, reason)
-            });
-        let last_tick = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
-        let queued = tx
-            .queue_mark(&task.task_id)?
-            .filter(|m| m.due_at == occurrence.at);
-        let facts = Facts {
-            queued,
-            task: &task,
-            occurrence: occurrence.clone(),
-            runs,
-            covering,
-            blocker,
-            pause,
-            last_tick,
-            now,
-        };
-        let explanation = explain::explain(&facts);
-        let final_run = facts.runs.last().cloned().or(facts.covering.clone());
-        Ok(((task.clone(), occurrence, final_run), explanation))
-    })?;
-    let (task, occurrence, run) = facts_owned;
+    let explained = ctx
+        .store()?
+        .read(|tx| explain::explain_named(tx, &caller, &args.task, args.at.as_deref(), now))?;
+    let (task, occurrence, run, explanation) = (
+        explained.task,
+        explained.occurrence,
+        explained.run,
+        explained.explanation,
+    );
     if ctx.out.json {
         return ctx.out.document(&json!({
             "task_id": task.task_id,
@@ -117,21 +54,5 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
     match run.as_ref().and_then(crate::output::human::stderr_block) {
         Some(block) => ctx.out.line(&block),
         None => Ok(()),
-    }
-}
-
-/// The task `arg` names, or else the task of the run it names with that
-/// run's occurrence. A name or id of a task wins over a run's id prefix.
-fn task_or_run(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Task, Option<i64>)> {
-    match owned_task(tx, caller, arg) {
-        Ok(task) => Ok((task, None)),
-        Err(task_err) if classify(&task_err).0 == ErrorKind::NotFound => {
-            match owned_run(tx, caller, arg) {
-                Ok((task, run)) => Ok((task, Some(run.scheduled_for))),
-                Err(run_err) if classify(&run_err).0 == ErrorKind::NotFound => Err(task_err),
-                Err(run_err) => Err(run_err),
-            }
-        }
-        Err(task_err) => Err(task_err),
     }
 }

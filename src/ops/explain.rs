@@ -1,8 +1,119 @@
 //! Why an occurrence did or did not run, in one paragraph, from what the
-//! store recorded. Pure: the command gathers the facts, this names the rule.
+//! store recorded: `explain_named` gathers the facts in one read
+//! transaction, and `explain`, pure, names the rule.
 
+use anyhow::Result;
+
+use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::model::{Run, RunStatus, Task};
+use crate::ops::access::{owned_run, owned_task, Caller};
 use crate::schedule::{self, Occurrence};
+use crate::store::Tx;
+
+/// One occurrence explained: the task, the occurrence, its final run.
+pub struct Explained {
+    pub task: Task,
+    pub occurrence: Occurrence,
+    /// The last run of the occurrence, or the coalesced missed run standing
+    /// for it.
+    pub run: Option<Run>,
+    pub explanation: Explanation,
+}
+
+/// Explains the occurrence of the task or run `arg` names: a task's at or
+/// before `at_text` (RFC 3339, or local in the task's zone; default `now`),
+/// a run's own.
+pub fn explain_named(
+    tx: &mut dyn Tx,
+    caller: &Caller<'_>,
+    arg: &str,
+    at_text: Option<&str>,
+    now: i64,
+) -> Result<Explained> {
+    let (task, run_at) = task_or_run(tx, caller, arg)?;
+    let at = match (at_text, run_at) {
+        (Some(_), Some(_)) => {
+            return fail(CmdError::usage(
+                "--at is for a task; a run already names its occurrence",
+            ))
+        }
+        (Some(text), None) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
+        (None, Some(occurrence)) => occurrence,
+        (None, None) => now,
+    };
+    let Some(occurrence) = schedule::last_at_or_before(&task.schedule, task.timezone, at) else {
+        return fail(CmdError::not_found(format!(
+            "task {} has no occurrence at or before {}",
+            task.label(),
+            schedule::format_utc(at)
+        )));
+    };
+    let runs = tx.occurrence_runs(&task.task_id, occurrence.at)?;
+    let covering = if runs.is_empty() {
+        tx.run_at_or_before(&task.task_id, occurrence.at)?
+            .filter(|r| {
+                r.status == RunStatus::Missed
+                    && r.skipped_occurrences > 1
+                    && r.created_at >= occurrence.at
+            })
+    } else {
+        None
+    };
+    let blocker = match runs.last().and_then(|r| r.blocked_by.clone()) {
+        Some(id) => tx.run(&id)?,
+        None => None,
+    };
+    let pause = tx
+        .last_pause_change(&task.task_id, occurrence.at)?
+        .map(|e| {
+            let reason = e
+                .event
+                .detail
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .map(str::to_string);
+            (e.event.action, e.event.at, reason)
+        });
+    let last_tick = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+    let queued = tx
+        .queue_mark(&task.task_id)?
+        .filter(|m| m.due_at == occurrence.at);
+    let facts = Facts {
+        queued,
+        task: &task,
+        occurrence: occurrence.clone(),
+        runs,
+        covering,
+        blocker,
+        pause,
+        last_tick,
+        now,
+    };
+    let explanation = explain(&facts);
+    let final_run = facts.runs.last().cloned().or(facts.covering.clone());
+    Ok(Explained {
+        task: task.clone(),
+        occurrence,
+        run: final_run,
+        explanation,
+    })
+}
+
+/// The task `arg` names, or else the task of the run it names with that
+/// run's occurrence. A name or id of a task wins over a run's id prefix.
+fn task_or_run(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Task, Option<i64>)> {
+    match owned_task(tx, caller, arg) {
+        Ok(task) => Ok((task, None)),
+        Err(task_err) if classify(&task_err).0 == ErrorKind::NotFound => {
+            match owned_run(tx, caller, arg) {
+                Ok((task, run)) => Ok((task, Some(run.scheduled_for))),
+                Err(run_err) if classify(&run_err).0 == ErrorKind::NotFound => Err(task_err),
+                Err(run_err) => Err(run_err),
+            }
+        }
+        Err(task_err) => Err(task_err),
+    }
+}
 
 /// Everything the store knows that bears on one occurrence.
 pub struct Facts<'a> {
