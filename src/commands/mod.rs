@@ -162,3 +162,14 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
         task.revision
     ))
 }
+
+/// What a draft takes from the caller (`draft`, and `plan` for each task).
+fn drafter(ctx: &Ctx) -> crate::ops::draft::Drafter<'_> {
+    crate::ops::draft::Drafter {
+        now: ctx.now,
+        default_zone: ctx.default_zone,
+        tenant: &ctx.tenant,
+        owner_keys: ctx.owner_keys(),
+        actor: ctx.actor(),
+    }
+}

@@ -1,6 +1,6 @@
 //! The TOML tasks file of `plan` and `apply` (docs/CONTRACT.md §14): one table
 //! per task, keyed by name, whose keys are the `draft` flags. Each task
-//! becomes `DraftArgs` and goes through the very checks `draft` makes; a
+//! becomes a `DraftSpec` and goes through the very checks `draft` makes; a
 //! refusal names the file, the line and the key.
 
 use std::collections::BTreeMap;
@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::draft::{self, DraftArgs, PolicyArg};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
+use crate::model::Policy;
+use crate::ops::draft::{self, DraftSpec};
 use crate::payload::Payload;
 use crate::schedule::{self, Occurrence};
 
@@ -130,8 +131,8 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
         let zone = check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
         let declared = declared(&spec, zone, ctx);
         let schedule_key = schedules[0].to_string();
-        let args = to_args(&name, spec);
-        let built = draft::build_payload(ctx, &args, None)
+        let spec = to_spec(&name, spec);
+        let built = draft::build_payload(&super::drafter(ctx), &spec, None)
             .map(|(payload, upcoming)| Built { payload, upcoming })
             .map_err(|e| {
                 let message = e.to_string();
@@ -219,19 +220,15 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
     Ok(zone)
 }
 
-fn policy(text: &str) -> Option<PolicyArg> {
-    match text {
-        "read_only" => Some(PolicyArg::ReadOnly),
-        "confirm_writes" => Some(PolicyArg::ConfirmWrites),
-        _ => None,
-    }
+fn policy(text: &str) -> Option<Policy> {
+    Policy::parse(text)
 }
 
-fn to_args(name: &str, spec: TaskSpec) -> DraftArgs {
-    DraftArgs {
+/// The file's task as the values of a draft, its table's name as the name.
+fn to_spec(name: &str, spec: TaskSpec) -> DraftSpec {
+    DraftSpec {
         policy: spec.policy.as_deref().and_then(policy),
         instruction: Some(spec.instruction),
-        replace: None,
         at: spec.at,
         in_: None,
         every: spec.every,
@@ -248,7 +245,6 @@ fn to_args(name: &str, spec: TaskSpec) -> DraftArgs {
         grace: spec.grace,
         max_retries: spec.max_retries,
         retry_backoff: spec.retry_backoff,
-        ttl: "30m".into(),
     }
 }
 

@@ -7,9 +7,11 @@
 //! - `access`: who may act on which task or run (tenant, owner, revision);
 //! - `lifecycle`: pause, resume, delete;
 //! - `explain`: why an occurrence did or did not run;
+//! - `draft`: the payload a draft's values describe;
 //! - `confirm`: a draft becomes a task, or replaces a task's payload.
 
 pub mod access;
 pub mod confirm;
+pub mod draft;
 pub mod explain;
 pub mod lifecycle;

@@ -1,0 +1,408 @@
+//! Building a draft's payload from plain values (docs/CONTRACT.md §2, §3):
+//! the `draft` flags or a tasks file's keys, as a `DraftSpec`, become the
+//! canonical payload a person confirms and its next runs, with every check a
+//! draft makes. No clap here: `draft` turns its flags into a spec, `plan`
+//! its TOML tables.
+
+use anyhow::Result;
+
+use crate::error::{fail, CmdError};
+use crate::model::Policy;
+use crate::output::escape;
+use crate::payload::Payload;
+use crate::schedule::{self, Occurrence, Schedule, Tz};
+
+/// The longest instruction a task may carry.
+pub const INSTRUCTION_MAX_BYTES: usize = 32768;
+
+/// What a draft asks for: each value as given (None when not given). The
+/// schedule is one of `at`, `in_`, `every` (with `start`), `daily` (with
+/// `days`) or `cron`; text values are parsed here, with the flag's name in
+/// every error.
+#[derive(Debug, Clone, Default)]
+pub struct DraftSpec {
+    /// The instruction itself (a handler reads `-` from stdin first).
+    pub instruction: Option<String>,
+    pub at: Option<String>,
+    pub in_: Option<String>,
+    pub every: Option<String>,
+    pub start: Option<String>,
+    pub daily: Option<String>,
+    pub days: Option<String>,
+    pub cron: Option<String>,
+    pub spread: Option<String>,
+    pub until: Option<String>,
+    pub count: Option<u32>,
+    pub name: Option<String>,
+    pub target: Option<String>,
+    pub policy: Option<Policy>,
+    pub tz: Option<String>,
+    pub grace: Option<String>,
+    pub max_retries: Option<u32>,
+    pub retry_backoff: Option<String>,
+}
+
+/// Who drafts, where and when: what a new payload takes from the caller.
+pub struct Drafter<'a> {
+    pub now: i64,
+    /// The zone of a task that names none.
+    pub default_zone: Tz,
+    pub tenant: &'a str,
+    /// The caller's identity keys, sorted: a new task's owners.
+    pub owner_keys: Vec<String>,
+    /// The first identity key: the default target.
+    pub actor: &'a str,
+}
+
+/// The canonical payload `spec` describes, over the confirmed payload `old`
+/// when replacing, and its next three runs: every check a draft makes on
+/// its values. `draft` and `plan` (each task of a file) build with it.
+pub fn build_payload(
+    who: &Drafter<'_>,
+    args: &DraftSpec,
+    old: Option<&Payload>,
+) -> Result<(Payload, Vec<Occurrence>)> {
+    let zone = match (&args.tz, old) {
+        (Some(name), _) => schedule::parse_zone(name).map_err(CmdError::from)?,
+        (None, Some(old)) => old.timezone,
+        (None, None) => who.default_zone,
+    };
+    let schedule = match (schedule_from(args, zone, who.now)?, old) {
+        (Some(schedule), Some(old)) => {
+            keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
+        }
+        (Some(schedule), None) => schedule,
+        (None, Some(old)) => old.schedule.clone(),
+        (None, None) => {
+            return fail(
+                CmdError::usage("a schedule is required")
+                    .with_hint("use one of --at, --in, --every, --daily or --cron"),
+            )
+        }
+    };
+    let schedule = with_spread(args, schedule, zone, who.now)?;
+    let schedule = with_end(args, schedule, zone, who.now)?;
+    let upcoming = schedule::upcoming(&schedule, zone, who.now, 3);
+    if upcoming.is_empty() {
+        return fail(
+            CmdError::usage(format!(
+                "the schedule {} has no occurrence after now",
+                schedule.describe(zone)
+            ))
+            .with_hint("pick a time in the future"),
+        );
+    }
+    let payload = Payload {
+        grace_seconds: match (&args.grace, old) {
+            (Some(g), _) => duration_flag("--grace", g, true)?,
+            (None, Some(old)) => old.grace_seconds,
+            (None, None) => 60,
+        },
+        instruction: match (&args.instruction, old) {
+            (Some(text), _) => {
+                check_instruction(text)?;
+                text.clone()
+            }
+            (None, Some(old)) => old.instruction.clone(),
+            (None, None) => return fail(CmdError::usage("--instruction is required")),
+        },
+        max_retries: match (args.max_retries, old) {
+            (Some(n), _) => i64::from(n),
+            (None, Some(old)) => old.max_retries,
+            (None, None) => 3,
+        },
+        name: match (&args.name, old) {
+            (Some(name), _) => Some(check_name(name)?),
+            (None, Some(old)) => old.name.clone(),
+            (None, None) => None,
+        },
+        // A replacement never changes who owns the task, nor its tenant.
+        owner_keys: match old {
+            Some(old) => old.owner_keys.clone(),
+            None => who.owner_keys.clone(),
+        },
+        policy: match (args.policy, old) {
+            (Some(p), _) => p,
+            (None, Some(old)) => old.policy,
+            (None, None) => Policy::ReadOnly,
+        },
+        retry_backoff_seconds: match (&args.retry_backoff, old) {
+            (Some(b), _) => duration_flag("--retry-backoff", b, false)?,
+            (None, Some(old)) => old.retry_backoff_seconds,
+            (None, None) => 60,
+        },
+        schedule,
+        target: match (&args.target, old) {
+            (Some(t), _) => {
+                crate::context::check_key("--target", t)?;
+                t.clone()
+            }
+            (None, Some(old)) => old.target.clone(),
+            (None, None) => who.actor.to_string(),
+        },
+        tenant_key: match old {
+            Some(old) => old.tenant_key.clone(),
+            None => who.tenant.to_string(),
+        },
+        timezone: zone,
+    };
+    // The spread's offset comes from the payload's SHA-256 taken with the
+    // offset at 0, so anyone can recompute it; then the occurrences move.
+    let mut payload = payload;
+    if let Some(spread) = spread_of(&payload.schedule) {
+        let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
+        set_offset(
+            &mut payload.schedule,
+            schedule::spread_offset(&seed, spread),
+        );
+        // `--count N` ends at the Nth occurrence as moved.
+        if let Schedule::Ends {
+            inner,
+            until,
+            count: Some(n),
+        } = &mut payload.schedule
+        {
+            if let Some(last) = schedule::upcoming(inner, zone, who.now, *n as usize).last() {
+                *until = last.at;
+            }
+        }
+    }
+    let upcoming = schedule::upcoming(&payload.schedule, zone, who.now, 3);
+    if upcoming.is_empty() {
+        return fail(CmdError::usage("the schedule has no occurrence after now"));
+    }
+    Ok((payload, upcoming))
+}
+
+/// The spread of a schedule, when it has one (under its end, if any).
+fn spread_of(schedule: &Schedule) -> Option<i64> {
+    match schedule {
+        Schedule::Spread { spread, .. } => Some(*spread),
+        Schedule::Ends { inner, .. } => spread_of(inner),
+        _ => None,
+    }
+}
+
+fn set_offset(schedule: &mut Schedule, to: i64) {
+    match schedule {
+        Schedule::Spread { offset, .. } => *offset = to,
+        Schedule::Ends { inner, .. } => set_offset(inner, to),
+        _ => {}
+    }
+}
+
+/// A replacement's new schedule keeps the old one's spread unless flags change it.
+fn keep_spread(schedule: Schedule, old: &Schedule) -> Schedule {
+    match spread_of(old) {
+        Some(spread) if !matches!(schedule, Schedule::Once { .. }) => Schedule::Spread {
+            inner: Box::new(schedule),
+            spread,
+            offset: 0,
+        },
+        _ => schedule,
+    }
+}
+
+/// Applies `--spread DUR` below any end: at most 1 h and at most the
+/// schedule's period (its shortest gap over the next 50 occurrences). The
+/// offset is set once the payload is known (`set_offset`).
+fn with_spread(args: &DraftSpec, schedule: Schedule, zone: Tz, now: i64) -> Result<Schedule> {
+    let Some(text) = &args.spread else {
+        return Ok(schedule);
+    };
+    let spread = schedule::parse_duration(text)
+        .map_err(|e| CmdError::usage(format!("--spread: {}", e.message)))?;
+    let (end, bare) = match schedule {
+        Schedule::Ends {
+            inner,
+            until,
+            count,
+        } => (Some((until, count)), *inner),
+        other => (None, other),
+    };
+    let bare = match bare {
+        Schedule::Spread { inner, .. } => *inner,
+        other => other,
+    };
+    if matches!(bare, Schedule::Once { .. }) {
+        return fail(
+            CmdError::usage("--spread only goes with a recurring schedule")
+                .with_hint("use --every, --daily or --cron"),
+        );
+    }
+    if spread > 3600 {
+        return fail(CmdError::usage("--spread must be at most 1h"));
+    }
+    if let Some(gap) = schedule::shortest_gap(&bare, zone, now, 50) {
+        if spread > gap {
+            return fail(CmdError::usage(format!(
+                "--spread {text} is longer than the schedule's period ({gap} s)"
+            )));
+        }
+    }
+    let spread = Schedule::Spread {
+        inner: Box::new(bare),
+        spread,
+        offset: 0,
+    };
+    spread.validate().map_err(CmdError::from)?;
+    Ok(match end {
+        Some((until, count)) => Schedule::Ends {
+            inner: Box::new(spread),
+            until,
+            count,
+        },
+        None => spread,
+    })
+}
+
+/// A replacement's new schedule keeps the old one's end unless flags change it.
+fn keep_end(schedule: Schedule, old: &Schedule) -> Schedule {
+    match old {
+        Schedule::Ends { until, count, .. } if !matches!(schedule, Schedule::Once { .. }) => {
+            Schedule::Ends {
+                inner: Box::new(schedule),
+                until: *until,
+                count: *count,
+            }
+        }
+        _ => schedule,
+    }
+}
+
+/// Applies `--until` or `--count`. `--count N` ends the schedule at its Nth
+/// occurrence after now (the draft's creation): the count and that instant
+/// are both in the payload, so the hash fixes which occurrences run, and
+/// every one of them counts whatever its outcome (missed, skipped_overlap).
+fn with_end(args: &DraftSpec, schedule: Schedule, zone: Tz, now: i64) -> Result<Schedule> {
+    if args.until.is_none() && args.count.is_none() {
+        return Ok(schedule);
+    }
+    let inner = schedule.without_end().clone();
+    if matches!(inner, Schedule::Once { .. }) {
+        return fail(
+            CmdError::usage("--until and --count only go with a recurring schedule")
+                .with_hint("use --every, --daily or --cron"),
+        );
+    }
+    let (until, count) = match (&args.until, args.count) {
+        (Some(text), _) => (
+            schedule::parse_time(text, zone).map_err(CmdError::from)?,
+            None,
+        ),
+        (None, Some(n)) => {
+            let runs = schedule::upcoming(&inner, zone, now, n as usize);
+            match runs.last() {
+                Some(last) => (last.at, Some(i64::from(n))),
+                None => (now, Some(i64::from(n))),
+            }
+        }
+        (None, None) => unreachable!("checked above"),
+    };
+    let ends = Schedule::Ends {
+        inner: Box::new(inner),
+        until,
+        count,
+    };
+    ends.validate().map_err(CmdError::from)?;
+    Ok(ends)
+}
+
+/// The schedule the flags describe; None when no schedule flag was given.
+fn schedule_from(args: &DraftSpec, zone: Tz, now: i64) -> Result<Option<Schedule>> {
+    if args.days.is_some() && args.daily.is_none() {
+        return fail(
+            CmdError::usage("--days only goes with --daily")
+                .with_hint("e.g. --daily 09:30 --days mon-fri"),
+        );
+    }
+    if args.start.is_some() && args.every.is_none() {
+        return fail(
+            CmdError::usage("--start only goes with --every")
+                .with_hint("e.g. --every 1h --start 2026-12-03T09:00:00Z"),
+        );
+    }
+    let schedule = if let Some(at) = &args.at {
+        let run_at = schedule::parse_time(at, zone).map_err(CmdError::from)?;
+        if run_at <= now {
+            return fail(
+                CmdError::usage(format!("--at {at} is in the past"))
+                    .with_hint("give a future time, or use --in DURATION"),
+            );
+        }
+        Schedule::Once { run_at }
+    } else if let Some(delay) = &args.in_ {
+        let seconds = schedule::parse_duration(delay).map_err(CmdError::from)?;
+        Schedule::Once {
+            run_at: now.saturating_add(seconds),
+        }
+    } else if let Some(every) = &args.every {
+        let seconds = schedule::parse_duration(every).map_err(CmdError::from)?;
+        let anchor_at = match &args.start {
+            Some(start) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
+            None => now,
+        };
+        Schedule::Interval { seconds, anchor_at }
+    } else if let Some(daily) = &args.daily {
+        let (hour, minute) = schedule::parse_hhmm(daily).map_err(CmdError::from)?;
+        let weekdays = match &args.days {
+            Some(days) => schedule::parse_days(days).map_err(CmdError::from)?,
+            None => Vec::new(),
+        };
+        Schedule::Calendar {
+            hour,
+            minute,
+            weekdays,
+        }
+    } else if let Some(expr) = &args.cron {
+        schedule::parse_cron(expr).map_err(CmdError::from)?;
+        Schedule::Cron {
+            expr: expr.split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    } else {
+        return Ok(None);
+    };
+    schedule.validate().map_err(CmdError::from)?;
+    Ok(Some(schedule))
+}
+
+pub fn check_instruction(text: &str) -> Result<()> {
+    if text.len() > INSTRUCTION_MAX_BYTES {
+        return fail(CmdError::usage(format!(
+            "the instruction is {} bytes; at most {INSTRUCTION_MAX_BYTES} are allowed",
+            text.len()
+        )));
+    }
+    if text.contains('\0') {
+        return fail(CmdError::usage("the instruction contains a NUL byte"));
+    }
+    if text.trim().is_empty() {
+        return fail(
+            CmdError::usage("the instruction is empty").with_hint("say what the agent should do"),
+        );
+    }
+    Ok(())
+}
+
+pub fn check_name(name: &str) -> Result<String> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if !valid {
+        return fail(
+            CmdError::usage(format!("invalid --name '{}'", escape(name)))
+                .with_hint("use 1–64 of the characters A-Z a-z 0-9 . _ -"),
+        );
+    }
+    Ok(name.to_string())
+}
+
+/// A duration value of `flag` in seconds; `0` only when `zero_ok`.
+pub fn duration_flag(flag: &str, text: &str, zero_ok: bool) -> Result<i64> {
+    if zero_ok && matches!(text.trim(), "0" | "0s") {
+        return Ok(0);
+    }
+    schedule::parse_duration(text)
+        .map_err(|e| CmdError::usage(format!("{flag}: {}", e.message)).into())
+}
