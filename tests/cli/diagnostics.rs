@@ -326,7 +326,8 @@ fn deny_json_has_its_finished_at() {
 #[test]
 fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothing() {
     let rig = Rig::new();
-    // Nothing yet: one line each, not silence.
+    // Nothing yet (a store with only a draft): one line each, not silence.
+    rig.env.draft(&["--instruction", "x", "--every", "1h"]);
     let out = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
         out.stdout,
