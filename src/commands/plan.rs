@@ -9,16 +9,15 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::tasks_file::{self, Built, Desired};
+use super::tasks_file;
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
-use crate::model::{Event, Replaces, Task, TaskState};
-use crate::ops::access::{ensure_owner, Caller};
+use crate::ops::access::Caller;
+use crate::ops::plan::{Action, Kind};
+use crate::ops::{self};
 use crate::output::json::time;
 use crate::output::{escape, relative, wall_time};
-use crate::payload::{hash_hex, Payload};
+use crate::payload::Payload;
 use crate::schedule;
-use crate::store::{TaskTransition, Tx};
 
 /// Show what applying a TOML file of tasks would change, and its plan hash
 ///
@@ -69,204 +68,6 @@ fn parse_hash(text: &str) -> Result<String, String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Create,
-    Replace,
-    Delete,
-    Unchanged,
-}
-
-impl Kind {
-    fn as_str(self) -> &'static str {
-        match self {
-            Kind::Create => "create",
-            Kind::Replace => "replace",
-            Kind::Delete => "delete",
-            Kind::Unchanged => "unchanged",
-        }
-    }
-}
-
-struct Action<'a> {
-    name: String,
-    kind: Kind,
-    /// The task as it is now (replace, delete, unchanged).
-    current: Option<Task>,
-    /// The file's task (create, replace, unchanged).
-    desired: Option<&'a Desired>,
-}
-
-impl Action<'_> {
-    /// The payload to write: only a create or a replace has one (an
-    /// unchanged task's file values need not build today, see `declared_hash`).
-    fn built(&self) -> Option<&Built> {
-        match self.kind {
-            Kind::Create | Kind::Replace => self.desired.and_then(|d| d.built.as_ref().ok()),
-            Kind::Delete | Kind::Unchanged => None,
-        }
-    }
-
-    /// The task's payload hash after the plan: the new one, or the one it keeps.
-    fn new_hash(&self) -> Option<String> {
-        match (self.kind, self.built(), &self.current) {
-            (Kind::Unchanged, _, Some(task)) => Some(task.payload_hash.clone()),
-            (_, Some(b), _) => Some(hash_hex(b.payload.canonical().as_bytes())),
-            _ => None,
-        }
-    }
-}
-
-/// The stable comparison of a file's task with the store. The payload
-/// `draft` builds from the file is not a function of the file alone:
-/// `count = N` ends at the Nth occurrence after "now", so it resolves to a
-/// new payload on every later plan, and an `at` that has passed builds no
-/// payload at all. So each create or replace an apply performs records on
-/// the task this hash, over the file's declared values (`Desired::declared`)
-/// and the payload hash they were applied as. A later plan calls the task
-/// unchanged when the file still declares the same values and the task still
-/// has that payload, without building anything; a task replaced by hand
-/// since (another payload hash), or never applied from a file, is compared
-/// by payload as `draft` would build it now.
-fn declared_hash(declared: &str, payload_hash: &str) -> String {
-    hash_hex(format!("{declared}\n{payload_hash}").as_bytes())
-}
-
-/// The payload the file's task builds today, or the refusal naming its
-/// file, line and key.
-fn built_mut(d: &mut Desired) -> Result<&mut Built> {
-    match &mut d.built {
-        Ok(built) => Ok(built),
-        Err(refusal) => fail(refusal.clone()),
-    }
-}
-
-/// The provenance recorded on created tasks: the file's name, so that a
-/// checkout anywhere prunes what the same file created.
-fn file_name(path: &std::path::Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
-}
-
-/// What the file would change, read in `tx`.
-fn compute<'a>(
-    tx: &mut dyn Tx,
-    caller: &Caller<'_>,
-    file: &str,
-    desired: &'a mut [Desired],
-    prune: bool,
-) -> Result<Vec<Action<'a>>> {
-    let mut actions = Vec::new();
-    let mut kept = Vec::new();
-    let recorded = tx.declared(caller.tenant)?;
-    for d in desired.iter_mut() {
-        let current = match tx.task_id_named(caller.tenant, &d.name)? {
-            Some(id) => Some(read_task(tx, &id)?),
-            None => None,
-        };
-        let kind = match &current {
-            None => {
-                built_mut(d)?;
-                Kind::Create
-            }
-            Some(task) => {
-                check_owned(task, caller)?;
-                kept.push(task.task_id.clone());
-                if recorded.get(&task.task_id)
-                    == Some(&declared_hash(&d.declared, &task.payload_hash))
-                {
-                    actions.push((d.name.clone(), Kind::Unchanged, current));
-                    continue;
-                }
-                let built = built_mut(d)?;
-                // A replacement keeps the task's owners (as `draft --replace`).
-                built.payload.owner_keys = task.owner_keys.clone();
-                if task.payload_hash == hash_hex(built.payload.canonical().as_bytes()) {
-                    Kind::Unchanged
-                } else if matches!(task.state, TaskState::Active | TaskState::Paused) {
-                    Kind::Replace
-                } else {
-                    return fail(
-                        CmdError::conflict(format!(
-                            "task {} is {}; only an active or paused task can be replaced",
-                            escape(&d.name),
-                            task.state
-                        ))
-                        .with_hint("delete it, or rename the task in the file"),
-                    );
-                }
-            }
-        };
-        actions.push((d.name.clone(), kind, current));
-    }
-    let desired: &'a [Desired] = desired;
-    let mut out: Vec<Action<'a>> = Vec::new();
-    let mut rest = desired.iter();
-    for (name, kind, current) in actions {
-        out.push(Action {
-            name,
-            kind,
-            current,
-            desired: rest.next(),
-        });
-    }
-    if prune {
-        for id in tx.managed_tasks(caller.tenant, file)? {
-            if kept.contains(&id) {
-                continue;
-            }
-            let task = read_task(tx, &id)?;
-            check_owned(&task, caller)?;
-            out.push(Action {
-                name: task.label(),
-                kind: Kind::Delete,
-                current: Some(task),
-                desired: None,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn read_task(tx: &mut dyn Tx, id: &str) -> Result<Task> {
-    match tx.task(id)? {
-        Some(Ok(task)) => Ok(task),
-        Some(Err(corrupt)) => fail(CmdError::conflict(format!(
-            "task {id} cannot be read: {}",
-            corrupt.problem
-        ))),
-        None => fail(CmdError::not_found(format!("task {id} vanished"))),
-    }
-}
-
-fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
-    // Another tenant's task of the same name is not the caller's either.
-    let owners: &[String] = match task.tenant_key == caller.tenant {
-        true => &task.owner_keys,
-        false => &[],
-    };
-    let what = format!("task {}", escape(&task.label()));
-    ensure_owner(caller, owners, &what).map_err(|e| {
-        e.with_hint("act as an owner with --as KEY, or rename the task in the file")
-    })?;
-    Ok(())
-}
-
-/// SHA-256 of the canonical JSON list of the changes: name, action, new
-/// payload hash and current revision, in the file's (sorted) order.
-fn plan_hash(actions: &[Action<'_>]) -> String {
-    let list: Vec<Value> = actions
-        .iter()
-        .filter(|a| a.kind != Kind::Unchanged)
-        .map(|a| {
-            json!({"name": a.name, "action": a.kind.as_str(), "payload_hash": a.new_hash(),
-                   "revision": a.current.as_ref().map(|t| t.revision)})
-        })
-        .collect();
-    hash_hex(Value::Array(list).to_string().as_bytes())
-}
-
 fn caller_parts(ctx: &Ctx) -> (String, Vec<String>) {
     (ctx.tenant.clone(), ctx.identity.clone())
 }
@@ -281,15 +82,15 @@ pub fn plan(ctx: &mut Ctx, args: PlanArgs) -> Result<i32> {
 
 fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
     let mut desired = tasks_file::load(ctx, &args.file)?;
-    let file = file_name(&args.file);
+    let file = ops::plan::file_name(&args.file);
     let (tenant, identity) = caller_parts(ctx);
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,
     };
     let (summary, hash) = ctx.store()?.read(|tx| {
-        let actions = compute(tx, &caller, &file, &mut desired, args.prune)?;
-        Ok((render(&actions), plan_hash(&actions)))
+        let actions = ops::plan::compute(tx, &caller, &file, &mut desired, args.prune)?;
+        Ok((render(&actions), ops::plan::plan_hash(&actions)))
     })?;
     let changes = summary.iter().any(|r| r.kind != Kind::Unchanged);
     print(ctx, &args, &summary, &hash, changes)?;
@@ -456,7 +257,7 @@ fn print(ctx: &Ctx, args: &PlanArgs, rows: &[Row], hash: &str, changes: bool) ->
 
 pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
     let mut desired = tasks_file::load(ctx, &args.file)?;
-    let file = file_name(&args.file);
+    let file = ops::plan::file_name(&args.file);
     let (tenant, identity) = caller_parts(ctx);
     let caller = Caller {
         tenant: &tenant,
@@ -465,33 +266,23 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
     let now = ctx.now;
     let actor = ctx.actor().to_string();
     let done = ctx.store()?.write(|tx| {
-        let actions = compute(tx, &caller, &file, &mut desired, args.prune)?;
-        if plan_hash(&actions) != args.hash {
-            return fail(
-                CmdError::draft_rejected(
-                    "the plan changed since it was made: the file or a task in the store differs",
-                )
-                .with_hint("run `agentcron plan` again, check it, and apply its new hash"),
-            );
-        }
-        let mut done = Vec::new();
-        let changes = actions.iter().filter(|a| a.kind != Kind::Unchanged).count();
-        for a in actions.iter().filter(|a| a.kind != Kind::Unchanged) {
-            #[cfg(feature = "test-hooks")]
-            if done.len() == changes / 2 {
-                crate::hooks::at("apply_midway");
-            }
-            let task_id = perform(tx, &caller, a, &file, &args.hash, &actor, now)?;
-            done.push((a.name.clone(), a.kind, task_id, a.new_hash()));
-        }
-        debug_assert_eq!(done.len(), changes);
-        Ok(done)
+        ops::plan::apply(
+            tx,
+            &caller,
+            &file,
+            &mut desired,
+            args.prune,
+            &args.hash,
+            &actor,
+            now,
+        )
     })?;
     if ctx.out.json {
         return ctx.out.document(&json!({
             "plan_hash": args.hash,
-            "applied": done.iter().map(|(name, kind, id, hash)| json!({
-                "name": name, "action": kind.as_str(), "task_id": id, "payload_hash": hash,
+            "applied": done.iter().map(|a| json!({
+                "name": a.name, "action": a.kind.as_str(), "task_id": a.task_id,
+                "payload_hash": a.payload_hash,
             })).collect::<Vec<_>>(),
         }));
     }
@@ -499,103 +290,13 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
         return ctx.out.line("no changes");
     }
     let mut text = format!("Applied plan {}…:\n", &args.hash[..12]);
-    for (name, kind, id, _) in &done {
-        text.push_str(&format!("  {:<9} {} ({id})\n", kind.as_str(), escape(name)));
+    for a in &done {
+        text.push_str(&format!(
+            "  {:<9} {} ({})\n",
+            a.kind.as_str(),
+            escape(&a.name),
+            a.task_id
+        ));
     }
     ctx.out.line(text.trim_end())
-}
-
-/// One change, with the audit event its command writes plus the plan hash.
-fn perform(
-    tx: &mut dyn Tx,
-    caller: &Caller<'_>,
-    a: &Action<'_>,
-    file: &str,
-    plan_hash: &str,
-    actor: &str,
-    now: i64,
-) -> Result<String> {
-    let event = |action: &str, task: &Task, detail: Value| Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: action.into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail,
-    };
-    match (a.kind, a.desired, &a.current) {
-        (Kind::Create, Some(d), _) => {
-            let Some(b) = a.built() else {
-                unreachable!("compute refuses a create that does not build")
-            };
-            let hash = hash_hex(b.payload.canonical().as_bytes());
-            let Some(next) = schedule::next_after(&b.payload.schedule, b.payload.timezone, now)
-            else {
-                return fail(CmdError::draft_rejected(format!(
-                    "task {}: the schedule has no occurrence after now",
-                    escape(&a.name)
-                )));
-            };
-            let task = b
-                .payload
-                .new_task(uuid::Uuid::new_v4().to_string(), hash, next.at, now);
-            tx.insert_task(&task)?;
-            tx.set_managed_by(&task.task_id, file)?;
-            tx.set_declared(
-                &task.task_id,
-                &declared_hash(&d.declared, &task.payload_hash),
-            )?;
-            tx.append_event(&event(
-                "confirm",
-                &task,
-                json!({"plan_hash": plan_hash, "file": file, "payload_hash": task.payload_hash,
-                       "next_run_at": time(task.next_run_at)}),
-            ))?;
-            Ok(task.task_id)
-        }
-        (Kind::Replace, Some(d), Some(current)) => {
-            let Some(b) = a.built() else {
-                unreachable!("compute refuses a replace that does not build")
-            };
-            let hash = hash_hex(b.payload.canonical().as_bytes());
-            let replaces = Replaces {
-                task_id: current.task_id.clone(),
-                revision: current.revision,
-            };
-            let old = crate::ops::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
-            let task = read_task(tx, &old.task_id)?;
-            tx.set_declared(
-                &task.task_id,
-                &declared_hash(&d.declared, &task.payload_hash),
-            )?;
-            tx.append_event(&event(
-                "replace",
-                &task,
-                json!({"plan_hash": plan_hash, "file": file,
-                       "old_payload_hash": old.payload_hash,
-                       "payload_hash": task.payload_hash, "revision": task.revision,
-                       "next_run_at": time(task.next_run_at)}),
-            ))?;
-            Ok(task.task_id)
-        }
-        (Kind::Delete, _, Some(task)) => {
-            tx.transition_task(&TaskTransition {
-                task_id: &task.task_id,
-                from: task.state,
-                revision: task.revision,
-                to: TaskState::Deleted,
-                reason: None,
-                next_run_at: None,
-                now,
-            })?;
-            tx.append_event(&event(
-                "delete",
-                task,
-                json!({"from": task.state.as_str(), "plan_hash": plan_hash, "file": file}),
-            ))?;
-            Ok(task.task_id.clone())
-        }
-        _ => unreachable!("compute pairs each kind with its tasks"),
-    }
 }

@@ -12,8 +12,8 @@ use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::Policy;
 use crate::ops::draft::{self, DraftSpec};
-use crate::payload::Payload;
-use crate::schedule::{self, Occurrence};
+pub use crate::ops::plan::{Built, Desired};
+use crate::schedule;
 
 /// One task of the file: the `draft` flags, `_` for `-`.
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -35,25 +35,6 @@ pub struct TaskSpec {
     pub until: Option<String>,
     pub count: Option<u32>,
     pub spread: Option<String>,
-}
-
-/// A task of the file: what it declares, and the payload `draft` would
-/// build from that now.
-pub struct Desired {
-    pub name: String,
-    /// The file's own values for the task, as canonical JSON, with the
-    /// defaults they lean on (the zone, the target) filled in. Unlike the
-    /// payload, it does not depend on "now": see `plan::declared_hash`.
-    pub declared: String,
-    /// The payload and its next runs, or why `draft` refuses the values
-    /// today (an `at` that has passed). The refusal only matters for a task
-    /// the plan would create or replace, so it waits for the store lookup.
-    pub built: Result<Built, CmdError>,
-}
-
-pub struct Built {
-    pub payload: Payload,
-    pub upcoming: Vec<Occurrence>,
 }
 
 /// Reads and checks the whole file; any problem refuses all of it.

@@ -49,7 +49,15 @@ pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> 
             next_run_at: None,
             now: req.now,
         };
-        let task = apply(tx, req, &task, &change, "pause", json!({"reason": reason}))?;
+        let task = apply(
+            tx,
+            &req.caller.identity[0],
+            req.now,
+            &task,
+            &change,
+            "pause",
+            json!({"reason": reason}),
+        )?;
         Ok(Changed {
             task,
             changed: true,
@@ -94,7 +102,15 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             next_run_at: next,
             now: req.now,
         };
-        let task = apply(tx, req, &task, &change, "resume", detail)?;
+        let task = apply(
+            tx,
+            &req.caller.identity[0],
+            req.now,
+            &task,
+            &change,
+            "resume",
+            detail,
+        )?;
         Ok(Changed {
             task,
             changed: true,
@@ -106,30 +122,39 @@ pub fn delete(store: &mut dyn Store, req: &Request<'_>) -> Result<Task> {
     store.write(|tx| {
         let task = owned_task(tx, &req.caller, req.task)?;
         check_revision(&task, req.expect_revision)?;
-        if task.state == TaskState::Deleted {
-            return fail(CmdError::conflict(format!(
-                "task {} is already deleted",
-                task.label()
-            )));
-        }
-        let change = TaskTransition {
-            task_id: &task.task_id,
-            from: task.state,
-            revision: task.revision,
-            to: TaskState::Deleted,
-            reason: None,
-            next_run_at: None,
-            now: req.now,
-        };
-        apply(
-            tx,
-            req,
-            &task,
-            &change,
-            "delete",
-            json!({"from": task.state.as_str()}),
-        )
+        delete_in(tx, &task, &req.caller.identity[0], req.now, json!({}))
     })
+}
+
+/// Deletes `task` (already checked as the caller's) in `tx`, as `actor`;
+/// `extra` joins the audit event's detail (a plan's hash and file).
+pub fn delete_in(
+    tx: &mut dyn Tx,
+    task: &Task,
+    actor: &str,
+    now: i64,
+    extra: serde_json::Value,
+) -> Result<Task> {
+    if task.state == TaskState::Deleted {
+        return fail(CmdError::conflict(format!(
+            "task {} is already deleted",
+            task.label()
+        )));
+    }
+    let change = TaskTransition {
+        task_id: &task.task_id,
+        from: task.state,
+        revision: task.revision,
+        to: TaskState::Deleted,
+        reason: None,
+        next_run_at: None,
+        now,
+    };
+    let mut detail = json!({"from": task.state.as_str()});
+    if let (Some(detail), serde_json::Value::Object(extra)) = (detail.as_object_mut(), extra) {
+        detail.extend(extra);
+    }
+    apply(tx, actor, now, task, &change, "delete", detail)
 }
 
 fn require_state(task: &Task, wanted: TaskState, verb: &str) -> Result<()> {
@@ -145,7 +170,8 @@ fn require_state(task: &Task, wanted: TaskState, verb: &str) -> Result<()> {
 
 fn apply(
     tx: &mut dyn Tx,
-    req: &Request<'_>,
+    actor: &str,
+    now: i64,
     task: &Task,
     change: &TaskTransition<'_>,
     action: &str,
@@ -153,9 +179,9 @@ fn apply(
 ) -> Result<Task> {
     let revision = tx.transition_task(change)?;
     tx.append_event(&Event {
-        at: req.now,
+        at: now,
         tenant_key: task.tenant_key.clone(),
-        actor: req.caller.identity[0].clone(),
+        actor: actor.to_string(),
         action: action.into(),
         task_id: Some(task.task_id.clone()),
         run_id: None,
@@ -166,8 +192,8 @@ fn apply(
     updated.state_reason = change.reason.map(str::to_string);
     updated.next_run_at = change.next_run_at;
     updated.revision = revision;
-    updated.state_changed_at = req.now;
-    updated.updated_at = req.now;
+    updated.state_changed_at = now;
+    updated.updated_at = now;
     if change.to != TaskState::Active {
         updated.next_retry_at = None;
         updated.retry_run_id = None;

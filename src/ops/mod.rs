@@ -8,10 +8,12 @@
 //! - `lifecycle`: pause, resume, delete;
 //! - `explain`: why an occurrence did or did not run;
 //! - `draft`: the payload a draft's values describe;
-//! - `confirm`: a draft becomes a task, or replaces a task's payload.
+//! - `confirm`: a draft becomes a task, or replaces a task's payload;
+//! - `plan`: what a tasks file would change, and applying exactly that.
 
 pub mod access;
 pub mod confirm;
 pub mod draft;
 pub mod explain;
 pub mod lifecycle;
+pub mod plan;
