@@ -2,7 +2,9 @@
 //!
 //! Everything else travels as `anyhow::Error` with context; `main` finds the
 //! first `CmdError` in the chain (or a busy SQLite error) and maps it to the
-//! exit code. A command never exits the process itself.
+//! exit code. A command never exits the process itself. Also here, the
+//! reading of an error that does not depend on a command: the one-line
+//! sentence it is reported as, and the schema constraint a write broke.
 
 use std::fmt;
 
@@ -206,6 +208,81 @@ pub fn is_disk_full(err: &anyhow::Error) -> bool {
     })
 }
 
+/// The error and its causes as one sentence for the one error line (SPEC
+/// section 10): the context, then each cause that adds words, joined by
+/// ": ". Left out: SQLite's numbered code behind its own message (rusqlite
+/// shows both), a cause the sentence already says (PostgreSQL's "db error:
+/// FATAL: …" and then "FATAL: …"), and line breaks inside a cause.
+pub fn sentence(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        if cause.is::<rusqlite::ffi::Error>() && !line.is_empty() {
+            continue;
+        }
+        let text = cause.to_string();
+        let text: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let text = text.join("; ");
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Which rule of the schema a write broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Violation {
+    /// A second row with the same key (primary key or unique index).
+    Duplicate,
+    /// A row referring to one that is not there (foreign key).
+    Orphan,
+    /// A missing or impossible value (NOT NULL, CHECK).
+    Invalid,
+}
+
+/// Whether the error is a write refused by a constraint of the schema, on
+/// either store, with the database's own words for it.
+pub fn constraint_violation(err: &anyhow::Error) -> Option<(Violation, String)> {
+    err.chain().find_map(|cause| {
+        if let Some(rusqlite::Error::SqliteFailure(code, message)) =
+            cause.downcast_ref::<rusqlite::Error>()
+        {
+            if code.code != rusqlite::ErrorCode::ConstraintViolation {
+                return None;
+            }
+            let kind = match code.extended_code {
+                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => Violation::Duplicate,
+                rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => Violation::Orphan,
+                _ => Violation::Invalid,
+            };
+            let words = message.clone().unwrap_or_else(|| code.to_string());
+            return Some((kind, words));
+        }
+        let db = cause.downcast_ref::<postgres::Error>()?.as_db_error()?;
+        use postgres::error::SqlState;
+        let kind = match db.code() {
+            c if *c == SqlState::UNIQUE_VIOLATION => Violation::Duplicate,
+            c if *c == SqlState::FOREIGN_KEY_VIOLATION => Violation::Orphan,
+            c if c.code().starts_with("23") => Violation::Invalid,
+            _ => return None,
+        };
+        let words = match db.detail() {
+            Some(detail) => format!("{}: {detail}", db.message()),
+            None => db.message().to_string(),
+        };
+        Some((kind, words))
+    })
+}
+
 /// A lost connection could not be opened again yet (a server still
 /// restarting): to the caller, the connection is still lost.
 #[derive(Debug)]
@@ -282,6 +359,27 @@ mod tests {
         assert!(is_connection_lost(&refused));
         assert_eq!(classify(&refused).0, ErrorKind::Busy);
         assert!(!is_connection_lost(&anyhow::anyhow!("disk on fire")));
+    }
+
+    #[test]
+    fn a_sentence_is_the_chain_without_repeats_or_codes() {
+        let sqlite = anyhow::Error::new(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some("unable to open database file".into()),
+        ))
+        .context("setting up the database /proc/version");
+        assert_eq!(
+            sentence(&sqlite),
+            "setting up the database /proc/version: unable to open database file"
+        );
+        let repeated = anyhow::anyhow!("FATAL: terminating connection\nDETAIL: by an admin")
+            .context("db error: FATAL: terminating connection; DETAIL: by an admin")
+            .context("recording the outcome");
+        assert_eq!(
+            sentence(&repeated),
+            "recording the outcome: db error: FATAL: terminating connection; DETAIL: by an admin"
+        );
+        assert_eq!(sentence(&anyhow::anyhow!("plain")), "plain");
     }
 
     #[test]

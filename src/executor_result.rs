@@ -88,8 +88,21 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
         }
         ChildExit::Aborted => return unknown(outcome, "lease lost".to_string()),
     };
-    if let Some(reply) = last_line(&outcome.stdout).and_then(reply_of) {
-        return reply;
+    match last_line(&outcome.stdout).map(reply_of) {
+        Some(Reply::Given(reply)) => return reply,
+        // Meant as a reply, unreadable: failed, with the output as its summary.
+        Some(Reply::Garbled(error)) => {
+            return ExecResult {
+                status: ExecStatus::Failed,
+                summary: output_summary(outcome),
+                wait_id: None,
+                wait_deadline: None,
+                reason: Some(format!(
+                    "malformed executor reply: the last line begins like a JSON reply but is not valid JSON ({error})"
+                )),
+            }
+        }
+        Some(Reply::Output) | None => {}
     }
     let (status, reason) = if code == 0 {
         (ExecStatus::Succeeded, None)
@@ -124,15 +137,28 @@ fn last_line(stdout: &[u8]) -> Option<&[u8]> {
         .rfind(|line| !line.is_empty())
 }
 
-/// The executor's JSON reply, if `line` is one.
-fn reply_of(line: &[u8]) -> Option<ExecResult> {
+/// What the last line of stdout is.
+enum Reply {
+    /// The executor's reply.
+    Given(ExecResult),
+    /// Meant as a reply (it begins like one) but not JSON.
+    Garbled(serde_json::Error),
+    /// Ordinary output: the exit code decides.
+    Output,
+}
+
+fn reply_of(line: &[u8]) -> Reply {
     let line = String::from_utf8_lossy(line);
-    let reply = match serde_json::from_str::<Value>(&line) {
-        Ok(Value::Object(reply)) => reply,
-        Ok(_) => return None,
-        Err(e) if looks_like_a_reply(&line) => return Some(garbled_reply(&e)),
-        Err(_) => return None,
-    };
+    match serde_json::from_str::<Value>(&line) {
+        Ok(Value::Object(reply)) => given(&reply).map_or(Reply::Output, Reply::Given),
+        Ok(_) => Reply::Output,
+        Err(e) if looks_like_a_reply(&line) => Reply::Garbled(e),
+        Err(_) => Reply::Output,
+    }
+}
+
+/// The executor's reply, if the object is one.
+fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
     let name = reply.get("status")?.as_str()?;
     let status = match name {
         "succeeded" => ExecStatus::Succeeded,
@@ -159,7 +185,7 @@ fn reply_of(line: &[u8]) -> Option<ExecResult> {
             reason: None,
         });
     }
-    match (field(&reply, "wait_id"), field(&reply, "wait_deadline")) {
+    match (field(reply, "wait_id"), field(reply, "wait_deadline")) {
         (Some(wait_id), Some(wait_deadline)) => Some(ExecResult {
             status,
             summary,
@@ -194,19 +220,6 @@ fn reply_of(line: &[u8]) -> Option<ExecResult> {
 /// `"status"` key.
 fn looks_like_a_reply(line: &str) -> bool {
     line.starts_with('{') && line.contains("\"status\"")
-}
-
-/// The result of a reply that does not parse: failed, saying why.
-fn garbled_reply(error: &serde_json::Error) -> ExecResult {
-    ExecResult {
-        status: ExecStatus::Failed,
-        summary: None,
-        wait_id: None,
-        wait_deadline: None,
-        reason: Some(format!(
-            "malformed executor reply: the last line begins like a JSON reply but is not valid JSON ({error})"
-        )),
-    }
 }
 
 /// A non-blank string field, as given.

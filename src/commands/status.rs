@@ -39,6 +39,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
     })?;
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
+    // Positive when the server's clock is ahead of this host's.
     let skew = store.server_time().map(|server| server - system_now);
     let location = store.location();
     let stale = match (max_age, last_tick) {
@@ -139,10 +140,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
         ctx.out.line(&text.join("\n"))?;
         if let Some(skew) = skew {
-            ctx.out.line(&format!(
-                "{:<10} {skew:+} s between this host and the server",
-                "clock skew"
-            ))?;
+            ctx.out
+                .line(&format!("{:<10} {}", "clock skew", describe_skew(skew)))?;
         }
         if stats.stuck > 0 {
             ctx.out.note(
@@ -156,7 +155,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
     }
     if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {
         ctx.out.warn(&format!(
-            "this host's clock is {skew:+} s off the database server's; run NTP (leases must be much longer than the skew)"
+            "{}; run NTP on both (leases must be much longer than the skew)",
+            describe_skew(skew)
         ));
     }
     Ok(if stale { 1 } else { 0 })
@@ -165,3 +165,38 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
 /// Above this, hosts sharing a PostgreSQL store disagree on "now" enough to
 /// matter for leases and grace windows.
 pub const MAX_SKEW_SECONDS: i64 = 5;
+
+/// `skew` (server minus this host, in seconds) in words that need no sign
+/// convention: which clock is ahead, and by how much.
+pub fn describe_skew(skew: i64) -> String {
+    match skew {
+        0 => "the database server's clock agrees with this host's".to_string(),
+        s if s > 0 => format!("the database server's clock is {s} s ahead of this host's"),
+        s => format!(
+            "the database server's clock is {} s behind this host's",
+            s.unsigned_abs()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_skew;
+
+    #[test]
+    fn the_skew_says_which_clock_is_ahead() {
+        // The server read 12:00:30 while this host read 12:00:00.
+        assert_eq!(
+            describe_skew(30),
+            "the database server's clock is 30 s ahead of this host's"
+        );
+        assert_eq!(
+            describe_skew(-12),
+            "the database server's clock is 12 s behind this host's"
+        );
+        assert_eq!(
+            describe_skew(0),
+            "the database server's clock agrees with this host's"
+        );
+    }
+}

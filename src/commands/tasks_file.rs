@@ -1,7 +1,7 @@
 //! The TOML tasks file of `plan` and `apply` (docs/CONTRACT.md §14): one table
 //! per task, keyed by name, whose keys are the `draft` flags. Each task
 //! becomes a `DraftSpec` and goes through the very checks `draft` makes; a
-//! refusal names the file, the line and the key.
+//! refusal names the file, the line, the task and the key.
 
 use std::collections::BTreeMap;
 
@@ -41,24 +41,8 @@ pub struct TaskSpec {
 pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
     let shown = path.display().to_string();
     let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
-    let specs: BTreeMap<String, TaskSpec> = toml::from_str(&text).map_err(|e| {
-        let (line, key) = match e.span() {
-            Some(span) => (
-                line_of(&text, span.start),
-                text.get(span.clone())
-                    .filter(|k| !k.contains('\n') && k.len() <= 64)
-                    .unwrap_or("")
-                    .trim_matches('"')
-                    .to_string(),
-            ),
-            None => (1, String::new()),
-        };
-        CmdError::usage(format!(
-            "{shown}:{line}: key '{key}': {}",
-            e.message().trim()
-        ))
-        .with_hint("each task is a [name] table of draft flags, e.g. instruction, daily, tz")
-    })?;
+    let specs: BTreeMap<String, TaskSpec> =
+        toml::from_str(&text).map_err(|e| toml_refusal(&shown, &text, &e))?;
     let mut desired = Vec::with_capacity(specs.len());
     for (name, spec) in specs {
         let at = |key: &str, message: String| {
@@ -237,6 +221,69 @@ fn flag_in(message: &str) -> Option<String> {
         .take_while(|c| c.is_ascii_lowercase() || *c == '-')
         .collect();
     (!flag.is_empty()).then(|| flag.replace('-', "_"))
+}
+
+/// A TOML error in one line naming where it is: the task and the key
+/// when the error lies inside one (a value of the wrong type, an unknown
+/// key), else the text at the error (a syntax error).
+fn toml_refusal(shown: &str, text: &str, e: &toml::de::Error) -> CmdError {
+    let span = e.span();
+    let line = span.as_ref().map_or(1, |s| line_of(text, s.start));
+    let escape = crate::output::escape;
+    let at = match span.as_ref().and_then(|s| task_and_key(text, s.start)) {
+        Some((task, Some(key))) => format!("task '{}', key '{}'", escape(&task), escape(&key)),
+        Some((task, None)) => format!("task '{}'", escape(&task)),
+        None => {
+            let near = span
+                .and_then(|s| text.get(s))
+                .filter(|k| !k.contains('\n') && k.len() <= 64)
+                .unwrap_or("")
+                .trim_matches('"');
+            format!("key '{}'", escape(near))
+        }
+    };
+    CmdError::usage(format!(
+        "{shown}:{line}: {at}: {}",
+        reworded(e.message().trim())
+    ))
+    .with_hint("each task is a [name] table of draft flags, e.g. instruction, daily, tz")
+}
+
+/// The task, and the key within it, whose name or value holds `offset`;
+/// None when the text is not a TOML document at all.
+fn task_and_key(text: &str, offset: usize) -> Option<(String, Option<String>)> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let holds = |span: std::ops::Range<usize>| span.contains(&offset);
+    for (task, value) in doc.get_ref().iter() {
+        if let toml::de::DeValue::Table(table) = value.get_ref() {
+            for (key, v) in table.iter() {
+                if holds(key.span()) || holds(v.span()) {
+                    return Some((task.get_ref().to_string(), Some(key.get_ref().to_string())));
+                }
+            }
+        }
+    }
+    doc.get_ref()
+        .iter()
+        .find(|(task, value)| holds(task.span()) || holds(value.span()))
+        .map(|(task, _)| (task.get_ref().to_string(), None))
+}
+
+/// serde's "invalid type: string \"x\", expected u32" as a person would
+/// say it: "expected a whole number, got string \"x\"".
+fn reworded(message: &str) -> String {
+    let rest = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "));
+    let Some((got, expected)) = rest.and_then(|r| r.rsplit_once(", expected ")) else {
+        return message.to_string();
+    };
+    let expected = match expected {
+        "u32" | "u64" | "i64" => "a whole number",
+        "a string" => "a string (in quotes)",
+        other => other,
+    };
+    format!("expected {expected}, got {got}")
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::commands::bounded;
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
+use crate::error::{constraint_violation, fail, CmdError, Violation};
 use crate::store::transfer::{self, TABLES};
 
 /// Write every task, run, notice, reconciliation and audit event as JSON Lines
@@ -96,7 +96,7 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
                 );
             }
         }
-        rows.push((table, values));
+        rows.push((index + 1, table, values));
     }
     let counts = ctx.store()?.write(|tx| {
         if !tx.is_empty()? {
@@ -108,8 +108,9 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
             );
         }
         let mut counts = serde_json::Map::new();
-        for (table, values) in &rows {
-            tx.load_row(table, values)?;
+        for (number, table, values) in &rows {
+            tx.load_row(table, values)
+                .map_err(|e| refused_row(*number, table.name, e))?;
             let n = counts.entry(table.name).or_insert(json!(0));
             *n = json!(n.as_i64().unwrap_or(0) + 1);
         }
@@ -129,4 +130,25 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
         })
         .collect();
     ctx.out.line(&format!("Imported {}.", summary.join(", ")))
+}
+
+/// A row the store's schema refused names its line, as a bad line does:
+/// a duplicate or an orphan is a mistake in the input, not the database's.
+fn refused_row(number: usize, table: &str, err: anyhow::Error) -> anyhow::Error {
+    let Some((violation, words)) = constraint_violation(&err) else {
+        return err;
+    };
+    let what = match violation {
+        Violation::Duplicate => format!("a duplicate {table} row, its key already imported"),
+        Violation::Orphan => {
+            format!("an orphan {table} row: the row it refers to is not in the import")
+        }
+        Violation::Invalid => format!("a {table} row the store refuses"),
+    };
+    CmdError::usage(format!(
+        "line {number}: {what} ({})",
+        crate::output::escape(&words)
+    ))
+    .with_hint("give the output of `agentcron export`, unchanged; nothing was imported")
+    .into()
 }

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
 
-use crate::error::{classify, is_disk_full, ErrorKind, Step};
+use crate::error::{classify, is_disk_full, sentence, ErrorKind, Step};
 
 pub use text::{escape, human_duration, relative, wall_time};
 
@@ -334,7 +334,9 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
             "the disk holding the database is full ({})",
             escape(&err.to_string())
         ),
-        _ => escape(&err.to_string()),
+        _ if json => escape(&err.to_string()),
+        // One line (SPEC section 10): the causes join the sentence.
+        _ => escape(&sentence(err)),
     };
     let hint = match (kind, leaf) {
         // A step names one transaction of several: only that one is undone.
@@ -370,9 +372,6 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
         let _ = writeln!(stderr, "agentcron: error: {message}{hint}");
     } else {
         let _ = writeln!(stderr, "agentcron: error: {message}");
-        for cause in causes.iter().filter(|c| **c != message) {
-            let _ = writeln!(stderr, "  caused by: {cause}");
-        }
         if let Some(hint) = hint {
             let _ = writeln!(stderr, "  hint: {}", escape(&hint));
         }

@@ -154,7 +154,7 @@ fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format()
         .fails(1);
     assert!(
         out.stderr.starts_with(&format!(
-            "agentcron: error: writing {}\n",
+            "agentcron: error: writing {}: No such file or directory",
             missing.display()
         )),
         "{}",

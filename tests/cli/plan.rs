@@ -289,7 +289,7 @@ fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
         let out = env.run(&args).fails(2);
         assert!(
             out.stderr
-                .contains("tasks.toml:4: key 'retries': unknown field `retries`"),
+                .contains("tasks.toml:4: task 'digest', key 'retries': unknown field `retries`"),
             "{}",
             out.stderr
         );

@@ -110,8 +110,9 @@ fn a_store_holding_text_that_is_not_utf8_fails_export_and_check_with_an_error_no
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     assert!(
         out.stderr
-            .starts_with("agentcron: error: exporting tasks\n")
-            && out.stderr.contains("invalid utf-8"),
+            .starts_with("agentcron: error: exporting tasks: ")
+            && out.stderr.contains("invalid utf-8")
+            && out.stderr.lines().count() == 1,
         "{}",
         out.stderr
     );

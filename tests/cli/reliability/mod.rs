@@ -13,6 +13,7 @@ mod claim_storm;
 mod clock_faults;
 mod confirmed;
 mod corruption;
+mod edges_input;
 mod edges_tick;
 mod fencing_revival;
 mod host_clocks;
