@@ -341,6 +341,8 @@ fn sqlite_failures_to_open_are_one_error_line() {
 /// `apply` on PostgreSQL, its session ended by the server
 /// (`pg_terminate_backend`) while its transaction is open: exit 1, one line.
 #[cfg(feature = "test-hooks")]
+// The apply is held open by a crash-point hook: test builds only.
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_terminated_postgres_session_is_one_error_line() {
     if !on_postgres() {
