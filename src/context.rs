@@ -243,7 +243,7 @@ pub fn check_key(flag: &str, key: &str) -> Result<()> {
     }
     if key
         .chars()
-        .any(|c| c.is_control() || crate::output::text::is_bidi_control(c))
+        .any(|c| c.is_control() || crate::text::is_bidi_control(c))
     {
         return Err(CmdError::usage(format!(
             "{flag} must not contain control or bidirectional-override characters"

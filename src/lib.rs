@@ -30,7 +30,9 @@ pub mod payload;
 pub mod process;
 pub mod schedule;
 pub mod store;
+pub mod text;
 pub mod tick;
+pub mod wire;
 
 /// Runs one parsed command line; returns the exit code on success.
 pub fn run(cli: cli::Cli) -> anyhow::Result<i32> {

@@ -95,7 +95,7 @@ fn parked(
         return fail(
             CmdError::conflict(format!(
                 "run {run_id} is not waiting on '{}'",
-                crate::output::escape(wait_id)
+                crate::text::escape(wait_id)
             ))
             .with_hint("use the wait id from the notice"),
         );
@@ -163,7 +163,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
                 CmdError::conflict(format!(
                     "run {} is already approved (by {}); the next tick runs it",
                     run.run_id,
-                    crate::output::escape(by)
+                    crate::text::escape(by)
                 ))
                 .with_hint("`agentcron deny` still cancels it until a tick claims it"),
             );
@@ -176,7 +176,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         Ok(run)
     })?;
     if ctx.out.json {
-        ctx.out.document(&crate::output::json::run(&run))?;
+        ctx.out.document(&crate::wire::run(&run))?;
     } else {
         ctx.out.line(&format!(
             "Approved; the next tick runs run {} again with the decision.",
@@ -250,7 +250,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     for f in &finished {
         if let execute::Finished::Recorded { run, outcome, .. } = f {
             if ctx.out.json {
-                let mut value = crate::output::json::run(run);
+                let mut value = crate::wire::run(run);
                 value["status"] = json!(outcome.status.as_str());
                 ctx.out.document(&value)?;
             } else {
@@ -312,7 +312,7 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
         run.reason = Some("denied".into());
         run.finished_at = Some(now);
         run.delivery_status = delivery;
-        return ctx.out.document(&crate::output::json::run(&run));
+        return ctx.out.document(&crate::wire::run(&run));
     }
     ctx.out.line(&format!(
         "Denied; run {} failed.",

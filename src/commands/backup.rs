@@ -32,7 +32,7 @@ pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<()> {
     }
     ctx.out.line(&format!(
         "Backed up to {} ({bytes} bytes); `agentcron --db {} check` verifies it.",
-        crate::output::escape(&args.file.display().to_string()),
-        crate::output::escape(&args.file.display().to_string())
+        crate::text::escape(&args.file.display().to_string()),
+        crate::text::escape(&args.file.display().to_string())
     ))
 }

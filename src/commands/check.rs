@@ -26,7 +26,7 @@ pub fn run(ctx: &mut Ctx, _args: CheckArgs) -> Result<i32> {
     } else {
         let lines: Vec<String> = violations
             .iter()
-            .map(|v| format!("violation: {}", crate::output::escape(v)))
+            .map(|v| format!("violation: {}", crate::text::escape(v)))
             .collect();
         ctx.out.line(&lines.join("\n"))?;
     }

@@ -45,13 +45,13 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
         .write(|tx| ops::confirm::confirm(tx, &caller, &args.draft_id, &args.hash, &actor, now))?;
     let (task, replaced) = (confirmed.task, confirmed.replaced);
     if ctx.out.json {
-        return ctx.out.document(&crate::output::json::task(&task));
+        return ctx.out.document(&crate::wire::task(&task));
     }
     if let Some(old) = replaced {
         return ctx.out.line(&format!(
             "Replaced the payload of task {} ({}): revision {} → {}, hash {}… → {}…. Next run {}.",
             task.task_id,
-            crate::output::escape(&task.label()),
+            crate::text::escape(&task.label()),
             old.revision,
             task.revision,
             &old.payload_hash[..8],
@@ -62,7 +62,7 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
     ctx.out.line(&format!(
         "Confirmed task {} ({}). Next run {}.",
         task.task_id,
-        crate::output::escape(&task.label()),
+        crate::text::escape(&task.label()),
         crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now())
     ))
 }

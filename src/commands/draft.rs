@@ -13,10 +13,10 @@ use crate::ops::access::Caller;
 use crate::ops::draft::{
     build_payload, check_instruction, duration_flag, DraftSpec, INSTRUCTION_MAX_BYTES,
 };
-use crate::output::json::time;
-use crate::output::{escape, relative, wall_time};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Occurrence};
+use crate::text::{escape, relative, wall_time};
+use crate::wire::time;
 
 /// Draft a task: show what would run, its payload hash, and the confirm line
 ///

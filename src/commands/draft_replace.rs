@@ -8,10 +8,10 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::model::{Draft, Task};
 use crate::output::human::in_words;
-use crate::output::json::time;
-use crate::output::{escape, relative, wall_time};
 use crate::payload::{changes, Payload};
 use crate::schedule::{self, Occurrence};
+use crate::text::{escape, relative, wall_time};
+use crate::wire::time;
 
 pub fn print(
     ctx: &Ctx,

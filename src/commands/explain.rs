@@ -7,8 +7,8 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::ops::access::Caller;
 use crate::ops::explain;
-use crate::output::json::{run as run_json, time};
 use crate::schedule;
+use crate::wire::{run as run_json, time};
 
 /// Explain why the occurrence at or before TIME did or did not run
 #[derive(Debug, Args)]
@@ -49,8 +49,7 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
             "run": run.as_ref().map(run_json),
         }));
     }
-    ctx.out
-        .line(&crate::output::escape(&explanation.paragraph))?;
+    ctx.out.line(&crate::text::escape(&explanation.paragraph))?;
     match run.as_ref().and_then(crate::output::human::stderr_block) {
         Some(block) => ctx.out.line(&block),
         None => Ok(()),

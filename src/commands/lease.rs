@@ -66,7 +66,7 @@ pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
         fail(
             CmdError::conflict(format!(
                 "the lease on run {} does not hold",
-                crate::output::escape(&run)
+                crate::text::escape(&run)
             ))
             .with_hint("stop: another tick owns this run now, or it was settled"),
         )

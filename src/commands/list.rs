@@ -8,8 +8,9 @@ use clap::Args;
 use crate::context::Ctx;
 use crate::error::CmdError;
 use crate::model::{Task, TaskState};
-use crate::output::{human, json, Output, PipeTable};
+use crate::output::{human, Output, PipeTable};
 use crate::store::{CorruptRow, TaskFilter, Tx};
+use crate::wire as json;
 
 /// List your tasks in the tenant, the next to run first
 ///

@@ -7,8 +7,9 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::model::short_id;
 use crate::ops::access::{owned_task, Caller};
-use crate::output::json::time;
-use crate::output::{escape, events, human, relative};
+use crate::output::events;
+use crate::text::{escape, relative};
+use crate::wire::time;
 
 /// Show the audit trail: who changed what, when, newest first
 #[derive(Debug, Args)]
@@ -71,7 +72,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
                     .map(short_id)
                     .unwrap_or("-")
                     .to_string(),
-                human::clip(&events::sentence(&e.event.action, &e.event.detail), 100),
+                crate::text::clip(&events::sentence(&e.event.action, &e.event.detail), 100),
             ]
         })
         .collect();

@@ -130,13 +130,13 @@ pub fn check_text(flag: &str, text: &str) -> Result<()> {
 /// The answer of a state change: the task in JSON, or one line.
 fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()> {
     if ctx.out.json {
-        return ctx.out.document(&crate::output::json::task(task));
+        return ctx.out.document(&crate::wire::task(task));
     }
     let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now());
     ctx.out.line(&format!(
         "{verb} task {} ({}): now {}, revision {}, next run {next}.",
         crate::model::short_id(&task.task_id),
-        crate::output::escape(&task.label()),
+        crate::text::escape(&task.label()),
         task.state,
         task.revision
     ))
@@ -147,7 +147,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
 fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &str) -> Result<()> {
     let task = &result.task;
     if ctx.out.json {
-        let mut value = crate::output::json::task(task);
+        let mut value = crate::wire::task(task);
         value["changed"] = serde_json::Value::Bool(result.changed);
         return ctx.out.document(&value);
     }
@@ -157,7 +157,7 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
     ctx.out.line(&format!(
         "Task {} ({}) is already {}; nothing changed (revision {}).",
         crate::model::short_id(&task.task_id),
-        crate::output::escape(&task.label()),
+        crate::text::escape(&task.label()),
         task.state,
         task.revision
     ))

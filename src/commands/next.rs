@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::context::Ctx;
 use crate::ops::access::{owned_task, Caller};
-use crate::output::json::time;
-use crate::output::{relative, wall_time};
 use crate::schedule;
+use crate::text::{relative, wall_time};
+use crate::wire::time;
 
 /// Show the next occurrences of a task in its zone, DST-shifted ones marked
 #[derive(Debug, Args)]
@@ -62,7 +62,7 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
         return ctx.out.line(&format!(
             "No upcoming runs: task {} ({}) is {} and its schedule has no occurrence left.",
             crate::model::short_id(&task.task_id),
-            crate::output::escape(&task.label()),
+            crate::text::escape(&task.label()),
             task.state
         ));
     }

@@ -14,10 +14,10 @@ use crate::context::Ctx;
 use crate::ops::access::Caller;
 use crate::ops::plan::{Action, Kind};
 use crate::ops::{self};
-use crate::output::json::time;
-use crate::output::{escape, relative, wall_time};
 use crate::payload::Payload;
 use crate::schedule;
+use crate::text::{escape, relative, wall_time};
+use crate::wire::time;
 
 /// Show what applying a TOML file of tasks would change, and its plan hash
 ///

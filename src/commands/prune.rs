@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::commands::flags::duration;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
-use crate::output::text::human_bytes;
 use crate::store::PruneCounts;
+use crate::text::human_bytes;
 
 /// Rows of each kind one prune transaction deletes at most.
 const BATCH: i64 = 10_000;
@@ -123,7 +123,7 @@ pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
     if ctx.out.json {
         return ctx.out.document(&json!({
             "dry_run": args.dry_run,
-            "cutoff": crate::output::json::time(Some(cutoff)),
+            "cutoff": crate::wire::time(Some(cutoff)),
             "runs": counts.runs, "notices": counts.notices, "reconciliations": counts.reconciliations,
             "events": counts.events, "drafts": counts.drafts,
             "size_before": before, "size_after": after,

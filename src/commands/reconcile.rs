@@ -9,10 +9,10 @@ use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Event, RunStatus};
 use crate::ops::access::{owned_run, Caller};
-use crate::output::json::{run as run_json, time};
-use crate::output::{escape, human, relative, wall_time};
 use crate::store::{Reconciliation, RunFilter};
+use crate::text::{escape, relative, wall_time};
 use crate::tick::settle::{self, Outcome};
+use crate::wire::{run as run_json, time};
 
 /// List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`
 ///
@@ -108,7 +108,7 @@ fn list(ctx: &mut Ctx) -> Result<()> {
                     .unwrap_or_else(|| short_id(&r.task_id).into()),
                 wall_time(r.scheduled_for, zone),
                 r.finished_at.map(|t| relative(t, now)).unwrap_or_default(),
-                human::clip(&escape(r.reason.as_deref().unwrap_or("")), 60),
+                crate::text::clip(&escape(r.reason.as_deref().unwrap_or("")), 60),
             ]
         })
         .collect();

@@ -6,8 +6,10 @@ use clap::Args;
 use crate::context::Ctx;
 use crate::model::{short_id, RunStatus};
 use crate::ops::access::{owned_task, Caller};
-use crate::output::{escape, human, json, relative, wall_time};
+use crate::output::human;
 use crate::store::RunFilter;
+use crate::text::{escape, relative, wall_time};
+use crate::wire as json;
 
 /// Show run history, newest first
 #[derive(Debug, Args)]
@@ -104,7 +106,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
                     .map(|d| d.to_string())
                     .unwrap_or_else(|| "-".into()),
                 relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
-                human::clip(&human::run_summary(r), 50),
+                crate::text::clip(&human::run_summary(r), 50),
             ]
         })
         .collect();

@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::context::Ctx;
 use crate::model::RunStatus;
 use crate::ops::access::{owned_task, Caller};
-use crate::output::{human, json};
+use crate::output::human;
+use crate::wire as json;
 
 /// Show one task and its last 10 runs
 #[derive(Debug, Args)]

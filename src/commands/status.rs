@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::commands::flags::duration;
 use crate::context::Ctx;
-use crate::output::json::time;
-use crate::output::relative;
-use crate::output::text::human_bytes;
+use crate::text::human_bytes;
+use crate::text::relative;
+use crate::wire::time;
 
 /// Report the last tick, the due backlog, stuck runs and undelivered notices
 ///
@@ -101,10 +101,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                     "{} queued{}; {} running in every tenant, {}",
                     queue.queued,
                     oldest_wait
-                        .map(|w| format!(
-                            ", the oldest waiting {}",
-                            crate::output::human_duration(w)
-                        ))
+                        .map(|w| format!(", the oldest waiting {}", crate::text::human_duration(w)))
                         .unwrap_or_default(),
                     queue.running_all,
                     limit

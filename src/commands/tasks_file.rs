@@ -49,7 +49,7 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
             CmdError::usage(format!(
                 "{shown}:{}: task '{}', key '{key}': {message}",
                 key_line(&text, &name, key),
-                crate::output::escape(&name)
+                crate::text::escape(&name)
             ))
         };
         draft::check_name(&name).map_err(|e| at("name", e.to_string()))?;
@@ -229,7 +229,7 @@ fn flag_in(message: &str) -> Option<String> {
 fn toml_refusal(shown: &str, text: &str, e: &toml::de::Error) -> CmdError {
     let span = e.span();
     let line = span.as_ref().map_or(1, |s| line_of(text, s.start));
-    let escape = crate::output::escape;
+    let escape = crate::text::escape;
     let at = match span.as_ref().and_then(|s| task_and_key(text, s.start)) {
         Some((task, Some(key))) => format!("task '{}', key '{}'", escape(&task), escape(&key)),
         Some((task, None)) => format!("task '{}'", escape(&task)),

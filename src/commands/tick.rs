@@ -8,11 +8,11 @@ use crate::commands::flags::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
-use crate::output::json::{run as run_json, time};
-use crate::output::{escape, wall_time};
 use crate::schedule;
+use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
 use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
+use crate::wire::{run as run_json, time};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
 ///
@@ -352,7 +352,7 @@ fn event_line(event: &TickEvent) -> Option<String> {
                 let mut line = format!("run {} {}", short_id(&run.run_id), outcome.status);
                 if let Some(text) = outcome.summary.as_deref().or(outcome.reason.as_deref()) {
                     line.push_str(": ");
-                    line.push_str(&crate::output::human::clip(&escape(text), 120));
+                    line.push_str(&crate::text::clip(&escape(text), 120));
                 }
                 line
             }

@@ -147,7 +147,7 @@ fn refused_row(number: usize, table: &str, err: anyhow::Error) -> anyhow::Error 
     };
     CmdError::usage(format!(
         "line {number}: {what} ({})",
-        crate::output::escape(&words)
+        crate::text::escape(&words)
     ))
     .with_hint("give the output of `agentcron export`, unchanged; nothing was imported")
     .into()

@@ -10,9 +10,9 @@ use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, TaskState};
 use crate::ops::access::{owned_task, Caller};
-use crate::output::json::time;
-use crate::output::{escape, wall_time};
 use crate::store::Trigger;
+use crate::text::{escape, wall_time};
+use crate::wire::time;
 
 /// Run a task once more, now: the next tick claims it
 ///

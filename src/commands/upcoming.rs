@@ -13,10 +13,10 @@ use serde_json::json;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Run, Task, TaskState};
-use crate::output::json::time;
-use crate::output::{escape, relative, wall_time};
 use crate::schedule;
 use crate::store::{TaskFilter, Tx};
+use crate::text::{escape, relative, wall_time};
+use crate::wire::time;
 
 /// Show coming occurrences of all your tasks, merged in time order
 ///

@@ -45,7 +45,7 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
     if task.tenant_key != caller.tenant {
         return fail(another_tenant("task", arg));
     }
-    let what = format!("task {}", crate::output::escape(&task.label()));
+    let what = format!("task {}", crate::text::escape(&task.label()));
     ensure_owner(caller, &task.owner_keys, &what)
         .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
     Ok(task)
@@ -108,7 +108,7 @@ fn task_id(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<String> {
 }
 
 fn not_found(caller: &Caller<'_>, arg: &str) -> CmdError {
-    let shown = crate::output::escape(arg);
+    let shown = crate::text::escape(arg);
     let hint = if arg.chars().count() < 4 {
         "give a name, a full id, or at least 4 characters of one; `agentcron list` shows them"
     } else {
@@ -134,7 +134,7 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
             return fail(
                 CmdError::denied(format!(
                     "run {} belongs to another tenant",
-                    crate::output::escape(arg)
+                    crate::text::escape(arg)
                 ))
                 .with_hint("pass --tenant for the tenant that owns it"),
             );
@@ -154,7 +154,7 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
                 return fail(
                     CmdError::usage(format!(
                         "'{}' matches several runs: {}",
-                        crate::output::escape(arg),
+                        crate::text::escape(arg),
                         ids.join(", ")
                     ))
                     .with_hint("give more characters of the run id"),
@@ -170,7 +170,7 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
     fail(
         CmdError::not_found(format!(
             "no run '{}' in tenant '{}'",
-            crate::output::escape(arg),
+            crate::text::escape(arg),
             caller.tenant
         ))
         .with_hint(hint),

@@ -10,10 +10,10 @@ use serde_json::json;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
-use crate::output::json::time;
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
 use crate::store::Tx;
+use crate::wire::time;
 
 /// What a confirmation made.
 pub struct Confirmed {
@@ -34,7 +34,7 @@ pub fn confirm(
 ) -> Result<Confirmed> {
     let Some(draft) = tx.draft(draft_id)? else {
         return fail(
-            CmdError::not_found(format!("no draft '{}'", crate::output::escape(draft_id)))
+            CmdError::not_found(format!("no draft '{}'", crate::text::escape(draft_id)))
                 .with_hint("it may have been confirmed already or pruned; draft again"),
         );
     };
@@ -152,14 +152,14 @@ pub fn replace(
     if old.tenant_key != caller.tenant || old.tenant_key != payload.tenant_key {
         return fail(CmdError::denied("the task belongs to another tenant"));
     }
-    let what = format!("task {}", crate::output::escape(&old.label()));
+    let what = format!("task {}", crate::text::escape(&old.label()));
     ensure_owner(caller, &old.owner_keys, &what)
         .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
     if old.revision != replaces.revision {
         return fail(
             CmdError::conflict(format!(
                 "task {} changed since the draft (revision {} → {}, now {})",
-                crate::output::escape(&old.label()),
+                crate::text::escape(&old.label()),
                 replaces.revision,
                 old.revision,
                 old.state
@@ -170,7 +170,7 @@ pub fn replace(
     if !matches!(old.state, TaskState::Active | TaskState::Paused) {
         return fail(CmdError::conflict(format!(
             "task {} is {}; only an active or paused task can be replaced",
-            crate::output::escape(&old.label()),
+            crate::text::escape(&old.label()),
             old.state
         )));
     }

@@ -8,9 +8,9 @@ use anyhow::Result;
 
 use crate::error::{fail, CmdError};
 use crate::model::Policy;
-use crate::output::escape;
 use crate::payload::Payload;
 use crate::schedule::{self, Occurrence, Schedule, Tz};
+use crate::text::escape;
 
 /// The longest instruction a task may carry.
 pub const INSTRUCTION_MAX_BYTES: usize = 32768;

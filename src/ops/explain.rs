@@ -216,7 +216,7 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
                  it runs when one frees, however long that takes (waiting {} so far)",
                 when(mark.seen_at),
                 f.task.grace_seconds,
-                crate::output::human_duration(f.now - occ)
+                crate::text::human_duration(f.now - occ)
             ),
         );
     }
@@ -270,9 +270,9 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
     let started = match run.queued_seconds {
         Some(wait) if wait > f.task.grace_seconds => format!(
             "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
-            crate::output::human_duration(wait)
+            crate::text::human_duration(wait)
         ),
-        Some(wait) if wait > 0 => format!("{started}, {} after it was due", crate::output::human_duration(wait)),
+        Some(wait) if wait > 0 => format!("{started}, {} after it was due", crate::text::human_duration(wait)),
         _ => started,
     };
     match run.status {

@@ -79,7 +79,7 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
         // No catch-up burst: the next run is the next occurrence after now.
         let next = schedule::next_after(&task.schedule, task.timezone, req.now).map(|o| o.at);
         let mut to = TaskState::Active;
-        let mut detail = json!({"next_run_at": crate::output::json::time(next)});
+        let mut detail = json!({"next_run_at": crate::wire::time(next)});
         if let (Schedule::Once { run_at }, None) = (&task.schedule, next) {
             // Its one time passed while paused: record it missed and finish,
             // unless it was already decided before the pause (it ran, or

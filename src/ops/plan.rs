@@ -11,11 +11,11 @@ use serde_json::{json, Value};
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Replaces, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
-use crate::output::escape;
-use crate::output::json::time;
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Occurrence};
 use crate::store::Tx;
+use crate::text::escape;
+use crate::wire::time;
 
 /// A task of the file: what it declares, and the payload a draft would
 /// build from that now.

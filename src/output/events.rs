@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::model::short_id;
 
-use super::text::escape;
+use crate::text::escape;
 
 /// "confirmed draft 1a2b3c4d (hash 9f86d081…), next run 2026-12-02T09:00:00Z".
 pub fn sentence(action: &str, detail: &Value) -> String {

@@ -4,7 +4,7 @@
 use crate::model::{short_id, Run, Task};
 use crate::schedule::Tz;
 
-use super::text::{escape, relative, wall_time};
+use crate::text::{clip, escape, relative, wall_time};
 
 /// "2026-12-03 09:30 CST (in 19 h)", or "-".
 pub fn when(at: Option<i64>, zone: Tz, now: i64) -> String {
@@ -166,7 +166,7 @@ pub fn run_summary(r: &Run) -> String {
     }
     // How long it waited for a free slot after it was due (not lateness).
     if let Some(wait) = r.queued_seconds.filter(|w| *w > 0) {
-        let queued = format!("started {} after due", crate::output::human_duration(wait));
+        let queued = format!("started {} after due", crate::text::human_duration(wait));
         summary = match summary.is_empty() {
             true => queued,
             false => format!("{queued}; {summary}"),
@@ -223,16 +223,6 @@ pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
         relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
         clip(&summary, 60),
     ]
-}
-
-/// Shortens for a table cell, marking the cut.
-pub fn clip(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// A field's value as a person reads it.

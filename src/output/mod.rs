@@ -1,13 +1,14 @@
 //! The one place that prints. Commands hand it text, tables and JSON values;
 //! it writes them, escapes what came from the database or a child, and treats
-//! a closed pipe (`agentcron list | head -1`) as success.
+//! a closed pipe (`agentcron list | head -1`) as success. The words and
+//! shapes it prints come from below: `crate::text` (escaping, times,
+//! clipping) and `crate::wire` (JSON shapes); `human`, `events` and `metrics`
+//! here lay out what only the printer shows.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod events;
 pub mod human;
-pub mod json;
 pub mod metrics;
-pub mod text;
 
 use std::io::{self, Write};
 
@@ -16,7 +17,7 @@ use serde_json::Value;
 
 use crate::error::{classify, is_disk_full, sentence, ErrorKind, Step};
 
-pub use text::{escape, human_duration, relative, wall_time};
+use crate::text::escape;
 
 /// The printer every command writes through.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,7 @@
 //! clock, so each occurrence is decided exactly once however many ticks
 //! race for it. Which task comes next is tick/queue.rs's question.
 
-use crate::output::human_duration;
+use crate::text::human_duration;
 use anyhow::Result;
 use serde_json::json;
 

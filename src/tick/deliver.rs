@@ -23,9 +23,9 @@ use serde_json::json;
 use crate::context::Clock;
 use crate::error::BusyStep;
 use crate::model::{DeliveryState, Event, Notice};
-use crate::output::json;
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
 use crate::store::{shared::SharedStore, NoticeFinish, Store};
+use crate::wire as json;
 
 /// EX_TEMPFAIL: the notifier says nothing was sent.
 pub const EX_TEMPFAIL: i32 = 75;

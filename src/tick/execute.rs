@@ -31,10 +31,10 @@ use crate::context::Clock;
 use crate::error::BusyStep;
 use crate::executor_result::{self, ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
-use crate::output::json;
 use crate::process::{self, ChildSpec, Heartbeat};
 use crate::schedule;
 use crate::store::{shared::SharedStore, Store};
+use crate::wire as json;
 
 use super::deliver::{self, Delivery, Notifier};
 use super::settle::{self, NoticeClaim, Outcome};

@@ -756,7 +756,7 @@ fn record_tick(
                     action: "scheduler_gap".into(),
                     task_id: None,
                     run_id: None,
-                    detail: json!({"previous_tick": crate::output::json::time(Some(previous)),
+                    detail: json!({"previous_tick": crate::wire::time(Some(previous)),
                                    "seconds": now - previous, "due_tasks": due_tasks}),
                 })?;
                 Some((previous, due_tasks))

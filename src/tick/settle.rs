@@ -6,9 +6,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task, TaskState};
-use crate::output::human::clip;
-use crate::output::wall_time;
 use crate::store::{RunFinish, TaskAdvance, Tx};
+use crate::text::clip;
+use crate::text::wall_time;
 
 /// Longest retry delay, whatever the backoff doubles to.
 pub const MAX_RETRY_DELAY: i64 = 3600;

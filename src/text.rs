@@ -1,5 +1,6 @@
-//! Text for people: escaping of untrusted strings, relative times, wall
-//! times in a task's zone.
+//! Text for people, below every layer that words a message: escaping of
+//! untrusted strings, clipping, relative times and durations, wall times in
+//! a task's zone, sizes.
 
 use crate::schedule::Tz;
 
@@ -74,6 +75,16 @@ pub fn human_bytes(bytes: u64) -> String {
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
         b => format!("{b} B"),
     }
+}
+
+/// Shortens for a table cell, marking the cut.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
-//! The JSON shapes of docs/CONTRACT.md §9. Times are RFC 3339 UTC strings; the
-//! field lists are the contract scripts rely on.
+//! The JSON shapes of tasks and runs (docs/CONTRACT.md §9), the one
+//! definition shared by `--json`, the executor's and notifier's standard
+//! input and audit details. Times are RFC 3339 UTC strings; the field lists
+//! are the contract scripts and executors rely on.
 
 use serde_json::{json, Value};
 
