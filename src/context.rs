@@ -16,7 +16,6 @@
 //! suite can play hosts whose clocks disagree.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -27,35 +26,7 @@ use crate::output::Output;
 use crate::schedule::{self, Tz};
 use crate::store::{self, shared::SharedStore, Location, OpenOptions, Store};
 
-/// "Now" for a whole invocation: the pinned or system time at start, moving
-/// on with the monotonic clock, so a long tick renews leases in real seconds
-/// even when `AGENTCRON_NOW` pins its start; plus, once a PostgreSQL store
-/// was opened, the server's clock minus ours.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    base: i64,
-    started: std::time::Instant,
-}
-
-/// The server's clock minus this host's, in whole seconds, measured once per
-/// process when the first PostgreSQL connection opens. One process serves
-/// one store, and every copy of the `Clock` (the tick's threads hold their
-/// own) must see the correction from then on: hence a process-wide value.
-static SERVER_CORRECTION: OnceLock<i64> = OnceLock::new();
-
-impl Clock {
-    pub fn starting_at(base: i64) -> Clock {
-        Clock {
-            base,
-            started: std::time::Instant::now(),
-        }
-    }
-
-    pub fn now(&self) -> i64 {
-        let correction = SERVER_CORRECTION.get().copied().unwrap_or(0);
-        (self.base + self.started.elapsed().as_secs() as i64).saturating_add(correction)
-    }
-}
+pub use crate::clock::Clock;
 
 /// How to open the store: where it is and with which settings.
 #[derive(Debug)]
@@ -67,23 +38,9 @@ pub struct StoreOpener {
 impl StoreOpener {
     pub fn open(&self) -> Result<Box<dyn Store>> {
         let mut store = store::open(&self.location, &self.options)?;
-        if SERVER_CORRECTION.get().is_none() {
-            if let Some(offset) = measure_server_offset(store.as_mut()) {
-                let _ = SERVER_CORRECTION.set(offset);
-            }
-        }
+        crate::clock::correct_by_server(store.as_mut(), system_now_micros);
         Ok(store)
     }
-}
-
-/// The server's clock minus ours, rounded to whole seconds, taking our
-/// clock halfway through the query; None for a store without a clock.
-fn measure_server_offset(store: &mut dyn Store) -> Option<i64> {
-    let before = system_now_micros();
-    let server = store.server_time_micros()?;
-    let after = system_now_micros();
-    let ours = before + (after - before) / 2;
-    Some(((server - ours) as f64 / 1e6).round() as i64)
 }
 
 /// Everything a command needs besides its own arguments.
@@ -124,10 +81,10 @@ impl Ctx {
             None => system_now(),
         };
         let tenant = args.tenant.clone().unwrap_or_else(|| "default".to_string());
-        check_key("--tenant", &tenant)?;
+        crate::model::check_key("--tenant", &tenant)?;
         let mut identity: Vec<String> = Vec::new();
         for key in &args.as_keys {
-            check_key("--as", key)?;
+            crate::model::check_key("--as", key)?;
             if !identity.contains(key) {
                 identity.push(key.clone());
             }
@@ -231,26 +188,6 @@ impl Ctx {
         keys.sort();
         keys
     }
-}
-
-/// Keys are 1–256 characters with no control characters (docs/CONTRACT.md §1).
-pub fn check_key(flag: &str, key: &str) -> Result<()> {
-    let count = key.chars().count();
-    if count == 0 || count > 256 {
-        return Err(
-            CmdError::usage(format!("{flag} must be 1 to 256 characters (got {count})")).into(),
-        );
-    }
-    if key
-        .chars()
-        .any(|c| c.is_control() || crate::text::is_bidi_control(c))
-    {
-        return Err(CmdError::usage(format!(
-            "{flag} must not contain control or bidirectional-override characters"
-        ))
-        .into());
-    }
-    Ok(())
 }
 
 fn system_now() -> i64 {
@@ -363,7 +300,7 @@ fn system_zone() -> Option<Tz> {
 pub fn login_name() -> String {
     for var in ["LOGNAME", "USER"] {
         if let Ok(name) = std::env::var(var) {
-            if check_key("login name", &name).is_ok() {
+            if crate::model::check_key("login name", &name).is_ok() {
                 return name;
             }
         }

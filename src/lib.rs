@@ -5,14 +5,17 @@
 //! `payload` fixes what a person confirms; `executor_result` is a pure
 //! reading of a child's answer; `process` runs one child safely and
 //! `interrupt` notes the stop signals; `store` persists behind one
-//! interface (SQLite, PostgreSQL); `context` reads the environment and the
-//! clock; `output` is the one place that prints; `ops` (access, lifecycle,
-//! explain, confirm) and `tick` are the operations; `completion` answers
-//! the shell; `commands` turn arguments into those calls and values to
-//! print, and `cli` gathers their clap definitions.
+//! interface (SQLite, PostgreSQL); `clock`, `text` and `wire` are the time,
+//! the words and the JSON shapes every layer above shares; `output` is the
+//! one place that prints; `context` reads the environment and the system
+//! clock into a `Ctx`; `ops` (access, lifecycle, explain, draft, confirm,
+//! plan) and `tick` are the operations; `completion` answers the shell;
+//! `commands` turn arguments into those calls and values to print, and
+//! `cli` gathers their clap definitions.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod completion;
 pub mod context;

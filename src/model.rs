@@ -318,6 +318,27 @@ pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
+/// Keys are 1–256 characters with no control characters (docs/CONTRACT.md §1).
+pub fn check_key(flag: &str, key: &str) -> anyhow::Result<()> {
+    let count = key.chars().count();
+    if count == 0 || count > 256 {
+        return Err(crate::error::CmdError::usage(format!(
+            "{flag} must be 1 to 256 characters (got {count})"
+        ))
+        .into());
+    }
+    if key
+        .chars()
+        .any(|c| c.is_control() || crate::text::is_bidi_control(c))
+    {
+        return Err(crate::error::CmdError::usage(format!(
+            "{flag} must not contain control or bidirectional-override characters"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

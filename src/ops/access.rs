@@ -6,7 +6,6 @@
 
 use anyhow::Result;
 
-use crate::context::Ctx;
 use crate::error::{fail, CmdError, ErrorKind};
 use crate::model::{Run, Task};
 use crate::store::Tx;
@@ -15,15 +14,6 @@ use crate::store::Tx;
 pub struct Caller<'a> {
     pub tenant: &'a str,
     pub identity: &'a [String],
-}
-
-impl<'a> Caller<'a> {
-    pub fn of(ctx: &'a Ctx) -> Caller<'a> {
-        Caller {
-            tenant: &ctx.tenant,
-            identity: &ctx.identity,
-        }
-    }
 }
 
 /// Finds the task `arg` names and checks the caller may act on it.

@@ -134,7 +134,7 @@ pub fn build_payload(
         schedule,
         target: match (&args.target, old) {
             (Some(t), _) => {
-                crate::context::check_key("--target", t)?;
+                crate::model::check_key("--target", t)?;
                 t.clone()
             }
             (None, Some(old)) => old.target.clone(),

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::Clock;
+use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::model::{DeliveryState, Event, Notice};
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::context::Clock;
+use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::executor_result::{self, ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};

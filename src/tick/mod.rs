@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::Clock;
+use crate::clock::Clock;
 use crate::error::{BusyStep, CmdError};
 use crate::model::{DeliveryState, Event, RunStatus};
 use crate::store::{shared::SharedStore, Agenda, Store};
