@@ -19,14 +19,64 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
+use clap::Args;
 
-use crate::cli::GlobalArgs;
 use crate::error::CmdError;
 use crate::output::Output;
 use crate::schedule::{self, Tz};
 use crate::store::{self, shared::SharedStore, Location, OpenOptions, Store};
 
 pub use crate::clock::Clock;
+
+/// The help heading of the options every subcommand takes, so that a
+/// subcommand's own options stand apart from them in its `--help`.
+pub const GLOBAL: &str = "Global options";
+
+/// Options every subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db,
+    /// else ~/.local/state/agentcron/agentcron.db]
+    ///
+    /// Created with mode 0600 in 0700 folders by `draft`, `plan`/`apply` or
+    /// `import`; every other command (`tick` included) exits 3 when the file
+    /// does not exist, so a mistyped path is never a new empty store.
+    /// `:memory:` is refused.
+    #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH", help_heading = GLOBAL)]
+    pub db: Option<PathBuf>,
+
+    /// The tenant every command acts in [default: default]
+    #[arg(long, global = true, env = "AGENTCRON_TENANT", value_name = "KEY", help_heading = GLOBAL)]
+    pub tenant: Option<String>,
+
+    /// The caller's identity key; repeat for several [default: unix:<login name>]
+    ///
+    /// A caller owns a task when one of its keys is among the task's owner keys.
+    /// From the environment, several keys are separated by commas.
+    #[arg(
+        long = "as",
+        global = true,
+        env = "AGENTCRON_AS",
+        value_name = "KEY",
+        value_delimiter = ',',
+        help_heading = GLOBAL
+    )]
+    pub as_keys: Vec<String>,
+
+    /// Print machine-readable JSON; errors become one JSON object on stderr
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub json: bool,
+
+    /// A fixed "now" (RFC 3339 or unix seconds), for tests and simulations
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTCRON_NOW",
+        value_name = "TIME",
+        hide = true
+    )]
+    pub now: Option<String>,
+}
 
 /// How to open the store: where it is and with which settings.
 #[derive(Debug)]

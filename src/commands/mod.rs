@@ -37,8 +37,51 @@ pub mod upcoming;
 
 use anyhow::Result;
 
-use crate::cli::Command;
 use crate::context::Ctx;
+
+/// Every subcommand, one Args struct each, defined beside its handler.
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    Draft(draft::DraftArgs),
+    Confirm(confirm::ConfirmArgs),
+    List(list::ListArgs),
+    Show(show::ShowArgs),
+    Pause(pause::PauseArgs),
+    Resume(resume::ResumeArgs),
+    Delete(delete::DeleteArgs),
+    Trigger(trigger::TriggerArgs),
+    Next(next::NextArgs),
+    Upcoming(upcoming::UpcomingArgs),
+    Plan(plan::PlanArgs),
+    Apply(plan::ApplyArgs),
+    Runs(runs::RunsArgs),
+    Log(log::LogArgs),
+    Explain(explain::ExplainArgs),
+    Tick(tick::TickArgs),
+    Lease(lease::LeaseArgs),
+    Approve(approve::ApproveArgs),
+    Deny(approve::DenyArgs),
+    Reconcile(reconcile::ReconcileArgs),
+    Status(status::StatusArgs),
+    Prune(prune::PruneArgs),
+    Check(check::CheckArgs),
+    Backup(backup::BackupArgs),
+    Metrics(metrics::MetricsArgs),
+    Crontab(install::CrontabArgs),
+    Systemd(install::SystemdArgs),
+    Export(transfer::ExportArgs),
+    Import(transfer::ImportArgs),
+    Completions(completions::CompletionsArgs),
+}
+
+impl Command {
+    /// Whether this is `plan --detailed-exitcode`, whose every error exits 1.
+    pub fn detailed_exitcode(&self) -> bool {
+        matches!(self, Command::Plan(args) if args.detailed_exitcode)
+    }
+}
 
 /// Runs the command; the returned code is the process exit code.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
