@@ -1,10 +1,10 @@
 //! The binary: parse, build the context, dispatch, report, exit.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 fn main() {
     // A shell asking for candidates (COMPLETE=bash …) is answered and exits.
-    agentcron::completion::complete_if_requested();
+    agentcron::completion::complete_if_requested(<agentcron::cli::Cli as CommandFactory>::command);
     let cli = match agentcron::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

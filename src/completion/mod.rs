@@ -43,18 +43,18 @@ static LINE: OnceLock<Line> = OnceLock::new();
 
 /// Answers a completion request (`COMPLETE=SHELL` in the environment) and
 /// exits; returns at once for every other invocation. Runs before anything
-/// else reads the command line or prints.
-pub fn complete_if_requested() {
+/// else reads the command line or prints. `command` is the whole command
+/// line's definition (`Cli::command`), given by `main` so that completion,
+/// which the subcommands' arguments use, does not import the root above them.
+pub fn complete_if_requested(command: fn() -> clap::Command) {
     if std::env::var_os(VAR).is_none_or(|v| v.is_empty() || v == "0") {
         return;
     }
-    let env = clap_complete::CompleteEnv::with_factory(|| {
-        <crate::cli::Cli as clap::CommandFactory>::command()
-    })
-    .var(VAR)
-    .bin(BIN)
-    .completer(BIN)
-    .shells(shells::SHELLS);
+    let env = clap_complete::CompleteEnv::with_factory(command)
+        .var(VAR)
+        .bin(BIN)
+        .completer(BIN)
+        .shells(shells::SHELLS);
     let cwd = std::env::current_dir().ok();
     match env.try_complete(std::env::args_os(), cwd.as_deref()) {
         Ok(true) => std::process::exit(0),
