@@ -112,6 +112,9 @@ pub struct Ctx {
     store: Option<Box<dyn Store>>,
     /// False for read-only commands: a missing SQLite file is "not found".
     create_store: bool,
+    /// True for commands that only read: a store they may not write is
+    /// opened read-only.
+    read_only: bool,
     tenant_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
@@ -166,6 +169,7 @@ impl Ctx {
             busy_timeout: busy_timeout()?,
             store: None,
             create_store: true,
+            read_only: false,
         })
     }
 
@@ -190,6 +194,7 @@ impl Ctx {
             options: OpenOptions {
                 busy_timeout: self.busy_timeout,
                 create: self.create_store,
+                read_only: self.read_only,
             },
         }
     }
@@ -199,6 +204,13 @@ impl Ctx {
     /// hide a mistyped `--db`.
     pub fn open_existing_store_only(&mut self) {
         self.create_store = false;
+    }
+
+    /// Marks the command as one that only reads: besides never creating the
+    /// store, it may open one it cannot write (a read-only file system).
+    pub fn only_read_the_store(&mut self) {
+        self.create_store = false;
+        self.read_only = true;
     }
 
     /// The store, opened on first use so that commands which fail validation

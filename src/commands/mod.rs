@@ -85,7 +85,9 @@ impl Command {
 
 /// Runs the command; the returned code is the process exit code.
 pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
-    if needs_an_existing_store(&command) {
+    if only_reads(&command) {
+        ctx.only_read_the_store();
+    } else if acts_on_what_exists(&command) {
         ctx.open_existing_store_only();
     }
     match command {
@@ -123,27 +125,12 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
     .map(|()| 0)
 }
 
-/// Commands that must not create a store: the ones that only read, and the
-/// ones that act on what a store already holds. A new store has nothing
-/// due, no task and no run, so for them a missing file is a mistyped
-/// `--db` (or a volume not mounted yet) — above all for `tick`, which cron
-/// would otherwise run on an empty new store every minute, silently.
-/// Only `draft`, `plan`/`apply` and `import` create one.
-fn needs_an_existing_store(command: &Command) -> bool {
+/// Commands that only read: they never create a store, and open one they
+/// cannot write (a read-only file system) read-only.
+fn only_reads(command: &Command) -> bool {
     matches!(
         command,
-        Command::Tick(_)
-            | Command::Lease(_)
-            | Command::Confirm(_)
-            | Command::Pause(_)
-            | Command::Resume(_)
-            | Command::Delete(_)
-            | Command::Trigger(_)
-            | Command::Approve(_)
-            | Command::Deny(_)
-            | Command::Reconcile(_)
-            | Command::Prune(_)
-            | Command::Status(_)
+        Command::Status(_)
             | Command::List(_)
             | Command::Show(_)
             | Command::Runs(_)
@@ -155,6 +142,28 @@ fn needs_an_existing_store(command: &Command) -> bool {
             | Command::Backup(_)
             | Command::Metrics(_)
             | Command::Export(_)
+            | Command::Lease(_)
+    )
+}
+
+/// Commands that change what a store already holds, so must not create
+/// one: a new store has nothing due, no task and no run, and for them a
+/// missing file is a mistyped `--db` (or a volume not mounted yet) — above
+/// all for `tick`, which cron would otherwise run on a new empty store every
+/// minute, silently. Only `draft`, `plan`/`apply` and `import` create one.
+fn acts_on_what_exists(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Tick(_)
+            | Command::Confirm(_)
+            | Command::Pause(_)
+            | Command::Resume(_)
+            | Command::Delete(_)
+            | Command::Trigger(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
+            | Command::Reconcile(_)
+            | Command::Prune(_)
     )
 }
 

@@ -180,4 +180,7 @@ pub struct OpenOptions {
     /// instead of leaving an empty one behind. A PostgreSQL database is never
     /// created by agentcron, only its tables, so this does not apply there.
     pub create: bool,
+    /// The command only reads: a SQLite store on a read-only file system (or
+    /// in a folder this user cannot write) is then opened read-only.
+    pub read_only: bool,
 }

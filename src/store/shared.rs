@@ -137,6 +137,7 @@ mod tests {
         let options = OpenOptions {
             busy_timeout: std::time::Duration::from_secs(5),
             create: true,
+            read_only: false,
         };
         let path = dir.path().join("s.db");
         let store = SqliteStore::open(&path, &options).unwrap();

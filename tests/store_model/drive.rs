@@ -55,6 +55,7 @@ fn open(backend: Backend) -> Result<(Box<dyn Store>, Place)> {
     let options = OpenOptions {
         busy_timeout: Duration::from_secs(5),
         create: true,
+        read_only: false,
     };
     match backend {
         Backend::Sqlite => {

@@ -9,6 +9,12 @@
 //! transaction until it gives up: measured, ticks started during a prune of
 //! 1M runs waited 4–5 s and some exited 75. Trying every millisecond costs
 //! a lock attempt (a few system calls) per millisecond of waiting.
+//!
+//! Some lock conflicts never reach the busy handler: SQLite answers BUSY at
+//! once where waiting could deadlock (a read upgrading to a write while
+//! another connection holds the write lock), which is what several first
+//! uses of a new file meet while they switch it to WAL and create the
+//! schema. `retry_while_busy` gives those steps the same patience.
 
 use std::cell::Cell;
 use std::os::raw::{c_int, c_void};
@@ -37,6 +43,24 @@ pub fn wait_for_locks(conn: &Connection, timeout: Duration) -> Result<()> {
         .context("setting busy_timeout");
     }
     Ok(())
+}
+
+/// Runs `step` again, every `POLL`, while it fails because the database is
+/// busy, until `timeout` has passed; `step` must change nothing when it fails
+/// (one transaction, or settings that are asked again).
+pub fn retry_while_busy<T>(timeout: Duration, mut step: impl FnMut() -> Result<T>) -> Result<T> {
+    let began = Instant::now();
+    loop {
+        match step() {
+            Err(e)
+                if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy
+                    && began.elapsed() < timeout =>
+            {
+                std::thread::sleep(POLL);
+            }
+            other => return other,
+        }
+    }
 }
 
 thread_local! {

@@ -200,7 +200,7 @@ fn not_shared(path: &Path, meta: &Metadata) -> Result<()> {
     Ok(())
 }
 
-fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+pub fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut name = db.as_os_str().to_os_string();
     name.push(suffix);
     PathBuf::from(name)

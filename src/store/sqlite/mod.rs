@@ -69,27 +69,35 @@ pub struct SqliteTx<'c> {
 impl SqliteStore {
     pub fn open(path: &Path, options: &OpenOptions) -> Result<SqliteStore> {
         let mut conn = open::connect(path, options)?;
-        schema::migrate(&mut conn)
+        // A first use races other first uses (creating the schema, switching
+        // to WAL): a lock they hold is waited for like any write's.
+        let migrated = busy::retry_while_busy(options.busy_timeout, || schema::migrate(&mut conn))
             .with_context(|| format!("preparing the database {}", path.display()))?;
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),
-            changed: false,
+            // A migration is a change the file alone must hold too.
+            changed: migrated,
         })
     }
 }
 
 impl Store for SqliteStore {
     fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .context("starting a write transaction")?;
-        let before = tx.total_changes();
-        f(&mut SqliteTx { conn: &tx })?;
-        let changed = tx.total_changes() != before;
-        tx.commit().context("committing")?;
-        self.changed |= changed;
+        let before = self.conn.total_changes();
+        let committed = (|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .context("starting a write transaction")?;
+            f(&mut SqliteTx { conn: &tx })?;
+            tx.commit().context("committing")
+        })();
+        // On a read-only file system: one line saying so, not SQLite's words.
+        committed.map_err(|e| open::read_only_store(&self.path, e))?;
+        // A transaction that changed no row wrote no WAL frame: nothing to
+        // fold for it.
+        self.changed |= self.conn.total_changes() != before;
         Ok(())
     }
 
@@ -149,9 +157,11 @@ impl Store for SqliteStore {
                     path.display()
                 ));
                 match e.kind() {
-                    std::io::ErrorKind::AlreadyExists => {
-                        error.with_hint("backup never replaces a file: name a new one")
-                    }
+                    std::io::ErrorKind::AlreadyExists => crate::error::CmdError::usage(format!(
+                        "the backup {} already exists",
+                        path.display()
+                    ))
+                    .with_hint("backup never replaces a file: name a new one"),
                     _ => error,
                 }
             })?;

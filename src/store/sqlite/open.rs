@@ -1,4 +1,11 @@
 //! Opening the database file safely and setting the connection up.
+//!
+//! A command that only reads opens a store it may not write (a read-only
+//! file system, a folder this user cannot write) read-only: SQLite reads the
+//! WAL through an existing `-shm`, and a store with no WAL to read (the `.db`
+//! alone holds every committed change, docs/CONTRACT.md §11) is read as immutable
+//! media, needing no `-shm` at all. A command that writes there fails with
+//! one line saying the store is read-only.
 
 use std::fs;
 use std::io::ErrorKind as IoKind;
@@ -20,6 +27,9 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
             "no database at {}; `agentcron draft` creates it",
             path.display()
         ))
+        .with_hint(
+            "check --db (or AGENTCRON_DB, e.g. on cron's command line); only commands that change the store create it",
+        )
         .into());
     }
     // The bundled SQLite is built with URI names enabled globally; only a
@@ -34,6 +44,9 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
         ensure_file(path)?;
     }
     let owner = files::check_database(path)?;
+    if options.read_only && !writable(path) {
+        return open_read_only(path, options);
+    }
     files::prepare_sidecars(path, owner)?;
     // No SQLITE_OPEN_URI: `file:x?nolock=1` stays a plain file name. NOFOLLOW
     // closes the race between our symlink check and SQLite's own open.
@@ -44,7 +57,9 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let conn = Connection::open_with_flags(path, flags)
         .with_context(|| format!("opening the database {}", path.display()))?;
     super::busy::wait_for_locks(&conn, options.busy_timeout)?;
-    configure(&conn).map_err(|e| not_a_database(path, e))?;
+    // Switching a new file to WAL races the other first uses of it.
+    super::busy::retry_while_busy(options.busy_timeout, || configure(&conn))
+        .map_err(|e| read_only_store(path, not_a_database(path, e)))?;
     #[cfg(test)]
     super::plans::watch(&conn);
     files::tighten_sidecars(path)?;
@@ -73,6 +88,105 @@ fn configure(conn: &Connection) -> Result<()> {
     )?;
     persist_wal(conn);
     Ok(())
+}
+
+/// Whether this user may write `path` (false on a read-only file system).
+fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        // SAFETY: access() reads a NUL-terminated path we own.
+        .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+}
+
+/// Whether this user may write the database file and create files beside it.
+fn writable(db: &Path) -> bool {
+    may_write(db) && db.parent().is_none_or(may_write)
+}
+
+/// Opens a store this user cannot write, for a command that only reads.
+fn open_read_only(path: &Path, options: &OpenOptions) -> Result<Connection> {
+    let wal = files::sidecar(path, "-wal");
+    let wal_bytes = fs::metadata(&wal).map_or(0, |m| m.len());
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW
+        | OpenFlags::SQLITE_OPEN_EXRESCODE;
+    let conn = if wal_bytes == 0 && !may_write(path) {
+        // Nothing in a WAL and a file nobody here can change (read-only
+        // media; a writable file in a read-only folder could be checkpointed
+        // into under our feet, so it is read through SQLite's locks): the
+        // file is the whole store, read without locks or a -shm. The URI is
+        // ours, built from the absolute path with every other byte
+        // percent-encoded, so no part of --db is read as a URI parameter.
+        Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+    } else {
+        Connection::open_with_flags(path, flags)
+    }
+    .with_context(|| format!("opening the database {} read-only", path.display()))?;
+    super::busy::wait_for_locks(&conn, options.busy_timeout)?;
+    let read: rusqlite::Result<String> =
+        conn.query_row("PRAGMA journal_mode", [], |row| row.get(0));
+    match read {
+        Ok(_) => Ok(conn),
+        // SQLite's own words ("unable to open database file") say less.
+        Err(_) => Err(anyhow::Error::new(
+            CmdError::new(
+                crate::error::ErrorKind::Runtime,
+                format!(
+                    "cannot read {}: its folder is not writable and SQLite cannot read it without a -shm beside it (-wal: {wal_bytes} bytes)",
+                    path.display()
+                ),
+            )
+            .with_hint("copy the .db with its -wal to a writable folder, or open it once where its folder is writable"),
+        )),
+    }
+}
+
+/// `file:///…?immutable=1` for an absolute path.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file://");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+/// Says in one line that a write failed because the store is read-only here
+/// (SQLITE_READONLY, or a file SQLite could not open beside a store this user
+/// cannot write); any other error is returned as it is.
+pub fn read_only_store(path: &Path, err: anyhow::Error) -> anyhow::Error {
+    let code = err
+        .chain()
+        .find_map(|c| match c.downcast_ref::<rusqlite::Error>() {
+            Some(rusqlite::Error::SqliteFailure(e, _)) => Some(e.code),
+            _ => None,
+        });
+    let read_only = match code {
+        Some(rusqlite::ErrorCode::ReadOnly) => true,
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::SystemIoFailure) => {
+            !writable(path)
+        }
+        _ => false,
+    };
+    if !read_only {
+        return err;
+    }
+    anyhow::Error::new(
+        CmdError::new(
+            crate::error::ErrorKind::Runtime,
+            format!(
+                "the database {} is read-only here: its folder or file system is not writable",
+                path.display()
+            ),
+        )
+        .with_hint("mount it read-write, or copy the store to a writable folder, to change it; commands that only read (list, show, status, check, backup) can still read it"),
+    )
 }
 
 /// SQLITE_FCNTL_PERSIST_WAL: keep the -wal file when the connection closes.
@@ -240,6 +354,7 @@ mod tests {
         let options = OpenOptions {
             busy_timeout: std::time::Duration::from_secs(1),
             create: true,
+            read_only: false,
         };
         let first = connect(&db, &options).unwrap();
         first

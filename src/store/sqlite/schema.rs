@@ -37,7 +37,7 @@ const MIGRATIONS: &[&str] = &[
         owner_keys            TEXT NOT NULL,   -- JSON array, sorted
         target                TEXT NOT NULL,
         instruction           TEXT NOT NULL,
-        schedule              TEXT NOT NULL,   -- stored JSON of docs/CONTRACT.md §2
+        schedule              TEXT NOT NULL,   -- stored JSON of SPEC section 2
         timezone              TEXT NOT NULL,
         policy                TEXT NOT NULL,
         grace_seconds         INTEGER NOT NULL,
@@ -155,7 +155,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
     r#"
-    -- 3: capacity is not lateness (docs/CONTRACT.md §6) and delivery backoff
+    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
     -- (section 7). A task remembers the due instant a tick saw within grace
     -- but could not start (`queued_for`), when it first saw it, and the
     -- task's next due instant after it: once that comes, the queued one is
@@ -306,10 +306,11 @@ fn user_version(conn: &Connection) -> Result<i64> {
 }
 
 /// Brings the schema up to date; a no-op read of `user_version` when it is.
-pub fn migrate(conn: &mut Connection) -> Result<()> {
+/// Says whether it committed a migration.
+pub fn migrate(conn: &mut Connection) -> Result<bool> {
     let seen = user_version(conn)?;
     if seen == LATEST {
-        return Ok(());
+        return Ok(false);
     }
     refuse_newer(seen)?;
     let tx = conn
@@ -324,7 +325,8 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     }
     tx.pragma_update(None, "user_version", LATEST)
         .context("recording the schema version")?;
-    tx.commit().context("committing the schema migration")
+    tx.commit().context("committing the schema migration")?;
+    Ok(true)
 }
 
 fn refuse_newer(version: i64) -> Result<()> {

@@ -125,5 +125,5 @@ fn backup_writes_a_consistent_private_copy_while_ticks_run() {
     assert_eq!(tasks.as_array().unwrap().len(), 5);
     // Never over an existing file.
     let out = env.run(&["backup", target.to_str().unwrap()]).fails(2);
-    assert!(out.stderr.contains("never replaces"), "{}", out.stderr);
+    assert!(out.stderr.contains("already exists"), "{}", out.stderr);
 }
