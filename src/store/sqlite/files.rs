@@ -122,8 +122,9 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
 ///
 /// By path, never through a descriptor of our own: closing any descriptor
 /// of a file releases every POSIX lock this process holds on it, SQLite's
-/// included. The tick opens its workers' connections while its first one
-/// is in use; a dropped lock on the -shm lets the next process to connect
+/// included. A process may open a second connection while its first is in
+/// use (a tick shares one, but `completion` and the tests open more, and so
+/// did ticks before issue 16); a dropped lock on the -shm lets the next process to connect
 /// think it is alone and rebuild the WAL index under them, which corrupts
 /// the database. prepare_sidecars refused links and foreign files, and the
 /// folder is the owner's alone (check_folders), so the path cannot change

@@ -366,7 +366,8 @@ mod tests {
         // under the first connection's feet.
         let shm = dir.path().join("t.db-shm");
         assert!(locked_for_others(&shm, 128), "the first connection's lock");
-        // The tick opens its workers' connections in the same process.
+        // A second connection in the same process (a shell completion
+        // beside a command's own, a test's inspecting one).
         let _second = connect(&db, &options).unwrap();
         assert!(
             locked_for_others(&shm, 128),
