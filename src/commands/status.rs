@@ -12,7 +12,9 @@ use crate::wire::time;
 
 /// Report the last tick, the due backlog, stuck runs and undelivered notices
 ///
-/// With --max-tick-age, exit 1 when the last tick is older than that (or there was
+/// Warns when no tick ran for more than 2 minutes while a task is active (cron
+/// stopped?), and names the last scheduler gap of the past day. With
+/// --max-tick-age, exit 1 when the last tick is older than that (or there was
 /// none): a health check for cron or a systemd timer.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -29,23 +31,29 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .transpose()?;
     let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
     let store = ctx.store()?;
-    let (stats, queue, limit, last_tick) = store.read(|tx| {
+    let (stats, queue, limit, last_tick, gap) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         // The limit the last tick ran with (the tick's flag, not stored elsewhere).
         let limit: Option<i64> = tx.meta("max_running")?.and_then(|v| v.parse().ok());
         let last_tick: Option<i64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
-        Ok((stats, queue, limit, last_tick))
+        let gap = tx
+            .last_scheduler_gap(tenant.as_deref(), now - GAP_SHOWN_FOR)?
+            .map(|e| Gap::of(&e.event));
+        Ok((stats, queue, limit, last_tick, gap))
     })?;
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
     let skew = store.server_time().map(|server| server - system_now);
     let location = store.location();
+    // No tick for a while while something should run: cron stopped.
+    let silent =
+        stats.tasks_active > 0 && last_tick.is_none_or(|tick| now - tick > DEFAULT_STALE_SECONDS);
     let stale = match (max_age, last_tick) {
         (Some(max), Some(tick)) => now - tick > max.as_secs() as i64,
         (Some(_), None) => true,
-        (None, _) => false,
+        (None, _) => silent,
     };
     if ctx.out.json {
         ctx.out.document(&json!({
@@ -55,6 +63,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             // A clock set back leaves the last tick "in the future": age 0.
             "tick_age_seconds": last_tick.map(|t| (now - t).max(0)),
             "stale": stale,
+            "last_gap": gap.as_ref().map(|g| json!({"until": time(Some(g.until)),
+                "seconds": g.seconds, "due_tasks": g.due_tasks})),
             "clock_skew_seconds": skew,
             "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
             "due": stats.due,
@@ -134,7 +144,13 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                 ),
             ),
         ];
-        let text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
+        let mut text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
+        if let Some(g) = &gap {
+            text.insert(
+                2,
+                format!("{:<10} {}", "last gap", g.describe(now, ctx.default_zone)),
+            );
+        }
         ctx.out.line(&text.join("\n"))?;
         if let Some(skew) = skew {
             ctx.out
@@ -150,18 +166,69 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                 .note("unknown runs block their tasks: see `agentcron reconcile`");
         }
     }
+    if stale {
+        let since = match last_tick {
+            Some(t) => format!(
+                "no tick for {}",
+                crate::text::human_duration((now - t).max(0))
+            ),
+            None => "no tick has run yet".to_string(),
+        };
+        ctx.out.warn(&format!(
+            "{since} while {} task(s) are active: is system cron running `agentcron tick`? \
+             (`agentcron crontab` prints the line to install)",
+            stats.tasks_active
+        ));
+    }
     if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {
         ctx.out.warn(&format!(
             "{}; run NTP on both (leases must be much longer than the skew)",
             describe_skew(skew)
         ));
     }
-    Ok(if stale { 1 } else { 0 })
+    // Only a health check asks for an exit code: plain `status` informs.
+    Ok(if stale && max_age.is_some() { 1 } else { 0 })
 }
 
 /// Above this, hosts sharing a PostgreSQL store disagree on "now" enough to
 /// matter for leases and grace windows.
 pub const MAX_SKEW_SECONDS: i64 = 5;
+
+/// Without --max-tick-age, ticks are stale past this while a task is active:
+/// cron ticks every minute, so two minutes is one missed tick and a late one.
+const DEFAULT_STALE_SECONDS: i64 = 120;
+
+/// How long the last scheduler gap stays in `status`.
+const GAP_SHOWN_FOR: i64 = 86400;
+
+/// A recorded scheduler gap: cron did not tick for `seconds` until `until`.
+struct Gap {
+    until: i64,
+    seconds: i64,
+    due_tasks: i64,
+}
+
+impl Gap {
+    fn of(event: &crate::model::Event) -> Gap {
+        let number = |key: &str| event.detail.get(key).and_then(|v| v.as_i64()).unwrap_or(0);
+        Gap {
+            until: event.at,
+            seconds: number("seconds"),
+            due_tasks: number("due_tasks"),
+        }
+    }
+
+    /// "no tick for 8 min until 10:39 (2 h ago), 8 tasks had occurrences due"
+    fn describe(&self, now: i64, zone: crate::schedule::Tz) -> String {
+        format!(
+            "no tick for {} until {} ({}), {} task(s) had occurrences due",
+            crate::text::human_duration(self.seconds),
+            crate::text::wall_time(self.until, zone),
+            relative(self.until, now),
+            self.due_tasks
+        )
+    }
+}
 
 /// `skew` (server minus this host, in seconds) in words that need no sign
 /// convention: which clock is ahead, and by how much.

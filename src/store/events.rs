@@ -19,4 +19,12 @@ pub trait EventTx {
     ) -> Result<Vec<StoredEvent>>;
     /// The task's latest pause or resume at or before `at`.
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>>;
+    /// The latest `scheduler_gap` event at or after `since` that concerns
+    /// `tenant` (its own, or one of a tick serving every tenant, `*`); any
+    /// tenant's when None.
+    fn last_scheduler_gap(
+        &mut self,
+        tenant: Option<&str>,
+        since: i64,
+    ) -> Result<Option<StoredEvent>>;
 }

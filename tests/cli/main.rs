@@ -16,6 +16,7 @@ mod generated;
 mod hooks;
 mod metrics;
 mod operator;
+mod operator_truth;
 mod panel;
 mod pg_proxy;
 mod plan;

@@ -141,6 +141,21 @@ impl EventTx for PgTx<'_, '_> {
         )?;
         row.map(|r| decode_event(&r)).transpose()
     }
+
+    fn last_scheduler_gap(
+        &mut self,
+        tenant: Option<&str>,
+        since: i64,
+    ) -> Result<Option<StoredEvent>> {
+        let row = self.tx.query_opt(
+            "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail FROM events
+             WHERE action = 'scheduler_gap' AND ($1::text IS NULL OR tenant_key IN ($1, '*'))
+               AND at >= $2
+             ORDER BY at DESC, event_id DESC LIMIT 1",
+            &[&tenant, &since],
+        )?;
+        row.map(|r| decode_event(&r)).transpose()
+    }
 }
 
 impl MetaTx for PgTx<'_, '_> {

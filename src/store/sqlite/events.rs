@@ -105,6 +105,26 @@ impl EventTx for SqliteTx<'_> {
             .optional()
             .context("reading the task's pauses")
     }
+
+    fn last_scheduler_gap(
+        &mut self,
+        tenant: Option<&str>,
+        since: i64,
+    ) -> Result<Option<StoredEvent>> {
+        use rusqlite::OptionalExtension;
+        // Along the partial index of gap events (one per cron outage).
+        self.conn
+            .prepare_cached(
+                "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail
+                 FROM events INDEXED BY events_scheduler_gaps
+                 WHERE action = 'scheduler_gap' AND (?1 IS NULL OR tenant_key IN (?1, '*'))
+                   AND at >= ?2
+                 ORDER BY at DESC, event_id DESC LIMIT 1",
+            )?
+            .query_row(params![tenant, since], decode_event)
+            .optional()
+            .context("reading the last scheduler gap")
+    }
 }
 
 fn decode_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
