@@ -225,3 +225,25 @@ fn drafter(ctx: &Ctx) -> crate::ops::draft::Drafter<'_> {
         actor: ctx.actor(),
     }
 }
+
+/// Where unknown runs wait, in words, with the exact command that lists
+/// them there (this store's `--db`, their tenant, an owner's key).
+fn unknown_place_line(ctx: &Ctx, place: &crate::store::UnknownPlace) -> String {
+    let mut words = vec!["agentcron".to_string()];
+    for (flag, value) in ctx.flags_for_followup() {
+        if flag == "--db" {
+            words.push(flag.into());
+            words.push(value);
+        }
+    }
+    words.extend(["--tenant".into(), place.tenant_key.clone()]);
+    words.extend(["--as".into(), place.owner_key.clone()]);
+    words.push("reconcile".into());
+    format!(
+        "{} unknown run(s) in tenant '{}' owned by {}: `{}`",
+        place.count,
+        crate::text::escape(&place.tenant_key),
+        crate::text::escape(&place.owner_key),
+        crate::text::escape(&shell_words::join(&words))
+    )
+}

@@ -94,7 +94,21 @@ fn list(ctx: &mut Ctx) -> Result<()> {
         return ctx.out.document(&Value::Array(items));
     }
     if rows.is_empty() {
-        return ctx.out.line("No unknown runs: nothing to reconcile.");
+        // None of the caller's here; say where any are (status counts them all).
+        let elsewhere = ctx.store()?.read(|tx| tx.unknown_places(None, 10))?;
+        if elsewhere.is_empty() {
+            return ctx.out.line("No unknown runs: nothing to reconcile.");
+        }
+        let total: i64 = elsewhere.iter().map(|p| p.count).sum();
+        let mut text = format!(
+            "No unknown runs of yours ({}) in tenant '{}'; {total} elsewhere:",
+            escape(&identity.join(", ")),
+            escape(&tenant)
+        );
+        for place in &elsewhere {
+            text.push_str(&format!("\n  {}", super::unknown_place_line(ctx, place)));
+        }
+        return ctx.out.line(&text);
     }
     let now = ctx.out.now();
     let table = rows

@@ -40,8 +40,13 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         let gap = tx
             .last_scheduler_gap(tenant.as_deref(), now - GAP_SHOWN_FOR)?
             .map(|e| Gap::of(&e.event));
-        Ok((stats, queue, limit, last_tick, gap))
+        let places = match stats.unknown {
+            0 => Vec::new(),
+            _ => tx.unknown_places(tenant.as_deref(), PLACES_SHOWN)?,
+        };
+        Ok((stats, queue, limit, last_tick, (gap, places)))
     })?;
+    let (gap, places) = gap;
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
@@ -73,6 +78,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                       "running": queue.running_all, "max_running": limit},
             "runs": {"running": stats.running, "unknown": stats.unknown, "awaiting": stats.awaiting,
                      "stuck": stats.stuck},
+            "unknown_runs_by": places.iter().map(|p| json!({"tenant": p.tenant_key,
+                "owner": p.owner_key, "count": p.count})).collect::<Vec<_>>(),
             "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending,
                         "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable},
         }))?;
@@ -162,8 +169,12 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             );
         }
         if stats.unknown > 0 {
-            ctx.out
-                .note("unknown runs block their tasks: see `agentcron reconcile`");
+            // Where they are: `reconcile` lists only the caller's, in one tenant.
+            let mut note = "unknown runs block their tasks until settled:".to_string();
+            for place in &places {
+                note.push_str(&format!("\n  {}", super::unknown_place_line(ctx, place)));
+            }
+            ctx.out.note(&note);
         }
     }
     if stale {
@@ -197,6 +208,9 @@ pub const MAX_SKEW_SECONDS: i64 = 5;
 /// Without --max-tick-age, ticks are stale past this while a task is active:
 /// cron ticks every minute, so two minutes is one missed tick and a late one.
 const DEFAULT_STALE_SECONDS: i64 = 120;
+
+/// Places of unknown runs `status` names at most.
+const PLACES_SHOWN: u32 = 10;
 
 /// How long the last scheduler gap stays in `status`.
 const GAP_SHOWN_FOR: i64 = 86400;

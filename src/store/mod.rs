@@ -31,7 +31,7 @@ pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use meta::MetaTx;
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
-pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx};
+pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
 

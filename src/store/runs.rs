@@ -44,7 +44,19 @@ pub struct Reconciliation {
     pub decided_at: i64,
 }
 
+/// Where unknown runs are: a tenant, an owner of their tasks, how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPlace {
+    pub tenant_key: String,
+    /// The first owner key of the tasks (any owner may reconcile).
+    pub owner_key: String,
+    pub count: i64,
+}
+
 pub trait RunTx {
+    /// Unknown runs counted by tenant and first owner key, the largest first
+    /// (every tenant's when `tenant` is None), at most `limit` places.
+    fn unknown_places(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<UnknownPlace>>;
     fn insert_run(&mut self, run: &Run) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
     /// Up to `limit` ids of the tenant's runs beginning with `prefix`, in order.

@@ -58,3 +58,59 @@ fn status_of_a_store_with_no_active_task_is_never_stale_by_default() {
     assert_eq!(out.stderr, "");
     assert_eq!(env.json(&["status"])["stale"], false);
 }
+
+/// Item 2: `status` counts every unknown run of the store, and `reconcile`
+/// lists only the caller's in one tenant. They must agree: `status` names
+/// where the runs are with the command that reaches them, and `reconcile`
+/// with nothing of the caller's says how many wait elsewhere.
+#[test]
+fn status_and_reconcile_agree_on_where_unknown_runs_are() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "a",
+        "--tenant",
+        "ops",
+        "--as",
+        "unix:alice",
+    ]);
+    env.set_env("FIXTURE_MODE", "sleep");
+    env.set_env("FIXTURE_SLEEP", "5");
+    env.advance(3600);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    let out = env.run(&["status"]).ok();
+    let line = format!(
+        "1 unknown run(s) in tenant 'ops' owned by unix:alice: `agentcron --db {} \
+         --tenant ops --as unix:alice reconcile`",
+        shell_words::quote(&env.db_arg())
+    );
+    assert!(out.stderr.contains(&line), "{}", out.stderr);
+    let status = env.json(&["status"]);
+    assert_eq!(status["runs"]["unknown"], 1);
+    assert_eq!(status["unknown_runs_by"][0]["tenant"], "ops");
+    assert_eq!(status["unknown_runs_by"][0]["owner"], "unix:alice");
+    // The caller of the default tenant has none, and is told where they are.
+    let out = env.run(&["reconcile"]).ok();
+    assert!(
+        out.stdout.starts_with(
+            "No unknown runs of yours (unix:tester) in tenant 'default'; 1 elsewhere:"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(&line), "{}", out.stdout);
+    // The command it names lists the run.
+    let out = env
+        .run(&["--tenant", "ops", "--as", "unix:alice", "reconcile"])
+        .ok();
+    assert!(
+        out.stdout.contains("Find out what happened"),
+        "{}",
+        out.stdout
+    );
+}

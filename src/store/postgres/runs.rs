@@ -91,6 +91,32 @@ impl PgTx<'_, '_> {
 }
 
 impl RunTx for PgTx<'_, '_> {
+    fn unknown_places(
+        &mut self,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<crate::store::UnknownPlace>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT r.tenant_key, coalesce((t.owner_keys::jsonb) ->> 0, ''), count(*)
+                 FROM runs r JOIN tasks t ON t.task_id = r.task_id
+                 WHERE r.status = 'unknown' AND ($1::text IS NULL OR r.tenant_key = $1)
+                 GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT $2",
+                &[&tenant, &i64::from(limit)],
+            )
+            .context("counting unknown runs by tenant and owner")?;
+        rows.iter()
+            .map(|r| {
+                Ok(crate::store::UnknownPlace {
+                    tenant_key: col(r, 0)?,
+                    owner_key: col(r, 1)?,
+                    count: col(r, 2)?,
+                })
+            })
+            .collect()
+    }
+
     fn insert_run(&mut self, r: &Run) -> Result<()> {
         self.tx
             .execute(

@@ -65,6 +65,30 @@ pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
 }
 
 impl RunTx for SqliteTx<'_> {
+    fn unknown_places(
+        &mut self,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<crate::store::UnknownPlace>> {
+        // Along the partial index of unknown runs (few: each one blocks its
+        // task until someone reconciles it).
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.tenant_key, coalesce(json_extract(t.owner_keys, '$[0]'), ''), count(*)
+             FROM runs r INDEXED BY runs_unknown JOIN tasks t ON t.task_id = r.task_id
+             WHERE r.status = 'unknown' AND (?1 IS NULL OR r.tenant_key = ?1)
+             GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![tenant, limit], |r| {
+            Ok(crate::store::UnknownPlace {
+                tenant_key: r.get(0)?,
+                owner_key: r.get(1)?,
+                count: r.get(2)?,
+            })
+        })?;
+        rows.collect::<rusqlite::Result<_>>()
+            .context("counting unknown runs by tenant and owner")
+    }
+
     fn insert_run(&mut self, r: &Run) -> Result<()> {
         self.conn
             .prepare_cached(
