@@ -70,23 +70,38 @@ impl RunTx for SqliteTx<'_> {
         tenant: Option<&str>,
         limit: u32,
     ) -> Result<Vec<crate::store::UnknownPlace>> {
-        // Along the partial index of unknown runs (few: each one blocks its
-        // task until someone reconciles it).
+        // One row per unknown run, along their partial index (few: each one
+        // blocks its task until someone reconciles it), counted here rather
+        // than sorted by SQLite.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT r.tenant_key, coalesce(json_extract(t.owner_keys, '$[0]'), ''), count(*)
+            "SELECT r.tenant_key, coalesce(json_extract(t.owner_keys, '$[0]'), '')
              FROM runs r INDEXED BY runs_unknown JOIN tasks t ON t.task_id = r.task_id
-             WHERE r.status = 'unknown' AND (?1 IS NULL OR r.tenant_key = ?1)
-             GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ?2",
+             WHERE r.status = 'unknown' AND (?1 IS NULL OR r.tenant_key = ?1)",
         )?;
-        let rows = stmt.query_map(params![tenant, limit], |r| {
-            Ok(crate::store::UnknownPlace {
-                tenant_key: r.get(0)?,
-                owner_key: r.get(1)?,
-                count: r.get(2)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>()
-            .context("counting unknown runs by tenant and owner")
+        let rows = stmt
+            .query_map(params![tenant], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("counting unknown runs by tenant and owner")?;
+        let mut counted: std::collections::BTreeMap<(String, String), i64> = Default::default();
+        for place in rows {
+            *counted.entry(place).or_default() += 1;
+        }
+        let mut places: Vec<crate::store::UnknownPlace> = counted
+            .into_iter()
+            .map(
+                |((tenant_key, owner_key), count)| crate::store::UnknownPlace {
+                    tenant_key,
+                    owner_key,
+                    count,
+                },
+            )
+            .collect();
+        // The largest first; ties in tenant, then owner order.
+        places.sort_by_key(|p| std::cmp::Reverse(p.count));
+        places.truncate(limit as usize);
+        Ok(places)
     }
 
     fn insert_run(&mut self, r: &Run) -> Result<()> {
