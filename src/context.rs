@@ -115,6 +115,8 @@ pub struct Ctx {
     /// True for commands that only read: a store they may not write is
     /// opened read-only.
     read_only: bool,
+    /// PGPASSWORD and the password file, for a URL without a password.
+    postgres_password: store::postgres::password::PasswordSources,
     tenant_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
@@ -144,7 +146,10 @@ impl Ctx {
         }
         let mut followup = Vec::new();
         if let Some(db) = &args.db {
-            followup.push(("--db", db.display().to_string()));
+            // Printed in commands to paste: never with a password.
+            let shown = db.display().to_string();
+            let shown = store::postgres::password::without_password(&shown);
+            followup.push(("--db", shown));
         }
         if tenant != "default" {
             followup.push(("--tenant", tenant.clone()));
@@ -170,6 +175,7 @@ impl Ctx {
             store: None,
             create_store: true,
             read_only: false,
+            postgres_password: postgres_password()?,
         })
     }
 
@@ -195,6 +201,7 @@ impl Ctx {
                 busy_timeout: self.busy_timeout,
                 create: self.create_store,
                 read_only: self.read_only,
+                postgres_password: self.postgres_password.clone(),
             },
         }
     }
@@ -390,4 +397,17 @@ fn user_name(uid: libc::uid_t) -> String {
         }
         format!("uid{uid}")
     }
+}
+
+/// PGPASSWORD, and the password file libpq would read (PGPASSFILE, else
+/// ~/.pgpass), for a PostgreSQL URL that carries no password.
+fn postgres_password() -> Result<store::postgres::password::PasswordSources> {
+    let file = match env_text("PGPASSFILE")? {
+        Some(path) => Some(PathBuf::from(path)),
+        None => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pgpass")),
+    };
+    Ok(store::postgres::password::PasswordSources {
+        password: env_text("PGPASSWORD")?.filter(|p| !p.is_empty()),
+        file,
+    })
 }

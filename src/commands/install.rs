@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::context::Ctx;
+use crate::error::CmdError;
 use crate::store::Location;
 
 /// Print the crontab line that runs `agentcron tick` every minute
@@ -39,6 +40,14 @@ pub struct CrontabArgs {
     /// line. PATH always holds the agentcron binary's folder.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+
+    /// Print a PostgreSQL --db that carries a password as it is
+    ///
+    /// Refused by default: the line puts --db in every tick's argv, which
+    /// `ps` shows to every local user. Keep the password in ~/.pgpass (or
+    /// PGPASSFILE, or PGPASSWORD in the environment) instead.
+    #[arg(long)]
+    pub allow_password_in_argv: bool,
 }
 
 /// Print a systemd .service and .timer pair that run `agentcron tick` every minute
@@ -69,6 +78,14 @@ pub struct SystemdArgs {
     /// binary's folder.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+
+    /// Print a PostgreSQL --db that carries a password as it is
+    ///
+    /// Refused by default: the line puts --db in every tick's argv, which
+    /// `ps` shows to every local user. Keep the password in ~/.pgpass (or
+    /// PGPASSFILE, or PGPASSWORD in the environment) instead.
+    #[arg(long)]
+    pub allow_password_in_argv: bool,
 }
 
 /// A user name as systemd accepts it in `User=`.
@@ -131,13 +148,31 @@ fn environment(given: &[(String, String)]) -> Result<Vec<(String, String)>> {
 }
 
 /// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]`.
-fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Result<Vec<String>> {
+fn tick_words(
+    ctx: &Ctx,
+    executor: Option<&str>,
+    notifier: Option<&str>,
+    allow_password: bool,
+) -> Result<Vec<String>> {
     let binary = std::env::current_exe().context("finding the agentcron binary")?;
     let db = match &ctx.location {
         Location::Sqlite(path) => std::path::absolute(path)
             .context("resolving the database path")?
             .display()
             .to_string(),
+        Location::Postgres(url) if allow_password => url.clone(),
+        Location::Postgres(url) if crate::store::postgres::password::has_password(url) => {
+            return Err(CmdError::usage(
+                "--db carries a password, which the printed line would put in every tick's \
+                 argv (visible to every local user through ps)",
+            )
+            .with_hint(
+                "drop it from the URL and keep it in ~/.pgpass (0600) or a PGPASSFILE, or give \
+                 PGPASSWORD in the environment (--env, or an EnvironmentFile= for systemd); \
+                 --allow-password-in-argv prints it anyway",
+            )
+            .into());
+        }
         Location::Postgres(url) => url.clone(),
     };
     let mut words = vec![binary.display().to_string(), "--db".into(), db];
@@ -154,7 +189,12 @@ fn tick_words(ctx: &Ctx, executor: Option<&str>, notifier: Option<&str>) -> Resu
 }
 
 pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
-    let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let words = tick_words(
+        ctx,
+        args.executor.as_deref(),
+        args.notifier.as_deref(),
+        args.allow_password_in_argv,
+    )?;
     let vars = environment(&args.env)?;
     // cron runs the line with /bin/sh: assignments before the command set
     // the tick's environment, for this line only.
@@ -190,7 +230,12 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
 }
 
 pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
-    let words = tick_words(ctx, args.executor.as_deref(), args.notifier.as_deref())?;
+    let words = tick_words(
+        ctx,
+        args.executor.as_deref(),
+        args.notifier.as_deref(),
+        args.allow_password_in_argv,
+    )?;
     let vars = environment(&args.env)?;
     let user = args
         .user

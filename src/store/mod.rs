@@ -153,11 +153,13 @@ impl Location {
     }
 }
 
+/// As printed: a PostgreSQL URL never shows its password (`ps`, a pasted
+/// command line, a crontab all show what is printed).
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Location::Sqlite(path) => write!(f, "{}", path.display()),
-            Location::Postgres(url) => f.write_str(url),
+            Location::Postgres(url) => f.write_str(&postgres::password::without_password(url)),
         }
     }
 }
@@ -171,7 +173,7 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
 }
 
 /// Connection settings shared by every backend.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// How long to wait for another writer before giving up with exit 75.
     pub busy_timeout: std::time::Duration,
@@ -183,4 +185,7 @@ pub struct OpenOptions {
     /// The command only reads: a SQLite store on a read-only file system (or
     /// in a folder this user cannot write) is then opened read-only.
     pub read_only: bool,
+    /// Where a PostgreSQL URL without a password finds one (`PGPASSWORD`,
+    /// the password file), as the environment gave them.
+    pub postgres_password: postgres::password::PasswordSources,
 }

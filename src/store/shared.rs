@@ -138,6 +138,7 @@ mod tests {
             busy_timeout: std::time::Duration::from_secs(5),
             create: true,
             read_only: false,
+            ..Default::default()
         };
         let path = dir.path().join("s.db");
         let store = SqliteStore::open(&path, &options).unwrap();

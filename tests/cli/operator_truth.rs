@@ -114,3 +114,49 @@ fn status_and_reconcile_agree_on_where_unknown_runs_are() {
         out.stdout
     );
 }
+
+/// Item 4: a PostgreSQL password never leaves the process. The confirm line
+/// `draft` prints carries `--db` without it; `crontab` and `systemd`, whose
+/// lines put `--db` in every tick's argv, refuse it unless told.
+#[test]
+fn a_postgres_password_is_never_printed() {
+    if !crate::support::on_postgres() {
+        return; // needs the server (trust auth ignores the password)
+    }
+    let env = TestEnv::new();
+    let url = env.db_arg().replacen("postgres@", "postgres:s3cret@", 1);
+    assert!(url.contains(":s3cret@"), "{url}");
+    env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
+    for args in [
+        vec!["--db", &url, "draft", "--instruction", "x", "--every", "1h"],
+        vec![
+            "--db",
+            &url,
+            "--json",
+            "draft",
+            "--instruction",
+            "y",
+            "--every",
+            "1h",
+        ],
+        vec!["--db", &url, "status"],
+    ] {
+        let out = env.run(&args).ok();
+        assert!(!out.stdout.contains("s3cret"), "{args:?}: {}", out.stdout);
+        assert!(!out.stderr.contains("s3cret"), "{args:?}: {}", out.stderr);
+    }
+    let out = env
+        .run(&["--db", &url, "draft", "--instruction", "z", "--every", "1h"])
+        .ok();
+    assert!(out.stdout.contains("--db "), "{}", out.stdout);
+    for cmd in ["crontab", "systemd"] {
+        let out = env.run(&["--db", &url, cmd]).fails(2);
+        assert!(out.stderr.contains("carries a password"), "{}", out.stderr);
+        assert!(out.stderr.contains(".pgpass"), "{}", out.stderr);
+        assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
+    }
+    let out = env
+        .run(&["--db", &url, "crontab", "--allow-password-in-argv"])
+        .ok();
+    assert!(out.stdout.contains("s3cret"), "asked for: {}", out.stdout);
+}

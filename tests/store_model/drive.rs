@@ -56,6 +56,7 @@ fn open(backend: Backend) -> Result<(Box<dyn Store>, Place)> {
         busy_timeout: Duration::from_secs(5),
         create: true,
         read_only: false,
+        ..Default::default()
     };
     match backend {
         Backend::Sqlite => {

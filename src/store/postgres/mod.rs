@@ -7,6 +7,7 @@
 
 mod commit;
 mod deliveries;
+pub mod password;
 mod queue;
 mod records;
 mod runs;
@@ -53,6 +54,10 @@ impl PgStore {
             crate::error::CmdError::usage(format!("--db is not a valid PostgreSQL URL: {e}"))
                 .with_hint("postgres://USER@HOST:PORT/DATABASE")
         })?;
+        // Never needed in --db: PGPASSWORD or the password file, as libpq.
+        if let Some(found) = password::fallback(&config, &options.postgres_password) {
+            config.password(found);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }

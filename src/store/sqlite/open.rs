@@ -355,6 +355,7 @@ mod tests {
             busy_timeout: std::time::Duration::from_secs(1),
             create: true,
             read_only: false,
+            ..Default::default()
         };
         let first = connect(&db, &options).unwrap();
         first
