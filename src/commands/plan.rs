@@ -81,8 +81,9 @@ pub fn plan(ctx: &mut Ctx, args: PlanArgs) -> Result<i32> {
 }
 
 fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
-    let mut desired = tasks_file::load(ctx, &args.file)?;
-    let file = ops::plan::file_name(&args.file);
+    let loaded = tasks_file::load(ctx, &args.file)?;
+    let file = ops::plan::source_identity(&args.file, loaded.source.as_deref(), args.prune)?;
+    let mut desired = loaded.tasks;
     let (tenant, identity) = caller_parts(ctx);
     let caller = Caller {
         tenant: &tenant,
@@ -93,7 +94,7 @@ fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
         Ok((render(&actions), ops::plan::plan_hash(&actions)))
     })?;
     let changes = summary.iter().any(|r| r.kind != Kind::Unchanged);
-    print(ctx, &args, &summary, &hash, changes)?;
+    print(ctx, &args, &file, &summary, &hash, changes)?;
     Ok(changes)
 }
 
@@ -173,7 +174,14 @@ fn apply_line(ctx: &Ctx, args: &PlanArgs, hash: &str) -> String {
     shell_words::join(words)
 }
 
-fn print(ctx: &Ctx, args: &PlanArgs, rows: &[Row], hash: &str, changes: bool) -> Result<()> {
+fn print(
+    ctx: &Ctx,
+    args: &PlanArgs,
+    source: &str,
+    rows: &[Row],
+    hash: &str,
+    changes: bool,
+) -> Result<()> {
     let file = args.file.display().to_string();
     if ctx.out.json {
         return ctx.out.document(&json!({
@@ -191,7 +199,9 @@ fn print(ctx: &Ctx, args: &PlanArgs, rows: &[Row], hash: &str, changes: bool) ->
                 "summary": r.summary,
                 "diff": r.diff_json,
                 "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
+                "created_by": (r.kind == Kind::Delete).then_some(source),
             })).collect::<Vec<_>>(),
+            "source": source,
         }));
     }
     if !changes {
@@ -219,6 +229,10 @@ fn print(ctx: &Ctx, args: &PlanArgs, rows: &[Row], hash: &str, changes: bool) ->
             text.push_str(&format!(" (task {id}, revision {rev})"));
         }
         text.push('\n');
+        if r.kind == Kind::Delete {
+            // --prune deletes only what this very source created.
+            text.push_str(&format!("      created by {}\n", escape(source)));
+        }
         if r.kind == Kind::Create {
             if let Some(s) = &r.summary {
                 text.push_str(&format!("      schedule  {s}\n"));
@@ -256,8 +270,9 @@ fn print(ctx: &Ctx, args: &PlanArgs, rows: &[Row], hash: &str, changes: bool) ->
 }
 
 pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
-    let mut desired = tasks_file::load(ctx, &args.file)?;
-    let file = ops::plan::file_name(&args.file);
+    let loaded = tasks_file::load(ctx, &args.file)?;
+    let file = ops::plan::source_identity(&args.file, loaded.source.as_deref(), args.prune)?;
+    let mut desired = loaded.tasks;
     let (tenant, identity) = caller_parts(ctx);
     let caller = Caller {
         tenant: &tenant,
@@ -287,7 +302,7 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
         }));
     }
     if done.is_empty() {
-        return ctx.out.line("no changes");
+        return ctx.out.line("already applied: nothing to do");
     }
     let mut text = format!("Applied plan {}…:\n", &args.hash[..12]);
     for a in &done {

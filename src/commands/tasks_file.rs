@@ -37,10 +37,18 @@ pub struct TaskSpec {
     pub spread: Option<String>,
 }
 
+/// A tasks file: who it says it is, and its tasks.
+pub struct TasksFile {
+    /// The top-level `source = "…"` key: the name `--prune` goes by.
+    pub source: Option<String>,
+    pub tasks: Vec<Desired>,
+}
+
 /// Reads and checks the whole file; any problem refuses all of it.
-pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
+pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<TasksFile> {
     let shown = path.display().to_string();
     let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
+    let (source, text) = take_source(&shown, &text)?;
     let specs: BTreeMap<String, TaskSpec> =
         toml::from_str(&text).map_err(|e| toml_refusal(&shown, &text, &e))?;
     let mut desired = Vec::with_capacity(specs.len());
@@ -110,7 +118,10 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<Vec<Desired>> {
             built,
         });
     }
-    Ok(desired)
+    Ok(TasksFile {
+        source,
+        tasks: desired,
+    })
 }
 
 /// `Desired::declared`: the keys the task gives (a key added to the file
@@ -316,4 +327,43 @@ fn key_line(text: &str, task: &str, key: &str) -> usize {
         }
     }
     header.unwrap_or(1)
+}
+
+/// The top-level `source = "…"` key, and the text with that key blanked
+/// out byte for byte (so every later error keeps its line and column):
+/// every other top-level key is a task's table.
+fn take_source(shown: &str, text: &str) -> Result<(Option<String>, String)> {
+    let Ok(doc) = toml::de::DeTable::parse(text) else {
+        // Not TOML: the tasks' parse says where.
+        return Ok((None, text.to_string()));
+    };
+    let Some((key, value)) = doc
+        .get_ref()
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == "source")
+    else {
+        return Ok((None, text.to_string()));
+    };
+    let line = line_of(text, key.span().start);
+    let toml::de::DeValue::String(name) = value.get_ref() else {
+        return fail(
+            CmdError::usage(format!("{shown}:{line}: key 'source': a name in quotes"))
+                .with_hint("source = \"ops/schedules\" names what this file manages"),
+        );
+    };
+    let name = name.to_string();
+    if name.trim().is_empty() || name.len() > 256 || name.chars().any(char::is_control) {
+        return fail(CmdError::usage(format!(
+            "{shown}:{line}: key 'source': 1-256 characters, no control characters"
+        )));
+    }
+    let (start, end) = (key.span().start, value.span().end);
+    let mut blanked = text.as_bytes().to_vec();
+    for byte in &mut blanked[start..end] {
+        if *byte != b'\n' {
+            *byte = b' ';
+        }
+    }
+    let blanked = String::from_utf8(blanked).unwrap_or_else(|_| text.to_string());
+    Ok((Some(name), blanked))
 }

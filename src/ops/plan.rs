@@ -116,12 +116,34 @@ fn built_mut(d: &mut Desired) -> Result<&mut Built> {
     }
 }
 
-/// The provenance recorded on created tasks: the file's name, so that a
-/// checkout anywhere prunes what the same file created.
-pub fn file_name(path: &std::path::Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
+/// The provenance recorded on the tasks a file creates, which `--prune`
+/// reads back: the file's own `source = "…"` key (`source:NAME`, the same
+/// from any checkout), else the file's canonical absolute path
+/// (`file:/…`). A base name would collide: `deploy/tasks.toml` pruned what
+/// `examples/tasks.toml` had created. `--prune` needs the `source` key, so
+/// that what it deletes never depends on where the file happens to lie.
+pub fn source_identity(
+    path: &std::path::Path,
+    source: Option<&str>,
+    prune: bool,
+) -> Result<String> {
+    match source {
+        Some(name) => Ok(format!("source:{name}")),
+        None if prune => fail(
+            CmdError::usage(format!(
+                "--prune needs a `source = \"…\"` key at the top of {}",
+                escape(&path.display().to_string())
+            ))
+            .with_hint(
+                "name what this file manages, e.g. source = \"ops/schedules\"; --prune deletes only \
+                 the tasks created under that name",
+            ),
+        ),
+        None => {
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            Ok(format!("file:{}", canonical.display()))
+        }
+    }
 }
 
 /// What the file would change, read in `tx`.
@@ -255,6 +277,10 @@ pub fn apply(
     now: i64,
 ) -> Result<Vec<Applied>> {
     let actions = compute(tx, caller, file, desired, prune)?;
+    // Nothing to change: an applied plan applied again, harmlessly.
+    if actions.iter().all(|a| a.kind == Kind::Unchanged) {
+        return Ok(Vec::new());
+    }
     if plan_hash(&actions) != hash {
         return fail(
             CmdError::draft_rejected(

@@ -160,3 +160,87 @@ fn a_postgres_password_is_never_printed() {
         .ok();
     assert!(out.stdout.contains("s3cret"), "asked for: {}", out.stdout);
 }
+
+/// Item 3: two files of the same base name in two folders are two sources:
+/// `--prune` of one never deletes what the other created. It needs the
+/// file's `source` key, shows "created by" on each delete, and an applied
+/// plan applied again is "already applied".
+#[test]
+fn prune_goes_by_the_files_source_not_its_base_name() {
+    let env = TestEnv::new();
+    let file = |folder: &str, source: Option<&str>, task: &str| {
+        let dir = env.path(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tasks.toml");
+        let head = source
+            .map(|s| format!("source = \"{s}\"\n"))
+            .unwrap_or_default();
+        std::fs::write(
+            &path,
+            format!("{head}[{task}]\ninstruction = \"x\"\ndaily = \"09:00\"\n"),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let apply = |path: &str, prune: bool| {
+        let mut args = vec!["--json", "plan", path];
+        if prune {
+            args.push("--prune");
+        }
+        let plan = env.run(&args).ok().json();
+        let hash = plan["plan_hash"].as_str().unwrap().to_string();
+        let mut args = vec!["apply", path, "--hash", hash.as_str()];
+        if prune {
+            args.push("--prune");
+        }
+        env.run(&args).ok();
+        (plan, hash)
+    };
+    let examples = file("examples", Some("examples"), "from-examples");
+    apply(&examples, true);
+    let deploy = file("deploy", Some("deploy"), "from-deploy");
+    let (plan, hash) = apply(&deploy, true);
+    let actions: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["create"], "{plan}");
+    let names: Vec<String> = env
+        .json(&["list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    // Applied again: nothing to do, exit 0.
+    let out = env
+        .run(&["apply", &deploy, "--hash", &hash, "--prune"])
+        .ok();
+    assert_eq!(out.stdout.trim(), "already applied: nothing to do");
+    // The deploy file drops its task: the plan deletes it, and says whose.
+    let emptied = env.path("deploy/tasks.toml");
+    std::fs::write(&emptied, "source = \"deploy\"\n").unwrap();
+    let out = env.run(&["plan", &deploy, "--prune"]).ok();
+    assert!(
+        out.stdout.contains("- delete from-deploy"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("created by source:deploy"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("from-examples"), "{}", out.stdout);
+    // Without a source, --prune is refused.
+    let nameless = file("other", None, "x");
+    let out = env.run(&["plan", &nameless, "--prune"]).fails(2);
+    assert!(
+        out.stderr.contains("--prune needs a `source"),
+        "{}",
+        out.stderr
+    );
+}
