@@ -48,6 +48,9 @@ pub fn human_duration(seconds: i64) -> String {
     let s = seconds.max(0);
     if s < 60 {
         format!("{s} s")
+    } else if s < 600 && s % 60 != 0 {
+        // Short spans keep their seconds: a 90 s grace is not "2 min".
+        format!("{} min {} s", s / 60, s % 60)
     } else if s < 2 * 3600 {
         format!("{} min", (s + 30) / 60)
     } else if s < 2 * 86400 {
@@ -113,7 +116,10 @@ mod tests {
     #[test]
     fn durations_use_the_unit_a_person_would() {
         assert_eq!(human_duration(5), "5 s");
-        assert_eq!(human_duration(65), "1 min");
+        assert_eq!(human_duration(65), "1 min 5 s");
+        assert_eq!(human_duration(90), "1 min 30 s");
+        assert_eq!(human_duration(120), "2 min");
+        assert_eq!(human_duration(11 * 60 + 20), "11 min");
         assert_eq!(human_duration(119 * 60), "119 min");
         assert_eq!(human_duration(5 * 3600 + 30 * 60), "5 h 30 min");
         assert_eq!(human_duration(12 * 3600 + 40 * 60), "13 h");

@@ -52,7 +52,7 @@ pub struct DraftArgs {
     #[arg(long = "in", value_name = "DURATION")]
     pub in_: Option<String>,
 
-    /// Run every DURATION (at least 60 s), first one interval after now or at --start
+    /// Run every DURATION (at least 60 s), from the next whole minute or from --start
     #[arg(long, value_name = "DURATION")]
     pub every: Option<String>,
 
@@ -102,7 +102,7 @@ pub struct DraftArgs {
     #[arg(long, value_name = "ZONE", add = clap_complete::ArgValueCompleter::new(crate::completion::zones))]
     pub tz: Option<String>,
 
-    /// How late a run may start and still run; later ones are recorded as missed [default: 60s]
+    /// How late a run may start and still run; later ones are recorded as missed [default: 90s]
     #[arg(long, value_name = "DUR")]
     pub grace: Option<String>,
 

@@ -42,6 +42,16 @@ pub struct DraftSpec {
     pub retry_backoff: Option<String>,
 }
 
+/// How late a run may start and still run, unless the draft says: a tick
+/// per minute sees an occurrence up to 60 s after it is due, plus the
+/// tick's own start-up and a claim queued behind another tick's, so 90 s.
+pub const DEFAULT_GRACE_SECONDS: i64 = 90;
+
+/// `at` rounded up to a whole minute (itself when it is one).
+fn next_whole_minute(at: i64) -> i64 {
+    at + (60 - at.rem_euclid(60)) % 60
+}
+
 /// Who drafts, where and when: what a new payload takes from the caller.
 pub struct Drafter<'a> {
     pub now: i64,
@@ -96,7 +106,7 @@ pub fn build_payload(
         grace_seconds: match (&args.grace, old) {
             (Some(g), _) => duration_flag("--grace", g, true)?,
             (None, Some(old)) => old.grace_seconds,
-            (None, None) => 60,
+            (None, None) => DEFAULT_GRACE_SECONDS,
         },
         instruction: match (&args.instruction, old) {
             (Some(text), _) => {
@@ -340,7 +350,9 @@ fn schedule_from(args: &DraftSpec, zone: Tz, now: i64) -> Result<Option<Schedule
         let seconds = schedule::parse_duration(every).map_err(CmdError::from)?;
         let anchor_at = match &args.start {
             Some(start) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
-            None => now,
+            // In phase with a per-minute cron: at a drafting second of :11,
+            // every tick at :00 would find the run 49 s late.
+            None => next_whole_minute(now),
         };
         Schedule::Interval { seconds, anchor_at }
     } else if let Some(daily) = &args.daily {

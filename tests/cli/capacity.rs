@@ -91,7 +91,8 @@ fn with_the_default_slots_one_tick_runs_the_whole_burst() {
 fn the_first_tick_after_grace_still_records_missed() {
     let rig = Rig::new();
     daily_tasks(&rig, 2, None);
-    rig.env.set_now(NINE + 61);
+    // Just past the default grace (90 s).
+    rig.env.set_now(NINE + 91);
     let out = rig.tick(&[]).ok();
     assert!(out.stdout.contains("missed"), "{}", out.stdout);
     assert!(

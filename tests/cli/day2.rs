@@ -58,7 +58,7 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("grace_seconds          60 s → 300 s"));
+    assert!(out.stdout.contains("grace_seconds          90 s → 300 s"));
     assert!(
         !out.stdout.contains("instruction "),
         "unchanged fields are not listed"

@@ -348,7 +348,7 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
         .unwrap();
     assert_eq!(
         missed["reason"],
-        "late by 2 min > grace 1 min (6 occurrences coalesced, the first late by 52 min); \
+        "late by 2 min > grace 1 min 30 s (6 occurrences coalesced, the first late by 52 min); \
          no tick saw them due within grace"
     );
     assert_eq!(missed["skipped_occurrences"], 6);

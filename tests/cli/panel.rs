@@ -26,7 +26,11 @@ fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
         let out = env.run(&all).fails(3);
         assert_eq!(
             out.stderr,
-            format!("agentcron: error: no database at {db_text}; `agentcron draft` creates it\n"),
+            format!(
+                "agentcron: error: no database at {db_text}; `agentcron draft` creates it\n  \
+                 hint: check --db (or AGENTCRON_DB, e.g. on cron's command line); only commands \
+                 that change the store create it\n"
+            ),
             "{args:?}"
         );
         assert!(!folder.exists(), "{args:?} created {}", folder.display());

@@ -124,8 +124,21 @@ fn a_lease_lost_while_renewals_are_blocked_never_comes_back() {
     rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "30s");
     let start = real_now();
     rig.env.set_now(start - 3600);
-    rig.env
-        .task(&["--instruction", "fenced", "--every", "1h", "--name", "f"]);
+    // Anchored at the draft's own second (the default anchor is the next
+    // whole minute, which would not be due at `start`).
+    let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
+        .unwrap()
+        .to_rfc3339();
+    rig.env.task(&[
+        "--instruction",
+        "fenced",
+        "--every",
+        "1h",
+        "--start",
+        &anchor,
+        "--name",
+        "f",
+    ]);
     rig.env.set_now(start);
     let tick = spawn(&rig.env, &["tick", "--lease", LEASE]);
     let run = wait_for_effect(&journal);
