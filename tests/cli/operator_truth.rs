@@ -244,3 +244,35 @@ fn prune_goes_by_the_files_source_not_its_base_name() {
         out.stderr
     );
 }
+
+/// Item 5: an `--every` task drafted at :11 keeps cron's phase (its runs
+/// fall on whole minutes), and its default grace covers a per-minute tick.
+#[test]
+fn an_interval_task_runs_in_phase_with_a_per_minute_cron() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.set_now(T0 + 11);
+    let task = env.task(&["--instruction", "x", "--every", "1m", "--name", "m"]);
+    assert_eq!(task["next_run_at"], "2026-12-02T08:01:00Z", "{task}");
+    assert_eq!(task["grace_seconds"], 90);
+    // Cron's ticks at the top of each minute, each a few seconds in.
+    for minute in 1..=3 {
+        env.set_now(T0 + minute * MINUTE + 2);
+        rig.tick(&[]).ok();
+    }
+    let statuses: Vec<String> = rig
+        .runs("m")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["succeeded"; 3], "none missed, none late");
+    let late: Vec<i64> = env
+        .sql("SELECT started_at - scheduled_for FROM runs")
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert!(
+        late.iter().all(|s| *s <= 2),
+        "started within the tick's 2 s: {late:?}"
+    );
+}
