@@ -29,3 +29,4 @@ mod tasks;
 #[allow(dead_code)]
 mod tick;
 mod transfer;
+mod wiring;

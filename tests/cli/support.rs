@@ -76,6 +76,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// Asserts success and nothing on stderr.
+    #[track_caller]
     pub fn ok(self) -> Outcome {
         assert_eq!(
             self.code, 0,
@@ -87,6 +88,7 @@ impl Outcome {
 
     /// Asserts the exit code and exactly one error line (plus optional
     /// indented cause/hint lines), and nothing on stdout.
+    #[track_caller]
     pub fn fails(self, code: i32) -> Outcome {
         assert_eq!(
             self.code, code,
@@ -120,11 +122,13 @@ impl Outcome {
         self
     }
 
+    #[track_caller]
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
     }
 
+    #[track_caller]
     pub fn json_lines(&self) -> Vec<Value> {
         self.stdout
             .lines()
@@ -187,10 +191,12 @@ impl TestEnv {
         cmd
     }
 
+    #[track_caller]
     pub fn run(&self, args: &[&str]) -> Outcome {
         self.run_with_stdin(args, b"")
     }
 
+    #[track_caller]
     pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Outcome {
         let mut child = self
             .command(args)
@@ -211,6 +217,7 @@ impl TestEnv {
     }
 
     /// Runs with `--json`, asserts success and parses stdout.
+    #[track_caller]
     pub fn json(&self, args: &[&str]) -> Value {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
@@ -218,6 +225,7 @@ impl TestEnv {
     }
 
     /// Drafts with the given schedule flags and returns the draft JSON.
+    #[track_caller]
     pub fn draft(&self, args: &[&str]) -> Value {
         let mut all = vec!["draft"];
         all.extend_from_slice(args);
@@ -225,6 +233,7 @@ impl TestEnv {
     }
 
     /// Drafts and confirms; returns the task JSON.
+    #[track_caller]
     pub fn task(&self, args: &[&str]) -> Value {
         let draft = self.draft(args);
         let id = draft["draft_id"].as_str().unwrap().to_string();

@@ -1,0 +1,53 @@
+//! Every test file is compiled: a `.rs` file under `tests/cli/` that no
+//! `mod` line names would sit there unrun, its tests silently gone.
+
+use std::path::Path;
+
+/// The module names `file` declares with `mod NAME;`.
+fn declared(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `.rs` files of `dir` other than `skip`, as module names.
+fn files(dir: &Path, skip: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .filter(|name| name != skip)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_test_file_is_wired_into_the_test_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
+    for (dir, parent) in [
+        (root.clone(), root.join("main.rs")),
+        (root.join("reliability"), root.join("reliability/mod.rs")),
+    ] {
+        let skip = if parent.ends_with("main.rs") {
+            "main"
+        } else {
+            "mod"
+        };
+        let wired = declared(&parent);
+        let unwired: Vec<String> = files(&dir, skip)
+            .into_iter()
+            .filter(|name| !wired.contains(name))
+            .collect();
+        assert!(
+            unwired.is_empty(),
+            "{} does not declare {unwired:?}: their tests never run",
+            parent.display()
+        );
+    }
+}
