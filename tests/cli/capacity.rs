@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crate::reliability::{executions, spawn};
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 /// 2026-12-02T09:00:00Z, the first `--daily 09:00` occurrence after T0.
 const NINE: i64 = T0 + 3600;

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::Rig;
 use crate::support::{TestEnv, BIN, T0};
-use crate::tick::Rig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sh {

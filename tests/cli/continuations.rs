@@ -1,12 +1,15 @@
 //! Continuations: a run parked awaiting approval is approved (once), denied,
 //! or expires; and executors killed for time or lease loss.
 
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 
-fn parked_run(rig: &Rig) -> String {
+/// Its own parked run: a daily task, parked on the fixture's default
+/// deadline, the executor left answering "awaiting" (so an approved
+/// continuation says "approved and done").
+fn parked_daily_run(rig: &Rig) -> String {
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env
         .task(&["--instruction", "x", "--every", "1d", "--name", "a"]);
@@ -32,7 +35,7 @@ fn continuation_seen(rig: &Rig, run_id: &str) -> serde_json::Value {
 fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env
         .run(&["approve", &run_id, "--wait-id", "wrong"])
         .fails(5);
@@ -106,7 +109,7 @@ fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
 fn approve_here_runs_the_executor_in_this_shell_at_once() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     let out = rig
         .env
         .command(&["approve", &run_id, "--wait-id", "w1", "--here"])
@@ -143,7 +146,7 @@ fn an_approval_outlives_the_wait_deadline_but_a_deny_before_the_tick_wins() {
     // person decided in time, so the tick runs it rather than expiring it.
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-03T08:01:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
     rig.env.set_now(T0 + 86400 + 120);
     rig.env.set_env("FIXTURE_MODE", "succeed");
@@ -159,7 +162,7 @@ fn an_approval_outlives_the_wait_deadline_but_a_deny_before_the_tick_wins() {
     // Approved, then denied before any tick: the deny settles it, nothing runs.
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
     let denied = rig.env.json(&["deny", &run_id, "--wait-id", "w1"]);
     assert_eq!(denied["status"], "failed");
@@ -177,7 +180,7 @@ fn an_approval_outlives_the_wait_deadline_but_a_deny_before_the_tick_wins() {
 fn an_approved_run_of_a_task_paused_afterwards_waits_for_resume() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
     rig.env.json(&["pause", "a"]);
     rig.env.set_env("FIXTURE_MODE", "succeed");
@@ -194,12 +197,12 @@ fn an_approved_run_of_a_task_paused_afterwards_waits_for_resume() {
 fn ticks_racing_for_an_approved_continuation_run_it_once() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
     let ticks: Vec<_> = (0..6)
-        .map(|_| crate::races::spawn_tick(&rig, &[]))
+        .map(|_| crate::support::spawn_tick(&rig, &[]))
         .collect();
     for tick in ticks {
         let out = tick.wait_with_output().unwrap();
@@ -218,7 +221,7 @@ fn ticks_racing_for_an_approved_continuation_run_it_once() {
 fn only_an_owner_may_approve() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env
         .run(&["approve", &run_id, "--wait-id", "w1", "--as", "mallory"])
         .fails(4);
@@ -231,7 +234,7 @@ fn only_an_owner_may_approve() {
 fn denying_records_failed_and_never_retries() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.run(&["deny", &run_id, "--wait-id", "w1"]).ok();
     let run = &rig.runs("a")[0];
     assert_eq!(run["status"], "failed");
@@ -247,7 +250,7 @@ fn denying_records_failed_and_never_retries() {
 fn an_expired_continuation_fails_and_is_delivered() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-03T08:30:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.with_notifier(0);
     rig.env.set_now(T0 + 86400 + 31 * 60);
     let out = rig.tick(&[]).ok();
@@ -344,7 +347,7 @@ fn jobs_run_executors_in_parallel() {
 fn approving_a_run_of_a_paused_task_is_refused_and_leaves_it_parked() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     rig.env.json(&["pause", "a"]);
     let before = rig.env.db_bytes();
     let out = rig
@@ -379,7 +382,7 @@ fn approving_a_run_of_a_paused_task_is_refused_and_leaves_it_parked() {
 fn approving_a_run_of_a_deleted_task_is_refused_but_deny_settles_it() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     let task_id = rig.runs("a")[0]["task_id"].as_str().unwrap().to_string();
     rig.env.json(&["delete", "a"]);
     let before = rig.env.db_bytes();
@@ -407,7 +410,7 @@ fn approving_a_run_of_a_deleted_task_is_refused_but_deny_settles_it() {
 fn another_tenants_parked_run_is_denied_without_naming_its_task() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    let run_id = parked_run(&rig);
+    let run_id = parked_daily_run(&rig);
     let task_id = rig.runs("a")[0]["task_id"].as_str().unwrap().to_string();
     let before = rig.env.db_bytes();
     for args in [

@@ -1,13 +1,12 @@
 //! Day-2 operations (docs/CONTRACT.md §13): replacing a task's payload by a new
 //! draft, triggering a run now, end conditions, spread and `upcoming`.
 
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
 
 use serde_json::Value;
 
+use crate::support::{spawn_tick, wait_for, Rig};
 use crate::support::{TestEnv, T0};
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 
@@ -304,23 +303,6 @@ fn replace_refusals_expired_non_owner_other_tenant_deleted() {
     );
 }
 
-fn spawn_tick(rig: &Rig) -> Child {
-    rig.env
-        .command(&["tick"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tick")
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     let rig = Rig::new();
@@ -337,7 +319,7 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     ]);
     let old_hash = task["payload_hash"].as_str().unwrap().to_string();
     env.set_now(T0 + HOUR);
-    let tick = spawn_tick(&rig);
+    let tick = spawn_tick(&rig, &[]);
     wait_for("the executor to start", || !rig.starts().is_empty());
 
     let (id, new_hash) = replace_draft(env, &["busy", "--instruction", "new words"]);
@@ -495,7 +477,7 @@ fn a_trigger_while_a_run_is_active_is_skipped_overlap() {
     env.set_env("FIXTURE_SLEEP", "2");
     env.task(&["--instruction", "x", "--every", "1h", "--name", "o"]);
     env.set_now(T0 + HOUR);
-    let tick = spawn_tick(&rig);
+    let tick = spawn_tick(&rig, &[]);
     wait_for("the executor to start", || !rig.starts().is_empty());
     env.advance(5);
     env.run(&["trigger", "o"]).ok();
@@ -541,7 +523,7 @@ fn overlapping_ticks_run_a_trigger_at_most_once() {
         ]);
         env.run(&["trigger", &format!("m{i}")]).ok();
     }
-    let ticks: Vec<Child> = (0..4).map(|_| spawn_tick(&rig)).collect();
+    let ticks: Vec<Child> = (0..4).map(|_| spawn_tick(&rig, &[])).collect();
     for child in ticks {
         let out = child.wait_with_output().unwrap();
         assert_eq!(

@@ -2,8 +2,8 @@
 //! executor's stderr kept on its run, crontab and systemd lines that carry
 //! the environment the executor needs.
 
+use crate::support::{fixture, Rig};
 use crate::support::{write_script, TestEnv, BIN};
-use crate::tick::{fixture, Rig};
 
 const HOUR: i64 = 3600;
 

@@ -4,7 +4,7 @@
 #![cfg(feature = "test-hooks")]
 
 use crate::support::T0;
-use crate::tick::{journal, Rig};
+use crate::support::{journal, Rig};
 
 const HOUR: i64 = 3600;
 

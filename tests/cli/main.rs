@@ -26,7 +26,6 @@ mod readme;
 mod reliability;
 mod shell;
 mod tasks;
-#[allow(dead_code)]
 mod tick;
 mod transfer;
 mod wiring;

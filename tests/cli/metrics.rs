@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use crate::tick::Rig;
+use crate::support::Rig;
 
 const HOUR: i64 = 3600;
 

@@ -1,23 +1,9 @@
 //! Operator tools: reconcile, runs, log, explain, status, prune, check.
 
 use crate::support::T0;
-use crate::tick::Rig;
+use crate::support::{unknown_run, Rig};
 
 const HOUR: i64 = 3600;
-
-/// A task whose 09:00 run is frozen unknown (executor timed out).
-fn unknown_run(rig: &Rig, name: &str) -> String {
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
-    rig.env.advance(HOUR);
-    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
-    rig.env.set_env("FIXTURE_MODE", "succeed");
-    let run = &rig.runs(name)[0];
-    assert_eq!(run["status"], "unknown");
-    run["run_id"].as_str().unwrap().to_string()
-}
 
 #[test]
 fn reconcile_lists_unknown_runs_and_settles_each_decision() {
@@ -260,7 +246,7 @@ fn explain_names_the_rule_that_decided() {
         e["explanation"]
             .as_str()
             .unwrap()
-            .contains("late by 5 min > grace 2 min"),
+            .contains("late by 5 min 12 s > grace 2 min"),
         "{e}"
     );
     // Before the task existed.

@@ -1,8 +1,8 @@
 //! Issue 28: what a newcomer under real cron was misled by. `status` says
 //! when cron stopped (a warning, `"stale": true`, the last gap for a day).
 
+use crate::support::Rig;
 use crate::support::{TestEnv, T0};
-use crate::tick::Rig;
 
 const MINUTE: i64 = 60;
 

@@ -2,7 +2,7 @@
 //! short run ids, help and man pages, tables in pipes, completion.
 
 use crate::support::TestEnv;
-use crate::tick::Rig;
+use crate::support::{parked_run, unknown_run, Rig};
 
 #[test]
 fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
@@ -46,34 +46,6 @@ fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
 }
 
 const HOUR: i64 = 3600;
-
-/// A task "a" whose run is parked awaiting confirmation on wait id w1.
-fn parked_run(rig: &Rig, name: &str) -> String {
-    rig.env.set_env("FIXTURE_MODE", "awaiting");
-    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
-    rig.env.advance(HOUR);
-    rig.tick(&[]).ok();
-    rig.env.set_env("FIXTURE_MODE", "succeed");
-    let run = &rig.runs(name)[0];
-    assert_eq!(run["status"], "awaiting_confirmation", "{run}");
-    run["run_id"].as_str().unwrap().to_string()
-}
-
-/// A task whose run is frozen unknown (its executor timed out).
-fn unknown_run(rig: &Rig, name: &str) -> String {
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "3");
-    rig.env.advance(HOUR);
-    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
-    rig.env.set_env("FIXTURE_MODE", "succeed");
-    let run = &rig.runs(name)[0];
-    assert_eq!(run["status"], "unknown");
-    run["run_id"].as_str().unwrap().to_string()
-}
 
 #[test]
 fn approve_deny_and_lease_check_take_a_run_id_prefix() {

@@ -389,7 +389,7 @@ fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
 /// some of its occurrences.
 #[test]
 fn a_counted_task_applied_once_plans_as_no_changes_after_the_clock_moves_on() {
-    let rig = crate::tick::Rig::new();
+    let rig = crate::support::Rig::new();
     let env = &rig.env;
     let file = write_source(
         env,
@@ -465,7 +465,7 @@ count = 5
 /// changes"; only a new or changed task with a past `at` is refused.
 #[test]
 fn a_one_shot_task_whose_time_passed_plans_as_no_changes() {
-    let rig = crate::tick::Rig::new();
+    let rig = crate::support::Rig::new();
     let env = &rig.env;
     let text = r#"
 [once]

@@ -154,7 +154,7 @@ fn a_server_restart_mid_tick_leaves_every_run_legal() {
     if std::env::var("AGENTCRON_TEST_PG_RESTART").is_err() || !on_postgres() {
         return;
     }
-    let rig = crate::tick::Rig::new();
+    let rig = crate::support::Rig::new();
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "2");
     for i in 0..3 {
@@ -214,7 +214,7 @@ fn lease_check_inside_the_executor_reaches_the_ticks_schema() {
         row.get::<_, bool>(0)
     };
     let public_before = public_runs();
-    let rig = crate::tick::Rig::new();
+    let rig = crate::support::Rig::new();
     let out = rig.env.path("fence.out");
     let script = rig.env.path("fence.sh");
     crate::support::write_script(

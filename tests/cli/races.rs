@@ -2,39 +2,13 @@
 //! killed with SIGKILL mid-run, a tick frozen with SIGSTOP past its lease.
 
 use std::collections::HashSet;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::support::T0;
-use crate::tick::Rig;
+use crate::support::{kill, spawn_tick, wait_for, Rig};
 
 const HOUR: i64 = 3600;
-
-pub fn spawn_tick(rig: &Rig, extra: &[&str]) -> Child {
-    let mut args = vec!["tick"];
-    args.extend_from_slice(extra);
-    rig.env
-        .command(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tick")
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn kill(pid: i32, signal: i32) {
-    // SAFETY: sending a signal to a pid we started has no memory effects.
-    unsafe {
-        libc::kill(pid, signal);
-    }
-}
 
 #[test]
 fn overlapping_ticks_execute_each_occurrence_exactly_once() {
@@ -127,7 +101,7 @@ fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("f")[0]["status"], "unknown");
     wait_for("the executor to finish", || {
-        crate::tick::journal(&rig.env.path("exec.journal"))
+        crate::support::journal(&rig.env.path("exec.journal"))
             .iter()
             .any(|l| l.starts_with("end "))
     });

@@ -4,8 +4,8 @@
 use std::io::{Read, Write};
 use std::process::Stdio;
 
+use crate::support::{journal, Rig};
 use crate::support::{TestEnv, T0};
-use crate::tick::{journal, Rig};
 
 #[test]
 fn a_closed_pipe_is_success() {

@@ -1,7 +1,7 @@
 //! export / import: the whole store moves between databases unchanged.
 
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 fn populated() -> Rig {
     let rig = Rig::new();

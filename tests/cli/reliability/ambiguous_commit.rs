@@ -10,8 +10,8 @@
 
 use super::notifier_calls;
 use crate::pg_proxy::Proxy;
+use crate::support::Rig;
 use crate::support::{on_postgres, T0};
-use crate::tick::Rig;
 
 /// Statements that pick the transaction whose acknowledgement is lost.
 const CLAIM: &str = "INSERT INTO runs";

@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{assert_invariants, journal_starts, spawn, stress, Rng};
+use crate::support::Rig;
 use crate::support::{TestEnv, T0};
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::{assert_invariants, journal_starts, seeded, stress};
 use crate::support::Outcome;
-use crate::tick::Rig;
+use crate::support::Rig;
 
 const MIN: i64 = 60;
 const HOUR: i64 = 3600;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::bad_input::run_bounded;
 use super::{seeded, stress, Rng};
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 

@@ -9,8 +9,8 @@ use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use super::bad_input::{run_bounded, Ran};
+use crate::support::Rig;
 use crate::support::{on_postgres, write_script, TestEnv, T0};
-use crate::tick::Rig;
 
 /// Long enough for a loaded machine, short enough that a hang fails.
 const DEADLINE: Duration = Duration::from_secs(20);

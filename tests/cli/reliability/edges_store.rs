@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::spawn;
+use crate::support::Rig;
 use crate::support::{on_postgres, Outcome, TestEnv, BIN};
-use crate::tick::Rig;
 
 fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut name = db.as_os_str().to_os_string();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::{journal_starts, kill, spawn};
 use crate::support::{on_postgres, write_script, TestEnv, T0};
-use crate::tick::Rig;
+use crate::support::{wait_for_within, Rig};
 
 const HOUR: i64 = 3600;
 
@@ -28,14 +28,6 @@ fn executor(env: &TestEnv, long: u32) -> String {
         ),
     );
     path.display().to_string()
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Waits for `child` at most `limit`; kills it and fails if it is still
@@ -125,7 +117,7 @@ fn a_notice_result_that_cannot_be_recorded_neither_hangs_the_tick_nor_stops_rene
     env.task(&["--instruction", "long", "--every", "1h", "--name", "long"]);
     env.set_now(T0 + HOUR);
     let tick = spawn(env, &["tick", "--lease", "3s"]);
-    wait_for("the quick run's notifier", Duration::from_secs(20), || {
+    wait_for_within("the quick run's notifier", Duration::from_secs(20), || {
         env.path("called").exists()
     });
     let holder = hold_lock(
@@ -196,7 +188,7 @@ fn a_signalled_tick_kills_its_executors_and_ends_their_leases() {
         let journal = env.path("exec.journal");
         let tick = spawn(env, &["tick", "--kill-grace", "1s"]);
         let tick_pid = tick.id() as i32;
-        wait_for("the executor", Duration::from_secs(20), || {
+        wait_for_within("the executor", Duration::from_secs(20), || {
             !journal_starts(&journal).is_empty()
         });
         let (run_id, token, pid) = journal_starts(&journal).remove(0);
@@ -251,7 +243,7 @@ fn a_signalled_tick_kills_its_notifiers_and_leaves_the_ledger_true() {
     env.set_now(T0 + HOUR);
     let tick = spawn(env, &["tick", "--kill-grace", "1s"]);
     let calls = env.path("notify.calls");
-    wait_for("the quick run's notifier", Duration::from_secs(20), || {
+    wait_for_within("the quick run's notifier", Duration::from_secs(20), || {
         calls.exists()
     });
     kill(tick.id() as i32, libc::SIGTERM);
@@ -294,7 +286,7 @@ fn an_interrupted_approve_here_kills_its_executor_and_ends_the_lease() {
     env.set_env("FIXTURE_SLEEP", "30");
     let journal = env.path("exec.journal");
     let approve = spawn(env, &["approve", &run_id, "--wait-id", "w1", "--here"]);
-    wait_for("the continuation", Duration::from_secs(20), || {
+    wait_for_within("the continuation", Duration::from_secs(20), || {
         journal_starts(&journal).len() == 2
     });
     let (_, token, pid) = journal_starts(&journal).remove(1);
@@ -355,7 +347,7 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
     let mut tick = spawn(env, &["tick"]);
-    wait_for("the executor", Duration::from_secs(20), || {
+    wait_for_within("the executor", Duration::from_secs(20), || {
         !journal_starts(&journal).is_empty()
     });
     let (run_id, _, pid) = journal_starts(&journal).remove(0);
@@ -392,7 +384,7 @@ fn a_tick_busy_after_doing_work_reports_it_and_exits_0() {
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
     let tick = spawn(env, &["tick"]);
-    wait_for("the executor", Duration::from_secs(20), || {
+    wait_for_within("the executor", Duration::from_secs(20), || {
         !journal_starts(&journal).is_empty()
     });
     // Held across the tick's next look for due work (every second).

@@ -15,8 +15,8 @@ use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use super::spawn;
+use crate::support::Rig;
 use crate::support::{on_postgres, write_script, TestEnv, BIN};
-use crate::tick::Rig;
 
 /// Lease length, how long the other writer holds its lock, and how long the
 /// executor keeps asking (`FENCE_CHECKS` times, about 0.3 s apart).

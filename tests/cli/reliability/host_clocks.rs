@@ -9,8 +9,8 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::{assert_invariants, executions, spawn};
+use crate::support::Rig;
 use crate::support::{on_postgres, T0};
-use crate::tick::Rig;
 
 const HOSTS: [Option<&str>; 3] = [Some("-30s"), None, Some("+30s")];
 const TASKS: usize = 6;

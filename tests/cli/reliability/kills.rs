@@ -13,8 +13,8 @@ use super::{
     assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls,
     reconcile_unknown, recover, seeded, spawn, stress, Rng, SettledRuns,
 };
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 const TASKS: usize = 3;

@@ -265,7 +265,7 @@ pub fn assert_invariants(env: &TestEnv, journal: &Path) -> Figures {
 /// After a crash: two ticks, the first `past` seconds later (beyond every
 /// lease and delivery deadline the dead tick held); then no run may be left
 /// `running`.
-pub fn recover(rig: &crate::tick::Rig, past: i64, context: &str) {
+pub fn recover(rig: &crate::support::Rig, past: i64, context: &str) {
     rig.env.advance(past);
     rig.tick(&["--lease", "2s"]).ok();
     rig.env.advance(1);

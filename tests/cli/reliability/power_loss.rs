@@ -29,7 +29,7 @@ use super::{
     reconcile_unknown, recover, seeded, spawn, stress, SettledRuns,
 };
 use crate::support::T0;
-use crate::tick::{fixture, Rig};
+use crate::support::{fixture, Rig};
 
 const HOUR: i64 = 3600;
 

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::{assert_invariants, journal_starts, raw_controls, seeded};
+use crate::support::{fixture, Rig};
 use crate::support::{TestEnv, T0};
-use crate::tick::{fixture, Rig};
 
 const HOUR: i64 = 3600;
 

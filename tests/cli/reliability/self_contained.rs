@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
+use crate::support::Rig;
 use crate::support::{on_postgres, TestEnv, T0};
-use crate::tick::Rig;
 
 const HOUR: i64 = 3600;
 

@@ -4,8 +4,8 @@
 //! issue's 300.
 
 use super::{assert_invariants, seeded, spawn, stress, SettledRuns};
+use crate::support::Rig;
 use crate::support::T0;
-use crate::tick::Rig;
 
 #[test]
 fn soak_overlapping_ticks_over_mixed_schedules() {

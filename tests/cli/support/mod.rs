@@ -1,4 +1,11 @@
-//! `TestEnv`: a hermetic place to run the binary.
+//! The test harness: `TestEnv` (a hermetic place to run the binary, here),
+//! `Rig` and the shared builders (`rig`), background processes (`procs`).
+
+pub mod procs;
+pub mod rig;
+
+pub use procs::{kill, spawn_tick, wait_for, wait_for_within};
+pub use rig::{fixture, journal, parked_run, unknown_run, Rig};
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;

@@ -1,0 +1,43 @@
+//! Real processes in the background: a tick spawned and waited for, a
+//! condition waited for with a deadline (a hang fails the test, never hangs
+//! it), a signal sent.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use super::rig::Rig;
+
+/// `agentcron tick EXTRA…` in the background, output piped.
+pub fn spawn_tick(rig: &Rig, extra: &[&str]) -> Child {
+    let mut args = vec!["tick"];
+    args.extend_from_slice(extra);
+    rig.env
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tick")
+}
+
+/// Waits up to 20 s for `done`; fails naming `what`.
+#[track_caller]
+pub fn wait_for(what: &str, done: impl FnMut() -> bool) {
+    wait_for_within(what, Duration::from_secs(20), done);
+}
+
+/// Waits up to `limit` for `done`; fails naming `what`.
+#[track_caller]
+pub fn wait_for_within(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn kill(pid: i32, signal: i32) {
+    // SAFETY: sending a signal has no memory effects on this process.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
