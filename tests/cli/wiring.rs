@@ -8,7 +8,12 @@ fn declared(file: &Path) -> Vec<String> {
     std::fs::read_to_string(file)
         .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()))
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?
+                .strip_suffix(';')
+        })
         .map(str::to_string)
         .collect()
 }
@@ -30,10 +35,16 @@ fn files(dir: &Path, skip: &str) -> Vec<String> {
 #[test]
 fn every_test_file_is_wired_into_the_test_binary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
-    for (dir, parent) in [
-        (root.clone(), root.join("main.rs")),
-        (root.join("reliability"), root.join("reliability/mod.rs")),
-    ] {
+    // The binary's root, and every folder module below it (`mod.rs`).
+    let mut places = vec![(root.clone(), root.join("main.rs"))];
+    for entry in std::fs::read_dir(&root).unwrap().filter_map(Result::ok) {
+        let dir = entry.path();
+        if dir.join("mod.rs").is_file() {
+            let parent = dir.join("mod.rs");
+            places.push((dir, parent));
+        }
+    }
+    for (dir, parent) in places {
         let skip = if parent.ends_with("main.rs") {
             "main"
         } else {

@@ -1,0 +1,234 @@
+//! How a schedule ends and where it falls: `--count`, `--until`, `--spread`.
+
+use serde_json::Value;
+
+use super::{rfc3339, HOUR};
+use crate::support::Rig;
+use crate::support::{TestEnv, T0};
+
+#[test]
+fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    let d = env.draft(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--count",
+        "2",
+        "--name",
+        "two",
+    ]);
+    assert_eq!(
+        d["schedule"],
+        serde_json::json!({"kind": "interval", "seconds": 3600, "anchor_at": T0,
+                           "until": T0 + 2 * HOUR, "count": 2})
+    );
+    assert_eq!(
+        d["next_runs"].as_array().unwrap().len(),
+        2,
+        "only two occurrences"
+    );
+    assert_eq!(d["next_runs_local"][1]["last"], true);
+    assert_eq!(d["next_runs_local"][0]["last"], false);
+    let human = env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--count",
+            "2",
+        ])
+        .ok()
+        .stdout;
+    assert!(
+        human.contains(
+            "every 1h from 2026-12-02 08:00 UTC, 2 times (the last at 2026-12-02 10:00 UTC)"
+        ),
+        "{human}"
+    );
+    assert!(
+        human.contains("2026-12-02 10:00 UTC  (in 2 h)  (the last)"),
+        "{human}"
+    );
+    let id = d["draft_id"].as_str().unwrap();
+    let hash = d["payload_hash"].as_str().unwrap();
+    env.run(&["confirm", id, "--hash", hash]).ok();
+
+    let next = env.json(&["next", "two"]);
+    assert_eq!(next["next"].as_array().unwrap().len(), 2);
+    assert_eq!(next["next"][1]["last"], true);
+    assert!(env.run(&["next", "two"]).ok().stdout.contains("the last"));
+
+    env.set_now(T0 + HOUR);
+    rig.tick(&[]).ok();
+    assert!(env.run(&["show", "two"]).ok().stdout.contains("(the last)"));
+    assert_eq!(env.json(&["show", "two"])["state"], "active");
+    env.set_now(T0 + 2 * HOUR);
+    rig.tick(&[]).ok();
+    let shown = env.json(&["show", "two"]);
+    assert_eq!(shown["state"], "completed");
+    assert_eq!(shown["next_run_at"], Value::Null);
+    assert_eq!(rig.starts().len(), 2);
+    env.set_now(T0 + 5 * HOUR);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 2, "nothing after the last");
+}
+
+#[test]
+fn until_is_in_the_hash_and_an_end_that_leaves_nothing_is_refused() {
+    let env = TestEnv::new();
+    let plain = env.draft(&["--instruction", "x", "--daily", "09:00", "--tz", "UTC"]);
+    assert!(!plain["payload"].as_str().unwrap().contains("until"));
+    let ends = env.draft(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--tz",
+        "UTC",
+        "--until",
+        "2026-12-04 12:00",
+    ]);
+    assert_ne!(plain["payload_hash"], ends["payload_hash"]);
+    assert_eq!(ends["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
+    assert_eq!(ends["next_runs"].as_array().unwrap().len(), 3);
+    let out = env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--daily",
+            "09:00",
+            "--until",
+            "2026-12-02 08:30",
+        ])
+        .fails(2);
+    assert!(
+        out.stderr.contains("no occurrence after now"),
+        "{}",
+        out.stderr
+    );
+    env.run(&["draft", "--instruction", "x", "--in", "1h", "--count", "2"])
+        .fails(2);
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--count",
+        "2",
+        "--until",
+        "2026-12-03",
+    ])
+    .fails(2);
+
+    // A replacement keeps the end unless it is given again.
+    let task = env.task(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--tz",
+        "UTC",
+        "--until",
+        "2026-12-04 12:00",
+        "--name",
+        "ending",
+    ]);
+    assert_eq!(task["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
+    let d = env.json(&["draft", "--replace", "ending", "--daily", "10:00"]);
+    assert_eq!(d["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
+}
+
+#[test]
+fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    let d = env.draft(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--tz",
+        "UTC",
+        "--spread",
+        "15m",
+        "--name",
+        "s",
+    ]);
+    let offset = d["schedule"]["offset"].as_i64().unwrap();
+    assert!((0..900).contains(&offset), "{offset}");
+    assert_eq!(d["schedule"]["spread"], 900);
+    // Anyone can recompute it: the payload's SHA-256 with the offset at 0.
+    let payload = d["payload"].as_str().unwrap();
+    let zeroed = payload.replacen(&format!(r#""offset":{offset}"#), r#""offset":0"#, 1);
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(zeroed.as_bytes());
+    let first = u64::from_be_bytes(digest[..8].try_into().unwrap());
+    assert_eq!((first % 900) as i64, offset);
+    let first_run = T0 + HOUR + offset;
+    assert_eq!(d["next_runs"][0], rfc3339(first_run));
+    assert!(env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--daily",
+            "09:00",
+            "--spread",
+            "15m"
+        ])
+        .ok()
+        .stdout
+        .contains("later (spread 15 min)"));
+    let id = d["draft_id"].as_str().unwrap();
+    let hash = d["payload_hash"].as_str().unwrap();
+    env.run(&["confirm", id, "--hash", hash]).ok();
+    let next = env.json(&["next", "s", "--count", "2"]);
+    assert_eq!(next["next"][0]["at"], rfc3339(first_run));
+    assert_eq!(next["next"][1]["at"], rfc3339(first_run + 86400));
+
+    // Not before its moved time; at it, it runs.
+    env.set_now(first_run - 1);
+    rig.tick(&[]).ok();
+    assert!(rig.starts().is_empty());
+    env.set_now(first_run);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1);
+    assert_eq!(rig.runs("s")[0]["scheduled_for"], rfc3339(first_run));
+
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--every",
+        "10m",
+        "--spread",
+        "15m",
+    ])
+    .fails(2);
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--spread",
+        "2h",
+    ])
+    .fails(2);
+    env.run(&[
+        "draft",
+        "--instruction",
+        "x",
+        "--in",
+        "1h",
+        "--spread",
+        "1m",
+    ])
+    .fails(2);
+}

@@ -1,0 +1,325 @@
+//! Replacing a task's payload by a new draft (`draft --replace`, then
+//! `confirm`): the diff, the refusals, a run in flight keeping its hash.
+
+use serde_json::Value;
+
+use super::{daily, replace_draft, HOUR};
+use crate::support::{spawn_tick, wait_for, Rig};
+use crate::support::{TestEnv, T0};
+
+#[test]
+fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
+    let env = TestEnv::new();
+    let task = daily(&env, "digest");
+    let old_hash = task["payload_hash"].as_str().unwrap().to_string();
+
+    let out = env
+        .run(&[
+            "draft",
+            "--replace",
+            "digest",
+            "--daily",
+            "10:30",
+            "--grace",
+            "5m",
+        ])
+        .ok();
+    assert!(
+        out.stdout
+            .contains("schedule               every day at 09:00 (UTC) → every day at 10:30 (UTC)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("grace_seconds          90 s → 300 s"));
+    assert!(
+        !out.stdout.contains("instruction "),
+        "unchanged fields are not listed"
+    );
+    assert!(out
+        .stdout
+        .contains("Next runs now:\n  2026-12-02 09:00 UTC"));
+    assert!(out
+        .stdout
+        .contains("Next runs after:\n  2026-12-02 10:30 UTC"));
+    assert!(out
+        .stdout
+        .contains(&format!("Old payload hash: {old_hash}")));
+    assert!(out
+        .stdout
+        .contains("To confirm, run:\n  agentcron confirm "));
+
+    let d = env.json(&["draft", "--replace", "digest", "--daily", "10:30"]);
+    assert_eq!(
+        d["diff"],
+        serde_json::json!([{"field": "schedule",
+            "old": {"hour": 9, "kind": "calendar", "minute": 0, "weekdays": []},
+            "new": {"hour": 10, "kind": "calendar", "minute": 30, "weekdays": []}}])
+    );
+    assert_eq!(d["replaces"]["revision"], 1);
+    assert_eq!(d["replaces"]["payload_hash"], old_hash.as_str());
+    assert_eq!(d["replaces"]["next_runs"][0], "2026-12-02T09:00:00Z");
+    assert_eq!(d["next_runs"][0], "2026-12-02T10:30:00Z");
+    let payload: Value = serde_json::from_str(d["payload"].as_str().unwrap()).unwrap();
+    assert_eq!(payload["instruction"], "summarize", "the rest is kept");
+    assert_eq!(payload["name"], "digest");
+
+    env.advance(60);
+    let (id, hash) = (
+        d["draft_id"].as_str().unwrap(),
+        d["payload_hash"].as_str().unwrap(),
+    );
+    let out = env.run(&["confirm", id, "--hash", hash]).ok();
+    assert!(
+        out.stdout.contains("revision 1 → 2, hash "),
+        "{}",
+        out.stdout
+    );
+    let shown = env.json(&["show", "digest"]);
+    assert_eq!(shown["task_id"], task["task_id"], "same task id");
+    assert_eq!(shown["revision"], 2);
+    assert_eq!(shown["payload_hash"], hash);
+    assert_eq!(shown["next_run_at"], "2026-12-02T10:30:00Z");
+    assert_eq!(shown["owner_keys"], task["owner_keys"]);
+    assert_eq!(env.count("SELECT count(*) FROM tasks"), 1);
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM drafts WHERE draft_id = '{id}'"
+        )),
+        0
+    );
+
+    let log = env.json(&["log", "digest"]);
+    let replace = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "replace")
+        .expect("a replace event");
+    assert_eq!(replace["detail"]["old_payload_hash"], old_hash.as_str());
+    assert_eq!(replace["detail"]["payload_hash"], hash);
+    let words = env.run(&["log", "digest"]).ok().stdout;
+    assert!(
+        words.contains(&format!("hash {}… → {}…", &old_hash[..8], &hash[..8])),
+        "{words}"
+    );
+}
+
+#[test]
+fn replace_of_an_unchanged_payload_is_a_usage_error() {
+    let env = TestEnv::new();
+    daily(&env, "same");
+    let out = env
+        .run(&["draft", "--replace", "same", "--daily", "09:00"])
+        .fails(2);
+    assert!(out.stderr.contains("unchanged"), "{}", out.stderr);
+    let out = env.run(&["draft", "--instruction", "x"]).fails(2);
+    assert!(out.stderr.contains("required"), "{}", out.stderr);
+}
+
+#[test]
+fn replace_is_refused_when_the_task_moved_since_the_draft() {
+    let env = TestEnv::new();
+    daily(&env, "moving");
+    // Paused meanwhile.
+    let (id, hash) = replace_draft(&env, &["moving", "--daily", "11:00"]);
+    env.run(&["pause", "moving"]).ok();
+    let out = env.run(&["confirm", &id, "--hash", &hash]).fails(5);
+    assert!(
+        out.stderr
+            .contains("changed since the draft (revision 1 → 2, now paused)"),
+        "{}",
+        out.stderr
+    );
+    // A paused task can be replaced, and stays paused.
+    let (id, hash) = replace_draft(&env, &["moving", "--daily", "11:00"]);
+    env.run(&["confirm", &id, "--hash", &hash]).ok();
+    let shown = env.json(&["show", "moving"]);
+    assert_eq!(shown["state"], "paused");
+    assert_eq!(shown["revision"], 3);
+    assert_eq!(shown["next_run_at"], Value::Null);
+    env.run(&["resume", "moving"]).ok();
+    assert_eq!(
+        env.json(&["show", "moving"])["next_run_at"],
+        "2026-12-02T11:00:00Z"
+    );
+
+    // Replaced by someone else meanwhile: the first confirm wins.
+    let (a, ha) = replace_draft(&env, &["moving", "--daily", "12:00"]);
+    let (b, hb) = replace_draft(&env, &["moving", "--daily", "13:00"]);
+    env.run(&["confirm", &a, "--hash", &ha]).ok();
+    env.run(&["confirm", &b, "--hash", &hb]).fails(5);
+    assert_eq!(env.json(&["show", "moving"])["payload_hash"], ha);
+
+    // Deleted meanwhile.
+    let (id, hash) = replace_draft(&env, &["moving", "--instruction", "other"]);
+    env.run(&["delete", "moving"]).ok();
+    let out = env.run(&["confirm", &id, "--hash", &hash]).fails(5);
+    assert!(out.stderr.contains("now deleted"), "{}", out.stderr);
+    assert_eq!(
+        env.count("SELECT count(*) FROM events WHERE action = 'replace'"),
+        2
+    );
+}
+
+#[test]
+fn replace_refusals_expired_non_owner_other_tenant_deleted() {
+    let env = TestEnv::new();
+    let task = env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "mine",
+        "--as",
+        "unix:alice",
+    ]);
+    let task_id = task["task_id"].as_str().unwrap();
+
+    // Expired draft: exit 6, nothing changes.
+    let (id, hash) = replace_draft(
+        &env,
+        &["mine", "--every", "2h", "--ttl", "1m", "--as", "unix:alice"],
+    );
+    env.advance(120);
+    let out = env
+        .run(&["confirm", &id, "--hash", &hash, "--as", "unix:alice"])
+        .fails(6);
+    assert!(out.stderr.contains("expired"), "{}", out.stderr);
+
+    // Not an owner: neither the draft nor a confirm by someone else.
+    let out = env
+        .run(&[
+            "draft",
+            "--replace",
+            "mine",
+            "--every",
+            "2h",
+            "--as",
+            "unix:mallory",
+        ])
+        .fails(4);
+    assert!(out.stderr.contains("not an owner"), "{}", out.stderr);
+    let (id, hash) = replace_draft(&env, &["mine", "--every", "2h", "--as", "unix:alice"]);
+    env.run(&["confirm", &id, "--hash", &hash, "--as", "unix:mallory"])
+        .fails(4);
+
+    // Another tenant: the id is denied, the name is unknown there.
+    env.run(&[
+        "draft",
+        "--replace",
+        task_id,
+        "--every",
+        "2h",
+        "--as",
+        "unix:alice",
+        "--tenant",
+        "other",
+    ])
+    .fails(4);
+    env.run(&[
+        "draft",
+        "--replace",
+        "mine",
+        "--every",
+        "2h",
+        "--as",
+        "unix:alice",
+        "--tenant",
+        "other",
+    ])
+    .fails(3);
+    env.run(&[
+        "confirm",
+        &id,
+        "--hash",
+        &hash,
+        "--as",
+        "unix:alice",
+        "--tenant",
+        "other",
+    ])
+    .fails(4);
+
+    // A deleted task cannot be replaced: by id a conflict, by name not found.
+    env.run(&["delete", "mine", "--as", "unix:alice"]).ok();
+    let out = env
+        .run(&[
+            "draft",
+            "--replace",
+            task_id,
+            "--every",
+            "2h",
+            "--as",
+            "unix:alice",
+        ])
+        .fails(5);
+    assert!(out.stderr.contains("is deleted"), "{}", out.stderr);
+    env.run(&[
+        "draft",
+        "--replace",
+        "mine",
+        "--every",
+        "2h",
+        "--as",
+        "unix:alice",
+    ])
+    .fails(3);
+    env.run(&["confirm", &id, "--hash", &hash, "--as", "unix:alice"])
+        .fails(5);
+
+    let shown = env.json(&["show", task_id, "--as", "unix:alice"]);
+    assert_eq!(shown["schedule"]["seconds"], 3600, "never replaced");
+    assert_eq!(
+        env.count("SELECT count(*) FROM events WHERE action = 'replace'"),
+        0
+    );
+}
+
+#[test]
+fn a_run_in_flight_finishes_under_its_old_payload_hash() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.set_env("FIXTURE_MODE", "sleep");
+    env.set_env("FIXTURE_SLEEP", "2");
+    let task = env.task(&[
+        "--instruction",
+        "old words",
+        "--every",
+        "1h",
+        "--name",
+        "busy",
+    ]);
+    let old_hash = task["payload_hash"].as_str().unwrap().to_string();
+    env.set_now(T0 + HOUR);
+    let tick = spawn_tick(&rig, &[]);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+
+    let (id, new_hash) = replace_draft(env, &["busy", "--instruction", "new words"]);
+    env.run(&["confirm", &id, "--hash", &new_hash]).ok();
+    let out = tick.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let runs = rig.runs("busy");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert_eq!(runs[0]["payload_hash"], old_hash.as_str());
+    let stdin = std::fs::read_dir(env.path("stdin")).unwrap().count();
+    assert_eq!(stdin, 1);
+
+    env.set_now(T0 + 2 * HOUR);
+    env.set_env("FIXTURE_MODE", "succeed");
+    rig.tick(&[]).ok();
+    let runs = rig.runs("busy");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert_eq!(runs[0]["payload_hash"], new_hash.as_str());
+    let listed = env.run(&["runs", "busy"]).ok().stdout;
+    assert!(listed.contains(&old_hash[..8]), "{listed}");
+    assert!(listed.contains(&new_hash[..8]), "{listed}");
+}
