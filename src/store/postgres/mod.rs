@@ -7,9 +7,12 @@
 
 mod commit;
 mod deliveries;
+mod drafts;
+mod events;
+mod maintenance;
+mod meta;
 pub mod password;
 mod queue;
-mod records;
 mod runs;
 pub mod schema;
 mod statements;

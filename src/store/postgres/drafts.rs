@@ -1,0 +1,56 @@
+//! PostgreSQL side of the drafts table.
+
+use anyhow::{Context, Result};
+
+use super::{col, expect_one, PgTx};
+use crate::model::{Draft, Replaces};
+use crate::store::DraftTx;
+
+impl DraftTx for PgTx<'_, '_> {
+    fn insert_draft(&mut self, d: &Draft) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
+                                     replaces_task_id, replaces_revision)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[&d.draft_id, &d.tenant_key, &d.payload, &d.payload_hash, &d.created_by, &d.created_at, &d.expires_at,
+                  &d.replaces.as_ref().map(|r| r.task_id.as_str()), &d.replaces.as_ref().map(|r| r.revision)],
+            )
+            .context("saving the draft")?;
+        Ok(())
+    }
+
+    fn draft(&mut self, draft_id: &str) -> Result<Option<Draft>> {
+        let row = self.tx.query_opt(
+            "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
+                    replaces_task_id, replaces_revision
+             FROM drafts WHERE draft_id = $1 FOR UPDATE",
+            &[&draft_id],
+        )?;
+        row.map(|r| {
+            Ok(Draft {
+                draft_id: col(&r, 0)?,
+                tenant_key: col(&r, 1)?,
+                payload: col(&r, 2)?,
+                payload_hash: col(&r, 3)?,
+                created_by: col(&r, 4)?,
+                created_at: col(&r, 5)?,
+                expires_at: col(&r, 6)?,
+                replaces: match (col(&r, 7)?, col(&r, 8)?) {
+                    (Some(task_id), Some(revision)) => Some(Replaces { task_id, revision }),
+                    _ => None,
+                },
+            })
+        })
+        .transpose()
+    }
+
+    fn consume_draft(&mut self, draft_id: &str) -> Result<()> {
+        let changed = self
+            .tx
+            .execute("DELETE FROM drafts WHERE draft_id = $1", &[&draft_id])?;
+        expect_one(changed, || {
+            format!("draft {draft_id} was confirmed by someone else")
+        })
+    }
+}
