@@ -4,6 +4,15 @@ use anyhow::Result;
 
 use crate::model::{Run, RunStatus};
 
+/// The columns of a run row (`runs r` joined with its notice's state), in
+/// the order both stores' decoders read them.
+pub const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
+    r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
+    r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
+    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
+    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
+    r.trigger, r.approved_at, r.approved_by";
+
 /// A guarded change of a run's status: applies only while the run is still
 /// `from` (and, for a leased run, still holds `token`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,12 @@ use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
 use crate::store::Tx;
 
+/// The columns of a task row, in the order both stores' decoders read them.
+pub const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
+    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
+    state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
+    consecutive_failures, next_retry_at, retry_run_id, payload";
+
 /// A stored row that failed validation on read: it is reported (and, by the
 /// tick, quarantined) instead of crashing the reader.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,14 +1,12 @@
 //! PostgreSQL side of the delivery ledger.
 
+use crate::store::deliveries::NOTICE_COLUMNS;
 use anyhow::{Context, Result};
 use postgres::Row;
 
 use super::{col, expect_one, PgTx};
 use crate::model::{DeliveryState, Notice};
 use crate::store::{DeliveryTx, NoticeFinish};
-
-const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
-    created_at, updated_at, claim_token, deadline, attempts, last_error";
 
 fn decode_notice(row: &Row) -> Result<Notice> {
     let state: String = col(row, 4)?;

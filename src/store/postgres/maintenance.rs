@@ -3,9 +3,10 @@
 use anyhow::{Context, Result};
 use postgres::Row;
 
-use super::tasks::{decode_task, TASK_COLUMNS};
+use super::tasks::decode_task;
 use super::{col, PgTx};
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
+use crate::store::tasks::TASK_COLUMNS;
 
 /// Turns one offending row into the sentence `check` prints.
 type Describe = fn(&Row) -> Result<String>;

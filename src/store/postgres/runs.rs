@@ -1,5 +1,6 @@
 //! PostgreSQL side of the runs and reconciliations tables.
 
+use crate::store::runs::RUN_COLUMNS;
 use std::ops::ControlFlow;
 
 use anyhow::{Context, Result};
@@ -9,13 +10,6 @@ use super::tasks::owned;
 use super::{col, expect_one, PgTx};
 use crate::model::{DeliveryState, Run, RunStatus, RunTrigger};
 use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
-
-const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
-    r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
-    r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
-    r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
-    (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
-    r.trigger, r.approved_at, r.approved_by";
 
 fn decode_run(row: &Row) -> Result<Run> {
     let status: String = col(row, 7)?;

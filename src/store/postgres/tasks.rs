@@ -1,5 +1,6 @@
 //! PostgreSQL side of the tasks table.
 
+use crate::store::tasks::TASK_COLUMNS;
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
@@ -10,11 +11,6 @@ use crate::model::Task;
 use crate::store::tasks::EachTask;
 use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
-
-pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
-    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
-    state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
-    consecutive_failures, next_retry_at, retry_run_id, payload";
 
 /// True when the task row's owner keys intersect $n (a text[] of keys).
 pub(super) fn owned(alias: &str, param: usize) -> String {

@@ -4,10 +4,11 @@ use anyhow::{Context, Result};
 use rusqlite::params;
 use rusqlite::types::ValueRef;
 
-use super::tasks::{decode_task, TASK_COLUMNS};
+use super::tasks::decode_task;
 use super::SqliteTx;
 use crate::model::TaskState;
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
+use crate::store::tasks::TASK_COLUMNS;
 
 /// Runs `prune` may remove: settled long enough ago, every notice delivered
 /// (or none), not the subject of a pending retry.

@@ -1,6 +1,7 @@
 //! SQLite side of the tasks table. Rows are validated on read: a row that
 //! fails becomes a `CorruptRow`, never a panic.
 
+use crate::store::tasks::TASK_COLUMNS;
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
@@ -11,11 +12,6 @@ use crate::model::Task;
 use crate::store::tasks::EachTask;
 use crate::store::tasks::RawTask;
 use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
-
-pub(super) const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
-    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
-    state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
-    consecutive_failures, next_retry_at, retry_run_id, payload";
 
 /// `list`'s query: it walks `tasks_listed` in the listing's order (the
 /// index holds the same `next_run_at IS NULL` expression), so no sort of the
