@@ -15,6 +15,7 @@ pub mod maintenance;
 pub mod meta;
 pub mod postgres;
 pub mod queue;
+pub mod rows;
 pub mod runs;
 pub mod shared;
 pub mod sqlite;

@@ -5,27 +5,12 @@ use anyhow::{Context, Result};
 use postgres::Row;
 
 use super::{col, expect_one, PgTx};
-use crate::model::{DeliveryState, Notice};
+use crate::model::Notice;
 use crate::store::{DeliveryTx, NoticeFinish};
 
+/// A notice row, by the decoder both stores share.
 fn decode_notice(row: &Row) -> Result<Notice> {
-    let state: String = col(row, 4)?;
-    Ok(Notice {
-        delivery_id: col(row, 0)?,
-        run_id: col(row, 1)?,
-        tenant_key: col(row, 2)?,
-        seq: col(row, 3)?,
-        state: DeliveryState::parse(&state)
-            .with_context(|| format!("unknown delivery state '{state}'"))?,
-        target: col(row, 5)?,
-        message: col(row, 6)?,
-        created_at: col(row, 7)?,
-        updated_at: col(row, 8)?,
-        claim_token: col(row, 9)?,
-        deadline: col(row, 10)?,
-        attempts: col(row, 11)?,
-        last_error: col(row, 12)?,
-    })
+    crate::store::rows::notice(row)
 }
 
 impl DeliveryTx for PgTx<'_, '_> {

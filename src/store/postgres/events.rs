@@ -4,24 +4,14 @@ use anyhow::{Context, Result};
 use postgres::Row;
 
 use super::tasks::owned;
-use super::{col, PgTx};
+use super::PgTx;
 use crate::model::{Event, StoredEvent};
+use crate::store::rows::EVENT_COLUMNS;
 use crate::store::EventTx;
 
+/// An event row, by the decoder both stores share.
 fn decode_event(row: &Row) -> Result<StoredEvent> {
-    let detail: String = col(row, 7)?;
-    Ok(StoredEvent {
-        event_id: col(row, 0)?,
-        event: Event {
-            at: col(row, 1)?,
-            tenant_key: col(row, 2)?,
-            actor: col(row, 3)?,
-            action: col(row, 4)?,
-            task_id: col(row, 5)?,
-            run_id: col(row, 6)?,
-            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
-        },
-    })
+    crate::store::rows::event(row)
 }
 
 impl EventTx for PgTx<'_, '_> {
@@ -84,9 +74,11 @@ impl EventTx for PgTx<'_, '_> {
 
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>> {
         let row = self.tx.query_opt(
-            "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail FROM events
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events
              WHERE task_id = $1 AND action IN ('pause', 'resume') AND at <= $2
-             ORDER BY event_id DESC LIMIT 1",
+             ORDER BY event_id DESC LIMIT 1"
+            ),
             &[&task_id, &at],
         )?;
         row.map(|r| decode_event(&r)).transpose()
@@ -98,10 +90,12 @@ impl EventTx for PgTx<'_, '_> {
         since: i64,
     ) -> Result<Option<StoredEvent>> {
         let row = self.tx.query_opt(
-            "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail FROM events
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events
              WHERE action = 'scheduler_gap' AND ($1::text IS NULL OR tenant_key IN ($1, '*'))
                AND at >= $2
-             ORDER BY at DESC, event_id DESC LIMIT 1",
+             ORDER BY at DESC, event_id DESC LIMIT 1"
+            ),
             &[&tenant, &since],
         )?;
         row.map(|r| decode_event(&r)).transpose()

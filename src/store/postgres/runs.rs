@@ -8,46 +8,12 @@ use postgres::Row;
 
 use super::tasks::owned;
 use super::{col, expect_one, PgTx};
-use crate::model::{DeliveryState, Run, RunStatus, RunTrigger};
+use crate::model::Run;
 use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 
+/// A run row, by the decoder both stores share.
 fn decode_run(row: &Row) -> Result<Run> {
-    let status: String = col(row, 7)?;
-    let status =
-        RunStatus::parse(&status).with_context(|| format!("unknown run status '{status}'"))?;
-    let delivery: Option<String> = col(row, 23)?;
-    Ok(Run {
-        run_id: col(row, 0)?,
-        task_id: col(row, 1)?,
-        tenant_key: col(row, 2)?,
-        scheduled_for: col(row, 3)?,
-        scheduled_local: col(row, 4)?,
-        attempt: col(row, 5)?,
-        due_at: col(row, 6)?,
-        status,
-        payload_hash: col(row, 8)?,
-        created_at: col(row, 9)?,
-        started_at: col(row, 10)?,
-        finished_at: col(row, 11)?,
-        lease_token: col(row, 12)?,
-        lease_until: col(row, 13)?,
-        summary: col(row, 14)?,
-        reason: col(row, 15)?,
-        skipped_occurrences: col(row, 16)?,
-        blocked_by: col(row, 17)?,
-        wait_kind: col(row, 18)?,
-        wait_id: col(row, 19)?,
-        wait_deadline: col(row, 20)?,
-        queued_seconds: col(row, 21)?,
-        stderr_tail: col(row, 22)?,
-        delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
-        trigger: {
-            let text: String = col(row, 24)?;
-            RunTrigger::parse(&text).with_context(|| format!("unknown run trigger '{text}'"))?
-        },
-        approved_at: col(row, 25)?,
-        approved_by: col(row, 26)?,
-    })
+    crate::store::rows::run(row)
 }
 
 /// Seconds this transaction has lasted so far, on the server's clock. The

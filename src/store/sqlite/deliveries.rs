@@ -5,33 +5,12 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Row};
 
 use super::{expect_one, SqliteTx};
-use crate::model::{DeliveryState, Notice};
+use crate::model::Notice;
 use crate::store::{DeliveryTx, NoticeFinish};
 
+/// A notice row, by the decoder both stores share.
 fn decode_notice(row: &Row<'_>) -> rusqlite::Result<Notice> {
-    let state: String = row.get(4)?;
-    let state = DeliveryState::parse(&state).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            4,
-            rusqlite::types::Type::Text,
-            format!("unknown delivery state '{state}'").into(),
-        )
-    })?;
-    Ok(Notice {
-        delivery_id: row.get(0)?,
-        run_id: row.get(1)?,
-        tenant_key: row.get(2)?,
-        seq: row.get(3)?,
-        state,
-        target: row.get(5)?,
-        message: row.get(6)?,
-        created_at: row.get(7)?,
-        updated_at: row.get(8)?,
-        claim_token: row.get(9)?,
-        deadline: row.get(10)?,
-        attempts: row.get(11)?,
-        last_error: row.get(12)?,
-    })
+    crate::store::rows::notice(row)
 }
 
 impl DeliveryTx for SqliteTx<'_> {

@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::SqliteTx;
 use crate::model::{Event, StoredEvent};
+use crate::store::rows::EVENT_COLUMNS;
 use crate::store::EventTx;
 
 /// Drafts are shown to their author, task events to the task's owners (?3,
@@ -96,11 +97,11 @@ impl EventTx for SqliteTx<'_> {
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>> {
         use rusqlite::OptionalExtension;
         self.conn
-            .prepare_cached(
-                "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail FROM events
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events
                  WHERE task_id = ?1 AND action IN ('pause', 'resume') AND at <= ?2
-                 ORDER BY event_id DESC LIMIT 1",
-            )?
+                 ORDER BY event_id DESC LIMIT 1"
+            ))?
             .query_row(params![task_id, at], decode_event)
             .optional()
             .context("reading the task's pauses")
@@ -114,32 +115,20 @@ impl EventTx for SqliteTx<'_> {
         use rusqlite::OptionalExtension;
         // Along the partial index of gap events (one per cron outage).
         self.conn
-            .prepare_cached(
-                "SELECT event_id, at, tenant_key, actor, action, task_id, run_id, detail
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS}
                  FROM events INDEXED BY events_scheduler_gaps
                  WHERE action = 'scheduler_gap' AND (?1 IS NULL OR tenant_key IN (?1, '*'))
                    AND at >= ?2
-                 ORDER BY at DESC, event_id DESC LIMIT 1",
-            )?
+                 ORDER BY at DESC, event_id DESC LIMIT 1"
+            ))?
             .query_row(params![tenant, since], decode_event)
             .optional()
             .context("reading the last scheduler gap")
     }
 }
 
+/// An event row, by the decoder both stores share.
 fn decode_event(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
-    let detail: String = row.get(7)?;
-    Ok(StoredEvent {
-        event_id: row.get(0)?,
-        event: Event {
-            at: row.get(1)?,
-            tenant_key: row.get(2)?,
-            actor: row.get(3)?,
-            action: row.get(4)?,
-            task_id: row.get(5)?,
-            run_id: row.get(6)?,
-            // A damaged detail is shown as text rather than lost.
-            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
-        },
-    })
+    crate::store::rows::event(row)
 }

@@ -5,57 +5,12 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{expect_one, SqliteTx};
-use crate::model::{DeliveryState, Run, RunStatus, RunTrigger};
+use crate::model::Run;
 use crate::store::{Reconciliation, RunFilter, RunFinish, RunTx};
 
+/// A run row, by the decoder both stores share.
 pub(super) fn decode_run(row: &Row<'_>) -> rusqlite::Result<Run> {
-    let status: String = row.get(7)?;
-    let status = RunStatus::parse(&status).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            7,
-            rusqlite::types::Type::Text,
-            format!("unknown run status '{status}'").into(),
-        )
-    })?;
-    let delivery: Option<String> = row.get(23)?;
-    Ok(Run {
-        run_id: row.get(0)?,
-        task_id: row.get(1)?,
-        tenant_key: row.get(2)?,
-        scheduled_for: row.get(3)?,
-        scheduled_local: row.get(4)?,
-        attempt: row.get(5)?,
-        due_at: row.get(6)?,
-        status,
-        payload_hash: row.get(8)?,
-        created_at: row.get(9)?,
-        started_at: row.get(10)?,
-        finished_at: row.get(11)?,
-        lease_token: row.get(12)?,
-        lease_until: row.get(13)?,
-        summary: row.get(14)?,
-        reason: row.get(15)?,
-        skipped_occurrences: row.get(16)?,
-        blocked_by: row.get(17)?,
-        wait_kind: row.get(18)?,
-        wait_id: row.get(19)?,
-        wait_deadline: row.get(20)?,
-        queued_seconds: row.get(21)?,
-        stderr_tail: row.get(22)?,
-        delivery_status: delivery.as_deref().and_then(DeliveryState::parse),
-        trigger: {
-            let text: String = row.get(24)?;
-            RunTrigger::parse(&text).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    24,
-                    rusqlite::types::Type::Text,
-                    format!("unknown run trigger '{text}'").into(),
-                )
-            })?
-        },
-        approved_at: row.get(25)?,
-        approved_by: row.get(26)?,
-    })
+    crate::store::rows::run(row)
 }
 
 impl RunTx for SqliteTx<'_> {

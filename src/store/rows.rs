@@ -1,0 +1,149 @@
+//! One decoder per row type, shared by both stores: a run, a notice, an
+//! audit event, read from the columns `RUN_COLUMNS`, `NOTICE_COLUMNS` and
+//! the event columns list, in that order. Each store reads its own rows
+//! through `Cells` (rusqlite's and postgres's), with its own error type, so
+//! its queries keep their shape (`query_map(…, decode_run)` on SQLite).
+//! A value that is not what the column must hold is an error, never a
+//! panic: the caller quarantines or reports the row.
+
+use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, RunTrigger, StoredEvent};
+
+/// The columns of an audit event row, in the order `event` reads them.
+pub const EVENT_COLUMNS: &str = "event_id, at, tenant_key, actor, action, task_id, run_id, detail";
+
+/// A row's cells as the decoders need them.
+pub trait Cells {
+    type Error;
+    fn text(&self, i: usize) -> Result<String, Self::Error>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
+    fn int(&self, i: usize) -> Result<i64, Self::Error>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
+    /// Column `i` holds a value no decoder accepts.
+    fn invalid(&self, i: usize, what: String) -> Self::Error;
+}
+
+impl Cells for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.get(i)
+    }
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.get(i)
+    }
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn invalid(&self, i: usize, what: String) -> rusqlite::Error {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into())
+    }
+}
+
+impl Cells for postgres::Row {
+    type Error = anyhow::Error;
+    fn text(&self, i: usize) -> anyhow::Result<String> {
+        cell(self, i)
+    }
+    fn opt_text(&self, i: usize) -> anyhow::Result<Option<String>> {
+        cell(self, i)
+    }
+    fn int(&self, i: usize) -> anyhow::Result<i64> {
+        cell(self, i)
+    }
+    fn opt_int(&self, i: usize) -> anyhow::Result<Option<i64>> {
+        cell(self, i)
+    }
+    fn invalid(&self, i: usize, what: String) -> anyhow::Error {
+        anyhow::anyhow!("column {i}: {what}")
+    }
+}
+
+fn cell<'r, T: postgres::types::FromSql<'r>>(
+    row: &'r postgres::Row,
+    i: usize,
+) -> anyhow::Result<T> {
+    use anyhow::Context;
+    row.try_get(i)
+        .with_context(|| format!("reading column {i}"))
+}
+
+/// A run, from `RUN_COLUMNS`.
+pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
+    let status = row.text(7)?;
+    let status = RunStatus::parse(&status)
+        .ok_or_else(|| row.invalid(7, format!("unknown run status '{status}'")))?;
+    let trigger = row.text(24)?;
+    let trigger = RunTrigger::parse(&trigger)
+        .ok_or_else(|| row.invalid(24, format!("unknown run trigger '{trigger}'")))?;
+    Ok(Run {
+        run_id: row.text(0)?,
+        task_id: row.text(1)?,
+        tenant_key: row.text(2)?,
+        scheduled_for: row.int(3)?,
+        scheduled_local: row.text(4)?,
+        attempt: row.int(5)?,
+        due_at: row.int(6)?,
+        status,
+        payload_hash: row.text(8)?,
+        created_at: row.int(9)?,
+        started_at: row.opt_int(10)?,
+        finished_at: row.opt_int(11)?,
+        lease_token: row.opt_text(12)?,
+        lease_until: row.opt_int(13)?,
+        summary: row.opt_text(14)?,
+        reason: row.opt_text(15)?,
+        skipped_occurrences: row.int(16)?,
+        blocked_by: row.opt_text(17)?,
+        wait_kind: row.opt_text(18)?,
+        wait_id: row.opt_text(19)?,
+        wait_deadline: row.opt_int(20)?,
+        queued_seconds: row.opt_int(21)?,
+        stderr_tail: row.opt_text(22)?,
+        delivery_status: row.opt_text(23)?.as_deref().and_then(DeliveryState::parse),
+        trigger,
+        approved_at: row.opt_int(25)?,
+        approved_by: row.opt_text(26)?,
+    })
+}
+
+/// A notice, from `NOTICE_COLUMNS`.
+pub fn notice<R: Cells>(row: &R) -> Result<Notice, R::Error> {
+    let state = row.text(4)?;
+    let state = DeliveryState::parse(&state)
+        .ok_or_else(|| row.invalid(4, format!("unknown delivery state '{state}'")))?;
+    Ok(Notice {
+        delivery_id: row.text(0)?,
+        run_id: row.text(1)?,
+        tenant_key: row.text(2)?,
+        seq: row.int(3)?,
+        state,
+        target: row.text(5)?,
+        message: row.text(6)?,
+        created_at: row.int(7)?,
+        updated_at: row.int(8)?,
+        claim_token: row.opt_text(9)?,
+        deadline: row.opt_int(10)?,
+        attempts: row.int(11)?,
+        last_error: row.opt_text(12)?,
+    })
+}
+
+/// An audit event, from `EVENT_COLUMNS`. A damaged detail is kept as text
+/// rather than lost.
+pub fn event<R: Cells>(row: &R) -> Result<StoredEvent, R::Error> {
+    let detail = row.text(7)?;
+    Ok(StoredEvent {
+        event_id: row.int(0)?,
+        event: Event {
+            at: row.int(1)?,
+            tenant_key: row.text(2)?,
+            actor: row.text(3)?,
+            action: row.text(4)?,
+            task_id: row.opt_text(5)?,
+            run_id: row.opt_text(6)?,
+            detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
+        },
+    })
+}
