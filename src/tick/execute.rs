@@ -327,10 +327,8 @@ pub fn run_jobs(
     let mut first_error = None;
     while !in_flight.is_empty() {
         match messages.recv_timeout(renewals.wait()) {
-            Ok(Message::Finished { run_id, result }) => {
-                if !in_flight.remove(&run_id) {
-                    continue;
-                }
+            // Counted out once by run id; anything else changes nothing.
+            Ok(Message::Finished { run_id, result }) if in_flight.remove(&run_id) => {
                 match result {
                     Ok(f) => {
                         on_finish(&f);

@@ -239,12 +239,12 @@ pub fn run(
         }
         let wait = renewals.wait().min(RECHECK);
         match messages.recv_timeout(wait) {
-            Ok(execute::Message::Finished { run_id, result }) => {
-                // Each executor is counted out once, whatever else its
-                // worker reports.
-                if !scheduler.in_flight.remove(&run_id) {
-                    continue;
-                }
+            // Each executor is counted out once, whatever else its worker
+            // reports (a run id not in flight changes nothing; the loop
+            // goes on to the renewals all the same).
+            Ok(execute::Message::Finished { run_id, result })
+                if scheduler.in_flight.remove(&run_id) =>
+            {
                 // A free slot: what became due meanwhile may be claimed.
                 scheduler.nothing_due = false;
                 scheduler.at_limit = false;
@@ -263,6 +263,7 @@ pub fn run(
                     Err(e) => scheduler.problems.push(e),
                 }
             }
+            Ok(execute::Message::Finished { .. }) => {}
             Ok(execute::Message::Delivered(delivery)) => {
                 scheduler.delivered(*delivery, &mut summary, report);
             }
