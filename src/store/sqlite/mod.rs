@@ -16,17 +16,15 @@ mod deliveries;
 mod drafts;
 mod events;
 mod files;
-#[cfg(test)]
-mod growth;
 mod maintenance;
 mod meta;
 mod open;
-#[cfg(test)]
-mod plans;
 mod queue;
 mod runs;
 pub mod schema;
 mod tasks;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod trace;
 mod transfer;
 
 use std::path::{Path, PathBuf};

@@ -60,8 +60,8 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // Switching a new file to WAL races the other first uses of it.
     super::busy::retry_while_busy(options.busy_timeout, || configure(&conn))
         .map_err(|e| read_only_store(path, not_a_database(path, e)))?;
-    #[cfg(test)]
-    super::plans::watch(&conn);
+    #[cfg(any(test, feature = "test-hooks"))]
+    super::trace::watch(&conn);
     files::tighten_sidecars(path)?;
     Ok(conn)
 }

@@ -5,98 +5,19 @@
 //! `deliveries` fails the test; so does a walk of a whole index of theirs,
 //! unless the index holds only rows in a rare state (`PARTIAL`).
 //!
-//! The same recorder counts each statement's steps for `growth.rs`, which
-//! also runs the commands below.
+//! The recorder (`agentcron::store::sqlite::trace`) also counts each
+//! statement's steps for `growth.rs`, which runs the commands below too.
 //!
-//! Test builds only: `open::connect` calls `watch` on every connection.
+//! Built with `--features test-hooks` only (the recorder is not in release
+//! builds); `.ci/run` runs it.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::os::raw::{c_int, c_uint, c_void};
+#![cfg(feature = "test-hooks")]
 
+use agentcron::cli::Cli;
+use agentcron::store::sqlite::trace::recorded;
+pub use agentcron::store::sqlite::trace::stepped;
 use clap::Parser;
-use rusqlite::{ffi, Connection};
-
-use crate::cli::Cli;
-
-thread_local! {
-    /// The statements this thread ran while recording; None when not.
-    static SEEN: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
-    /// The virtual-machine steps each statement text took on this thread,
-    /// over all its runs, while counting; None when not.
-    static STEPS: RefCell<Option<BTreeMap<String, i64>>> = const { RefCell::new(None) };
-}
-
-/// Reports each statement as it starts (to `SEEN`) and as it ends (its
-/// steps, to `STEPS`), when this thread records.
-pub(super) fn watch(conn: &Connection) {
-    // SAFETY: registers a callback on our own open handle; the callback
-    // only reads the statement's text and counters, which SQLite keeps
-    // alive meanwhile.
-    unsafe {
-        ffi::sqlite3_trace_v2(
-            conn.handle(),
-            (ffi::SQLITE_TRACE_STMT | ffi::SQLITE_TRACE_PROFILE) as c_uint,
-            Some(on_statement),
-            std::ptr::null_mut(),
-        );
-    }
-}
-
-unsafe extern "C" fn on_statement(
-    event: c_uint,
-    _: *mut c_void,
-    stmt: *mut c_void,
-    _: *mut c_void,
-) -> c_int {
-    // The prepared text, with its `?N` parameters, not one expanded with the
-    // values of this call: the plan SQLite made is the parameterised one.
-    let text = ffi::sqlite3_sql(stmt.cast());
-    if text.is_null() {
-        return 0;
-    }
-    let sql = std::ffi::CStr::from_ptr(text)
-        .to_string_lossy()
-        .into_owned();
-    if event == ffi::SQLITE_TRACE_PROFILE as c_uint {
-        // Steps since the last reset of the counter, which this resets: the
-        // run that just ended (a cached statement runs many times).
-        let steps = ffi::sqlite3_stmt_status(stmt.cast(), ffi::SQLITE_STMTSTATUS_VM_STEP, 1);
-        STEPS.with(|counted| {
-            if let Some(counted) = counted.borrow_mut().as_mut() {
-                *counted.entry(sql).or_default() += i64::from(steps);
-            }
-        });
-        return 0;
-    }
-    SEEN.with(|seen| {
-        if let Some(seen) = seen.borrow_mut().as_mut() {
-            if !seen.contains(&sql) {
-                seen.push(sql);
-            }
-        }
-    });
-    0
-}
-
-/// What `f` made this thread's connections run, each text once.
-fn recorded(f: impl FnOnce()) -> Vec<String> {
-    SEEN.with(|seen| *seen.borrow_mut() = Some(Vec::new()));
-    f();
-    SEEN.with(|seen| seen.borrow_mut().take())
-        .unwrap_or_default()
-}
-
-/// The steps of SQLite's virtual machine that `f` made this thread's
-/// connections take, per statement text: the work a statement did, the
-/// same on any machine and whatever the page cache holds.
-pub(super) fn stepped(f: impl FnOnce()) -> BTreeMap<String, i64> {
-    STEPS.with(|counted| *counted.borrow_mut() = Some(BTreeMap::new()));
-    f();
-    STEPS
-        .with(|counted| counted.borrow_mut().take())
-        .unwrap_or_default()
-}
+use rusqlite::Connection;
 
 /// Partial indexes of rows in a rare or passing state (running, in doubt,
 /// parked, queued, triggered and not yet claimed; notices not yet
@@ -197,11 +118,11 @@ fn plan_with_parents(conn: &Connection, sql: &str) -> Vec<(i64, String)> {
 // Commands run in this process, as the binary runs them, so that the
 // recorder above sees their statements.
 
-pub(super) const NOW: &str = "2026-12-02T08:00:00Z";
+pub const NOW: &str = "2026-12-02T08:00:00Z";
 
 /// The read commands at their default output, over what `seeded`
 /// makes, but `list` (docs/CONTRACT.md §4 has it print every task).
-pub(super) const READS: &[&[&str]] = &[
+pub const READS: &[&[&str]] = &[
     &["runs"],
     &["--json", "runs"],
     &["runs", "a"],
@@ -217,22 +138,22 @@ pub(super) const READS: &[&[&str]] = &[
 ];
 
 /// Runs one command line in this process, as the binary would.
-pub(super) fn agentcron(db: &str, args: &[&str]) {
+pub fn agentcron(db: &str, args: &[&str]) {
     agentcron_at(db, NOW, args)
 }
 
 /// `agentcron`, its clock at `now`.
-pub(super) fn agentcron_at(db: &str, now: &str, args: &[&str]) {
+pub fn agentcron_at(db: &str, now: &str, args: &[&str]) {
     let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", now];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    let code = crate::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
+    let code = agentcron::run(cli).unwrap_or_else(|e| panic!("{argv:?}: {e:#}"));
     assert_eq!(code, 0, "{argv:?}");
 }
 
 /// Drafts a task of `flags` and confirms it, as its author would, with the
 /// global flags `scope` (a tenant) on both.
-pub(super) fn confirmed(db: &str, scope: &[&str], flags: &[&str]) {
+pub fn confirmed(db: &str, scope: &[&str], flags: &[&str]) {
     let scoped = |args: &[&str]| agentcron(db, &[scope, args].concat());
     scoped(&[&["draft"][..], flags].concat());
     let (draft, hash): (String, String) = Connection::open(db)
@@ -248,7 +169,7 @@ pub(super) fn confirmed(db: &str, scope: &[&str], flags: &[&str]) {
 
 /// Two confirmed tasks (one with a finished, notified run; one blocked
 /// by a run in doubt), so that every read follows its longest path.
-pub(super) fn seeded(db: &str) -> Connection {
+pub fn seeded(db: &str) -> Connection {
     for name in ["a", "b"] {
         confirmed(
             db,
@@ -355,7 +276,7 @@ mod tests {
     fn a_full_scan_or_a_sort_is_caught() {
         // The check itself can fail: a statement that reads every run.
         let mut migrated = Connection::open_in_memory().unwrap();
-        crate::store::sqlite::schema::migrate(&mut migrated).unwrap();
+        agentcron::store::sqlite::schema::migrate(&mut migrated).unwrap();
         assert_eq!(
             full_scans(
                 &migrated,

@@ -17,11 +17,13 @@
 //! It counts the statements of the thread that runs the command, not those
 //! of a tick's executor workers (each about one run, which is a constant).
 
+#![cfg(feature = "test-hooks")]
+
 use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
-use super::plans::{agentcron, agentcron_at, confirmed, seeded, stepped, READS};
+use crate::plans::{agentcron, agentcron_at, confirmed, seeded, stepped, READS};
 
 /// Inserts `n` copies of each row of `table` that `filter` selects; `set`
 /// gives some columns an expression over the copy's number `k.i` instead of
