@@ -31,7 +31,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .transpose()?;
     let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
     let store = ctx.store()?;
-    let (stats, queue, limit, last_tick, gap) = store.read(|tx| {
+    let (stats, queue, limit, last_tick, gap, places) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         // The limit the last tick ran with (the tick's flag, not stored elsewhere).
@@ -44,9 +44,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             0 => Vec::new(),
             _ => tx.unknown_places(tenant.as_deref(), PLACES_SHOWN)?,
         };
-        Ok((stats, queue, limit, last_tick, (gap, places)))
+        Ok((stats, queue, limit, last_tick, gap, places))
     })?;
-    let (gap, places) = gap;
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.

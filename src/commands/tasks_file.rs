@@ -178,7 +178,7 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
         schedule::parse_cron(v).map_err(|e| ("cron", e.message))?;
     }
     if let Some(v) = &spec.policy {
-        policy(v).ok_or((
+        Policy::parse(v).ok_or((
             "policy",
             format!("unknown policy '{v}': use read_only or confirm_writes"),
         ))?;
@@ -196,14 +196,10 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
     Ok(zone)
 }
 
-fn policy(text: &str) -> Option<Policy> {
-    Policy::parse(text)
-}
-
 /// The file's task as the values of a draft, its table's name as the name.
 fn to_spec(name: &str, spec: TaskSpec) -> DraftSpec {
     DraftSpec {
-        policy: spec.policy.as_deref().and_then(policy),
+        policy: spec.policy.as_deref().and_then(Policy::parse),
         instruction: Some(spec.instruction),
         at: spec.at,
         in_: None,

@@ -411,3 +411,22 @@ fn a_folder_its_owner_cannot_write_still_serves_its_store() {
     assert!(out.stderr.contains("is read-only here"), "{}", out.stderr);
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
+
+/// Heartbeats are no change a backup must hold: an idle tick takes no
+/// checkpoint and leaves the `.db` file as it was.
+#[test]
+fn an_idle_tick_leaves_the_db_file_untouched() {
+    if on_postgres() {
+        return;
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.task(&["--instruction", "x", "--every", "1h"]);
+    let before = std::fs::read(&env.db).unwrap();
+    rig.tick(&[]).ok();
+    rig.tick(&[]).ok();
+    assert!(
+        std::fs::read(&env.db).unwrap() == before,
+        "heartbeats stay in the WAL: no checkpoint for an idle tick"
+    );
+}

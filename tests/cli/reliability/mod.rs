@@ -21,7 +21,6 @@ mod host_clocks;
 mod kills;
 mod power_loss;
 mod security;
-mod self_contained;
 mod soak;
 mod unsafe_files;
 
