@@ -91,6 +91,32 @@ string_enum!(
         Delivered = "delivered",
         Unknown = "unknown",
         Undeliverable = "undeliverable",
+        Suppressed = "suppressed",
+    }
+);
+
+string_enum!(
+    /// A task's notice policy (docs/CONTRACT.md §16): which settled runs are
+    /// worth telling a person about.
+    NotifyMode {
+        Always = "always",
+        Attention = "attention",
+        Failures = "failures",
+        Never = "never",
+    }
+);
+
+string_enum!(
+    /// What a notice is about, as the notifier receives it (§16).
+    NoticeKind {
+        Failure = "failure",
+        Recovery = "recovery",
+        Success = "success",
+        Unknown = "unknown",
+        Missed = "missed",
+        Skipped = "skipped",
+        Parked = "parked",
+        Paused = "paused",
     }
 );
 
@@ -110,6 +136,12 @@ impl RunStatus {
     /// Settled runs never change again, except `unknown` through reconcile.
     pub fn is_settled(self) -> bool {
         !self.blocks_next()
+    }
+
+    /// Whether a run in this status has finished: what
+    /// `agentcron_runs_finished_total` counts (each run once).
+    pub fn is_finished(self) -> bool {
+        !matches!(self, RunStatus::Running) && !self.is_awaiting()
     }
 
     pub fn is_awaiting(self) -> bool {
@@ -148,6 +180,66 @@ pub struct Task {
     pub next_retry_at: Option<i64>,
     /// The failed run the pending retry repeats.
     pub retry_run_id: Option<String>,
+    /// Confirmed with the rest of the payload.
+    pub notice: NoticePolicy,
+}
+
+/// A task's notice settings as confirmed (docs/CONTRACT.md §16). Each is
+/// absent from payloads drafted before the policy existed, so their hashes
+/// still hold: an absent mode is `always`, today's behaviour then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoticePolicy {
+    pub notify: Option<NotifyMode>,
+    pub realert_seconds: Option<i64>,
+    pub pause_after: Option<i64>,
+}
+
+impl NoticePolicy {
+    /// The re-alert window when the payload names none.
+    pub const DEFAULT_REALERT_SECONDS: i64 = 3600;
+
+    /// What a new draft gets when its flags say nothing.
+    pub fn for_new_draft() -> NoticePolicy {
+        NoticePolicy {
+            notify: Some(NotifyMode::Attention),
+            realert_seconds: Some(Self::DEFAULT_REALERT_SECONDS),
+            pause_after: None,
+        }
+    }
+
+    pub fn mode(&self) -> NotifyMode {
+        self.notify.unwrap_or(NotifyMode::Always)
+    }
+
+    pub fn realert(&self) -> i64 {
+        self.realert_seconds
+            .unwrap_or(Self::DEFAULT_REALERT_SECONDS)
+    }
+
+    /// In words, for `draft`, `show` and `plan`:
+    /// "attention (failures re-alert after 1 h; pause after 3 failures)".
+    pub fn describe(&self) -> String {
+        let mode = self.mode();
+        let mut parts = Vec::new();
+        if matches!(mode, NotifyMode::Attention | NotifyMode::Failures) {
+            parts.push(format!(
+                "failures re-alert after {}",
+                crate::text::human_duration(self.realert())
+            ));
+        }
+        if let Some(n) = self.pause_after {
+            parts.push(format!("pause after {n} consecutive failures"));
+        }
+        let absent = if self.notify.is_none() {
+            " (not set: every run)"
+        } else {
+            ""
+        };
+        match parts.is_empty() {
+            true => format!("{mode}{absent}"),
+            false => format!("{mode}{absent} ({})", parts.join("; ")),
+        }
+    }
 }
 
 impl Task {
@@ -292,6 +384,13 @@ pub struct Notice {
     pub deadline: Option<i64>,
     pub attempts: i64,
     pub last_error: Option<String>,
+    /// None for notices written before the notice policy (§16).
+    pub kind: Option<NoticeKind>,
+    /// How many notices of the task were suppressed since the last one sent
+    /// (set on a notice that is sent).
+    pub suppressed_since_last: i64,
+    /// Why a `suppressed` notice was not sent.
+    pub suppressed_reason: Option<String>,
 }
 
 /// One audit event (docs/CONTRACT.md §8).

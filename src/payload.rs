@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::model::Policy;
+use crate::model::{NoticePolicy, NotifyMode, Policy};
 use crate::schedule::{self, Schedule, Tz};
 
 /// Everything a confirmed task is made of; hashing it fixes what will run.
@@ -20,6 +20,8 @@ pub struct Payload {
     pub instruction: String,
     pub max_retries: i64,
     pub name: Option<String>,
+    /// `notify`, `realert_seconds`, `pause_after`: each written only when set.
+    pub notice: NoticePolicy,
     /// Sorted and deduplicated.
     pub owner_keys: Vec<String>,
     pub policy: Policy,
@@ -64,6 +66,7 @@ impl Payload {
             consecutive_failures: 0,
             next_retry_at: None,
             retry_run_id: None,
+            notice: self.notice,
         }
     }
 
@@ -74,6 +77,7 @@ impl Payload {
             instruction: t.instruction.clone(),
             max_retries: t.max_retries,
             name: t.name.clone(),
+            notice: t.notice,
             owner_keys: t.owner_keys.clone(),
             policy: t.policy,
             retry_backoff_seconds: t.retry_backoff_seconds,
@@ -85,7 +89,7 @@ impl Payload {
     }
 
     pub fn to_value(&self) -> Value {
-        json!({
+        let mut value = json!({
             "grace_seconds": self.grace_seconds,
             "instruction": self.instruction,
             "max_retries": self.max_retries,
@@ -97,7 +101,25 @@ impl Payload {
             "target": self.target,
             "tenant_key": self.tenant_key,
             "timezone": self.timezone.name(),
-        })
+        });
+        // Absent, not null, when unset: payloads confirmed before the notice
+        // policy keep their bytes and hashes.
+        let notice = [
+            ("notify", self.notice.notify.map(|m| json!(m.as_str()))),
+            (
+                "realert_seconds",
+                self.notice.realert_seconds.map(|s| json!(s)),
+            ),
+            ("pause_after", self.notice.pause_after.map(|n| json!(n))),
+        ];
+        if let Value::Object(map) = &mut value {
+            for (key, field) in notice {
+                if let Some(field) = field {
+                    map.insert(key.into(), field);
+                }
+            }
+        }
+        value
     }
 
     /// The canonical bytes (as a string: they are always UTF-8).
@@ -118,6 +140,7 @@ impl Payload {
         let schedule =
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
         let timezone = schedule::parse_zone(&f.timezone).map_err(|e| anyhow!("{e}"))?;
+        let notice = notice_policy(&f)?;
         // Struct fields serialize in declaration (sorted) order with the
         // compact separators, so this is the canonical text of these fields;
         // the schedule and the zone must also be their one spelling.
@@ -132,6 +155,7 @@ impl Payload {
             instruction: f.instruction,
             max_retries: f.max_retries,
             name: f.name,
+            notice,
             owner_keys: f.owner_keys,
             policy,
             retry_backoff_seconds: f.retry_backoff_seconds,
@@ -152,13 +176,40 @@ struct StoredFields {
     instruction: String,
     max_retries: i64,
     name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    notify: Option<String>,
     owner_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pause_after: Option<i64>,
     policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    realert_seconds: Option<i64>,
     retry_backoff_seconds: i64,
     schedule: Value,
     target: String,
     tenant_key: String,
     timezone: String,
+}
+
+/// The notice settings of a stored payload, each checked as a draft checks it.
+fn notice_policy(f: &StoredFields) -> Result<NoticePolicy> {
+    let notify = match &f.notify {
+        None => None,
+        Some(text) => Some(
+            NotifyMode::parse(text).ok_or_else(|| anyhow!("payload notify '{text}' is unknown"))?,
+        ),
+    };
+    if f.realert_seconds.is_some_and(|s| s < 1) {
+        return Err(anyhow!("payload realert_seconds must be positive"));
+    }
+    if f.pause_after.is_some_and(|n| n < 1) {
+        return Err(anyhow!("payload pause_after must be at least 1"));
+    }
+    Ok(NoticePolicy {
+        notify,
+        realert_seconds: f.realert_seconds,
+        pause_after: f.pause_after,
+    })
 }
 
 /// Lower-case hex SHA-256 of the bytes: `printf %s "$payload" | sha256sum`.
@@ -220,6 +271,7 @@ mod tests {
             instruction: "summarize the on-call channel — 值班".into(),
             max_retries: 3,
             name: Some("oncall".into()),
+            notice: NoticePolicy::default(),
             owner_keys: vec!["unix:alice".into()],
             policy: Policy::ReadOnly,
             retry_backoff_seconds: 60,
@@ -283,6 +335,39 @@ mod tests {
             format!("{text}\n"),
             "[]".to_string(),
             String::new(),
+        ] {
+            assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_payload_without_a_notice_policy_keeps_its_bytes() {
+        let text = sample().canonical();
+        assert!(!text.contains("notify") && !text.contains("realert"));
+        assert_eq!(
+            Payload::from_canonical(&text).unwrap().notice,
+            NoticePolicy::default()
+        );
+    }
+
+    #[test]
+    fn the_notice_policy_is_written_in_key_order_and_read_back() {
+        let mut p = sample();
+        p.notice = NoticePolicy {
+            notify: Some(NotifyMode::Attention),
+            realert_seconds: Some(3600),
+            pause_after: Some(3),
+        };
+        let text = p.canonical();
+        assert!(text.contains(r#""name":"oncall","notify":"attention","owner_keys""#));
+        assert!(text.contains(r#""pause_after":3,"policy""#));
+        assert!(text.contains(r#""realert_seconds":3600,"retry_backoff_seconds""#));
+        assert_eq!(Payload::from_canonical(&text).unwrap(), p);
+        for bad in [
+            text.replacen(r#""notify":"attention""#, r#""notify":"sometimes""#, 1),
+            text.replacen(r#""notify":"attention""#, r#""notify":null"#, 1),
+            text.replacen(r#""pause_after":3"#, r#""pause_after":0"#, 1),
+            text.replacen(r#""realert_seconds":3600"#, r#""realert_seconds":-1"#, 1),
         ] {
             assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }

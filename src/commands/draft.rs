@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Draft, Event, Policy, Replaces, TaskState};
+use crate::model::{Draft, Event, NotifyMode, Policy, Replaces, TaskState};
 use crate::ops::access::Caller;
 use crate::ops::draft::{
     build_payload, check_instruction, duration_flag, DraftSpec, INSTRUCTION_MAX_BYTES,
@@ -115,9 +115,46 @@ pub struct DraftArgs {
     #[arg(long, value_name = "DUR")]
     pub retry_backoff: Option<String>,
 
+    /// Which runs are worth a notice: every settled run, those needing attention, failures only, or only what can never be silenced (unknown, parked) [default: attention]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub notify: Option<NotifyArg>,
+
+    /// How long a repeated failure (same reason) stays quiet before it is sent again [default: 1h]
+    #[arg(long, value_name = "DUR")]
+    pub realert: Option<String>,
+
+    /// Pause the task after N consecutive failures (only `resume` restarts it)
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub pause_after: Option<u32>,
+
     /// How long the draft may wait for confirmation
     #[arg(long, value_name = "DUR", default_value = "30m")]
     pub ttl: String,
+}
+
+/// `--notify`: the notice policy's modes (docs/CONTRACT.md §16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotifyArg {
+    /// Every settled run
+    Always,
+    /// Failures (deduplicated), recoveries, unknown, missed, skipped, parked runs and changed content
+    Attention,
+    /// Failures (deduplicated), recoveries, unknown and parked runs
+    Failures,
+    /// Only unknown and parked runs, which need a person
+    Never,
+}
+
+impl From<NotifyArg> for NotifyMode {
+    fn from(mode: NotifyArg) -> NotifyMode {
+        match mode {
+            NotifyArg::Always => NotifyMode::Always,
+            NotifyArg::Attention => NotifyMode::Attention,
+            NotifyArg::Failures => NotifyMode::Failures,
+            NotifyArg::Never => NotifyMode::Never,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -258,6 +295,9 @@ impl DraftArgs {
             grace: self.grace.clone(),
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff.clone(),
+            notify: self.notify.map(NotifyMode::from),
+            realert: self.realert.clone(),
+            pause_after: self.pause_after,
         })
     }
 }
@@ -351,6 +391,7 @@ pub(super) fn print(
                 payload.max_retries, payload.retry_backoff_seconds
             ),
         ),
+        ("notices", payload.notice.describe()),
         ("owners", escape(&payload.owner_keys.join(", "))),
     ];
     for (label, value) in rows {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::Policy;
+use crate::model::{NotifyMode, Policy};
 use crate::ops::draft::{self, DraftSpec};
 pub use crate::ops::plan::{Built, Desired};
 use crate::schedule;
@@ -35,6 +35,9 @@ pub struct TaskSpec {
     pub until: Option<String>,
     pub count: Option<u32>,
     pub spread: Option<String>,
+    pub notify: Option<String>,
+    pub realert: Option<String>,
+    pub pause_after: Option<u32>,
 }
 
 /// A tasks file: who it says it is, and its tasks.
@@ -151,6 +154,7 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
         ("grace", &spec.grace),
         ("retry_backoff", &spec.retry_backoff),
         ("spread", &spec.spread),
+        ("realert", &spec.realert),
     ];
     for (key, value) in durations {
         if let Some(v) = value {
@@ -182,6 +186,15 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
             "policy",
             format!("unknown policy '{v}': use read_only or confirm_writes"),
         ))?;
+    }
+    if let Some(v) = &spec.notify {
+        NotifyMode::parse(v).ok_or((
+            "notify",
+            format!("unknown notice mode '{v}': use {}", NotifyMode::spellings()),
+        ))?;
+    }
+    if spec.pause_after.is_some_and(|n| !(1..=1000).contains(&n)) {
+        return Err(("pause_after", "from 1 to 1000".into()));
     }
     if spec.max_retries.is_some_and(|n| n > 100) {
         return Err(("max_retries", "at most 100".into()));
@@ -217,6 +230,9 @@ fn to_spec(name: &str, spec: TaskSpec) -> DraftSpec {
         grace: spec.grace,
         max_retries: spec.max_retries,
         retry_backoff: spec.retry_backoff,
+        notify: spec.notify.as_deref().and_then(NotifyMode::parse),
+        realert: spec.realert,
+        pause_after: spec.pause_after,
     }
 }
 

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use crate::error::{fail, CmdError};
-use crate::model::Policy;
+use crate::model::{NoticePolicy, NotifyMode, Policy};
 use crate::payload::Payload;
 use crate::schedule::{self, Occurrence, Schedule, Tz};
 use crate::text::escape;
@@ -40,6 +40,9 @@ pub struct DraftSpec {
     pub grace: Option<String>,
     pub max_retries: Option<u32>,
     pub retry_backoff: Option<String>,
+    pub notify: Option<NotifyMode>,
+    pub realert: Option<String>,
+    pub pause_after: Option<u32>,
 }
 
 /// How late a run may start and still run, unless the draft says: a tick
@@ -126,6 +129,7 @@ pub fn build_payload(
             (None, Some(old)) => old.name.clone(),
             (None, None) => None,
         },
+        notice: notice_policy(args, old.map(|o| o.notice))?,
         // A replacement never changes who owns the task, nor its tenant.
         owner_keys: match old {
             Some(old) => old.owner_keys.clone(),
@@ -182,6 +186,33 @@ pub fn build_payload(
         return fail(CmdError::usage("the schedule has no occurrence after now"));
     }
     Ok((payload, upcoming))
+}
+
+/// The notice settings (docs/CONTRACT.md §16): what the flags say, over the
+/// replaced payload's, over a new draft's defaults. A replacement that says
+/// nothing keeps the old settings, absent ones included, so its hash moves
+/// only for what the person changed.
+fn notice_policy(args: &DraftSpec, old: Option<NoticePolicy>) -> Result<NoticePolicy> {
+    let base = old.unwrap_or_else(NoticePolicy::for_new_draft);
+    let realert_seconds = match &args.realert {
+        Some(text) => Some(duration_flag("--realert", text, false)?),
+        None => base.realert_seconds,
+    };
+    let pause_after = match args.pause_after {
+        Some(0) => {
+            return fail(
+                CmdError::usage("--pause-after must be at least 1")
+                    .with_hint("leave it out to never pause a failing task"),
+            )
+        }
+        Some(n) => Some(i64::from(n)),
+        None => base.pause_after,
+    };
+    Ok(NoticePolicy {
+        notify: args.notify.or(base.notify),
+        realert_seconds,
+        pause_after,
+    })
 }
 
 /// The spread of a schedule, when it has one (under its end, if any).

@@ -119,6 +119,7 @@ pub fn task_detail(t: &Task, now: i64) -> String {
             "retries",
             format!("{} (backoff {} s)", t.max_retries, t.retry_backoff_seconds),
         ),
+        ("notices", t.notice.describe()),
         ("revision", t.revision.to_string()),
         ("created", when(Some(t.created_at), t.timezone, now)),
         ("payload hash", t.payload_hash.clone()),

@@ -8,7 +8,8 @@ use crate::model::{DeliveryState, Notice};
 
 /// The columns of a notice row, in the order both stores' decoders read them.
 pub const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
-    created_at, updated_at, claim_token, deadline, attempts, last_error";
+    created_at, updated_at, claim_token, deadline, attempts, last_error, kind,
+    suppressed_since_last, suppressed_reason";
 
 /// How a claimed notice ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,8 @@ pub struct Stats {
     pub notices_unknown: i64,
     /// Never sent: the notifier kept answering "try later" past the give-up age.
     pub notices_undeliverable: i64,
+    /// Held back by their task's notice policy (docs/CONTRACT.md §16).
+    pub notices_suppressed: i64,
     /// Running runs whose lease has passed: stuck, though no tick froze them yet.
     pub stuck: i64,
 }
@@ -31,6 +33,9 @@ pub struct Tallies {
     pub notices: Vec<(String, i64)>,
     /// `scheduler_gap` events still in the audit log (prune removes old ones).
     pub scheduler_gaps: i64,
+    /// (status, count) of runs finished since the store began: counted as
+    /// they finish, never decremented, so prune does not lower them.
+    pub finished_totals: Vec<(String, i64)>,
 }
 
 /// What `prune` removes (or would remove).

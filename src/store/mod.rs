@@ -12,6 +12,7 @@ pub mod deliveries;
 pub mod drafts;
 pub mod events;
 pub mod maintenance;
+pub mod memory;
 pub mod meta;
 pub mod postgres;
 pub mod queue;
@@ -30,6 +31,7 @@ pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
 pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
+pub use memory::{MemoryTx, TaskMemory};
 pub use meta::MetaTx;
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
@@ -38,7 +40,16 @@ pub use transfer::TransferTx;
 
 /// Everything one transaction can do.
 pub trait Tx:
-    DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx + QueueTx
+    DraftTx
+    + TaskTx
+    + RunTx
+    + DeliveryTx
+    + EventTx
+    + MetaTx
+    + MemoryTx
+    + MaintenanceTx
+    + TransferTx
+    + QueueTx
 {
 }
 impl<
@@ -48,6 +59,7 @@ impl<
             + DeliveryTx
             + EventTx
             + MetaTx
+            + MemoryTx
             + MaintenanceTx
             + TransferTx
             + QueueTx,

@@ -6,7 +6,9 @@
 //! A value that is not what the column must hold is an error, never a
 //! panic: the caller quarantines or reports the row.
 
-use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, RunTrigger, StoredEvent};
+use crate::model::{
+    DeliveryState, Event, Notice, NoticeKind, Run, RunStatus, RunTrigger, StoredEvent,
+};
 
 /// The columns of an audit event row, in the order `event` reads them.
 pub const EVENT_COLUMNS: &str = "event_id, at, tenant_key, actor, action, task_id, run_id, detail";
@@ -113,6 +115,13 @@ pub fn notice<R: Cells>(row: &R) -> Result<Notice, R::Error> {
     let state = row.text(4)?;
     let state = DeliveryState::parse(&state)
         .ok_or_else(|| row.invalid(4, format!("unknown delivery state '{state}'")))?;
+    let kind = match row.opt_text(13)? {
+        None => None,
+        Some(kind) => Some(
+            NoticeKind::parse(&kind)
+                .ok_or_else(|| row.invalid(13, format!("unknown notice kind '{kind}'")))?,
+        ),
+    };
     Ok(Notice {
         delivery_id: row.text(0)?,
         run_id: row.text(1)?,
@@ -127,6 +136,9 @@ pub fn notice<R: Cells>(row: &R) -> Result<Notice, R::Error> {
         deadline: row.opt_int(10)?,
         attempts: row.int(11)?,
         last_error: row.opt_text(12)?,
+        kind,
+        suppressed_since_last: row.int(14)?,
+        suppressed_reason: row.opt_text(15)?,
     })
 }
 

@@ -152,6 +152,7 @@ impl RawTask {
             consecutive_failures: self.consecutive_failures,
             next_retry_at: self.next_retry_at,
             retry_run_id: self.retry_run_id,
+            notice: confirmed.notice,
         })
     }
 

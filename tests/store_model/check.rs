@@ -327,6 +327,8 @@ fn expected_stats(m: &Model) -> Stats {
         notices_sending: notices(DeliveryState::Sending),
         notices_unknown: notices(DeliveryState::Unknown),
         notices_undeliverable: 0,
+        // The model's tasks have no notice policy: every notice is sent.
+        notices_suppressed: 0,
         stuck: m
             .runs
             .iter()

@@ -247,6 +247,8 @@ impl Harness {
             instruction: "model step".into(),
             max_retries: spec.max_retries,
             name: spec.name.map(str::to_string),
+            // Absent: every settled run has a notice, as the model expects.
+            notice: Default::default(),
             owner_keys: Self::caller_keys(),
             policy: Policy::ReadOnly,
             retry_backoff_seconds: spec.backoff,
@@ -470,7 +472,12 @@ impl Harness {
                 tally("claim decided", "nothing due");
                 Ok(())
             }
-            (Some(mut plan), Some(Claimed::Planned { task, plan: stored })) => {
+            (
+                Some(mut plan),
+                Some(Claimed::Planned {
+                    task, plan: stored, ..
+                }),
+            ) => {
                 let want = &self.model.tasks[plan.task];
                 if task.task_id != want.id {
                     return Err(format!(
@@ -587,6 +594,7 @@ impl Harness {
             wait_deadline: outcome.wait_deadline,
             stderr: None,
             retryable: true,
+            notify: None,
         };
         let claim_token = notify.then(|| uuid::Uuid::new_v4().to_string());
         let id = self.model.runs[run].id.clone();

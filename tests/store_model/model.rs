@@ -397,7 +397,8 @@ impl Model {
         t.retry_run_id = None;
         t.state = plan.state;
         for run in plan.runs {
-            if run.status == RunStatus::Missed {
+            // Runs that never ran have notices too (docs/CONTRACT.md §7).
+            if matches!(run.status, RunStatus::Missed | RunStatus::SkippedOverlap) {
                 self.add_notice(&run.id, None);
             }
             self.runs.push(run);

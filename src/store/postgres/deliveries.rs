@@ -17,7 +17,7 @@ impl DeliveryTx for PgTx<'_, '_> {
     fn insert_notice(&mut self, n: &Notice) -> Result<()> {
         self.tx
             .execute(
-                &format!("INSERT INTO deliveries ({NOTICE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"),
+                &format!("INSERT INTO deliveries ({NOTICE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"),
                 &[
                     &n.delivery_id,
                     &n.run_id,
@@ -32,6 +32,9 @@ impl DeliveryTx for PgTx<'_, '_> {
                     &n.deadline,
                     &n.attempts,
                     &n.last_error,
+                    &n.kind.map(|k| k.as_str()),
+                    &n.suppressed_since_last,
+                    &n.suppressed_reason,
                 ],
             )
             .context("recording the notice")?;

@@ -15,7 +15,7 @@ const PRUNABLE_RUNS: &str = "
     SELECT r.run_id FROM runs r
     WHERE r.status IN ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap')
       AND r.finished_at < $1 AND ($2::text IS NULL OR r.tenant_key = $2)
-      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state <> 'delivered')
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state NOT IN ('delivered', 'suppressed'))
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";
 
 /// Audit events older than the cutoff, except the record of how a task that
@@ -51,6 +51,7 @@ impl MaintenanceTx for PgTx<'_, '_> {
                    (SELECT count(*) FROM deliveries WHERE state = 'sending' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'unknown' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'undeliverable' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT count(*) FROM deliveries WHERE state = 'suppressed' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM runs WHERE status = 'running' AND lease_until < $2
                       AND ($1::text IS NULL OR tenant_key = $1))",
                 &[&tenant, &now],
@@ -68,7 +69,8 @@ impl MaintenanceTx for PgTx<'_, '_> {
             notices_sending: col(&row, 8)?,
             notices_unknown: col(&row, 9)?,
             notices_undeliverable: col(&row, 10)?,
-            stuck: col(&row, 11)?,
+            notices_suppressed: col(&row, 11)?,
+            stuck: col(&row, 12)?,
         })
     }
 
@@ -94,10 +96,22 @@ impl MaintenanceTx for PgTx<'_, '_> {
                 &[&tenant],
             )
             .context("counting scheduler gaps")?;
+        let finished_totals = self
+            .tx
+            .query(
+                "SELECT status, sum(n)::BIGINT FROM run_totals
+                 WHERE $1::text IS NULL OR tenant_key = $1 GROUP BY status",
+                &[&tenant],
+            )
+            .context("reading the runs-finished counters")?
+            .iter()
+            .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
+            .collect::<Result<Vec<(String, i64)>>>()?;
         Ok(Tallies {
             runs,
             notices,
             scheduler_gaps: col(&row, 0)?,
+            finished_totals,
         })
     }
 

@@ -10,6 +10,7 @@ mod deliveries;
 mod drafts;
 mod events;
 mod maintenance;
+mod memory;
 mod meta;
 pub mod password;
 mod queue;

@@ -196,6 +196,60 @@ const MIGRATIONS: &[&str] = &[
                            OR OLD.tenant_key IS DISTINCT FROM NEW.tenant_key)
         EXECUTE FUNCTION agentcron_count_task();
 "#,
+    r#"
+    -- 13: the notice policy, as SQLite's migration 11: suppressed notices
+    -- with their reason, each notice's kind, the task's memory of its past
+    -- and the runs-finished counters.
+    ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check,
+        ADD CONSTRAINT deliveries_state_check CHECK (state IN
+            ('pending', 'sending', 'delivered', 'unknown', 'undeliverable', 'suppressed')),
+        ADD COLUMN kind TEXT,
+        ADD COLUMN suppressed_since_last BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN suppressed_reason TEXT;
+    CREATE INDEX deliveries_suppressed ON deliveries (tenant_key) WHERE state = 'suppressed';
+    CREATE TABLE task_memory (
+        task_id TEXT PRIMARY KEY,
+        last_failure_reason TEXT,
+        last_failure_sent_at BIGINT,
+        last_success_fingerprint TEXT,
+        suppressed_count BIGINT NOT NULL DEFAULT 0,
+        suppressed_failures BIGINT NOT NULL DEFAULT 0,
+        suppressed_since BIGINT,
+        last_settled_run_id TEXT,
+        last_success_at BIGINT);
+    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
+    SELECT t.task_id,
+        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
+            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
+        (SELECT max(r.finished_at) FROM runs r
+            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
+    FROM tasks t;
+    CREATE TABLE run_totals (
+        tenant_key TEXT NOT NULL, status TEXT NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (tenant_key, status));
+    INSERT INTO run_totals (tenant_key, status, n)
+        SELECT tenant_key, status, count(*) FROM runs
+        WHERE status IN ('succeeded', 'failed', 'delivery_failed', 'unknown', 'missed',
+                         'skipped_overlap')
+        GROUP BY tenant_key, status;
+    CREATE FUNCTION agentcron_count_finished_run() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+    BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (NEW.tenant_key, NEW.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = run_totals.n + 1;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        FOR EACH ROW WHEN (NEW.status IN ('missed', 'skipped_overlap', 'succeeded', 'failed',
+                                          'delivery_failed', 'unknown'))
+        EXECUTE FUNCTION agentcron_count_finished_run();
+    CREATE TRIGGER run_totals_finish AFTER UPDATE OF status ON runs
+        FOR EACH ROW WHEN (OLD.status IN ('running', 'awaiting_confirmation',
+                                          'awaiting_authorization')
+                           AND NEW.status IN ('succeeded', 'failed', 'delivery_failed', 'unknown'))
+        EXECUTE FUNCTION agentcron_count_finished_run();
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

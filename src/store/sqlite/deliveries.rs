@@ -18,7 +18,7 @@ impl DeliveryTx for SqliteTx<'_> {
         self.conn
             .prepare_cached(&format!(
                 "INSERT INTO deliveries ({NOTICE_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
             ))?
             .execute(params![
                 n.delivery_id,
@@ -33,7 +33,10 @@ impl DeliveryTx for SqliteTx<'_> {
                 n.claim_token,
                 n.deadline,
                 n.attempts,
-                n.last_error
+                n.last_error,
+                n.kind.map(|k| k.as_str()),
+                n.suppressed_since_last,
+                n.suppressed_reason
             ])
             .context("recording the notice")?;
         Ok(())

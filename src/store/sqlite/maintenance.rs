@@ -11,12 +11,12 @@ use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 use crate::store::tasks::TASK_COLUMNS;
 
 /// Runs `prune` may remove: settled long enough ago, every notice delivered
-/// (or none), not the subject of a pending retry.
+/// or held back by the policy (or none), not the subject of a pending retry.
 const PRUNABLE_RUNS: &str = "
     SELECT r.run_id FROM runs r
     WHERE r.status IN ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap')
       AND r.finished_at < ?1 AND (?2 IS NULL OR r.tenant_key = ?2)
-      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state <> 'delivered')
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state NOT IN ('delivered', 'suppressed'))
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";
 
 /// Audit events older than the cutoff, except the record of how a task that
@@ -99,6 +99,7 @@ impl MaintenanceTx for SqliteTx<'_> {
             notices_sending: count("SELECT count(*) FROM deliveries WHERE state = 'sending' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_unknown: count("SELECT count(*) FROM deliveries WHERE state = 'unknown' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             notices_undeliverable: count("SELECT count(*) FROM deliveries WHERE state = 'undeliverable' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
+            notices_suppressed: count("SELECT count(*) FROM deliveries WHERE state = 'suppressed' AND (?1 IS NULL OR tenant_key = ?1)", false)?,
             stuck: count(
                 "SELECT count(*) FROM runs INDEXED BY runs_leased
                  WHERE status = 'running' AND lease_until < ?2 AND (?1 IS NULL OR tenant_key = ?1)",
@@ -129,10 +130,15 @@ impl MaintenanceTx for SqliteTx<'_> {
                 |r| r.get(0),
             )
             .context("counting scheduler gaps")?;
+        let finished_totals = grouped(
+            "SELECT status, sum(n) FROM run_totals WHERE ?1 IS NULL OR tenant_key = ?1
+             GROUP BY status",
+        )?;
         Ok(Tallies {
             runs,
             notices,
             scheduler_gaps,
+            finished_totals,
         })
     }
 

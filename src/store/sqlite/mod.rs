@@ -17,6 +17,7 @@ mod drafts;
 mod events;
 mod files;
 mod maintenance;
+mod memory;
 mod meta;
 mod open;
 mod queue;

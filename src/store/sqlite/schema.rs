@@ -295,6 +295,102 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_scheduler_gaps ON events (tenant_key) WHERE action = 'scheduler_gap';
     CREATE INDEX events_pauses ON events (task_id, event_id) WHERE action IN ('pause', 'resume');
     "#,
+    // 11: the notice policy (docs/CONTRACT.md §16). A notice the policy
+    // holds back is still a ledger row, `suppressed`, with its reason; each
+    // notice knows its kind and, when sent, how many were held back before
+    // it. The CHECK cannot be altered in SQLite, so the ledger is rebuilt.
+    r#"
+    CREATE TABLE deliveries_v11 (
+        delivery_id           TEXT PRIMARY KEY,
+        run_id                TEXT NOT NULL REFERENCES runs (run_id),
+        tenant_key            TEXT NOT NULL,
+        seq                   INTEGER NOT NULL,
+        state                 TEXT NOT NULL CHECK (state IN
+            ('pending', 'sending', 'delivered', 'unknown', 'undeliverable', 'suppressed')),
+        target                TEXT NOT NULL,
+        message               TEXT NOT NULL,
+        created_at            INTEGER NOT NULL,
+        updated_at            INTEGER NOT NULL,
+        claim_token           TEXT,
+        deadline              INTEGER,
+        attempts              INTEGER NOT NULL DEFAULT 0,
+        last_error            TEXT,
+        announced             INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at       INTEGER,
+        kind                  TEXT,        -- NULL on notices older than the policy
+        suppressed_since_last INTEGER NOT NULL DEFAULT 0,
+        suppressed_reason     TEXT,
+        UNIQUE (run_id, seq)
+    ) STRICT;
+    INSERT INTO deliveries_v11 (delivery_id, run_id, tenant_key, seq, state, target, message,
+        created_at, updated_at, claim_token, deadline, attempts, last_error, announced,
+        next_attempt_at)
+    SELECT delivery_id, run_id, tenant_key, seq, state, target, message,
+        created_at, updated_at, claim_token, deadline, attempts, last_error, announced,
+        next_attempt_at
+    FROM deliveries;
+    DROP TABLE deliveries;
+    ALTER TABLE deliveries_v11 RENAME TO deliveries;
+    CREATE INDEX deliveries_pending ON deliveries (created_at) WHERE state = 'pending';
+    CREATE INDEX deliveries_sending ON deliveries (deadline) WHERE state = 'sending';
+    CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
+    CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
+        WHERE state = 'undeliverable';
+    CREATE INDEX deliveries_suppressed ON deliveries (tenant_key) WHERE state = 'suppressed';
+
+    -- What the policy and the executor need of a task's past, one row a
+    -- task, written in the transaction that settles each run: reading it is
+    -- one lookup, however many runs the task has had.
+    CREATE TABLE task_memory (
+        task_id                  TEXT PRIMARY KEY,
+        last_failure_reason      TEXT,     -- of the last failure notice sent
+        last_failure_sent_at     INTEGER,
+        last_success_fingerprint TEXT,     -- SHA-256 of the last sent success's summary
+        suppressed_count         INTEGER NOT NULL DEFAULT 0,  -- since the last notice sent
+        suppressed_failures      INTEGER NOT NULL DEFAULT 0,
+        suppressed_since         INTEGER,
+        last_settled_run_id      TEXT,
+        last_success_at          INTEGER
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
+    SELECT t.task_id,
+        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
+            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
+        (SELECT max(r.finished_at) FROM runs r
+            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
+    FROM tasks t;
+
+    -- Runs finished, by tenant and status, counted as they finish and never
+    -- decremented (prune deletes runs, not these): Prometheus counters on
+    -- which rate() works. A run counts once, when it first leaves running
+    -- or a continuation for an outcome, or is recorded missed or skipped;
+    -- a reconciled unknown run is not counted again. Seeded from the runs
+    -- the store still has.
+    CREATE TABLE run_totals (
+        tenant_key TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        n          INTEGER NOT NULL,
+        PRIMARY KEY (tenant_key, status)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO run_totals (tenant_key, status, n)
+        SELECT tenant_key, status, count(*) FROM runs
+        WHERE status IN ('succeeded', 'failed', 'delivery_failed', 'unknown', 'missed',
+                         'skipped_overlap')
+        GROUP BY tenant_key, status;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        WHEN new.status IN ('missed', 'skipped_overlap', 'succeeded', 'failed',
+                            'delivery_failed', 'unknown') BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER run_totals_finish AFTER UPDATE OF status ON runs
+        WHEN old.status IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+         AND new.status IN ('succeeded', 'failed', 'delivery_failed', 'unknown') BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
+    END;
+    "#,
 ];
 
 /// The schema version this binary writes.

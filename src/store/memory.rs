@@ -1,0 +1,46 @@
+//! What agentcron remembers of a task's past, one row a task
+//! (docs/CONTRACT.md §16): what the notice policy compares a new outcome
+//! with, and what the executor is told of the previous run. Written in the
+//! transaction that settles each run, so a restart changes no decision.
+
+use anyhow::Result;
+
+/// The columns of a memory row, in the order both stores read them.
+pub const MEMORY_COLUMNS: &str = "task_id, last_failure_reason, last_failure_sent_at,
+    last_success_fingerprint, suppressed_count, suppressed_failures, suppressed_since,
+    last_settled_run_id, last_success_at";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskMemory {
+    pub task_id: String,
+    /// The reason of the last failure notice sent, while the failure streak
+    /// lasts (a success clears it): the streak's dedup key.
+    pub last_failure_reason: Option<String>,
+    pub last_failure_sent_at: Option<i64>,
+    /// SHA-256 of the summary of the last success notice sent.
+    pub last_success_fingerprint: Option<String>,
+    /// Notices held back since the last one sent, how many of them were
+    /// failures, and when the first was.
+    pub suppressed_count: i64,
+    pub suppressed_failures: i64,
+    pub suppressed_since: Option<i64>,
+    /// The last run that ended (any outcome but running or parked).
+    pub last_settled_run_id: Option<String>,
+    pub last_success_at: Option<i64>,
+}
+
+impl TaskMemory {
+    pub fn new(task_id: &str) -> TaskMemory {
+        TaskMemory {
+            task_id: task_id.to_string(),
+            ..TaskMemory::default()
+        }
+    }
+}
+
+pub trait MemoryTx {
+    /// The task's memory; a task that never settled a run has none.
+    fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>>;
+    /// Writes the whole row (insert or replace).
+    fn save_task_memory(&mut self, memory: &TaskMemory) -> Result<()>;
+}

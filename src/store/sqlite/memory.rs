@@ -1,0 +1,54 @@
+//! SQLite side of the tasks' memory.
+
+use anyhow::{Context, Result};
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::SqliteTx;
+use crate::store::memory::{MemoryTx, TaskMemory, MEMORY_COLUMNS};
+
+fn decode(row: &Row<'_>) -> rusqlite::Result<TaskMemory> {
+    Ok(TaskMemory {
+        task_id: row.get(0)?,
+        last_failure_reason: row.get(1)?,
+        last_failure_sent_at: row.get(2)?,
+        last_success_fingerprint: row.get(3)?,
+        suppressed_count: row.get(4)?,
+        suppressed_failures: row.get(5)?,
+        suppressed_since: row.get(6)?,
+        last_settled_run_id: row.get(7)?,
+        last_success_at: row.get(8)?,
+    })
+}
+
+impl MemoryTx for SqliteTx<'_> {
+    fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = ?1"
+            ))?
+            .query_row([task_id], decode)
+            .optional()
+            .context("reading the task's memory")
+    }
+
+    fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT OR REPLACE INTO task_memory ({MEMORY_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ))?
+            .execute(params![
+                m.task_id,
+                m.last_failure_reason,
+                m.last_failure_sent_at,
+                m.last_success_fingerprint,
+                m.suppressed_count,
+                m.suppressed_failures,
+                m.suppressed_since,
+                m.last_settled_run_id,
+                m.last_success_at
+            ])
+            .context("recording the task's memory")?;
+        Ok(())
+    }
+}
