@@ -49,6 +49,9 @@ pub struct ExecResult {
     pub wait_deadline: Option<String>,
     /// Why, when we decided the status rather than the executor.
     pub reason: Option<String>,
+    /// The reply's `"notify"`: whether a success is worth a notice
+    /// (docs/CONTRACT.md §16); the policy ignores it for anything else.
+    pub notify: Option<bool>,
 }
 
 pub const SUMMARY_MAX_CHARS: usize = 2000;
@@ -100,6 +103,7 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
                 reason: Some(format!(
                     "malformed executor reply: the last line begins like a JSON reply but is not valid JSON ({error})"
                 )),
+                notify: None,
             }
         }
         Some(Reply::Output) | None => {}
@@ -115,6 +119,7 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
         wait_id: None,
         wait_deadline: None,
         reason,
+        notify: None,
     }
 }
 
@@ -126,6 +131,7 @@ fn unknown(outcome: &ChildOutcome, reason: String) -> ExecResult {
         wait_id: None,
         wait_deadline: None,
         reason: Some(reason),
+        notify: None,
     }
 }
 
@@ -176,6 +182,7 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
         status,
         ExecStatus::AwaitingConfirmation | ExecStatus::AwaitingAuthorization
     );
+    let notify = reply.get("notify").and_then(Value::as_bool);
     if !awaiting {
         return Some(ExecResult {
             status,
@@ -183,15 +190,29 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
             wait_id: None,
             wait_deadline: None,
             reason: None,
+            notify,
         });
     }
     match (field(reply, "wait_id"), field(reply, "wait_deadline")) {
+        (Some(_), Some(wait_deadline)) if !is_rfc3339(&wait_deadline) => Some(ExecResult {
+            status: ExecStatus::Failed,
+            summary,
+            wait_id: None,
+            wait_deadline: None,
+            reason: Some(format!(
+                "malformed executor reply: wait_deadline \"{}\" is not an RFC 3339 time \
+                 such as 2026-12-04T10:00:00Z",
+                crate::text::clip(&wait_deadline, 64)
+            )),
+            notify: None,
+        }),
         (Some(wait_id), Some(wait_deadline)) => Some(ExecResult {
             status,
             summary,
             wait_id: Some(wait_id),
             wait_deadline: Some(wait_deadline),
             reason: None,
+            notify: None,
         }),
         (wait_id, wait_deadline) => {
             let missing: Vec<&str> = [
@@ -211,9 +232,16 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
                     "malformed executor reply: status \"{name}\" needs a non-empty string {}",
                     missing.join(" and ")
                 )),
+                notify: None,
             })
         }
     }
+}
+
+/// `wait_deadline`'s one format (docs/CONTRACT.md §6): RFC 3339 with its
+/// offset, so that no zone is guessed for a deadline.
+fn is_rfc3339(text: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(text).is_ok()
 }
 
 /// Whether a line that is not JSON was meant as a reply: an object with a
@@ -306,6 +334,7 @@ mod tests {
             wait_id: None,
             wait_deadline: None,
             reason: reason.map(str::to_string),
+            notify: None,
         }
     }
 
@@ -408,15 +437,45 @@ mod tests {
             wait_id: Some("w-1".to_string()),
             wait_deadline: Some("2030-01-01T00:00:00Z".to_string()),
             reason: None,
+            notify: None,
         };
         assert_eq!(exited(0, stdout), expected);
 
         let stdout =
             r#"{"status":"awaiting_authorization","wait_id":"w-2","wait_deadline":"tomorrow"}"#;
         let got = exited(0, stdout);
-        assert_eq!(got.status, ExecStatus::AwaitingAuthorization);
-        assert_eq!(got.wait_id.as_deref(), Some("w-2"));
-        assert_eq!(got.wait_deadline.as_deref(), Some("tomorrow"), "kept raw");
+        assert_eq!(
+            got.status,
+            ExecStatus::Failed,
+            "only RFC 3339 is a deadline"
+        );
+        assert_eq!(
+            got.reason.as_deref(),
+            Some(
+                "malformed executor reply: wait_deadline \"tomorrow\" is not an RFC 3339 time \
+                 such as 2026-12-04T10:00:00Z"
+            )
+        );
+        for loose in ["2030-01-01 00:00", "2030-01-01T00:00:00", "1893456000"] {
+            let stdout = format!(
+                r#"{{"status":"awaiting_authorization","wait_id":"w","wait_deadline":"{loose}"}}"#
+            );
+            assert_eq!(exited(0, &stdout).status, ExecStatus::Failed, "{loose}");
+        }
+        let stdout = r#"{"status":"awaiting_authorization","wait_id":"w","wait_deadline":"2030-01-01T08:00:00+08:00"}"#;
+        assert_eq!(exited(0, stdout).status, ExecStatus::AwaitingAuthorization);
+    }
+
+    #[test]
+    fn a_reply_may_say_whether_it_is_worth_a_notice() {
+        let said = |text: &str| exited(0, text).notify;
+        assert_eq!(
+            said(r#"{"status":"succeeded","notify":false}"#),
+            Some(false)
+        );
+        assert_eq!(said(r#"{"status":"succeeded","notify":true}"#), Some(true));
+        assert_eq!(said(r#"{"status":"succeeded","notify":"no"}"#), None);
+        assert_eq!(said(r#"{"status":"succeeded"}"#), None);
     }
 
     #[test]

@@ -222,16 +222,18 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     // live lease: the signal is noted and the run settled unknown.
     crate::interrupt::catch_stop_signals()
         .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
-    let (task, run) = ctx.store()?.write(|tx| {
+    let (task, run, previous) = ctx.store()?.write(|tx| {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
         tx.append_event(&approve_event(&run, &identity[0], now, "here"))?;
         run.status = RunStatus::Running;
-        Ok((task, run))
+        let previous = crate::tick::claim::previous_run(tx, &task.task_id)?;
+        Ok((task, run, previous))
     })?;
     let job = Job {
         continuation: crate::tick::claim::approved_continuation(&run),
+        previous,
         task,
         run,
         token,

@@ -179,7 +179,7 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
             prior_reason: run.reason.clone(),
             decided_at: now,
         })?;
-        let (_, settled) = settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
+        let (_, settled, _) = settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
         tx.append_event(&Event {
             at: now,
             tenant_key: run.tenant_key.clone(),

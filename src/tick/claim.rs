@@ -339,6 +339,8 @@ pub enum Claimed {
     Planned {
         task: Box<Task>,
         plan: Plan,
+        /// What the executor is told of the task's last settled run.
+        previous: serde_json::Value,
     },
     Quarantined {
         task_id: String,
@@ -350,7 +352,33 @@ pub enum Claimed {
         task: Box<Task>,
         run: Box<Run>,
         continuation: serde_json::Value,
+        previous: serde_json::Value,
     },
+}
+
+/// The executor's `previous` (docs/CONTRACT.md §16): the task's last
+/// settled run and its last success's time, from the task's memory (one
+/// lookup, however long its history); null when it has neither.
+pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value> {
+    let Some(memory) = tx.task_memory(task_id)? else {
+        return Ok(serde_json::Value::Null);
+    };
+    let last = match &memory.last_settled_run_id {
+        Some(run_id) => tx.run(run_id)?,
+        None => None,
+    };
+    if last.is_none() && memory.last_success_at.is_none() {
+        return Ok(serde_json::Value::Null);
+    }
+    let time = crate::wire::time;
+    Ok(json!({
+        "run_id": last.as_ref().map(|r| r.run_id.clone()),
+        "scheduled_for": time(last.as_ref().map(|r| r.scheduled_for)),
+        "status": last.as_ref().map(|r| r.status.as_str()),
+        "finished_at": time(last.as_ref().and_then(|r| r.finished_at)),
+        "summary": last.as_ref().and_then(|r| r.summary.clone()),
+        "last_success_at": time(memory.last_success_at),
+    }))
 }
 
 /// What the executor of an approved parked run is told on stdin
@@ -398,10 +426,12 @@ pub fn continue_approved(
     run.started_at = Some(s.now);
     // approved_at/by stay on this copy (the stored row dropped them) so the
     // tick can say who approved what it runs.
+    let previous = previous_run(tx, &task.task_id)?;
     Ok(Some(Claimed::Continued {
         task: Box::new(task),
         run: Box::new(run),
         continuation,
+        previous,
     }))
 }
 
@@ -519,7 +549,10 @@ pub fn claim_due(
                                    "queued_seconds": run.queued_seconds,
                                    "trigger": run.trigger.as_str()}),
                 })?;
-                if run.status == RunStatus::Missed && notices_for_missed {
+                // Runs that never ran have notices too; the task's policy
+                // decides whether they are sent (docs/CONTRACT.md §16).
+                let never_ran = matches!(run.status, RunStatus::Missed | RunStatus::SkippedOverlap);
+                if never_ran && notices_for_missed {
                     super::settle::add_notice(tx, run, Some(&task), s.now, None)?;
                 }
             }
@@ -538,9 +571,14 @@ pub fn claim_due(
                 consecutive_failures: task.consecutive_failures,
                 now: s.now,
             })?;
+            let previous = match plan.running() {
+                Some(_) => previous_run(tx, &task.task_id)?,
+                None => serde_json::Value::Null,
+            };
             Ok(Some(Claimed::Planned {
                 task: Box::new(task),
                 plan,
+                previous,
             }))
         }
     }

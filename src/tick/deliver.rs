@@ -142,6 +142,8 @@ pub fn deliver_claimed(
         "run": run.as_ref().map(json::run),
         "target": notice.target,
         "message": notice.message,
+        "kind": notice.kind.map(|k| k.as_str()),
+        "suppressed_since_last": notice.suppressed_since_last,
     });
     let spec = ChildSpec {
         argv: notifier.argv.clone(),

@@ -58,6 +58,8 @@ pub struct Job {
     pub run: Run,
     pub token: String,
     pub continuation: Value,
+    /// The task's last settled run (docs/CONTRACT.md §16), or null.
+    pub previous: Value,
 }
 
 /// What happened to one job.
@@ -647,6 +649,7 @@ fn lost(
         wait_id: None,
         wait_deadline: None,
         reason: Some("lease lost before the executor started".into()),
+        notify: None,
     });
     store.write(|tx| {
         tx.append_event(&Event {
@@ -702,9 +705,13 @@ fn outcome_of(r: &ExecResult) -> Outcome {
             wait_deadline: Some(deadline),
             stderr: None,
             retryable: true,
+            notify: None,
         };
     }
-    Outcome::settled(status, r.summary.clone(), r.reason.clone())
+    Outcome {
+        notify: r.notify,
+        ..Outcome::settled(status, r.summary.clone(), r.reason.clone())
+    }
 }
 
 /// The executor's standard input (docs/CONTRACT.md §6).
@@ -718,6 +725,7 @@ fn stdin_for(job: &Job) -> Value {
         "lease_token": job.token,
         "payload_hash": job.task.payload_hash,
         "continuation": job.continuation,
+        "previous": job.previous,
     })
 }
 

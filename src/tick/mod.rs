@@ -24,6 +24,7 @@
 pub mod claim;
 pub mod deliver;
 pub mod execute;
+pub mod notice_policy;
 pub mod queue;
 pub mod settle;
 
@@ -464,6 +465,7 @@ impl Scheduler<'_> {
                         task,
                         run,
                         continuation,
+                        previous,
                     } => {
                         self.started += 1;
                         self.in_flight.insert(run.run_id.clone());
@@ -479,9 +481,14 @@ impl Scheduler<'_> {
                             token: run.lease_token.clone().unwrap_or_default(),
                             run: *run,
                             continuation,
+                            previous,
                         });
                     }
-                    claim::Claimed::Planned { task, plan } => {
+                    claim::Claimed::Planned {
+                        task,
+                        plan,
+                        previous,
+                    } => {
                         for run in plan.runs {
                             if run.status == RunStatus::Running {
                                 self.started += 1;
@@ -491,6 +498,7 @@ impl Scheduler<'_> {
                                     token: run.lease_token.clone().unwrap_or_default(),
                                     run: run.clone(),
                                     continuation: serde_json::Value::Null,
+                                    previous: previous.clone(),
                                 });
                             } else {
                                 self.decisions += 1;

@@ -5,8 +5,9 @@
 use anyhow::Result;
 use serde_json::json;
 
+use super::notice_policy::{self, Facts};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task, TaskState};
-use crate::store::{RunFinish, TaskAdvance, Tx};
+use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::clip;
 use crate::text::wall_time;
 
@@ -27,6 +28,9 @@ pub struct Outcome {
     /// Whether a failure may be retried: not when a person decided it
     /// (denied, reconciled), since that would replay a judged run.
     pub retryable: bool,
+    /// The executor's `"notify"` (docs/CONTRACT.md §16): heeded for a
+    /// success only.
+    pub notify: Option<bool>,
 }
 
 impl Outcome {
@@ -40,6 +44,7 @@ impl Outcome {
             wait_deadline: None,
             stderr: None,
             retryable: true,
+            notify: None,
         }
     }
 
@@ -80,12 +85,18 @@ pub fn settle(
     now: i64,
     claim: Option<NoticeClaim<'_>>,
 ) -> Result<Notice> {
-    let (task, settled) = record(tx, run, from, token, outcome, actor, now)?;
-    add_notice(tx, &settled, task.as_ref(), now, claim)
+    let (task, settled, paused) = record(tx, run, from, token, outcome, actor, now)?;
+    let context = NoticeContext {
+        executor_says: outcome.notify,
+        paused: paused.as_deref(),
+    };
+    add_decided_notice(tx, &settled, task.as_ref(), now, claim, context)
 }
 
 /// The guarded change, the task's bookkeeping and the audit event, without a
 /// notice (reconcile: the run's notice went out when it became unknown).
+/// The third value is the reason the task paused itself, when this failure
+/// ended its `--pause-after` streak.
 pub fn record(
     tx: &mut dyn Tx,
     run: &Run,
@@ -94,7 +105,7 @@ pub fn record(
     outcome: &Outcome,
     actor: &str,
     now: i64,
-) -> Result<(Option<Task>, Run)> {
+) -> Result<(Option<Task>, Run, Option<String>)> {
     tx.finish_run(&RunFinish {
         run_id: &run.run_id,
         from,
@@ -112,9 +123,10 @@ pub fn record(
         Some(Ok(task)) => Some(task),
         _ => None,
     };
-    if let Some(task) = &task {
-        bookkeep(tx, task, run, outcome, now)?;
-    }
+    let paused = match &task {
+        Some(task) => bookkeep(tx, task, run, outcome, now)?,
+        None => None,
+    };
     tx.append_event(&Event {
         at: now,
         tenant_key: run.tenant_key.clone(),
@@ -134,14 +146,21 @@ pub fn record(
     settled.wait_deadline = outcome.wait_deadline;
     settled.stderr_tail = outcome.stderr.clone().or(settled.stderr_tail);
     settled.finished_at = Some(now);
-    Ok((task, settled))
+    Ok((task, settled, paused))
 }
 
-/// The task side of a settled run: failure streak, retry, completion.
-fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64) -> Result<()> {
+/// The task side of a settled run: failure streak, retry, completion, and
+/// the pause that ends a `--pause-after` streak (whose reason it returns).
+fn bookkeep(
+    tx: &mut dyn Tx,
+    task: &Task,
+    run: &Run,
+    outcome: &Outcome,
+    now: i64,
+) -> Result<Option<String>> {
     let status = outcome.status;
     if task.state != TaskState::Active {
-        return Ok(());
+        return Ok(None);
     }
     let mut failures = task.consecutive_failures;
     let mut next_retry_at = task.next_retry_at;
@@ -157,6 +176,10 @@ fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64
         }
         _ => {}
     }
+    let pause_after = task.notice.pause_after;
+    if status == RunStatus::Failed && pause_after.is_some_and(|n| failures >= n) {
+        return pause_for_failures(tx, task, outcome, failures, now).map(Some);
+    }
     let finished = task.next_run_at.is_none() && next_retry_at.is_none() && status.is_settled();
     let state = if finished {
         TaskState::Completed
@@ -171,7 +194,7 @@ fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64
             task.state,
         )
     {
-        return Ok(());
+        return Ok(None);
     }
     tx.advance_task(&TaskAdvance {
         task_id: &task.task_id,
@@ -184,10 +207,76 @@ fn bookkeep(tx: &mut dyn Tx, task: &Task, run: &Run, outcome: &Outcome, now: i64
         retry_run_id: retry_run_id.as_deref(),
         consecutive_failures: failures,
         now,
-    })
+    })?;
+    Ok(None)
 }
 
-/// Adds the notice of a run that left `running` (or never ran: missed).
+/// The task pauses itself after `failures` consecutive failures, as its
+/// `--pause-after` says: no retry, no next run until a person's `resume`.
+/// The streak is spent by the pause (a resumed task starts counting again).
+fn pause_for_failures(
+    tx: &mut dyn Tx,
+    task: &Task,
+    outcome: &Outcome,
+    failures: i64,
+    now: i64,
+) -> Result<String> {
+    let last = [outcome.reason.as_deref(), outcome.summary.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .collect::<Vec<_>>()
+        .join(" — ");
+    let last = if last.is_empty() { "failed" } else { &last };
+    let reason = format!(
+        "paused after {failures} consecutive failures; last: {}",
+        clip(last, 200)
+    );
+    tx.advance_task(&TaskAdvance {
+        task_id: &task.task_id,
+        expected_state: task.state,
+        expected_next_run_at: task.next_run_at,
+        expected_next_retry_at: task.next_retry_at,
+        state: task.state,
+        next_run_at: task.next_run_at,
+        next_retry_at: None,
+        retry_run_id: None,
+        consecutive_failures: 0,
+        now,
+    })?;
+    tx.transition_task(&TaskTransition {
+        task_id: &task.task_id,
+        from: TaskState::Active,
+        revision: task.revision,
+        to: TaskState::Paused,
+        reason: Some(&reason),
+        next_run_at: None,
+        now,
+    })?;
+    tx.append_event(&Event {
+        at: now,
+        tenant_key: task.tenant_key.clone(),
+        actor: "agentcron:tick".into(),
+        action: "pause".into(),
+        task_id: Some(task.task_id.clone()),
+        run_id: None,
+        detail: json!({"reason": reason, "consecutive_failures": failures}),
+    })?;
+    Ok(reason)
+}
+
+/// What the notice policy needs to know beyond the run and its task.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoticeContext<'a> {
+    /// The executor's `"notify"` in its result.
+    pub executor_says: Option<bool>,
+    /// Set when this run's failure paused the task (`--pause-after`): the
+    /// pause's reason.
+    pub paused: Option<&'a str>,
+}
+
+/// Adds the notice of a run that left `running` (or never ran: missed,
+/// skipped), as the task's notice policy decides (docs/CONTRACT.md §16).
 pub fn add_notice(
     tx: &mut dyn Tx,
     run: &Run,
@@ -195,23 +284,64 @@ pub fn add_notice(
     now: i64,
     claim: Option<NoticeClaim<'_>>,
 ) -> Result<Notice> {
+    add_decided_notice(tx, run, task, now, claim, NoticeContext::default())
+}
+
+/// `add_notice`, with what the executor said and whether the task paused.
+pub fn add_decided_notice(
+    tx: &mut dyn Tx,
+    run: &Run,
+    task: Option<&Task>,
+    now: i64,
+    claim: Option<NoticeClaim<'_>>,
+    context: NoticeContext<'_>,
+) -> Result<Notice> {
     let target = task
         .map(|t| t.target.clone())
         .unwrap_or_else(|| run.tenant_key.clone());
+    let before = tx
+        .task_memory(&run.task_id)?
+        .unwrap_or_else(|| TaskMemory::new(&run.task_id));
+    let decision = notice_policy::decide(
+        &Facts {
+            run,
+            policy: task.map(|t| t.notice).unwrap_or_default(),
+            executor_says: context.executor_says,
+            paused_task: context.paused.is_some(),
+            now,
+        },
+        before.clone(),
+    );
+    tx.save_task_memory(&decision.memory)?;
+    let mut text = match context.paused {
+        Some(reason) => format!("{}: {reason}", label_of(run, task)),
+        None => message(run, task),
+    };
+    if decision.suppressed.is_none() {
+        let zone = task.map(|t| t.timezone);
+        let since = before.suppressed_since.map(|at| match zone {
+            Some(zone) => wall_time(at, zone),
+            None => crate::schedule::format_utc(at),
+        });
+        if let Some(note) = notice_policy::held_back_note(&before, &since.unwrap_or_default()) {
+            text.push_str(&format!(" ({note})"));
+        }
+    }
     // A run's notices go out one at a time: while an earlier one is still
     // being sent, this one waits as pending (a later tick sends it).
     let claim = match claim {
-        Some(c) if !tx.notice_sending(&run.run_id)? => Some(c),
+        Some(c) if decision.suppressed.is_none() && !tx.notice_sending(&run.run_id)? => Some(c),
         _ => None,
     };
-    let (state, token, deadline, attempts) = match claim {
-        Some(c) => (
+    let (state, token, deadline, attempts) = match (decision.suppressed, claim) {
+        (Some(_), _) => (DeliveryState::Suppressed, None, None, 0),
+        (None, Some(c)) => (
             DeliveryState::Sending,
             Some(c.token.to_string()),
             Some(c.deadline),
             1,
         ),
-        None => (DeliveryState::Pending, None, None, 0),
+        (None, None) => (DeliveryState::Pending, None, None, 0),
     };
     let notice = Notice {
         delivery_id: uuid::Uuid::new_v4().to_string(),
@@ -220,23 +350,29 @@ pub fn add_notice(
         seq: tx.next_notice_seq(&run.run_id)?,
         state,
         target,
-        message: message(run, task),
+        message: text,
         created_at: now,
         updated_at: now,
         claim_token: token,
         deadline,
         attempts,
         last_error: None,
+        kind: Some(decision.kind),
+        suppressed_since_last: decision.suppressed_since_last,
+        suppressed_reason: decision.suppressed.map(str::to_string),
     };
     tx.insert_notice(&notice)?;
     Ok(notice)
 }
 
+fn label_of(run: &Run, task: Option<&Task>) -> String {
+    task.map(Task::label)
+        .unwrap_or_else(|| crate::model::short_id(&run.task_id).into())
+}
+
 /// The one-line human text of a run's outcome.
 pub fn message(run: &Run, task: Option<&Task>) -> String {
-    let label = task
-        .map(Task::label)
-        .unwrap_or_else(|| crate::model::short_id(&run.task_id).into());
+    let label = label_of(run, task);
     let when = match task {
         Some(t) => wall_time(run.scheduled_for, t.timezone),
         None => crate::schedule::format_utc(run.scheduled_for),

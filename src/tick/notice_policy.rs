@@ -1,0 +1,225 @@
+//! Whether a settled run is worth telling a person (docs/CONTRACT.md §16):
+//! the notice's kind, and whether the task's policy sends it or holds it
+//! back (and why), from the run, the task's memory and the clock alone. The
+//! caller applies the decision in the transaction that settles the run.
+
+use crate::model::{NoticeKind, NoticePolicy, NotifyMode, Run, RunStatus};
+use crate::payload::hash_hex;
+use crate::store::TaskMemory;
+
+/// Why a notice was held back; stored on its `suppressed` ledger row.
+pub const DUPLICATE_FAILURE: &str = "duplicate failure";
+pub const UNCHANGED_CONTENT: &str = "unchanged content";
+pub const POLICY: &str = "policy";
+/// The executor said `"notify":false` of a success.
+pub const EXECUTOR: &str = "executor";
+
+/// What happens to one settled run's notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub kind: NoticeKind,
+    /// None: send it. Some: hold it back, for this reason.
+    pub suppressed: Option<&'static str>,
+    /// What a sent notice says was held back before it.
+    pub suppressed_since_last: i64,
+    /// The memory as it is after this run.
+    pub memory: TaskMemory,
+}
+
+/// What the decision reads of the run beyond its status.
+pub struct Facts<'a> {
+    pub run: &'a Run,
+    pub policy: NoticePolicy,
+    /// The executor's `"notify"` (heeded for a success only).
+    pub executor_says: Option<bool>,
+    /// This failure paused the task (`--pause-after`).
+    pub paused_task: bool,
+    pub now: i64,
+}
+
+/// Decides the notice of `facts.run`, a run that just settled (or parked).
+pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
+    let run = facts.run;
+    let failing = memory.last_failure_reason.is_some();
+    let kind = kind_of(run.status, failing, facts.paused_task);
+    let mode = facts.policy.mode();
+    let suppressed = match kind {
+        // They need a person: nothing silences them.
+        NoticeKind::Unknown | NoticeKind::Parked | NoticeKind::Paused => None,
+        NoticeKind::Failure => match mode {
+            NotifyMode::Never => Some(POLICY),
+            NotifyMode::Always => None,
+            NotifyMode::Attention | NotifyMode::Failures => duplicate(
+                &memory,
+                &failure_key(run),
+                facts.policy.realert(),
+                facts.now,
+            ),
+        },
+        NoticeKind::Recovery => match (mode, facts.executor_says) {
+            // A recovery is a success: the executor may silence or force it.
+            (_, Some(false)) => Some(EXECUTOR),
+            (NotifyMode::Never, None) => Some(POLICY),
+            _ => None,
+        },
+        NoticeKind::Missed | NoticeKind::Skipped => match mode {
+            NotifyMode::Always | NotifyMode::Attention => None,
+            NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
+        },
+        NoticeKind::Success => match facts.executor_says {
+            Some(true) => None,
+            Some(false) => Some(EXECUTOR),
+            None => match mode {
+                NotifyMode::Always => None,
+                NotifyMode::Attention if is_new_content(run, &memory) => None,
+                NotifyMode::Attention => Some(UNCHANGED_CONTENT),
+                NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
+            },
+        },
+    };
+    let suppressed_since_last = if suppressed.is_none() {
+        memory.suppressed_count
+    } else {
+        0
+    };
+    let memory = remember(memory, facts, kind, suppressed);
+    Decision {
+        kind,
+        suppressed,
+        suppressed_since_last,
+        memory,
+    }
+}
+
+fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
+    match status {
+        _ if paused_task => NoticeKind::Paused,
+        RunStatus::Failed | RunStatus::DeliveryFailed => NoticeKind::Failure,
+        RunStatus::Succeeded if failing => NoticeKind::Recovery,
+        RunStatus::Succeeded => NoticeKind::Success,
+        RunStatus::Missed => NoticeKind::Missed,
+        RunStatus::SkippedOverlap => NoticeKind::Skipped,
+        RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => NoticeKind::Parked,
+        // Running never settles a notice; treat it as the uncertain case.
+        RunStatus::Unknown | RunStatus::Running => NoticeKind::Unknown,
+    }
+}
+
+/// A failure's dedup key: its status, reason and the first line of what
+/// the executor said, so "timeout" and "HTTP 500" are different failures.
+pub fn failure_key(run: &Run) -> String {
+    let first_line = |text: &Option<String>| {
+        text.as_deref()
+            .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+            .unwrap_or("")
+            .to_string()
+    };
+    format!(
+        "{}: {} | {}",
+        run.status,
+        first_line(&run.reason),
+        first_line(&run.summary)
+    )
+}
+
+/// Suppressed as a duplicate when, within the streak, the last failure
+/// sent had the same key less than a window ago.
+fn duplicate(memory: &TaskMemory, key: &str, realert: i64, now: i64) -> Option<&'static str> {
+    let same = memory.last_failure_reason.as_deref() == Some(key);
+    let recent = memory
+        .last_failure_sent_at
+        .is_some_and(|sent| now - sent < realert);
+    (same && recent).then_some(DUPLICATE_FAILURE)
+}
+
+fn fingerprint(summary: &str) -> String {
+    hash_hex(summary.as_bytes())
+}
+
+/// A success with a summary other than the last one sent; an empty
+/// summary is never new content.
+fn is_new_content(run: &Run, memory: &TaskMemory) -> bool {
+    match run.summary.as_deref().map(str::trim) {
+        None | Some("") => false,
+        Some(summary) => memory.last_success_fingerprint.as_deref() != Some(&fingerprint(summary)),
+    }
+}
+
+fn remember(
+    mut m: TaskMemory,
+    facts: &Facts<'_>,
+    kind: NoticeKind,
+    suppressed: Option<&str>,
+) -> TaskMemory {
+    let run = facts.run;
+    match suppressed {
+        Some(_) => {
+            m.suppressed_count += 1;
+            if kind == NoticeKind::Failure {
+                m.suppressed_failures += 1;
+            }
+            m.suppressed_since = m.suppressed_since.or(Some(facts.now));
+        }
+        None => {
+            m.suppressed_count = 0;
+            m.suppressed_failures = 0;
+            m.suppressed_since = None;
+        }
+    }
+    match kind {
+        NoticeKind::Failure | NoticeKind::Paused => {
+            let key = failure_key(run);
+            // The window starts at the last failure *sent*; a held-back
+            // one does not extend it.
+            if suppressed.is_none() || m.last_failure_reason.as_deref() != Some(&key) {
+                if suppressed.is_none() {
+                    m.last_failure_sent_at = Some(facts.now);
+                }
+                m.last_failure_reason = Some(key);
+            }
+        }
+        NoticeKind::Success | NoticeKind::Recovery => {
+            m.last_failure_reason = None;
+            m.last_failure_sent_at = None;
+            if suppressed.is_none() {
+                if let Some(summary) = run.summary.as_deref().map(str::trim) {
+                    if !summary.is_empty() {
+                        m.last_success_fingerprint = Some(fingerprint(summary));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if !run.status.is_awaiting() && run.status != RunStatus::Running {
+        m.last_settled_run_id = Some(run.run_id.clone());
+    }
+    if run.status == RunStatus::Succeeded {
+        m.last_success_at = Some(run.finished_at.unwrap_or(facts.now));
+    }
+    m
+}
+
+/// What a sent notice adds to its message about the ones held back.
+pub fn held_back_note(memory_before: &TaskMemory, since_text: &str) -> Option<String> {
+    let n = memory_before.suppressed_count;
+    if n == 0 {
+        return None;
+    }
+    let what = if memory_before.suppressed_failures == n {
+        if n == 1 {
+            "similar failure"
+        } else {
+            "similar failures"
+        }
+    } else if n == 1 {
+        "notice"
+    } else {
+        "notices"
+    };
+    let verb = if n == 1 { "was" } else { "were" };
+    Some(format!("{n} {what} since {since_text} {verb} not sent"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! The policy's decisions, run after run, with the memory carried between
+//! them as the store carries it: the ten cases of docs/CONTRACT.md §16.
+
+use super::*;
+use crate::model::{NoticePolicy, Policy, Run, RunStatus, Task};
+use crate::payload::Payload;
+use crate::schedule::Schedule;
+
+const HOUR: i64 = 3600;
+
+fn task(mode: NotifyMode) -> Task {
+    let payload = Payload {
+        grace_seconds: 90,
+        instruction: "check the backups".into(),
+        max_retries: 0,
+        name: Some("backups".into()),
+        notice: NoticePolicy {
+            notify: Some(mode),
+            realert_seconds: Some(HOUR),
+            pause_after: None,
+        },
+        owner_keys: vec!["unix:alice".into()],
+        policy: Policy::ReadOnly,
+        retry_backoff_seconds: 60,
+        schedule: Schedule::Interval {
+            seconds: 60,
+            anchor_at: 0,
+        },
+        target: "chat:1".into(),
+        tenant_key: "default".into(),
+        timezone: "UTC".parse().unwrap(),
+    };
+    payload.new_task("t1".into(), "h".into(), 60, 0)
+}
+
+/// Plays runs through the policy as the tick would, keeping the memory.
+struct Player {
+    task: Task,
+    memory: TaskMemory,
+}
+
+impl Player {
+    fn new(mode: NotifyMode) -> Player {
+        Player {
+            task: task(mode),
+            memory: TaskMemory::new("t1"),
+        }
+    }
+
+    fn settle(
+        &mut self,
+        at: i64,
+        status: RunStatus,
+        summary: &str,
+        says: Option<bool>,
+    ) -> Decision {
+        let run = Run::new(&self.task, at, at, 1, status, at, |r| {
+            r.summary = (!summary.is_empty()).then(|| summary.to_string());
+            r.finished_at = Some(at);
+        });
+        let decision = decide(
+            &Facts {
+                run: &run,
+                policy: self.task.notice,
+                executor_says: says,
+                paused_task: false,
+                now: at,
+            },
+            self.memory.clone(),
+        );
+        self.memory = decision.memory.clone();
+        decision
+    }
+}
+
+fn sent(d: &Decision) -> bool {
+    d.suppressed.is_none()
+}
+
+#[test]
+fn a_first_failure_is_sent() {
+    let mut p = Player::new(NotifyMode::Attention);
+    let d = p.settle(60, RunStatus::Failed, "timeout", None);
+    assert_eq!((d.kind, d.suppressed), (NoticeKind::Failure, None));
+}
+
+#[test]
+fn the_same_failure_within_the_window_is_held_back() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    let d = p.settle(120, RunStatus::Failed, "timeout", None);
+    assert_eq!(d.suppressed, Some(DUPLICATE_FAILURE));
+    assert_eq!(p.memory.suppressed_count, 1);
+}
+
+#[test]
+fn a_failure_with_another_reason_is_sent() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    let d = p.settle(120, RunStatus::Failed, "HTTP 500", None);
+    assert!(sent(&d));
+}
+
+#[test]
+fn after_the_window_a_failure_is_sent_with_the_count_held_back() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    for i in 1..=3 {
+        assert!(!sent(&p.settle(
+            60 + i * 60,
+            RunStatus::Failed,
+            "timeout",
+            None
+        )));
+    }
+    let d = p.settle(60 + HOUR, RunStatus::Failed, "timeout", None);
+    assert!(sent(&d));
+    assert_eq!(d.suppressed_since_last, 3);
+    assert_eq!(p.memory.suppressed_count, 0);
+    // And the window starts again from that notice.
+    assert!(!sent(&p.settle(
+        120 + HOUR,
+        RunStatus::Failed,
+        "timeout",
+        None
+    )));
+}
+
+#[test]
+fn the_recovery_is_sent_once() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    p.settle(120, RunStatus::Failed, "timeout", None);
+    let d = p.settle(180, RunStatus::Succeeded, "all good", None);
+    assert_eq!((d.kind, d.suppressed), (NoticeKind::Recovery, None));
+    assert_eq!(d.suppressed_since_last, 1);
+    let d = p.settle(240, RunStatus::Succeeded, "all good", None);
+    assert_eq!(
+        (d.kind, d.suppressed),
+        (NoticeKind::Success, Some(UNCHANGED_CONTENT))
+    );
+}
+
+#[test]
+fn an_unchanged_success_is_silent_and_a_changed_one_is_sent() {
+    let mut p = Player::new(NotifyMode::Attention);
+    assert!(sent(&p.settle(
+        60,
+        RunStatus::Succeeded,
+        "3 new tickets",
+        None
+    )));
+    assert_eq!(
+        p.settle(120, RunStatus::Succeeded, "3 new tickets", None)
+            .suppressed,
+        Some(UNCHANGED_CONTENT)
+    );
+    assert!(sent(&p.settle(
+        180,
+        RunStatus::Succeeded,
+        "4 new tickets",
+        None
+    )));
+    // An empty summary is never new content.
+    assert!(!sent(&p.settle(240, RunStatus::Succeeded, "", None)));
+}
+
+#[test]
+fn the_executor_cannot_silence_a_failure_but_may_a_success() {
+    let mut p = Player::new(NotifyMode::Always);
+    assert!(sent(&p.settle(60, RunStatus::Failed, "boom", Some(false))));
+    assert!(sent(&p.settle(120, RunStatus::Unknown, "", Some(false))));
+    let d = p.settle(180, RunStatus::Succeeded, "fine", Some(false));
+    assert_eq!(d.suppressed, Some(EXECUTOR));
+    let mut p = Player::new(NotifyMode::Failures);
+    assert!(sent(&p.settle(
+        60,
+        RunStatus::Succeeded,
+        "forced",
+        Some(true)
+    )));
+}
+
+#[test]
+fn missed_and_skipped_runs_are_sent_under_attention_only_and_always() {
+    for (mode, expected) in [
+        (NotifyMode::Always, true),
+        (NotifyMode::Attention, true),
+        (NotifyMode::Failures, false),
+        (NotifyMode::Never, false),
+    ] {
+        let mut p = Player::new(mode);
+        assert_eq!(sent(&p.settle(60, RunStatus::Missed, "", None)), expected);
+        assert_eq!(
+            sent(&p.settle(120, RunStatus::SkippedOverlap, "", None)),
+            expected
+        );
+    }
+}
+
+#[test]
+fn unknown_and_parked_runs_are_sent_whatever_the_mode() {
+    let mut p = Player::new(NotifyMode::Never);
+    assert!(sent(&p.settle(60, RunStatus::Unknown, "", None)));
+    assert!(sent(&p.settle(
+        120,
+        RunStatus::AwaitingConfirmation,
+        "",
+        None
+    )));
+    assert_eq!(
+        p.settle(180, RunStatus::Failed, "x", None).suppressed,
+        Some(POLICY)
+    );
+}
+
+#[test]
+fn always_sends_every_repeat_of_a_failure() {
+    let mut p = Player::new(NotifyMode::Always);
+    for i in 1..=5 {
+        assert!(sent(&p.settle(i * 60, RunStatus::Failed, "timeout", None)));
+    }
+}
+
+#[test]
+fn a_decision_depends_only_on_the_memory_it_is_given() {
+    // What a restart does: the next decision from a memory read back.
+    let mut a = Player::new(NotifyMode::Attention);
+    a.settle(60, RunStatus::Failed, "timeout", None);
+    let stored = a.memory.clone();
+    let mut b = Player::new(NotifyMode::Attention);
+    b.memory = stored;
+    let (x, y) = (
+        a.settle(120, RunStatus::Failed, "timeout", None),
+        b.settle(120, RunStatus::Failed, "timeout", None),
+    );
+    assert_eq!((x.kind, x.suppressed), (y.kind, y.suppressed));
+    assert_eq!(x.suppressed_since_last, y.suppressed_since_last);
+    let forget_run = |m: &TaskMemory| TaskMemory {
+        last_settled_run_id: None,
+        ..m.clone()
+    };
+    assert_eq!(forget_run(&x.memory), forget_run(&y.memory));
+}
+
+#[test]
+fn the_held_back_note_names_what_was_held() {
+    let mut m = TaskMemory::new("t");
+    assert_eq!(held_back_note(&m, "09:00"), None);
+    m.suppressed_count = 3;
+    m.suppressed_failures = 3;
+    assert_eq!(
+        held_back_note(&m, "09:00").unwrap(),
+        "3 similar failures since 09:00 were not sent"
+    );
+    m.suppressed_failures = 1;
+    assert_eq!(
+        held_back_note(&m, "09:00").unwrap(),
+        "3 notices since 09:00 were not sent"
+    );
+}
