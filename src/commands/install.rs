@@ -29,7 +29,7 @@ pub struct CrontabArgs {
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 
-    /// Append the tick's output to FILE instead of letting cron mail it
+    /// The tick appends its whole narrative to FILE (`tick --log`); cron still mails what needs a person
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
 
@@ -189,12 +189,18 @@ fn tick_words(
 }
 
 pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
-    let words = tick_words(
+    let mut words = tick_words(
         ctx,
         args.executor.as_deref(),
         args.notifier.as_deref(),
         args.allow_password_in_argv,
     )?;
+    // The narrative goes to the log; stdout, which cron mails, keeps only
+    // what needs a person (docs/CONTRACT.md §6).
+    if let Some(path) = &args.log {
+        let path = std::path::absolute(path).context("resolving the log path")?;
+        words.extend(["--log".to_string(), path.display().to_string()]);
+    }
     let vars = environment(&args.env)?;
     // cron runs the line with /bin/sh: assignments before the command set
     // the tick's environment, for this line only.
@@ -203,21 +209,14 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
         .map(|(k, v)| format!("{k}={}", shell_words::quote(v)))
         .collect();
     // `%` is special in crontab lines (it starts stdin); escape it.
-    let mut line = format!(
+    let line = format!(
         "* * * * * {} {}",
         assignments.join(" "),
         shell_words::join(&words)
     )
     .replace('%', "\\%");
-    // Without --log, cron mails the output, and tick is silent unless
-    // something happened, so the mail is news.
-    if let Some(path) = &args.log {
-        let path = std::path::absolute(path).context("resolving the log path")?;
-        line.push_str(&format!(
-            " >> {} 2>&1",
-            shell_words::quote(&path.display().to_string())
-        ));
-    }
+    // cron mails the output: tick prints only what needs a person, so the
+    // mail is news.
     for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
         ctx.out.warn(&warning);
     }

@@ -8,6 +8,7 @@ use crate::commands::flags::{command_argv, duration, notifier_from};
 use crate::context::Ctx;
 use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
+use crate::output::logfile::LogFile;
 use crate::schedule;
 use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
@@ -16,8 +17,11 @@ use crate::wire::{run as run_json, time};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
 ///
-/// Meant to be run by system cron every minute (see `agentcron crontab`). Prints
-/// nothing when nothing happened. Several ticks may run at once: each occurrence is
+/// Meant to be run by system cron every minute (see `agentcron crontab`). Quiet
+/// under cron: stdout gets only what needs a person (a run failed with no retry
+/// left, an unknown outcome, a task paused after its failures, a quarantined task,
+/// a notice that cannot be delivered); --verbose prints the whole narrative, --log
+/// FILE appends it with timestamps. Several ticks may run at once: each occurrence is
 /// claimed by exactly one of them. Exits 0 when it did its job, whatever the runs'
 /// outcomes, also when the database was busy after it had changed something (the
 /// warning says what it did; a later tick does the rest); 1 when an executor or
@@ -80,6 +84,14 @@ pub struct TickArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Print the whole narrative (every claim, run and notice), not only what needs a person
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// Append the whole narrative to FILE, one timestamped line per event with its tenant
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
+
     /// Time between SIGTERM and SIGKILL when a child is stopped
     #[arg(long, value_name = "DUR", default_value = "5s", hide = true)]
     pub kill_grace: String,
@@ -127,21 +139,32 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         crate::interrupt::catch_stop_signals()
             .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
     }
+    let mut log = args.log.as_deref().map(LogFile::open).transpose()?;
     let store = ctx.shared_store().busy_during("opening the database")?;
     let out = &ctx.out;
-    let json = out.json;
-    // The task name of each run this tick claimed, for its `finished` event.
-    let mut names = std::collections::HashMap::new();
+    let mode = Mode {
+        json: out.json,
+        // A dry run is asked for by a person at a terminal: all of it.
+        verbose: args.verbose || options.dry_run,
+    };
+    // The task of each run this tick claimed, for its `finished` event.
+    let mut claimed = std::collections::HashMap::new();
     let mut reported = 0;
     let summary = tick::run(&store, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {
-            names.insert(run.run_id.clone(), task.name.clone());
+            claimed.insert(run.run_id.clone(), Claimed::of(task));
         }
         reported += 1;
-        report(out, json, event, &names)
+        if let (Some(log), Some(line)) = (log.as_mut(), event_line(event)) {
+            let tenant = event_tenant(event);
+            if let Some(warning) = log.line(clock.now(), tenant.as_deref(), &line) {
+                out.warn(&warning);
+            }
+        }
+        report(out, mode, event, &claimed)
     })?;
     // A real tick with nothing to do stays silent (cron mails any output).
-    if options.dry_run && !json && reported == 0 {
+    if options.dry_run && !mode.json && reported == 0 {
         out.line("Nothing to do: no run is due, no lease or notice has expired.")?;
     }
     let did = format!(
@@ -191,11 +214,101 @@ fn problem_line(problem: &anyhow::Error) -> String {
     escape(&text)
 }
 
+/// How much of the narrative goes to stdout.
+#[derive(Clone, Copy)]
+struct Mode {
+    json: bool,
+    verbose: bool,
+}
+
+/// What the report needs of a claimed run's task.
+struct Claimed {
+    name: Option<String>,
+    max_retries: i64,
+}
+
+impl Claimed {
+    fn of(task: &crate::model::Task) -> Claimed {
+        Claimed {
+            name: task.name.clone(),
+            max_retries: task.max_retries,
+        }
+    }
+}
+
+type ClaimedRuns = std::collections::HashMap<String, Claimed>;
+
+/// Whether an event needs a person (docs/CONTRACT.md §6, quiet under cron):
+/// a run that failed for good, an unknown outcome, a task that paused
+/// itself or was quarantined, a notice that cannot be delivered or may
+/// not have been. The rest is narrative, for --verbose and --log.
+fn needs_a_person(event: &TickEvent, claimed: &ClaimedRuns) -> bool {
+    use crate::model::{DeliveryState, NoticeKind};
+    match event {
+        TickEvent::LeaseExpired { .. }
+        | TickEvent::NoticeUndeliverable { .. }
+        | TickEvent::NoticeExpired { .. }
+        | TickEvent::NoticesUndelivered { .. }
+        | TickEvent::ContinuationExpired { .. }
+        | TickEvent::Quarantined { .. } => true,
+        TickEvent::Delivered(d) => d.state == DeliveryState::Unknown,
+        TickEvent::Finished(f) => match f.as_ref() {
+            Finished::Recorded {
+                run,
+                outcome,
+                notice,
+            } => {
+                let retries = claimed.get(&run.run_id).map_or(0, |c| c.max_retries);
+                let no_retry_left = !outcome.retryable || run.attempt > retries;
+                match outcome.status {
+                    RunStatus::Unknown => true,
+                    _ if notice.kind == Some(NoticeKind::Paused) => true,
+                    RunStatus::Failed => no_retry_left,
+                    RunStatus::DeliveryFailed => true,
+                    _ => false,
+                }
+            }
+            Finished::LeaseLost { .. } | Finished::NotStarted { .. } => true,
+        },
+        TickEvent::SchedulerGap { .. }
+        | TickEvent::Queued { .. }
+        | TickEvent::Decided { .. }
+        | TickEvent::Continued { .. }
+        | TickEvent::WouldContinue { .. }
+        | TickEvent::WouldDecide { .. } => false,
+    }
+}
+
+/// The tenant an event concerns, for the log; None when it is the tick's.
+fn event_tenant(event: &TickEvent) -> Option<String> {
+    match event {
+        TickEvent::LeaseExpired { run, .. }
+        | TickEvent::ContinuationExpired { run }
+        | TickEvent::Decided { run, .. }
+        | TickEvent::Continued { run, .. }
+        | TickEvent::WouldContinue { run, .. }
+        | TickEvent::WouldDecide { run, .. } => Some(run.tenant_key.clone()),
+        TickEvent::NoticeExpired { notice } | TickEvent::NoticeUndeliverable { notice } => {
+            Some(notice.tenant_key.clone())
+        }
+        TickEvent::Delivered(d) => Some(d.notice.tenant_key.clone()),
+        TickEvent::Finished(f) => match f.as_ref() {
+            Finished::Recorded { run, .. }
+            | Finished::LeaseLost { run, .. }
+            | Finished::NotStarted { run, .. } => Some(run.tenant_key.clone()),
+        },
+        TickEvent::SchedulerGap { .. }
+        | TickEvent::NoticesUndelivered { .. }
+        | TickEvent::Queued { .. }
+        | TickEvent::Quarantined { .. } => None,
+    }
+}
+
 fn report(
     out: &crate::output::Output,
-    json: bool,
+    mode: Mode,
     event: &TickEvent,
-    names: &std::collections::HashMap<String, Option<String>>,
+    claimed: &ClaimedRuns,
 ) -> Result<()> {
     if let TickEvent::SchedulerGap {
         previous,
@@ -209,9 +322,12 @@ fn report(
             schedule::format_utc(*previous)
         ));
     }
-    if json {
-        let name_of = |run_id: &str| names.get(run_id).cloned().flatten();
+    if mode.json {
+        let name_of = |run_id: &str| claimed.get(run_id).and_then(|c| c.name.clone());
         return out.json_line(&event_json(event, &name_of));
+    }
+    if !mode.verbose && !needs_a_person(event, claimed) {
+        return Ok(());
     }
     if let Some(line) = event_line(event) {
         out.line(&line)?;

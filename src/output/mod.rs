@@ -8,6 +8,7 @@
 
 pub mod events;
 pub mod human;
+pub mod logfile;
 pub mod metrics;
 
 use std::io::{self, Write};

@@ -93,7 +93,7 @@ fn the_first_tick_after_grace_still_records_missed() {
     daily_tasks(&rig, 2, None);
     // Just past the default grace (90 s).
     rig.env.set_now(NINE + 91);
-    let out = rig.tick(&[]).ok();
+    let out = rig.tick(&["--verbose"]).ok();
     assert!(out.stdout.contains("missed"), "{}", out.stdout);
     assert!(
         out.stdout.contains("no tick saw it due within grace"),
@@ -129,7 +129,9 @@ fn a_queued_occurrence_overtaken_by_the_next_one_is_missed_and_only_the_newest_r
     ]);
     // 08:05:10: one slot, `five` waits behind the other task.
     rig.env.set_now(T0 + 310);
-    let out = rig.tick(&["--max-runs", "1", "--jobs", "1"]).ok();
+    let out = rig
+        .tick(&["--max-runs", "1", "--jobs", "1", "--verbose"])
+        .ok();
     assert!(out.stdout.contains("1 due run(s) queued"), "{}", out.stdout);
     // 08:10:30: both occurrences of the queued task are due; only 08:10 runs.
     rig.env.set_now(T0 + 630);
@@ -346,7 +348,9 @@ fn a_triggered_run_waiting_for_a_slot_keeps_its_place_past_grace() {
     rig.env.set_now(T0 + 600);
     rig.env.run(&["trigger", "a"]).ok();
     rig.env.run(&["trigger", "b"]).ok();
-    let out = rig.tick(&["--max-runs", "1", "--jobs", "1"]).ok();
+    let out = rig
+        .tick(&["--max-runs", "1", "--jobs", "1", "--verbose"])
+        .ok();
     assert!(out.stdout.contains("1 due run(s) queued"), "{}", out.stdout);
     // Two minutes later, past the 60 s grace: the queued trigger still runs.
     rig.env.set_now(T0 + 720);

@@ -74,10 +74,14 @@ fn crontab_and_systemd_lines_are_absolute_and_carry_the_environment() {
             .any(|w| w == ["--notifier", "/opt/agent/notify"]),
         "{line}"
     );
+    // The narrative goes to the log (`tick --log`); cron mails stdout.
     assert!(
-        line.contains(">> /") && line.ends_with("tick.log 2>&1"),
+        words
+            .windows(2)
+            .any(|w| w[0] == "--log" && w[1].starts_with('/') && w[1].ends_with("/tick.log")),
         "{line}"
     );
+    assert!(!line.contains(">>"), "{line}");
     let unit = env.run(&["systemd"]).ok().stdout;
     assert!(
         unit.contains("[Service]")

@@ -15,7 +15,7 @@ fn a_due_task_runs_once_and_a_second_tick_is_silent() {
     let out = rig.tick(&[]).ok();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
     rig.env.set_now(T0 + HOUR);
-    let out = rig.tick(&[]).ok();
+    let out = rig.tick(&["--verbose"]).ok();
     assert!(
         out.stdout.contains("run h for 2026-12-02 09:00 UTC"),
         "{}",
@@ -118,7 +118,7 @@ fn a_run_later_than_grace_is_missed_and_does_not_execute() {
         "2m",
     ]);
     rig.env.set_now(T0 + HOUR + 121);
-    let out = rig.tick(&[]).ok();
+    let out = rig.tick(&["--verbose"]).ok();
     assert!(out.stdout.contains("missed"), "{}", out.stdout);
     assert!(rig.starts().is_empty());
     let run = &rig.runs("g")[0];
@@ -268,7 +268,7 @@ fn notices_are_delivered_once_with_the_outcome() {
         "chat:42",
     ]);
     rig.env.set_now(T0 + HOUR);
-    let out = rig.tick(&[]).ok();
+    let out = rig.tick(&["--verbose"]).ok();
     assert!(
         out.stdout.contains("delivered to chat:42"),
         "{}",

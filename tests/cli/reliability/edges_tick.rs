@@ -383,7 +383,7 @@ fn a_tick_busy_after_doing_work_reports_it_and_exits_0() {
     env.task(&["--instruction", "long", "--every", "1h", "--name", "long"]);
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
-    let tick = spawn(env, &["tick"]);
+    let tick = spawn(env, &["tick", "--verbose"]);
     wait_for_within("the executor", Duration::from_secs(20), || {
         !journal_starts(&journal).is_empty()
     });
