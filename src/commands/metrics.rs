@@ -13,7 +13,9 @@ use crate::output::metrics::{write_textfile, Exposition};
 ///
 /// Last tick time and duration, due and queued backlog with the oldest queued
 /// wait, runs by status, unknown and stuck runs, notices by state and the
-/// scheduler gaps still in the audit log. All gauges, in seconds where a time.
+/// scheduler gaps still in the audit log: gauges, in seconds where a time. And
+/// agentcron_runs_finished_total{status}, a counter kept as runs finish (prune does
+/// not lower it, so rate() works).
 /// With --textfile, the file is replaced atomically (mode 0644) for
 /// node_exporter's textfile collector; run it from cron after `tick`.
 #[derive(Debug, Args)]
@@ -97,7 +99,23 @@ pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
         .iter()
         .map(|s| (s.as_str(), count(&tallies.notices, s.as_str())))
         .collect();
-    out.labelled("notices", "Notices by delivery state.", "state", &notices);
+    out.labelled(
+        "notices",
+        "Notices by delivery state (suppressed: held back by the task's notice policy).",
+        "state",
+        &notices,
+    );
+    let finished: Vec<(&str, f64)> = RunStatus::ALL
+        .iter()
+        .filter(|s| s.is_finished())
+        .map(|s| (s.as_str(), count(&tallies.finished_totals, s.as_str())))
+        .collect();
+    out.counter(
+        "runs_finished_total",
+        "Runs finished since the store began, by status; prune does not lower it.",
+        "status",
+        &finished,
+    );
     out.gauge(
         "scheduler_gap_events",
         "Scheduler gaps (ticks more than 5 min apart) in the audit log; prune removes old ones.",

@@ -25,15 +25,25 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let (task, runs, blocker) = ctx.store()?.read(|tx| {
+    let (task, runs, blocker, memory) = ctx.store()?.read(|tx| {
         let task = owned_task(tx, &caller, &args.task)?;
         let runs = tx.task_runs(&task.task_id, 10)?;
         let blocker = tx.blocking_run(&task.task_id)?;
-        Ok((task, runs, blocker))
+        let memory = tx.task_memory(&task.task_id)?;
+        Ok((task, runs, blocker, memory))
     })?;
+    // Notices the policy held back since the last one it sent (§16).
+    let held_back = memory
+        .as_ref()
+        .filter(|m| m.suppressed_count > 0)
+        .map(|m| (m.suppressed_count, m.suppressed_since));
     if ctx.out.json {
         let mut value = json::task(&task);
         value["blocked_by"] = human::blocked_by_json(blocker.as_ref());
+        value["notices_held_back"] = serde_json::json!({
+            "count": held_back.map_or(0, |(n, _)| n),
+            "since": json::time(held_back.and_then(|(_, since)| since)),
+        });
         value["runs"] = Value::Array(runs.iter().map(json::run).collect());
         return ctx.out.document(&value);
     }
@@ -46,6 +56,15 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         };
         ctx.out
             .line(&format!("{:<13} {blocked}: {hint}", "blocked"))?;
+    }
+    if let Some((count, since)) = held_back {
+        let since = since
+            .map(|at| format!(" since {}", crate::text::wall_time(at, task.timezone)))
+            .unwrap_or_default();
+        ctx.out.line(&format!(
+            "{:<13} {count} held back by the notice policy{since}; the next notice sent says so",
+            "suppressed"
+        ))?;
     }
     if runs.is_empty() {
         return ctx.out.line("\nNo runs yet.");

@@ -80,7 +80,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "unknown_runs_by": places.iter().map(|p| json!({"tenant": p.tenant_key,
                 "owner": p.owner_key, "count": p.count})).collect::<Vec<_>>(),
             "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending,
-                        "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable},
+                        "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable,
+                        "suppressed": stats.notices_suppressed},
         }))?;
     } else {
         let tick = match last_tick {
@@ -142,11 +143,12 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             (
                 "notices",
                 format!(
-                    "{} pending, {} sending, {} unknown, {} undeliverable",
+                    "{} pending, {} sending, {} unknown, {} undeliverable, {} suppressed by policy",
                     stats.notices_pending,
                     stats.notices_sending,
                     stats.notices_unknown,
-                    stats.notices_undeliverable
+                    stats.notices_undeliverable,
+                    stats.notices_suppressed
                 ),
             ),
         ];

@@ -32,10 +32,30 @@ impl Exposition {
         self.family(name, help, &samples);
     }
 
+    /// A counter with one label (`name` ends in `_total`): it only grows,
+    /// so Prometheus's rate() works on it.
+    pub fn counter(&mut self, name: &str, help: &str, label: &str, samples: &[(&str, f64)]) {
+        let samples: Vec<(Option<(&str, &str)>, f64)> = samples
+            .iter()
+            .map(|(v, n)| (Some((label, *v)), *n))
+            .collect();
+        self.typed_family(name, help, "counter", &samples);
+    }
+
     fn family(&mut self, name: &str, help: &str, samples: &[(Option<(&str, &str)>, f64)]) {
+        self.typed_family(name, help, "gauge", samples);
+    }
+
+    fn typed_family(
+        &mut self,
+        name: &str,
+        help: &str,
+        kind: &str,
+        samples: &[(Option<(&str, &str)>, f64)],
+    ) {
         let name = format!("agentcron_{name}");
         let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.text, "# TYPE {name} gauge");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
         for (label, value) in samples {
             let labels = label
                 .map(|(k, v)| format!("{{{k}=\"{}\"}}", escape_label(v)))

@@ -115,8 +115,10 @@ fn payload_hash_is_sha256_of_the_printed_payload_which_is_canonical() {
             "instruction",
             "max_retries",
             "name",
+            "notify",
             "owner_keys",
             "policy",
+            "realert_seconds",
             "retry_backoff_seconds",
             "schedule",
             "target",
@@ -124,6 +126,9 @@ fn payload_hash_is_sha256_of_the_printed_payload_which_is_canonical() {
             "timezone"
         ]
     );
+    // A new draft's notice policy (docs/CONTRACT.md §16) is written out.
+    assert_eq!(value["notify"], "attention");
+    assert_eq!(value["realert_seconds"], 3600);
     assert_eq!(value["owner_keys"], serde_json::json!(["unix:tester"]));
     assert_eq!(value["name"], serde_json::Value::Null);
 }

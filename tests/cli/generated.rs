@@ -144,19 +144,43 @@ agentcron\-executor \- the executor and notifier protocols of agentcron
 .SH EXECUTOR
 \fBagentcron tick\fR splits \fB\-\-executor\fR (or \fBAGENTCRON_EXECUTOR\fR) into argv by shell word
 rules and runs it without a shell, in its own process group. Task data arrives only on stdin, as
-one JSON object with \fBtask\fR, \fBrun\fR, \fBinstruction\fR, \fBpolicy\fR, \fBtimezone\fR,
-\fBlease_token\fR, \fBpayload_hash\fR and \fBcontinuation\fR (null, or the answer to a parked run).
+one JSON object:
+.TP
+\fBtask\fR, \fBrun\fR
+the task and the run, as \fBagentcron show \-\-json\fR and \fBagentcron runs \-\-json\fR print them.
+.TP
+\fBinstruction\fR, \fBpolicy\fR, \fBtimezone\fR
+what the person confirmed, from the task's canonical payload (checked against its hash at the claim).
+.TP
+\fBlease_token\fR, \fBpayload_hash\fR
+the run's lease and the confirmed payload's SHA\-256.
+.TP
+\fBcontinuation\fR
+null, or for a parked run that a person approved:
+\fB{"kind":"confirmation"|"authorization","wait_id":W,"decision":"approved"}\fR.
+.TP
+\fBprevious\fR
+null when the task has no settled run, else the task's last settled run (any outcome but running
+or parked) and when it last succeeded, so "what changed since the last run" needs no memory of its
+own: \fBrun_id\fR, \fBscheduled_for\fR (the occurrence), \fBstatus\fR, \fBfinished_at\fR,
+\fBsummary\fR, and \fBlast_success_at\fR (null when it never succeeded). Times are RFC 3339 in
+UTC; when the last run was pruned, only \fBlast_success_at\fR is left.
 .PP
 The environment adds \fBAGENTCRON_DB\fR, \fBAGENTCRON_TENANT\fR, \fBAGENTCRON_TASK_ID\fR,
 \fBAGENTCRON_RUN_ID\fR and \fBAGENTCRON_LEASE_TOKEN\fR.
 .PP
 The result is the last non\-empty stdout line when it is a JSON object with \fBstatus\fR
 (\fBsucceeded\fR, \fBfailed\fR, \fBdelivery_failed\fR, \fBawaiting_confirmation\fR,
-\fBawaiting_authorization\fR, the last two with \fBwait_id\fR and \fBwait_deadline\fR) and an
-optional \fBsummary\fR; otherwise exit 0 is \fBsucceeded\fR and anything else \fBfailed\fR, with the
-tail of stdout as summary. Killed by a signal, past \fB\-\-timeout\fR (the whole process group is
-killed: TERM, then KILL) or after losing its lease, the run is \fBunknown\fR and waits for
-\fBagentcron reconcile\fR.
+\fBawaiting_authorization\fR) and an optional \fBsummary\fR; otherwise exit 0 is \fBsucceeded\fR and
+anything else \fBfailed\fR, with the tail of stdout as summary. The two awaiting statuses need
+\fBwait_id\fR (a non\-empty string) and \fBwait_deadline\fR, an RFC 3339 time with its offset
+(\fB2026\-12\-04T10:00:00Z\fR, \fB2026\-12\-04T18:00:00+08:00\fR); anything else is refused: the run
+is \fBfailed\fR with a summary naming the malformed field. A reply may say \fB"notify":false\fR to
+silence the notice of a success whose news is not worth telling, or \fB"notify":true\fR to send it
+whatever the task's notice policy; it is ignored for anything but a success.
+.PP
+Killed by a signal, past \fB\-\-timeout\fR (the whole process group is killed: TERM, then KILL) or
+after losing its lease, the run is \fBunknown\fR and waits for \fBagentcron reconcile\fR.
 .PP
 An executor fences its side effects with
 .PP
@@ -166,12 +190,34 @@ agentcron lease check "$AGENTCRON_RUN_ID" \-\-token "$AGENTCRON_LEASE_TOKEN"
 .PP
 which exits 0 while the lease holds and 5 when it does not.
 .SH NOTIFIER
-Every run that leaves \fBrunning\fR (and every \fBmissed\fR run) has a notice. The notifier
-(\fB\-\-notifier\fR or \fBAGENTCRON_NOTIFIER\fR) gets \fB{"task":…,"run":…,"target":…,"message":…}\fR
-on stdin. Exit 0: delivered. Exit 75 (EX_TEMPFAIL, "nothing was sent"): pending again, for a later
-tick. Anything else, a crash, or the deadline passing: \fBunknown\fR, never resent.
+Every settled run (also \fBmissed\fR and \fBskipped_overlap\fR runs, which never ran) has a notice,
+which the task's notice policy (\fBdraft \-\-notify\fR: always, attention, failures, never) sends or
+holds back as \fBsuppressed\fR with its reason. The notifier (\fB\-\-notifier\fR or
+\fBAGENTCRON_NOTIFIER\fR) gets on stdin one JSON object:
+.TP
+\fBtask\fR, \fBrun\fR
+as for the executor.
+.TP
+\fBtarget\fR
+where to deliver, as the task's payload says (\fBdraft \-\-target\fR).
+.TP
+\fBmessage\fR
+one line of human text about the outcome.
+.TP
+\fBkind\fR
+\fBfailure\fR, \fBrecovery\fR (the first success after failures), \fBsuccess\fR, \fBunknown\fR,
+\fBmissed\fR, \fBskipped\fR, \fBparked\fR (waiting for \fBagentcron approve\fR), \fBpaused\fR (the
+task paused itself after \fB\-\-pause\-after\fR failures); null for notices written before the policy.
+.TP
+\fBsuppressed_since_last\fR
+how many notices of the task the policy held back since the last one sent; \fBmessage\fR then says
+so ("3 similar failures since 09:00 were not sent").
+.PP
+Exit 0: delivered. Exit 75 (EX_TEMPFAIL, "nothing was sent"): pending again, for a later tick.
+Anything else, a crash, or the deadline passing: \fBunknown\fR, never resent.
 .SH "SEE ALSO"
-agentcron(1), agentcron\-tick(1), agentcron\-lease\-check(1), agentcron\-reconcile(1)
+agentcron(1), agentcron\-tick(1), agentcron\-draft(1), agentcron\-lease\-check(1),
+agentcron\-reconcile(1)
 "#;
 
 /// roff for text that may hold dashes.

@@ -16,6 +16,7 @@ mod generated;
 mod growth;
 mod hooks;
 mod metrics;
+mod notices;
 mod operator;
 mod operator_truth;
 mod panel;

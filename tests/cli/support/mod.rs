@@ -239,9 +239,17 @@ impl TestEnv {
         self.json(&all)
     }
 
-    /// Drafts and confirms; returns the task JSON.
+    /// Drafts and confirms; returns the task JSON. The task is told of
+    /// every settled run (`--notify always`) unless `args` say otherwise:
+    /// the suites that count notices test delivery, not the notice policy,
+    /// whose default (`attention`) tests/cli/notices/ covers.
     #[track_caller]
     pub fn task(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        if !args.iter().any(|a| *a == "--notify" || *a == "--replace") {
+            args.extend(["--notify", "always"]);
+        }
+        let args = args.as_slice();
         let draft = self.draft(args);
         let id = draft["draft_id"].as_str().unwrap().to_string();
         let hash = draft["payload_hash"].as_str().unwrap().to_string();

@@ -1,0 +1,312 @@
+//! The ten cases of the issue, pause-after, and the policy's place in the
+//! payload (draft, show, replace, files, old hashes).
+
+use super::*;
+use crate::support::{TestEnv, T0};
+
+#[test]
+fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() {
+    // A 20-minute re-alert window, so that it passes within a few ticks.
+    let rig = rig_with_task(&["--realert", "20m"]);
+    // 1. The first failure is sent.
+    let sent = tick_replying(&rig, &failed("timeout"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "failure");
+    assert_eq!(sent[0]["suppressed_since_last"], 0);
+    // 2. The same failure within the hour is held back, as a ledger row.
+    assert!(tick_replying(&rig, &failed("timeout")).is_empty());
+    assert_eq!(
+        last_notice(&rig),
+        ("suppressed".into(), Some("duplicate failure".into()))
+    );
+    assert!(tick_replying(&rig, &failed("timeout")).is_empty());
+    // 3. A failure with another reason is sent.
+    let sent = tick_replying(&rig, &failed("HTTP 500"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["suppressed_since_last"], 2);
+    assert!(
+        sent[0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(2 similar failures since 2026-12-02 08:10 UTC were not sent)"),
+        "{}",
+        sent[0]["message"]
+    );
+    // 4. Past the window the same failure is sent again, with the count:
+    // 08:20 sent, 08:25-08:35 held back, 08:40 is 20 minutes on.
+    for _ in 0..3 {
+        assert!(tick_replying(&rig, &failed("HTTP 500")).is_empty());
+    }
+    let sent = tick_replying(&rig, &failed("HTTP 500"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["suppressed_since_last"], 3);
+    // 5. The recovery is sent once; the next identical success is not.
+    let sent = tick_replying(&rig, &succeeded("all green"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "recovery");
+    assert!(tick_replying(&rig, &succeeded("all green")).is_empty());
+    assert_eq!(
+        last_notice(&rig),
+        ("suppressed".into(), Some("unchanged content".into()))
+    );
+}
+
+#[test]
+fn under_attention_only_changed_content_is_news() {
+    let rig = rig_with_task(&[]);
+    // 7. New content is sent; 6. the same content again is silent.
+    assert_eq!(tick_replying(&rig, &succeeded("3 new tickets")).len(), 1);
+    assert!(tick_replying(&rig, &succeeded("3 new tickets")).is_empty());
+    let sent = tick_replying(&rig, &succeeded("4 new tickets"));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["kind"], "success");
+    assert_eq!(sent[0]["suppressed_since_last"], 1);
+    // An empty summary is never news; the executor may force a notice.
+    assert!(tick_replying(&rig, r#"{"status":"succeeded"}"#).is_empty());
+    let forced = tick_replying(
+        &rig,
+        r#"{"status":"succeeded","summary":"4 new tickets","notify":true}"#,
+    );
+    assert_eq!(forced.len(), 1);
+    let silenced = tick_replying(
+        &rig,
+        r#"{"status":"succeeded","summary":"5 new","notify":false}"#,
+    );
+    assert!(silenced.is_empty());
+    assert_eq!(
+        last_notice(&rig),
+        ("suppressed".into(), Some("executor".into()))
+    );
+}
+
+#[test]
+fn the_executor_cannot_silence_a_failure() {
+    // 8. Under `never`, and with the executor asking for silence.
+    let rig = rig_with_task(&["--notify", "failures"]);
+    let sent = tick_replying(
+        &rig,
+        r#"{"status":"failed","summary":"boom","notify":false}"#,
+    );
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "failure");
+}
+
+#[test]
+fn missed_and_skipped_runs_are_told_under_attention() {
+    // 9. A missed occurrence (cron stopped past the grace) and an overlap.
+    let rig = rig_with_task(&[]);
+    rig.env.advance(3 * STEP + 200);
+    rig.env.set_env(
+        "FIXTURE_MODE",
+        "json:{\"status\":\"succeeded\",\"summary\":\"ok\"}",
+    );
+    rig.tick(&[]).ok();
+    let kinds: Vec<Value> = rig.notices().iter().map(|n| n["kind"].clone()).collect();
+    assert!(kinds.contains(&Value::from("missed")), "{kinds:?}");
+    // An overlap: the 08:20 run parks, the 08:25 occurrence is skipped.
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    rig.env.set_now(T0 + 4 * STEP + 5);
+    rig.tick(&[]).ok();
+    rig.env.set_now(T0 + 5 * STEP + 5);
+    rig.tick(&[]).ok();
+    let kinds: Vec<Value> = rig.notices().iter().map(|n| n["kind"].clone()).collect();
+    assert!(kinds.contains(&Value::from("parked")), "{kinds:?}");
+    assert!(kinds.contains(&Value::from("skipped")), "{kinds:?}");
+    // Under `failures` neither is sent, but both are in the ledger.
+    let quiet = rig_with_task(&["--notify", "failures"]);
+    quiet.env.advance(3 * STEP + 200);
+    quiet.tick(&[]).ok();
+    assert!(quiet.notices().iter().all(|n| n["kind"] != "missed"));
+    assert!(
+        quiet
+            .env
+            .count("SELECT count(*) FROM deliveries WHERE state = 'suppressed'")
+            >= 1
+    );
+}
+
+#[test]
+fn the_decision_survives_a_restart_and_is_the_ledgers() {
+    // 10. Every tick is a new process: the window and the count were read
+    // back from the store. A `tick` between the failures that had nothing to
+    // do changes nothing either.
+    let rig = rig_with_task(&[]);
+    assert_eq!(tick_replying(&rig, &failed("disk full")).len(), 1);
+    rig.env.advance(10);
+    rig.tick(&[]).ok();
+    assert!(tick_replying(&rig, &failed("disk full")).is_empty());
+    let runs = rig.env.json(&["runs", "job"]);
+    let states: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["delivery_status"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(states, ["suppressed", "delivered"], "{runs}");
+    let status = rig.env.json(&["status"]);
+    assert_eq!(status["notices"]["suppressed"], 1, "{status}");
+    let shown = rig.env.json(&["show", "job"]);
+    assert_eq!(shown["notices_held_back"]["count"], 1, "{shown}");
+    let out = rig.env.run(&["show", "job"]).ok();
+    assert!(
+        out.stdout
+            .contains("suppressed    1 held back by the notice policy since"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
+    let rig = rig_with_task(&["--pause-after", "3", "--max-retries", "0"]);
+    tick_replying(&rig, &failed("no route"));
+    tick_replying(&rig, &failed("no route"));
+    let sent = tick_replying(&rig, &failed("no route"));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "paused");
+    assert!(
+        sent[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("paused after 3 consecutive failures; last: no route"),
+        "{}",
+        sent[0]["message"]
+    );
+    let task = rig.env.json(&["show", "job"]);
+    assert_eq!(task["state"], "paused");
+    assert_eq!(
+        task["pause_reason"],
+        "paused after 3 consecutive failures; last: no route"
+    );
+    // Paused: nothing more runs, nothing more is said.
+    let starts = rig.starts().len();
+    rig.env.advance(3 * STEP);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), starts);
+    // Only a person's resume restarts it, and the count starts again.
+    rig.env.run(&["resume", "job"]).ok();
+    tick_replying(&rig, &failed("no route"));
+    assert_eq!(rig.env.json(&["show", "job"])["state"], "active");
+    let log = rig.env.json(&["log", "job"]);
+    assert!(
+        log.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "pause" && e["actor"] == "agentcron:tick"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_policy_is_part_of_what_a_person_confirms() {
+    let env = TestEnv::new();
+    // New drafts default to attention, with the re-alert window written out.
+    let draft = env.draft(&["--instruction", "x", "--every", "1h"]);
+    let payload = draft["payload"].as_str().unwrap().to_string();
+    assert!(payload.contains(r#""notify":"attention""#), "{payload}");
+    assert!(payload.contains(r#""realert_seconds":3600"#), "{payload}");
+    assert!(!payload.contains("pause_after"), "{payload}");
+    let out = env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--notify",
+            "failures",
+            "--realert",
+            "30m",
+            "--pause-after",
+            "5",
+        ])
+        .ok();
+    assert!(
+        out.stdout.contains("notices      failures (failures re-alert after 30 min; pause after 5 consecutive failures)"),
+        "{}",
+        out.stdout
+    );
+    // Bad values: exit 2, nothing drafted.
+    for bad in [
+        &["--notify", "sometimes"][..],
+        &["--pause-after", "0"],
+        &["--realert", "soon"],
+    ] {
+        let mut args = vec!["draft", "--instruction", "x", "--every", "1h"];
+        args.extend_from_slice(bad);
+        let out = env.run(&args).fails(2);
+        assert!(
+            out.stderr.contains(bad[0]) || out.stderr.contains(bad[1]),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = env
+        .run(&[
+            "draft",
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--realert",
+            "soon",
+        ])
+        .fails(2);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    // show and a replacement carry it; a replacement that says nothing keeps it.
+    let task = env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "t",
+        "--notify",
+        "never",
+    ]);
+    assert_eq!(task["notify"], "never");
+    let replaced = env.draft(&["--replace", "t", "--instruction", "y"]);
+    assert!(replaced["payload"]
+        .as_str()
+        .unwrap()
+        .contains(r#""notify":"never""#));
+    let replaced = env.draft(&["--replace", "t", "--notify", "always"]);
+    assert!(replaced["payload"]
+        .as_str()
+        .unwrap()
+        .contains(r#""notify":"always""#));
+    let shown = env.run(&["show", "t"]).ok().stdout;
+    assert!(shown.contains("notices       never"), "{shown}");
+}
+
+#[test]
+fn a_tasks_file_takes_the_policy() {
+    let env = TestEnv::new();
+    let file = env.path("tasks.toml");
+    std::fs::write(
+        &file,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:30\"\nnotify = \"failures\"\nrealert = \"2h\"\npause_after = 4\n",
+    )
+    .unwrap();
+    let file_arg = file.to_str().unwrap();
+    let plan = env.json(&["plan", file_arg]);
+    let hash = plan["plan_hash"].as_str().unwrap().to_string();
+    env.run(&["apply", file_arg, "--hash", &hash]).ok();
+    let task = env.json(&["show", "digest"]);
+    assert_eq!(task["notify"], "failures", "{task}");
+    assert_eq!(task["realert_seconds"], 7200);
+    assert_eq!(task["pause_after"], 4);
+    std::fs::write(
+        &file,
+        "[digest]\ninstruction = \"x\"\ndaily = \"09:30\"\nnotify = \"loud\"\n",
+    )
+    .unwrap();
+    let out = env.run(&["plan", file.to_str().unwrap()]).fails(2);
+    assert!(
+        out.stderr
+            .contains("key 'notify': unknown notice mode 'loud'"),
+        "{}",
+        out.stderr
+    );
+}
