@@ -21,6 +21,7 @@ pub mod shared;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;
+pub mod zones;
 
 use std::path::PathBuf;
 
@@ -35,10 +36,20 @@ pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
+pub use zones::ZoneTx;
 
 /// Everything one transaction can do.
 pub trait Tx:
-    DraftTx + TaskTx + RunTx + DeliveryTx + EventTx + MetaTx + MaintenanceTx + TransferTx + QueueTx
+    DraftTx
+    + TaskTx
+    + RunTx
+    + DeliveryTx
+    + EventTx
+    + MetaTx
+    + MaintenanceTx
+    + TransferTx
+    + QueueTx
+    + ZoneTx
 {
 }
 impl<
@@ -50,7 +61,8 @@ impl<
             + MetaTx
             + MaintenanceTx
             + TransferTx
-            + QueueTx,
+            + QueueTx
+            + ZoneTx,
     > Tx for T
 {
 }

@@ -18,6 +18,7 @@ pub mod schema;
 mod statements;
 mod tasks;
 mod transfer;
+mod zones;
 
 use std::ops::ControlFlow;
 
