@@ -31,3 +31,4 @@ mod tasks;
 mod tick;
 mod transfer;
 mod wiring;
+mod zones;
