@@ -167,7 +167,7 @@ fn acts_on_what_exists(command: &Command) -> bool {
             | Command::Deny(_)
             | Command::Reconcile(_)
             | Command::Prune(_)
-    )
+    ) || matches!(command, Command::Zone(args) if !args.only_reads())
 }
 
 /// Free text given on the command line: no NUL, at most 4096 bytes.

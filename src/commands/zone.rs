@@ -1,7 +1,10 @@
 //! `agentcron zone set|show|unset`: the current zone of an identity key,
 //! which tasks drafted with `--tz follow` run in (docs/CONTRACT.md §18).
 //! A host operation: the host learned the person's zone from their profile
-//! and says so; any caller with write access to the store may.
+//! and says so; any caller with write access to the store may. Like every
+//! command but `draft`, `plan`/`apply` and `import`, it never creates a
+//! store: a mistyped `--db` in the host's sync job is exit 3, not a new
+//! empty store holding the zone.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
