@@ -352,10 +352,7 @@ pub(super) fn print(
     );
     let rows = [
         ("instruction", escape(&payload.instruction)),
-        (
-            "schedule",
-            format!("{summary} ({})", zone_words(payload, zone)),
-        ),
+        ("schedule", schedule_words(&summary, payload, zone)),
         ("name", payload.name.clone().unwrap_or_else(|| "-".into())),
         ("target", escape(&payload.target)),
         ("policy", payload.policy.to_string()),
@@ -397,12 +394,13 @@ pub(super) fn print(
     ctx.out.line(&text)
 }
 
-/// The zone a draft is read in, in words: its name, or for a following
-/// draft whom it follows and where they are now (docs/CONTRACT.md §18).
-pub(super) fn zone_words(payload: &Payload, zone: Tz) -> String {
+/// The schedule in words with the zone it is read in: "(Asia/Shanghai)",
+/// or for a following draft whom it follows and where they are now
+/// (docs/CONTRACT.md §18).
+fn schedule_words(summary: &str, payload: &Payload, zone: Tz) -> String {
     match payload.follow_key() {
-        Some(key) => format!("follows {} (now {})", escape(key), zone.name()),
-        None => zone.name().to_string(),
+        Some(key) => format!("{summary}, follows {} (now {})", escape(key), zone.name()),
+        None => format!("{summary} ({})", zone.name()),
     }
 }
 

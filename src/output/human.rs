@@ -238,6 +238,13 @@ pub fn in_words(
 ) -> String {
     use serde_json::Value;
     match (field, value) {
+        // A following payload's zone is its owner's; it is described here
+        // in its default, the one zone the payload itself names.
+        ("schedule", _) if payload.follow => format!(
+            "{} (following; default {})",
+            payload.schedule.describe(payload.timezone),
+            payload.timezone.name()
+        ),
         ("schedule", _) => format!(
             "{} ({})",
             payload.schedule.describe(payload.timezone),

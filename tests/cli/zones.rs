@@ -485,3 +485,57 @@ fn zone_set_completes_the_identity_keys_the_tenant_knows() {
     );
     assert!(complete(&["agentcron", "draft", "--tz", "fo"]).contains(&"follow".to_string()));
 }
+
+#[test]
+fn a_replacement_keeps_following_and_its_default_unless_tz_says_otherwise() {
+    let env = TestEnv::new();
+    set_zone_in_new_store(&env, "unix:tester", "Asia/Shanghai");
+    follow_task(&env, "standup", "09:30");
+    env.run(&["zone", "set", "unix:tester", "Europe/Berlin"])
+        .ok();
+    // A new time: still following, the default it was confirmed with kept,
+    // the next runs shown in the zone in force.
+    let d = env.draft(&["--replace", "standup", "--daily", "10:00"]);
+    let payload = d["payload"].as_str().unwrap();
+    assert!(
+        payload.contains(r#""follow_default":"Asia/Shanghai""#),
+        "{payload}"
+    );
+    assert!(payload.contains(r#""timezone":"follow""#), "{payload}");
+    assert_eq!(d["next_runs"][0], "2026-12-02T09:00:00Z");
+    let id = d["draft_id"].as_str().unwrap();
+    let hash = d["payload_hash"].as_str().unwrap();
+    env.run(&["confirm", id, "--hash", hash]).ok();
+    let shown = env.json(&["show", "standup"]);
+    assert_eq!(shown["timezone"], "Europe/Berlin");
+    assert_eq!(shown["next_run_at"], "2026-12-02T09:00:00Z");
+    // A fixed zone ends the following: the diff names both fields.
+    let d = env.draft(&["--replace", "standup", "--tz", "Asia/Tokyo"]);
+    let fields: Vec<&str> = d["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["follow_default", "timezone"]);
+    let id = d["draft_id"].as_str().unwrap();
+    let hash = d["payload_hash"].as_str().unwrap();
+    env.run(&["confirm", id, "--hash", hash]).ok();
+    let shown = env.json(&["show", "standup"]);
+    assert_eq!(shown["timezone"], "Asia/Tokyo");
+    assert_eq!(shown.get("follows"), None);
+    // No longer following: the next zone change leaves it alone.
+    let moved = env.json(&["zone", "set", "unix:tester", "America/New_York"]);
+    assert_eq!(moved["retimed"], serde_json::json!([]));
+    // And an interval cannot keep following.
+    env.run(&[
+        "draft",
+        "--replace",
+        "standup",
+        "--tz",
+        "follow",
+        "--every",
+        "1h",
+    ])
+    .fails(2);
+}
