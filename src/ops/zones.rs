@@ -26,11 +26,16 @@ pub fn current_zone(tx: &mut dyn Tx, tenant_key: &str, identity_key: &str) -> Re
         .transpose()
 }
 
-/// The zone a payload's schedule is read in now: its own, or for a
-/// following payload its key's current zone, else its `follow_default`.
+/// The zone a payload's schedule is read in now, for a write that creates
+/// or replaces its task: its own, or for a following payload its key's
+/// current zone, else its `follow_default`. Holds the key's zone until the
+/// transaction ends, so a concurrent `zone set` cannot miss the task.
 pub fn zone_in_force(tx: &mut dyn Tx, payload: &Payload) -> Result<Tz> {
     Ok(match payload.follow_key() {
-        Some(key) => current_zone(tx, &payload.tenant_key, key)?.unwrap_or(payload.timezone),
+        Some(key) => {
+            tx.hold_owner_zone(&payload.tenant_key, key)?;
+            current_zone(tx, &payload.tenant_key, key)?.unwrap_or(payload.timezone)
+        }
         None => payload.timezone,
     })
 }
@@ -67,6 +72,7 @@ pub fn set_zone(
     actor: &str,
     now: i64,
 ) -> Result<ZoneChange> {
+    tx.hold_owner_zone(tenant_key, identity_key)?;
     let old = tx.owner_zone(tenant_key, identity_key)?;
     let old_name = old.as_ref().map(|z| z.zone.clone());
     let new_name = zone.map(|z| z.name().to_string());

@@ -35,6 +35,14 @@ pub struct Retime<'a> {
 }
 
 pub trait ZoneTx {
+    /// Serializes this write transaction with every other one that reads
+    /// or changes the key's zone, until it ends: a task confirmed while the
+    /// key's zone changes starts in the new zone or is re-timed by the
+    /// change, never left in the old one. SQLite's write transactions are
+    /// serial already; PostgreSQL takes a transaction-scoped advisory lock
+    /// on the (tenant, key), which a row lock could not give before the
+    /// key's first zone exists.
+    fn hold_owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<()>;
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>>;
     /// Every key's zone in the tenant, by key.
     fn owner_zones(&mut self, tenant_key: &str) -> Result<Vec<OwnerZone>>;

@@ -21,6 +21,20 @@ fn decode_zone(row: &Row) -> Result<OwnerZone> {
 }
 
 impl ZoneTx for PgTx<'_, '_> {
+    fn hold_owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<()> {
+        // One lock per (tenant, key), released at commit or rollback; the
+        // newline cannot occur in a key (docs/CONTRACT.md §1), so no two
+        // pairs share a text.
+        let name = format!("agentcron zone\n{tenant_key}\n{identity_key}");
+        self.tx
+            .execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&name],
+            )
+            .context("waiting for the owner's zone")?;
+        Ok(())
+    }
+
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>> {
         let row = self
             .tx

@@ -21,6 +21,11 @@ fn decode_zone(row: &Row<'_>) -> rusqlite::Result<OwnerZone> {
 }
 
 impl ZoneTx for SqliteTx<'_> {
+    fn hold_owner_zone(&mut self, _tenant_key: &str, _identity_key: &str) -> Result<()> {
+        // BEGIN IMMEDIATE: no other write transaction runs beside this one.
+        Ok(())
+    }
+
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>> {
         self.conn
             .prepare_cached(
