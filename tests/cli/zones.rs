@@ -373,6 +373,15 @@ fn a_zone_change_while_a_run_is_in_flight_lets_it_finish_and_moves_the_next() {
     let shown = env.json(&["show", "standup"]);
     assert_eq!(shown["next_run_at"], "2026-12-03T08:30:00Z");
     assert_eq!(shown["timezone"], "Europe/Berlin");
+    // `explain` reads an occurrence before the re-time in the zone then in
+    // force: the run's own Shanghai 09:30, not Berlin's 09:30 before it.
+    let run_id = runs[0]["run_id"].as_str().unwrap();
+    let explained = env.json(&["explain", run_id]);
+    assert_eq!(
+        explained["occurrence"], "2026-12-03T01:30:00Z",
+        "{explained}"
+    );
+    assert_eq!(explained["run"]["run_id"], run_id, "{explained}");
 }
 
 #[test]
