@@ -9,6 +9,8 @@ script, owns the schema. Rows carry exactly the columns agentcron writes:
               unix:bench), canonical payload and its sha256 as confirm stores
               them; `due` of them have next_run_at = now, the others are due
               30+ days later.
+  following   (seed_following) daily tasks drafted with `--tz follow`, with
+              their owner's zone, for `zone set` (issue 27).
   runs        settled history (`runs_per_task` succeeded runs per task, all at
               least two days old), each with its delivered notice and the three
               audit events a real tick writes for it (claim, finish, delivery).
@@ -179,6 +181,60 @@ def seed(db, tasks, now, due=0, runs_per_task=0, grace=60, batch=20000):
         flush()
     conn.execute("COMMIT")
     conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+
+
+FOLLOW_SQL = """INSERT INTO tasks (task_id, tenant_key, name, owner_keys, target, instruction,
+    schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload,
+    payload_hash, state, state_reason, state_changed_at, next_run_at, revision, created_at,
+    updated_at, consecutive_failures, next_retry_at, retry_run_id, follow_key, zone_in_force)
+    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"""
+
+
+def next_daily(now, hour, minute, zone):
+    """The next hour:minute on zone's wall clock after now (no DST gap on
+    the bench's dates: mid-January in Asia and Europe)."""
+    import datetime
+    import zoneinfo
+
+    tz = zoneinfo.ZoneInfo(zone)
+    local_now = datetime.datetime.fromtimestamp(now, tz)
+    at = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if at.timestamp() <= now:
+        at = (local_now + datetime.timedelta(days=1)).replace(
+            hour=hour, minute=minute, second=0, microsecond=0)
+    return int(at.timestamp())
+
+
+def seed_following(db, tasks, now, zone, owner=OWNER):
+    """`tasks` daily tasks drafted with `--tz follow` by `owner` (issue 27),
+    whose zone is `zone`: the zones row and the tasks re-timed into it, as
+    `zone set` leaves them."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO zones (tenant_key, identity_key, zone, set_at, set_by) VALUES (?,?,?,?,?)",
+        (TENANT, owner, zone, now - DAY, "host:bench"))
+    rows = []
+    for i in range(tasks):
+        hour, minute = i % 24, (i // 24) % 60
+        schedule = {"hour": hour, "kind": "calendar", "minute": minute, "weekdays": []}
+        name = f"follow-{i:07d}"
+        instruction = f"benchmark task {i}: summarize my day"
+        payload = canonical({
+            "follow_default": "UTC", "grace_seconds": 90, "instruction": instruction,
+            "max_retries": 3, "name": name, "owner_keys": [owner], "policy": "read_only",
+            "retry_backoff_seconds": 60, "schedule": schedule, "target": TARGET,
+            "tenant_key": TENANT, "timezone": "follow"})
+        created = now - 90 * DAY + i
+        rows.append((str(uuid.uuid4()), TENANT, name, json.dumps([owner], separators=(",", ":")),
+                     TARGET, instruction, canonical(schedule), "follow", "read_only", 90, 3, 60,
+                     payload, hashlib.sha256(payload.encode()).hexdigest(), "active", None,
+                     created, next_daily(now, hour, minute, zone), 1, created, created, 0, None,
+                     None, owner, zone))
+    conn.executemany(FOLLOW_SQL, rows)
+    conn.execute("COMMIT")
     conn.close()
 
 

@@ -162,7 +162,12 @@ pub struct Task {
     pub target: String,
     pub instruction: String,
     pub schedule: Schedule,
+    /// The zone in force: the confirmed zone, or for a task that follows
+    /// its owner (docs/CONTRACT.md §18) the zone its last re-time set.
     pub timezone: Tz,
+    /// Set when the task follows its first owner key's zone: the zone it
+    /// falls back on while that key has none (the payload's `follow_default`).
+    pub follow_default: Option<Tz>,
     pub policy: Policy,
     pub grace_seconds: i64,
     pub max_retries: i64,
@@ -245,6 +250,14 @@ impl NoticePolicy {
 impl Task {
     pub fn is_owned_by(&self, keys: &[String]) -> bool {
         self.owner_keys.iter().any(|k| keys.contains(k))
+    }
+
+    /// The identity key whose zone the task follows, when it follows one:
+    /// its first owner key (docs/CONTRACT.md §18).
+    pub fn follow_key(&self) -> Option<&str> {
+        self.follow_default
+            .and(self.owner_keys.first())
+            .map(String::as_str)
     }
 
     /// The name when there is one, else the short id: how people refer to it.

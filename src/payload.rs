@@ -29,17 +29,28 @@ pub struct Payload {
     pub schedule: Schedule,
     pub target: String,
     pub tenant_key: String,
+    /// The zone the schedule is read in; for a payload that follows its
+    /// owner, the zone it falls back on (`follow_default`).
     pub timezone: Tz,
+    /// `"timezone":"follow"`: the schedule is read in its first owner key's
+    /// current zone (docs/CONTRACT.md §18), `timezone` when that has none.
+    pub follow: bool,
 }
+
+/// What a following payload writes where a fixed one writes its zone.
+pub const FOLLOW: &str = "follow";
 
 impl Payload {
     /// The task confirming this payload creates: active, revision 1, its
     /// first occurrence at `next_run_at`.
+    /// `zone` is the zone in force: the payload's own, or for a following
+    /// payload its owner's current one (`ops::zones::zone_in_force`).
     pub fn new_task(
         &self,
         task_id: String,
         payload_hash: String,
         next_run_at: i64,
+        zone: Tz,
         now: i64,
     ) -> crate::model::Task {
         crate::model::Task {
@@ -50,7 +61,8 @@ impl Payload {
             target: self.target.clone(),
             instruction: self.instruction.clone(),
             schedule: self.schedule.clone(),
-            timezone: self.timezone,
+            timezone: if self.follow { zone } else { self.timezone },
+            follow_default: self.follow.then_some(self.timezone),
             policy: self.policy,
             grace_seconds: self.grace_seconds,
             max_retries: self.max_retries,
@@ -84,10 +96,21 @@ impl Payload {
             schedule: t.schedule.clone(),
             target: t.target.clone(),
             tenant_key: t.tenant_key.clone(),
-            timezone: t.timezone,
+            timezone: t.follow_default.unwrap_or(t.timezone),
+            follow: t.follow_default.is_some(),
         }
     }
 
+    /// The key whose zone a following payload is read in: its first owner
+    /// key (owner keys are sorted, so "first" is stable; docs/CONTRACT.md §18).
+    pub fn follow_key(&self) -> Option<&str> {
+        self.follow
+            .then(|| self.owner_keys.first().map(String::as_str))
+            .flatten()
+    }
+
+    /// A fixed payload has exactly the fields it always had, so its hash is
+    /// what it always was; only a following one adds `follow_default`.
     pub fn to_value(&self) -> Value {
         let mut value = json!({
             "grace_seconds": self.grace_seconds,
@@ -119,6 +142,10 @@ impl Payload {
                 }
             }
         }
+        if self.follow {
+            value["timezone"] = json!(FOLLOW);
+            value["follow_default"] = json!(self.timezone.name());
+        }
         value
     }
 
@@ -139,13 +166,27 @@ impl Payload {
             .ok_or_else(|| anyhow!("payload policy '{}' is unknown", f.policy))?;
         let schedule =
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
-        let timezone = schedule::parse_zone(&f.timezone).map_err(|e| anyhow!("{e}"))?;
         let notice = notice_policy(&f)?;
+        // A following payload names its fallback zone; a fixed one names
+        // none (an absent key is the payload every older task has).
+        let (zone_text, follow) = match (f.timezone.as_str(), &f.follow_default) {
+            (FOLLOW, Some(default)) => (default.as_str(), true),
+            (FOLLOW, None) => return Err(anyhow!("a following payload needs follow_default")),
+            (_, Some(_)) => return Err(anyhow!("follow_default without \"timezone\":\"follow\"")),
+            (zone, None) => (zone, false),
+        };
+        let timezone = schedule::parse_zone(zone_text).map_err(|e| anyhow!("{e}"))?;
+        if follow && !follows_a_wall_clock(&schedule) {
+            return Err(anyhow!(
+                "a {} schedule cannot follow its owner's zone",
+                schedule.kind()
+            ));
+        }
         // Struct fields serialize in declaration (sorted) order with the
         // compact separators, so this is the canonical text of these fields;
         // the schedule and the zone must also be their one spelling.
         if schedule.to_json() != f.schedule
-            || timezone.name() != f.timezone
+            || timezone.name() != zone_text
             || serde_json::to_string(&f)? != raw
         {
             return Err(anyhow!("payload is not in canonical form"));
@@ -163,8 +204,16 @@ impl Payload {
             target: f.target,
             tenant_key: f.tenant_key,
             timezone,
+            follow,
         })
     }
+}
+
+/// Whether a zone change moves the schedule's occurrences: calendar and cron
+/// read a wall clock; a once instant and an interval's anchor are instants
+/// already, so following a zone would change nothing they do.
+pub fn follows_a_wall_clock(schedule: &Schedule) -> bool {
+    matches!(schedule.kind(), "calendar" | "cron")
 }
 
 /// A payload's fields as JSON gives them, in canonical (sorted) order; no
@@ -172,6 +221,9 @@ impl Payload {
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct StoredFields {
+    /// Only in a following payload: absent, a payload is what it always was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    follow_default: Option<String>,
     grace_seconds: i64,
     instruction: String,
     max_retries: i64,
@@ -283,7 +335,49 @@ mod tests {
             target: "chat:42".into(),
             tenant_key: "default".into(),
             timezone: "Asia/Shanghai".parse().unwrap(),
+            follow: false,
         }
+    }
+
+    #[test]
+    fn a_fixed_payload_hashes_as_it_always_did() {
+        // Pinned before following zones existed: the absent key is the old payload.
+        assert_eq!(
+            hash_hex(sample().canonical().as_bytes()),
+            "a2fb08a68d8781a59e2bd9798151e7f5088d79707ef88683f5c6a6c758f91561"
+        );
+        assert!(!sample().canonical().contains("follow"));
+    }
+
+    #[test]
+    fn a_following_payload_names_follow_and_its_default() {
+        let following = Payload {
+            follow: true,
+            ..sample()
+        };
+        let text = following.canonical();
+        assert!(text.starts_with(r#"{"follow_default":"Asia/Shanghai","grace_seconds":60,"#));
+        assert!(text.ends_with(r#""tenant_key":"default","timezone":"follow"}"#));
+        assert_eq!(Payload::from_canonical(&text).unwrap(), following);
+        assert_eq!(following.follow_key(), Some("unix:alice"));
+        for bad in [
+            text.replacen(r#""follow_default":"Asia/Shanghai","#, "", 1),
+            text.replacen(r#""timezone":"follow""#, r#""timezone":"UTC""#, 1),
+            text.replacen(
+                r#""follow_default":"Asia/Shanghai""#,
+                r#""follow_default":"follow""#,
+                1,
+            ),
+        ] {
+            assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
+        }
+        let once = Payload {
+            schedule: Schedule::Once {
+                run_at: 1_800_000_000,
+            },
+            ..following
+        };
+        assert!(Payload::from_canonical(&once.canonical()).is_err());
     }
 
     #[test]

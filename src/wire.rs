@@ -48,6 +48,12 @@ pub fn task(t: &Task) -> Value {
     if t.state == crate::model::TaskState::Error {
         value["error_reason"] = json!(t.state_reason);
     }
+    // `timezone` is the zone in force; a following task says whom it
+    // follows and its fallback (docs/CONTRACT.md §18).
+    if let (Some(key), Some(default)) = (t.follow_key(), t.follow_default) {
+        value["follows"] = json!(key);
+        value["follow_default"] = json!(default.name());
+    }
     value
 }
 

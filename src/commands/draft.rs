@@ -14,7 +14,7 @@ use crate::ops::draft::{
     build_payload, check_instruction, duration_flag, DraftSpec, INSTRUCTION_MAX_BYTES,
 };
 use crate::payload::{hash_hex, Payload};
-use crate::schedule::{self, Occurrence};
+use crate::schedule::{self, Occurrence, Tz};
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
 
@@ -98,8 +98,13 @@ pub struct DraftArgs {
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
 
-    /// The task's time zone (IANA name) [default: $AGENTCRON_TZ, else the system zone, else UTC]
-    #[arg(long, value_name = "ZONE", add = clap_complete::ArgValueCompleter::new(crate::completion::zones))]
+    /// The task's time zone (IANA name), or `follow` [default: $AGENTCRON_TZ, else the system
+    /// zone, else UTC]
+    ///
+    /// `follow` (--daily and --cron only): the task runs in its first owner key's current
+    /// zone, as the host sets it with `agentcron zone set`; while that key has none, in the
+    /// zone the draft would otherwise have (recorded in the payload as `follow_default`).
+    #[arg(long, value_name = "ZONE", add = clap_complete::ArgValueCompleter::new(crate::completion::draft_zones))]
     pub tz: Option<String>,
 
     /// How late a run may start and still run; later ones are recorded as missed [default: 90s]
@@ -183,7 +188,8 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
     };
     let old = replacing.as_ref().map(Payload::of_task);
     let spec = args.spec()?;
-    let (payload, upcoming) = build_payload(&super::drafter(ctx), &spec, old.as_ref())?;
+    let owner_zone = super::follow_zone(ctx, spec.tz.as_deref(), old.as_ref())?;
+    let (payload, upcoming) = build_payload(&super::drafter(ctx, owner_zone), &spec, old.as_ref())?;
     let ttl = duration_flag("--ttl", &args.ttl, false)?;
     if ttl > 7 * 86400 {
         return fail(CmdError::usage("--ttl must be at most 7 days"));
@@ -242,9 +248,14 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         tx.insert_draft(&draft)?;
         tx.append_event(&event)
     })?;
+    // A following draft is shown in its owner's zone as of now.
+    let zone = match payload.follow {
+        true => owner_zone.unwrap_or(payload.timezone),
+        false => payload.timezone,
+    };
     match &replacing {
-        Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, &upcoming),
-        None => print(ctx, &draft, &payload, &upcoming),
+        Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, zone, &upcoming),
+        None => print(ctx, &draft, &payload, zone, &upcoming),
     }
 }
 
@@ -339,9 +350,9 @@ pub(super) fn document(
     ctx: &Ctx,
     draft: &Draft,
     payload: &Payload,
+    zone: Tz,
     upcoming: &[Occurrence],
 ) -> serde_json::Value {
-    let zone = payload.timezone;
     json!({
         "draft_id": draft.draft_id,
         "expires_at": time(Some(draft.expires_at)),
@@ -363,12 +374,14 @@ pub(super) fn print(
     ctx: &Ctx,
     draft: &Draft,
     payload: &Payload,
+    zone: Tz,
     upcoming: &[Occurrence],
 ) -> Result<()> {
-    let zone = payload.timezone;
     let summary = payload.schedule.describe(zone);
     if ctx.out.json {
-        return ctx.out.document(&document(ctx, draft, payload, upcoming));
+        return ctx
+            .out
+            .document(&document(ctx, draft, payload, zone, upcoming));
     }
     let now = ctx.out.now();
     let mut text = format!(
@@ -379,7 +392,7 @@ pub(super) fn print(
     );
     let rows = [
         ("instruction", escape(&payload.instruction)),
-        ("schedule", format!("{summary} ({})", zone.name())),
+        ("schedule", schedule_words(&summary, payload, zone)),
         ("name", payload.name.clone().unwrap_or_else(|| "-".into())),
         ("target", escape(&payload.target)),
         ("policy", payload.policy.to_string()),
@@ -420,6 +433,16 @@ pub(super) fn print(
         confirm_line(ctx, draft)
     ));
     ctx.out.line(&text)
+}
+
+/// The schedule in words with the zone it is read in: "(Asia/Shanghai)",
+/// or for a following draft whom it follows and where they are now
+/// (docs/CONTRACT.md §18).
+fn schedule_words(summary: &str, payload: &Payload, zone: Tz) -> String {
+    match payload.follow_key() {
+        Some(key) => format!("{summary}, follows {} (now {})", escape(key), zone.name()),
+        None => format!("{summary} ({})", zone.name()),
+    }
 }
 
 /// The exact confirm command, carrying the flags that put the draft where it is.

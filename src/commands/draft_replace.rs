@@ -9,7 +9,7 @@ use crate::context::Ctx;
 use crate::model::{Draft, Task};
 use crate::output::human::in_words;
 use crate::payload::{changes, Payload};
-use crate::schedule::{self, Occurrence};
+use crate::schedule::{self, Occurrence, Tz};
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
 
@@ -18,22 +18,24 @@ pub fn print(
     draft: &Draft,
     task: &Task,
     payload: &Payload,
+    zone: Tz,
     upcoming: &[Occurrence],
 ) -> Result<()> {
     let old = Payload::of_task(task);
     let now = ctx.out.now();
-    let old_upcoming = schedule::upcoming(&old.schedule, old.timezone, now, 3);
+    // Each side in its zone in force (a following task's is its owner's).
+    let old_upcoming = schedule::upcoming(&old.schedule, task.timezone, now, 3);
     let diff = changes(&old, payload);
     let confirm = super::draft::confirm_line(ctx, draft);
     if ctx.out.json {
         let runs = |occ: &[Occurrence]| occ.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>();
-        let mut document = super::draft::document(ctx, draft, payload, upcoming);
+        let mut document = super::draft::document(ctx, draft, payload, zone, upcoming);
         document["replaces"] = json!({
                 "task_id": task.task_id,
                 "name": task.name,
                 "revision": task.revision,
                 "payload_hash": task.payload_hash,
-                "summary": old.schedule.describe(old.timezone),
+                "summary": old.schedule.describe(task.timezone),
                 "next_runs": runs(&old_upcoming),
         });
         document["diff"] = json!(diff
@@ -48,7 +50,7 @@ pub fn print(
         escape(&task.label()),
         task.task_id,
         task.revision,
-        wall_time(draft.expires_at, payload.timezone),
+        wall_time(draft.expires_at, zone),
         relative(draft.expires_at, now)
     );
     for c in &diff {
@@ -59,24 +61,24 @@ pub fn print(
             in_words(&c.field, payload, &c.new)
         ));
     }
-    let runs = |title: &str, occ: &[Occurrence], p: &Payload| {
+    let runs = |title: &str, occ: &[Occurrence], p: &Payload, zone: Tz| {
         let mut block = format!("\n{title}:\n");
         for o in occ {
-            let last = if schedule::is_last(&p.schedule, p.timezone, o.at) {
+            let last = if schedule::is_last(&p.schedule, zone, o.at) {
                 "  (the last)"
             } else {
                 ""
             };
             block.push_str(&format!(
                 "  {}  ({}){last}\n",
-                wall_time(o.at, p.timezone),
+                wall_time(o.at, zone),
                 relative(o.at, now)
             ));
         }
         block
     };
-    text.push_str(&runs("Next runs now", &old_upcoming, &old));
-    text.push_str(&runs("Next runs after", upcoming, payload));
+    text.push_str(&runs("Next runs now", &old_upcoming, &old, task.timezone));
+    text.push_str(&runs("Next runs after", upcoming, payload, zone));
     text.push_str(&format!("\nOld payload hash: {}\n", task.payload_hash));
     text.push_str(&format!("New payload hash: {}\n", draft.payload_hash));
     text.push_str(&format!("\nTo confirm, run:\n  {confirm}"));

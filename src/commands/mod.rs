@@ -34,6 +34,7 @@ pub mod tick;
 pub mod transfer;
 pub mod trigger;
 pub mod upcoming;
+pub mod zone;
 
 use anyhow::Result;
 
@@ -73,6 +74,7 @@ pub enum Command {
     Systemd(install::SystemdArgs),
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
+    Zone(zone::ZoneArgs),
     Completions(completions::CompletionsArgs),
 }
 
@@ -121,6 +123,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Completions(args) => completions::run(ctx, args),
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
+        Command::Zone(args) => zone::run(ctx, args),
     }
     .map(|()| 0)
 }
@@ -143,7 +146,7 @@ fn only_reads(command: &Command) -> bool {
             | Command::Metrics(_)
             | Command::Export(_)
             | Command::Lease(_)
-    )
+    ) || matches!(command, Command::Zone(args) if args.only_reads())
 }
 
 /// Commands that change what a store already holds, so must not create
@@ -164,7 +167,7 @@ fn acts_on_what_exists(command: &Command) -> bool {
             | Command::Deny(_)
             | Command::Reconcile(_)
             | Command::Prune(_)
-    )
+    ) || matches!(command, Command::Zone(args) if !args.only_reads())
 }
 
 /// Free text given on the command line: no NUL, at most 4096 bytes.
@@ -215,15 +218,42 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
     ))
 }
 
-/// What a draft takes from the caller (`draft`, and `plan` for each task).
-fn drafter(ctx: &Ctx) -> crate::ops::draft::Drafter<'_> {
+/// What a draft takes from the caller (`draft`, and `plan` for each task),
+/// with `owner_zone` from `follow_zone`.
+fn drafter(ctx: &Ctx, owner_zone: Option<crate::schedule::Tz>) -> crate::ops::draft::Drafter<'_> {
     crate::ops::draft::Drafter {
         now: ctx.now,
         default_zone: ctx.default_zone,
         tenant: &ctx.tenant,
         owner_keys: ctx.owner_keys(),
         actor: ctx.actor(),
+        owner_zone,
     }
+}
+
+/// The current zone of the key a draft with `--tz` value `tz` over `old`
+/// would follow (docs/CONTRACT.md §18): its first owner key's; None when
+/// the draft does not follow, or the key has no zone. Read only then, so a
+/// fixed-zone draft reads nothing more than it did.
+fn follow_zone(
+    ctx: &mut Ctx,
+    tz: Option<&str>,
+    old: Option<&crate::payload::Payload>,
+) -> Result<Option<crate::schedule::Tz>> {
+    let follows = match tz {
+        Some(tz) => tz == crate::payload::FOLLOW,
+        None => old.is_some_and(|o| o.follow),
+    };
+    let key = match old {
+        Some(old) => old.owner_keys.first().cloned(),
+        None => ctx.owner_keys().first().cloned(),
+    };
+    let (Some(key), true) = (key, follows) else {
+        return Ok(None);
+    };
+    let tenant = ctx.tenant.clone();
+    ctx.store()?
+        .read(|tx| crate::ops::zones::current_zone(tx, &tenant, &key))
 }
 
 /// Where unknown runs wait, in words, with the exact command that lists

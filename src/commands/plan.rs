@@ -81,7 +81,7 @@ pub fn plan(ctx: &mut Ctx, args: PlanArgs) -> Result<i32> {
 }
 
 fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
-    let loaded = tasks_file::load(ctx, &args.file)?;
+    let loaded = tasks_file::load_with_zones(ctx, &args.file)?;
     let file = ops::plan::source_identity(&args.file, loaded.source.as_deref(), args.prune)?;
     let mut desired = loaded.tasks;
     let (tenant, identity) = caller_parts(ctx);
@@ -270,7 +270,7 @@ fn print(
 }
 
 pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
-    let loaded = tasks_file::load(ctx, &args.file)?;
+    let loaded = tasks_file::load_with_zones(ctx, &args.file)?;
     let file = ops::plan::source_identity(&args.file, loaded.source.as_deref(), args.prune)?;
     let mut desired = loaded.tasks;
     let (tenant, identity) = caller_parts(ctx);

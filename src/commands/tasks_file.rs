@@ -47,8 +47,31 @@ pub struct TasksFile {
     pub tasks: Vec<Desired>,
 }
 
+/// `load`, with the caller's current zone for the tasks that say
+/// `tz = "follow"` (docs/CONTRACT.md §18): the file is checked as a whole
+/// first, and the store is read for the zone only when a task follows.
+pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFile> {
+    let loaded = load(ctx, path, None)?;
+    let follows = loaded
+        .tasks
+        .iter()
+        .any(|d| d.built.as_ref().is_ok_and(|b| b.payload.follow));
+    if !follows {
+        return Ok(loaded);
+    }
+    match super::follow_zone(ctx, Some(crate::payload::FOLLOW), None)? {
+        Some(zone) => load(ctx, path, Some(zone)),
+        None => Ok(loaded),
+    }
+}
+
 /// Reads and checks the whole file; any problem refuses all of it.
-pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<TasksFile> {
+/// `owner_zone`: the caller's current zone, for following tasks.
+pub fn load(
+    ctx: &Ctx,
+    path: &std::path::Path,
+    owner_zone: Option<schedule::Tz>,
+) -> Result<TasksFile> {
     let shown = path.display().to_string();
     let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
     let (source, text) = take_source(&shown, &text)?;
@@ -108,7 +131,7 @@ pub fn load(ctx: &Ctx, path: &std::path::Path) -> Result<TasksFile> {
         let declared = declared(&spec, zone, ctx);
         let schedule_key = schedules[0].to_string();
         let spec = to_spec(&name, spec);
-        let built = draft::build_payload(&super::drafter(ctx), &spec, None)
+        let built = draft::build_payload(&super::drafter(ctx, owner_zone), &spec, None)
             .map(|(payload, upcoming)| Built { payload, upcoming })
             .map_err(|e| {
                 let message = e.to_string();
@@ -134,9 +157,15 @@ fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
     if let Some(keys) = task.as_object_mut() {
         keys.retain(|_, value| !value.is_null());
     }
+    // A following task declares "follow", not where its owner is today:
+    // the owner moving is no change to the file.
+    let zone = match spec.tz.as_deref() {
+        Some(crate::payload::FOLLOW) => crate::payload::FOLLOW,
+        _ => zone.name(),
+    };
     serde_json::json!({
         "task": task,
-        "zone": zone.name(),
+        "zone": zone,
         "target": spec.target.as_deref().unwrap_or(ctx.actor()),
     })
     .to_string()
@@ -145,9 +174,11 @@ fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
 /// Checks each value alone, so that a refusal names its key; gives the
 /// task's zone.
 fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static str, String)> {
-    let zone = match &spec.tz {
+    let zone = match spec.tz.as_deref() {
+        // Times are checked in the default zone; the draft reads them in
+        // the zone in force.
+        Some(crate::payload::FOLLOW) | None => ctx.default_zone,
         Some(tz) => schedule::parse_zone(tz).map_err(|e| ("tz", e.message))?,
-        None => ctx.default_zone,
     };
     let durations = [
         ("every", &spec.every),

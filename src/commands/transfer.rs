@@ -83,6 +83,12 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
         // Only what was confirmed may run: a task whose columns were edited
         // away from its payload (or the payload from its hash) is refused
         // here, as every read would quarantine it.
+        if table.name == "zones" {
+            let zone = object.get("zone").and_then(Value::as_str).unwrap_or("");
+            if let Err(e) = crate::schedule::parse_zone(zone) {
+                return fail(bad(format!("zones: {}", e.message)));
+            }
+        }
         if table.name == "tasks" {
             if let Err(corrupt) = transfer::raw_task(object).decode() {
                 return fail(

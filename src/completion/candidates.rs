@@ -127,6 +127,43 @@ fn runs(which: Runs, current: &OsStr) -> Vec<CompletionCandidate> {
         .collect()
 }
 
+/// `zone set|show|unset KEY`: the identity keys the tenant knows — those
+/// with a zone and those a task follows (along tasks_following) — and the
+/// caller's own. `zone set` is the host's, acting for anyone, so these are
+/// not filtered by owner.
+pub fn identity_keys(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(prefix) = current.to_str() else {
+        return Vec::new();
+    };
+    let line = LINE.get().cloned().unwrap_or_default();
+    let sql = "SELECT identity_key, zone, NULL, NULL FROM zones
+               WHERE tenant_key = $1 AND substr(identity_key, 1, length($2)) = $2
+               UNION
+               SELECT DISTINCT follow_key, NULL, NULL, NULL FROM tasks
+               WHERE tenant_key = $1 AND follow_key IS NOT NULL
+                 AND substr(follow_key, 1, length($2)) = $2
+               ORDER BY 1 LIMIT $3";
+    let mut keys: Vec<(String, Option<String>)> = rows(&line, sql, prefix)
+        .into_iter()
+        .filter_map(|[key, zone, ..]| Some((key?, zone)))
+        .collect();
+    keys.extend(
+        line.as_keys
+            .iter()
+            .filter(|k| k.starts_with(prefix))
+            .map(|k| (k.clone(), None)),
+    );
+    // A key with a zone shows it; each key once.
+    keys.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.is_some().cmp(&a.1.is_some())));
+    keys.dedup_by(|later, first| later.0 == first.0);
+    keys.into_iter()
+        .map(|(key, zone)| match zone {
+            Some(zone) => candidate(key, format!("zone {zone}")),
+            None => CompletionCandidate::new(key),
+        })
+        .collect()
+}
+
 /// IANA zone names, for `--tz`.
 pub fn zones(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(prefix) = current.to_str() else {
@@ -138,6 +175,24 @@ pub fn zones(current: &OsStr) -> Vec<CompletionCandidate> {
         .filter(|name| name.starts_with(prefix))
         .map(CompletionCandidate::new)
         .collect()
+}
+
+/// `draft --tz`: the zones, and `follow` (docs/CONTRACT.md §18).
+pub fn draft_zones(current: &OsStr) -> Vec<CompletionCandidate> {
+    let mut out = zones(current);
+    if current
+        .to_str()
+        .is_some_and(|p| crate::payload::FOLLOW.starts_with(p))
+    {
+        out.insert(
+            0,
+            candidate(
+                crate::payload::FOLLOW.into(),
+                "the owner's current zone".into(),
+            ),
+        );
+    }
+    out
 }
 
 /// `--days`: the words and day names, after the commas already typed.
@@ -183,15 +238,8 @@ fn candidate(value: String, help: String) -> CompletionCandidate {
 /// the caller owns; none on any failure.
 fn query(sql: &str, prefix: &str) -> Vec<[Option<String>; 3]> {
     let line = LINE.get().cloned().unwrap_or_default();
-    let tenant = line.tenant.clone().unwrap_or_else(|| "default".to_string());
-    let Some(location) = location(&line) else {
-        return Vec::new();
-    };
-    let rows = match location {
-        Location::Sqlite(path) => sqlite(&path, sql, &tenant, prefix).unwrap_or_default(),
-        Location::Postgres(url) => postgres(&url, sql, &tenant, prefix).unwrap_or_default(),
-    };
-    rows.into_iter()
+    rows(&line, sql, prefix)
+        .into_iter()
         .filter(|[.., owners]| {
             let owners: Vec<String> = owners
                 .as_deref()
@@ -201,6 +249,19 @@ fn query(sql: &str, prefix: &str) -> Vec<[Option<String>; 3]> {
         })
         .map(|[a, b, c, _]| [a, b, c])
         .collect()
+}
+
+/// Every row of `sql` (parameters as for `query`), whoever owns it; none on
+/// any failure.
+fn rows(line: &Line, sql: &str, prefix: &str) -> Vec<[Option<String>; 4]> {
+    let tenant = line.tenant.clone().unwrap_or_else(|| "default".to_string());
+    let Some(location) = location(line) else {
+        return Vec::new();
+    };
+    match location {
+        Location::Sqlite(path) => sqlite(&path, sql, &tenant, prefix).unwrap_or_default(),
+        Location::Postgres(url) => postgres(&url, sql, &tenant, prefix).unwrap_or_default(),
+    }
 }
 
 fn location(line: &Line) -> Option<Location> {

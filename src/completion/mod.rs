@@ -18,7 +18,7 @@ mod shells;
 use std::sync::OnceLock;
 
 pub use candidates::{days, run_statuses, runs_any, runs_parked, runs_running, runs_unknown};
-pub use candidates::{task_states, tasks, tasks_or_runs, zones};
+pub use candidates::{draft_zones, identity_keys, task_states, tasks, tasks_or_runs, zones};
 
 /// The environment variable that turns an invocation into a completion
 /// request (clap_complete's convention).

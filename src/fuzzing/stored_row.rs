@@ -7,8 +7,9 @@
 //! tenant_key, name, owner_keys, target, instruction, schedule, timezone,
 //! policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
 //! state, state_reason, state_changed_at, next_run_at, revision, created_at,
-//! updated_at, consecutive_failures, next_retry_at, retry_run_id, payload).
-//! `\N` is NULL in a nullable column; an integer that does not parse is 0;
+//! updated_at, consecutive_failures, next_retry_at, retry_run_id, payload,
+//! follow_key, zone_in_force).
+//! `\N` (or, in the last two, an empty line) is NULL in a nullable column; an integer that does not parse is 0;
 //! missing lines are empty (or 0, or NULL). A payload_hash of `\H` is the
 //! SHA-256 of the payload line, so mutations can reach the comparison of
 //! the columns with the payload instead of stopping at the hash.
@@ -78,6 +79,10 @@ fn raw_row(data: &[u8]) -> RawTask {
         next_retry_at: nullable_int(21),
         retry_run_id: nullable(22),
         payload: text(23),
+        // The last columns: a seed's final newline leaves an empty line,
+        // which for these (added later) is NULL.
+        follow_key: nullable(24).filter(|l| !l.is_empty()),
+        zone_in_force: nullable(25).filter(|l| !l.is_empty()),
     }
 }
 
@@ -86,8 +91,13 @@ fn decoded_holds(raw: &RawTask, task: &Task) {
     let context = format!("{raw:?} decoded to {task:?}");
     assert!(!task.owner_keys.is_empty(), "{context}");
     assert_eq!(task.schedule.validate(), Ok(()), "{context}");
+    // A following task is read in the zone its last re-time recorded.
+    let zone_column = match task.follow_default {
+        Some(_) => raw.zone_in_force.clone().unwrap_or_default(),
+        None => raw.timezone.clone(),
+    };
     assert_eq!(
-        schedule::parse_zone(&raw.timezone),
+        schedule::parse_zone(&zone_column),
         Ok(task.timezone),
         "{context}"
     );

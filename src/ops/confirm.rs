@@ -93,7 +93,9 @@ pub fn confirm(
             replaced: Some(old),
         });
     }
-    let Some(next) = schedule::next_after(&payload.schedule, payload.timezone, now) else {
+    // A following task starts in its owner's zone as of now (§18).
+    let zone = crate::ops::zones::zone_in_force(tx, &payload)?;
+    let Some(next) = schedule::next_after(&payload.schedule, zone, now) else {
         return fail(
             CmdError::draft_rejected("the schedule has no occurrence after now")
                 .with_hint("draft it again with a future time"),
@@ -103,6 +105,7 @@ pub fn confirm(
         uuid::Uuid::new_v4().to_string(),
         draft.payload_hash.clone(),
         next.at,
+        zone,
         now,
     );
     tx.insert_task(&task)?;
@@ -180,9 +183,10 @@ pub fn replace(
         ));
     }
     // A paused task stays paused: `resume` picks its next run then.
+    let zone = crate::ops::zones::zone_in_force(tx, payload)?;
     let next_run_at = match old.state {
         TaskState::Paused => None,
-        _ => match schedule::next_after(&payload.schedule, payload.timezone, now) {
+        _ => match schedule::next_after(&payload.schedule, zone, now) {
             Some(next) => Some(next.at),
             None => {
                 return fail(
@@ -196,6 +200,7 @@ pub fn replace(
         old.task_id.clone(),
         payload_hash.to_string(),
         next_run_at.unwrap_or(0),
+        zone,
         now,
     );
     new.next_run_at = next_run_at;

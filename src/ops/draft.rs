@@ -65,6 +65,42 @@ pub struct Drafter<'a> {
     pub owner_keys: Vec<String>,
     /// The first identity key: the default target.
     pub actor: &'a str,
+    /// The current zone (docs/CONTRACT.md §18) of the key the payload would
+    /// follow: its first owner key (a replacement's, else the caller's).
+    pub owner_zone: Option<Tz>,
+}
+
+/// What `--tz` asks for: a zone, or `follow` (the owner's zone, §18).
+struct ZoneChoice {
+    /// The payload's zone: its fixed zone, or a following one's default.
+    payload_zone: Tz,
+    follow: bool,
+    /// The zone the schedule is read in now.
+    in_force: Tz,
+}
+
+/// `--tz ZONE`, `--tz follow`, or nothing (a replacement keeps its old
+/// choice). A new following payload's default is the owner's current zone,
+/// else the zone the draft would have without `--tz`; a replacement that
+/// keeps following keeps its default (nothing about it changed).
+fn zone_choice(who: &Drafter<'_>, args: &DraftSpec, old: Option<&Payload>) -> Result<ZoneChoice> {
+    let without_tz = old.map_or(who.default_zone, |o| o.timezone);
+    let (payload_zone, follow) = match (args.tz.as_deref(), old) {
+        (Some(crate::payload::FOLLOW), Some(old)) if old.follow => (old.timezone, true),
+        (Some(crate::payload::FOLLOW), _) => (who.owner_zone.unwrap_or(without_tz), true),
+        (Some(name), _) => (schedule::parse_zone(name).map_err(CmdError::from)?, false),
+        (None, Some(old)) => (old.timezone, old.follow),
+        (None, None) => (who.default_zone, false),
+    };
+    let in_force = match follow {
+        true => who.owner_zone.unwrap_or(payload_zone),
+        false => payload_zone,
+    };
+    Ok(ZoneChoice {
+        payload_zone,
+        follow,
+        in_force,
+    })
 }
 
 /// The canonical payload `spec` describes, over the confirmed payload `old`
@@ -75,11 +111,9 @@ pub fn build_payload(
     args: &DraftSpec,
     old: Option<&Payload>,
 ) -> Result<(Payload, Vec<Occurrence>)> {
-    let zone = match (&args.tz, old) {
-        (Some(name), _) => schedule::parse_zone(name).map_err(CmdError::from)?,
-        (None, Some(old)) => old.timezone,
-        (None, None) => who.default_zone,
-    };
+    let zone_choice = zone_choice(who, args, old)?;
+    // Times are read, and the preview computed, in the zone in force now.
+    let zone = zone_choice.in_force;
     let schedule = match (schedule_from(args, zone, who.now)?, old) {
         (Some(schedule), Some(old)) => {
             keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
@@ -93,6 +127,15 @@ pub fn build_payload(
             )
         }
     };
+    if zone_choice.follow && !crate::payload::follows_a_wall_clock(&schedule) {
+        return fail(
+            CmdError::usage(format!(
+                "--tz follow needs a --daily or --cron schedule, not {}",
+                schedule.kind()
+            ))
+            .with_hint("a once or interval schedule is fixed instants; give --tz ZONE"),
+        );
+    }
     let schedule = with_spread(args, schedule, zone, who.now)?;
     let schedule = with_end(args, schedule, zone, who.now)?;
     let upcoming = schedule::upcoming(&schedule, zone, who.now, 3);
@@ -158,7 +201,8 @@ pub fn build_payload(
             Some(old) => old.tenant_key.clone(),
             None => who.tenant.to_string(),
         },
-        timezone: zone,
+        timezone: zone_choice.payload_zone,
+        follow: zone_choice.follow,
     };
     // The spread's offset comes from the payload's SHA-256 taken with the
     // offset at 0, so anyone can recompute it; then the occurrences move.

@@ -41,7 +41,11 @@ pub fn explain_named(
         (None, Some(occurrence)) => occurrence,
         (None, None) => now,
     };
-    let Some(occurrence) = schedule::last_at_or_before(&task.schedule, task.timezone, at) else {
+    // A following task's occurrences before a re-time were in the zone
+    // then in force (docs/CONTRACT.md §18).
+    let retimes = retimes(tx, &task)?;
+    let zone = zone_at(&task, &retimes, at);
+    let Some(occurrence) = schedule::last_at_or_before(&task.schedule, zone, at) else {
         return fail(CmdError::not_found(format!(
             "task {} has no occurrence at or before {}",
             task.label(),
@@ -79,6 +83,7 @@ pub fn explain_named(
         .queue_mark(&task.task_id)?
         .filter(|m| m.due_at == occurrence.at);
     let facts = Facts {
+        retime: retimes.into_iter().rfind(|r| r.at <= now),
         queued,
         task: &task,
         occurrence: occurrence.clone(),
@@ -97,6 +102,48 @@ pub fn explain_named(
         run: final_run,
         explanation,
     })
+}
+
+/// A move of a following task from one zone to another (a `retime` event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retime {
+    pub at: i64,
+    pub from: schedule::Tz,
+    pub to: schedule::Tz,
+}
+
+/// The task's re-times, oldest first; an event whose zones do not read is
+/// left out (the trail is kept as written, the explanation does without).
+fn retimes(tx: &mut dyn Tx, task: &Task) -> Result<Vec<Retime>> {
+    if task.follow_default.is_none() {
+        return Ok(Vec::new());
+    }
+    let zone = |e: &crate::model::Event, key: &str| {
+        e.detail
+            .get(key)
+            .and_then(|v| v.as_str())
+            .and_then(|z| schedule::parse_zone(z).ok())
+    };
+    Ok(tx
+        .retimes(&task.task_id)?
+        .into_iter()
+        .filter_map(|e| {
+            Some(Retime {
+                at: e.event.at,
+                from: zone(&e.event, "from_zone")?,
+                to: zone(&e.event, "to_zone")?,
+            })
+        })
+        .collect())
+}
+
+/// The zone the task was read in at `at`: where the last re-time before it
+/// moved it, else where the first re-time after it moved it from.
+fn zone_at(task: &Task, retimes: &[Retime], at: i64) -> schedule::Tz {
+    match retimes.iter().rfind(|r| r.at <= at) {
+        Some(r) => r.to,
+        None => retimes.first().map_or(task.timezone, |r| r.from),
+    }
 }
 
 /// The task `arg` names, or else the task of the run it names with that
@@ -128,6 +175,8 @@ pub struct Facts<'a> {
     /// The last pause or resume at or before the occurrence: (action, at, reason).
     pub pause: Option<(String, i64, Option<String>)>,
     pub last_tick: Option<i64>,
+    /// A following task's latest move to another zone, when it has moved.
+    pub retime: Option<Retime>,
     /// A tick saw this occurrence due within grace but had no free slot.
     pub queued: Option<crate::store::QueueMark>,
     pub now: i64,
@@ -159,6 +208,15 @@ pub fn explain(f: &Facts<'_>) -> Explanation {
     text.push_str(&body);
     if !text.ends_with('.') {
         text.push('.');
+    }
+    if let (Some(r), Some(key)) = (&f.retime, f.task.follow_key()) {
+        text.push_str(&format!(
+            " The task follows {}: it was re-timed from {} to {} at {}.",
+            crate::text::escape(key),
+            r.from.name(),
+            r.to.name(),
+            schedule::format_wall(r.at, r.to)
+        ));
     }
     Explanation {
         rule,

@@ -9,7 +9,8 @@
 //! - `explain`: why an occurrence did or did not run;
 //! - `draft`: the payload a draft's values describe;
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
-//! - `plan`: what a tasks file would change, and applying exactly that.
+//! - `plan`: what a tasks file would change, and applying exactly that;
+//! - `zones`: owners' current zones and re-timing the tasks that follow them.
 
 pub mod access;
 pub mod confirm;
@@ -17,3 +18,4 @@ pub mod draft;
 pub mod explain;
 pub mod lifecycle;
 pub mod plan;
+pub mod zones;

@@ -333,16 +333,16 @@ fn perform(
                 unreachable!("compute refuses a create that does not build")
             };
             let hash = hash_hex(b.payload.canonical().as_bytes());
-            let Some(next) = schedule::next_after(&b.payload.schedule, b.payload.timezone, now)
-            else {
+            let zone = crate::ops::zones::zone_in_force(tx, &b.payload)?;
+            let Some(next) = schedule::next_after(&b.payload.schedule, zone, now) else {
                 return fail(CmdError::draft_rejected(format!(
                     "task {}: the schedule has no occurrence after now",
                     escape(&a.name)
                 )));
             };
-            let task = b
-                .payload
-                .new_task(uuid::Uuid::new_v4().to_string(), hash, next.at, now);
+            let task =
+                b.payload
+                    .new_task(uuid::Uuid::new_v4().to_string(), hash, next.at, zone, now);
             tx.insert_task(&task)?;
             tx.set_managed_by(&task.task_id, file)?;
             tx.set_declared(

@@ -71,6 +71,15 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
     ]
 }
 
+/// The task's zone in force, and for a following task whom it follows
+/// (docs/CONTRACT.md §18): "Europe/Berlin, follows unix:alice".
+pub fn zone_words(t: &Task) -> String {
+    match t.follow_key() {
+        Some(key) => format!("{}, follows {}", t.timezone.name(), escape(key)),
+        None => t.timezone.name().to_string(),
+    }
+}
+
 /// The full task, as `show` prints it above its runs.
 pub fn task_detail(t: &Task, now: i64) -> String {
     let mut rows: Vec<(&str, String)> = vec![
@@ -95,11 +104,7 @@ pub fn task_detail(t: &Task, now: i64) -> String {
     rows.extend([
         (
             "schedule",
-            format!(
-                "{} ({})",
-                t.schedule.describe(t.timezone),
-                t.timezone.name()
-            ),
+            format!("{} ({})", t.schedule.describe(t.timezone), zone_words(t)),
         ),
         (
             "next run",
@@ -234,6 +239,13 @@ pub fn in_words(
 ) -> String {
     use serde_json::Value;
     match (field, value) {
+        // A following payload's zone is its owner's; it is described here
+        // in its default, the one zone the payload itself names.
+        ("schedule", _) if payload.follow => format!(
+            "{} (following; default {})",
+            payload.schedule.describe(payload.timezone),
+            payload.timezone.name()
+        ),
         ("schedule", _) => format!(
             "{} ({})",
             payload.schedule.describe(payload.timezone),

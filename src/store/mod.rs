@@ -22,6 +22,7 @@ pub mod shared;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;
+pub mod zones;
 
 use std::path::PathBuf;
 
@@ -37,6 +38,7 @@ pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
+pub use zones::ZoneTx;
 
 /// Everything one transaction can do.
 pub trait Tx:
@@ -50,6 +52,7 @@ pub trait Tx:
     + MaintenanceTx
     + TransferTx
     + QueueTx
+    + ZoneTx
 {
 }
 impl<
@@ -62,7 +65,8 @@ impl<
             + MemoryTx
             + MaintenanceTx
             + TransferTx
-            + QueueTx,
+            + QueueTx
+            + ZoneTx,
     > Tx for T
 {
 }

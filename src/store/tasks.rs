@@ -14,7 +14,7 @@ use crate::store::Tx;
 pub const TASK_COLUMNS: &str = "task_id, tenant_key, name, owner_keys, target, instruction,
     schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds, payload_hash,
     state, state_reason, state_changed_at, next_run_at, revision, created_at, updated_at,
-    consecutive_failures, next_retry_at, retry_run_id, payload";
+    consecutive_failures, next_retry_at, retry_run_id, payload, follow_key, zone_in_force";
 
 /// A stored row that failed validation on read: it is reported (and, by the
 /// tick, quarantined) instead of crashing the reader.
@@ -76,6 +76,16 @@ pub struct RawTask {
     pub retry_run_id: Option<String>,
     /// The canonical payload, whose SHA-256 is `payload_hash`.
     pub payload: String,
+    /// The identity key a following task follows (its payload's first owner
+    /// key), for `zone set`'s lookup; NULL for a fixed zone. Checked
+    /// against the payload like every confirmed column.
+    pub follow_key: Option<String>,
+    /// A following task's zone in force, set at confirm and by each re-time
+    /// (docs/CONTRACT.md §18). Scheduler bookkeeping like `next_run_at`, not
+    /// a confirmed field: the person confirmed "follow me", and this is
+    /// where the owner is now. Validated as a zone, never compared with the
+    /// payload. NULL for a fixed zone.
+    pub zone_in_force: Option<String>,
 }
 
 impl RawTask {
@@ -89,7 +99,10 @@ impl RawTask {
             target: t.target.clone(),
             instruction: t.instruction.clone(),
             schedule: t.schedule.to_json().to_string(),
-            timezone: t.timezone.name().to_string(),
+            timezone: match t.follow_default {
+                Some(_) => crate::payload::FOLLOW.to_string(),
+                None => t.timezone.name().to_string(),
+            },
             policy: t.policy.as_str().to_string(),
             grace_seconds: t.grace_seconds,
             max_retries: t.max_retries,
@@ -106,6 +119,8 @@ impl RawTask {
             next_retry_at: t.next_retry_at,
             retry_run_id: t.retry_run_id.clone(),
             payload: Payload::of_task(t).canonical(),
+            follow_key: t.follow_key().map(str::to_string),
+            zone_in_force: t.follow_default.map(|_| t.timezone.name().to_string()),
         }
     }
 
@@ -116,6 +131,7 @@ impl RawTask {
             problem,
         };
         let confirmed = self.confirmed().map_err(corrupt)?;
+        let timezone = self.zone_in_force(&confirmed).map_err(corrupt)?;
         let state = TaskState::parse(&self.state)
             .ok_or_else(|| corrupt(format!("unknown state '{}'", self.state)))?;
         for (value, what) in [
@@ -136,7 +152,8 @@ impl RawTask {
             target: confirmed.target,
             instruction: confirmed.instruction,
             schedule: confirmed.schedule,
-            timezone: confirmed.timezone,
+            timezone,
+            follow_default: confirmed.follow.then_some(confirmed.timezone),
             policy: confirmed.policy,
             grace_seconds: confirmed.grace_seconds,
             max_retries: confirmed.max_retries,
@@ -156,6 +173,19 @@ impl RawTask {
         })
     }
 
+    /// The zone the row's schedule is read in: the confirmed zone, or for a
+    /// following task the valid zone its last re-time recorded.
+    fn zone_in_force(&self, confirmed: &Payload) -> Result<schedule::Tz, String> {
+        match (&self.zone_in_force, confirmed.follow) {
+            (None, false) => Ok(confirmed.timezone),
+            (Some(zone), true) => {
+                schedule::parse_zone(zone).map_err(|e| format!("zone_in_force: {e}"))
+            }
+            (None, true) => Err("zone_in_force is missing on a task that follows its owner".into()),
+            (Some(_), false) => Err("zone_in_force is set on a task with a fixed zone".into()),
+        }
+    }
+
     /// The payload the row was confirmed with, once its hash and every
     /// column that repeats one of its fields agree with it; else what
     /// disagrees, naming the column.
@@ -173,8 +203,13 @@ impl RawTask {
         let schedule_json: serde_json::Value = serde_json::from_str(&self.schedule)
             .map_err(|e| format!("schedule is not JSON: {e}"))?;
         let schedule = Schedule::from_json(&schedule_json).map_err(|e| format!("schedule: {e}"))?;
-        let timezone =
-            schedule::parse_zone(&self.timezone).map_err(|e| format!("timezone: {e}"))?;
+        // A following task stores the payload's word for it; a fixed one its zone.
+        let same_zone = if payload.follow {
+            self.timezone == crate::payload::FOLLOW
+        } else {
+            schedule::parse_zone(&self.timezone).map_err(|e| format!("timezone: {e}"))?
+                == payload.timezone
+        };
         let policy = Policy::parse(&self.policy)
             .ok_or_else(|| format!("unknown policy '{}'", self.policy))?;
         let agree = [
@@ -184,7 +219,11 @@ impl RawTask {
             ("target", self.target == payload.target),
             ("instruction", self.instruction == payload.instruction),
             ("schedule", schedule == payload.schedule),
-            ("timezone", timezone == payload.timezone),
+            ("timezone", same_zone),
+            (
+                "follow_key",
+                self.follow_key.as_deref() == payload.follow_key(),
+            ),
             ("policy", policy == payload.policy),
             ("grace_seconds", self.grace_seconds == payload.grace_seconds),
             ("max_retries", self.max_retries == payload.max_retries),

@@ -25,6 +25,18 @@ pub const TABLES: &[Table] = &[
         name: "meta",
         columns: &[("key", T), ("value", T)],
     },
+    // The owners' current zones (docs/CONTRACT.md §18): a following task's
+    // zone in force came from here, and later `zone set`s go on from here.
+    Table {
+        name: "zones",
+        columns: &[
+            ("tenant_key", T),
+            ("identity_key", T),
+            ("zone", T),
+            ("set_at", I),
+            ("set_by", T),
+        ],
+    },
     Table {
         name: "tasks",
         columns: &[
@@ -60,6 +72,8 @@ pub const TABLES: &[Table] = &[
             ("trigger_actor", T),
             ("managed_by", T),
             ("declared_hash", T),
+            ("follow_key", T),
+            ("zone_in_force", T),
         ],
     },
     Table {
@@ -145,13 +159,15 @@ pub fn table(name: &str) -> Option<&'static Table> {
 }
 
 impl Table {
-    /// `SELECT a, b, … FROM t ORDER BY <first column>` (events in id order).
+    /// `SELECT a, b, … FROM t ORDER BY <first column>` (events in id order,
+    /// zones by their key).
     pub fn select_sql(&self) -> String {
         let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
-        let order = if self.name == "events" {
-            "event_id"
-        } else {
-            columns[0]
+        let order = match self.name {
+            "events" => "event_id",
+            // Its key has two columns: one file for one store, byte for byte.
+            "zones" => "tenant_key, identity_key",
+            _ => columns[0],
         };
         format!(
             "SELECT {} FROM {} ORDER BY {order}",
@@ -230,6 +246,8 @@ pub fn raw_task(row: &Map<String, Value>) -> RawTask {
         next_retry_at: int("next_retry_at"),
         retry_run_id: text("retry_run_id"),
         payload: text("payload").unwrap_or_default(),
+        follow_key: text("follow_key"),
+        zone_in_force: text("zone_in_force"),
     }
 }
 

@@ -79,6 +79,12 @@ pub fn claim_batch(
         }
     }
     let tenants = rr.tenants.as_deref().unwrap_or_default();
+    // Due work a claim could not decide (its row is gone by id while an
+    // index still lists it due: a damaged file). The same work coming back
+    // means the tenant has nothing more this batch can decide; without
+    // this the loop would ask for it forever.
+    let mut undecided: Vec<(String, i64)> = Vec::new();
+    let mut exhausted = vec![false; tenants.len()];
     while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
         if let Some(limit) = max_running {
             if tx.running_count()? >= limit as i64 {
@@ -89,7 +95,14 @@ pub fn claim_batch(
         let mut found = None;
         for step in 0..tenants.len() {
             let index = (rr.next + step) % tenants.len();
+            if exhausted[index] {
+                continue;
+            }
             if let Some(due) = tx.earliest_due_in(&tenants[index], s.now)? {
+                if undecided.contains(&(due.task_id.clone(), due.due_at)) {
+                    exhausted[index] = true;
+                    continue;
+                }
                 found = Some((index, due));
                 break;
             }
@@ -99,16 +112,18 @@ pub fn claim_batch(
             return Ok(batch);
         };
         rr.next = (index + 1) % tenants.len();
-        if let Some(claimed) = claim::claim_due(tx, &due, s, true)? {
-            if let Claimed::Planned { plan, .. } = &claimed {
-                batch.started += plan
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == RunStatus::Running)
-                    .count();
-            }
-            batch.claimed.push(claimed);
+        let Some(claimed) = claim::claim_due(tx, &due, s, true)? else {
+            undecided.push((due.task_id, due.due_at));
+            continue;
+        };
+        if let Claimed::Planned { plan, .. } = &claimed {
+            batch.started += plan
+                .runs
+                .iter()
+                .filter(|r| r.status == RunStatus::Running)
+                .count();
         }
+        batch.claimed.push(claimed);
     }
     Ok(batch)
 }

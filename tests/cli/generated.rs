@@ -84,6 +84,7 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron draft --instruction \"summarize the on-call channel\" --daily 09:30 --days weekdays --tz Asia/Shanghai --name oncall",
             "agentcron draft --instruction - --cron \"*/15 9-17 * * 1-5\" < prompt.txt",
             "agentcron draft --replace oncall --daily 10:00",
+            "agentcron draft --instruction \"summarize my stand-up\" --daily 09:30 --tz follow",
         ],
         "confirm" => &["agentcron confirm DRAFT_ID --hash HASH"],
         "list" => &["agentcron list", "agentcron list --state paused", "agentcron --json list --all"],
@@ -133,6 +134,12 @@ fn examples(path: &str) -> &'static [&'static str] {
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
         "completions" => &["agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron"],
+        "zone" | "zone set" => &[
+            "agentcron --as host:profile-sync zone set unix:alice Europe/Berlin",
+            "agentcron --json zone set unix:alice Europe/Berlin",
+        ],
+        "zone show" => &["agentcron zone show unix:alice", "agentcron --json zone show"],
+        "zone unset" => &["agentcron zone unset unix:alice"],
         _ => &[],
     }
 }

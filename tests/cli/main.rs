@@ -32,3 +32,4 @@ mod tasks;
 mod tick;
 mod transfer;
 mod wiring;
+mod zones;

@@ -256,6 +256,7 @@ impl Harness {
             target: "chat:1".into(),
             tenant_key: TENANT.into(),
             timezone: chrono_tz::UTC,
+            follow: false,
         };
         let canonical = payload.canonical();
         let draft = Draft {
@@ -333,7 +334,13 @@ impl Harness {
             );
             let next = schedule::next_after(&payload.schedule, payload.timezone, now)
                 .ok_or_else(|| anyhow::anyhow!("no future occurrence"))?;
-            let task = payload.new_task(task_id.clone(), draft.payload_hash.clone(), next.at, now);
+            let task = payload.new_task(
+                task_id.clone(),
+                draft.payload_hash.clone(),
+                next.at,
+                payload.timezone,
+                now,
+            );
             tx.insert_task(&task)?;
             tx.consume_draft(&draft.draft_id)?;
             tx.append_event(&event(now, "confirm", Some(&task_id), None, json!({})))

@@ -19,6 +19,7 @@ pub mod schema;
 mod statements;
 mod tasks;
 mod transfer;
+mod zones;
 
 use std::ops::ControlFlow;
 

@@ -250,6 +250,23 @@ const MIGRATIONS: &[&str] = &[
                            AND NEW.status IN ('succeeded', 'failed', 'delivery_failed', 'unknown'))
         EXECUTE FUNCTION agentcron_count_finished_run();
 "#,
+    r#"
+    -- 14: zones that follow their owner (docs/CONTRACT.md §18), as SQLite's
+    -- migration of the same name: the owners' current zones, the key a
+    -- following task follows and its zone in force, and the indexes
+    -- `zone set` and `explain` read.
+    CREATE TABLE zones (
+        tenant_key   TEXT NOT NULL,
+        identity_key TEXT NOT NULL,
+        zone         TEXT NOT NULL,
+        set_at       BIGINT NOT NULL,
+        set_by       TEXT NOT NULL,
+        PRIMARY KEY (tenant_key, identity_key));
+    ALTER TABLE tasks ADD COLUMN follow_key TEXT, ADD COLUMN zone_in_force TEXT;
+    CREATE INDEX tasks_following ON tasks (tenant_key, follow_key)
+        WHERE follow_key IS NOT NULL;
+    CREATE INDEX events_retimes ON events (task_id, event_id) WHERE action = 'retime';
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

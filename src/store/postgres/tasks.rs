@@ -46,6 +46,8 @@ pub(super) fn decode_task(row: &Row) -> Result<Result<Task, CorruptRow>> {
             next_retry_at: col(row, 21)?,
             retry_run_id: col(row, 22)?,
             payload: col(row, 23)?,
+            follow_key: col(row, 24)?,
+            zone_in_force: col(row, 25)?,
         })
     })();
     Ok(match raw {
@@ -85,7 +87,7 @@ impl TaskTx for PgTx<'_, '_> {
                 &format!(
                     "INSERT INTO tasks ({TASK_COLUMNS})
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                             $17, $18, $19, $20, $21, $22, $23, $24)"
+                             $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
                 ),
                 &[
                     &r.task_id,
@@ -112,6 +114,8 @@ impl TaskTx for PgTx<'_, '_> {
                     &r.next_retry_at,
                     &r.retry_run_id,
                     &r.payload,
+                    &r.follow_key,
+                    &r.zone_in_force,
                 ],
             )
             .map_err(|e| name_taken(e, t, "saving the task"))?;
@@ -324,7 +328,8 @@ impl TaskTx for PgTx<'_, '_> {
                      retry_backoff_seconds = $9, payload = $10, payload_hash = $11,
                      next_run_at = $12, updated_at = $13, revision = revision + 1,
                      next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     follow_key = $18, zone_in_force = $19
                  WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
                    AND tenant_key = $16 AND owner_keys = $17",
                 &[
@@ -345,6 +350,8 @@ impl TaskTx for PgTx<'_, '_> {
                     &expected_revision,
                     &r.tenant_key,
                     &r.owner_keys,
+                    &r.follow_key,
+                    &r.zone_in_force,
                 ],
             )
             .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;

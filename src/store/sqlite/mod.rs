@@ -27,6 +27,7 @@ mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod trace;
 mod transfer;
+mod zones;
 
 use std::path::{Path, PathBuf};
 

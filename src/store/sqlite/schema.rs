@@ -391,6 +391,27 @@ const MIGRATIONS: &[&str] = &[
             ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
     END;
     "#,
+    // 12: zones that follow their owner (docs/CONTRACT.md §18): one current zone
+    // per identity key and tenant, set by the host; a following task names
+    // the key it follows (its first owner key) and the zone in force, which
+    // `zone set` re-times in the same transaction. The partial index is how
+    // `zone set` finds an owner's following tasks without reading the others;
+    // `explain` finds a task's re-times as it finds its pauses.
+    r#"
+    CREATE TABLE zones (
+        tenant_key   TEXT NOT NULL,
+        identity_key TEXT NOT NULL,
+        zone         TEXT NOT NULL,     -- IANA name
+        set_at       INTEGER NOT NULL,
+        set_by       TEXT NOT NULL,
+        PRIMARY KEY (tenant_key, identity_key)
+    ) STRICT, WITHOUT ROWID;
+    ALTER TABLE tasks ADD COLUMN follow_key TEXT;
+    ALTER TABLE tasks ADD COLUMN zone_in_force TEXT;
+    CREATE INDEX tasks_following ON tasks (tenant_key, follow_key)
+        WHERE follow_key IS NOT NULL;
+    CREATE INDEX events_retimes ON events (task_id, event_id) WHERE action = 'retime';
+    "#,
 ];
 
 /// The schema version this binary writes.

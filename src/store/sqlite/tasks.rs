@@ -19,7 +19,8 @@ use crate::store::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition,
 pub(super) const LISTED_TASKS: &str = "SELECT task_id, tenant_key, name, owner_keys, target,
     instruction, schedule, timezone, policy, grace_seconds, max_retries, retry_backoff_seconds,
     payload_hash, state, state_reason, state_changed_at, next_run_at, revision, created_at,
-    updated_at, consecutive_failures, next_retry_at, retry_run_id, payload
+    updated_at, consecutive_failures, next_retry_at, retry_run_id, payload, follow_key,
+    zone_in_force
     FROM tasks
     WHERE tenant_key = ?1
       AND (?2 OR state <> 'deleted')
@@ -60,6 +61,8 @@ pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, Corrup
             next_retry_at: row.get(21)?,
             retry_run_id: row.get(22)?,
             payload: row.get(23)?,
+            follow_key: row.get(24)?,
+            zone_in_force: row.get(25)?,
         })
     })();
     Ok(match raw {
@@ -97,7 +100,7 @@ impl TaskTx for SqliteTx<'_> {
             .prepare_cached(&format!(
                 "INSERT INTO tasks ({TASK_COLUMNS})
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                         ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+                         ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
             ))?
             .execute(params![
                 r.task_id,
@@ -124,6 +127,8 @@ impl TaskTx for SqliteTx<'_> {
                 r.next_retry_at,
                 r.retry_run_id,
                 r.payload,
+                r.follow_key,
+                r.zone_in_force,
             ])
             .map_err(|e| name_taken(e, t, "saving the task"))?;
         Ok(())
@@ -349,7 +354,8 @@ impl TaskTx for SqliteTx<'_> {
                      retry_backoff_seconds = ?9, payload = ?10, payload_hash = ?11,
                      next_run_at = ?12, updated_at = ?13, revision = revision + 1,
                      next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     follow_key = ?18, zone_in_force = ?19
                  WHERE task_id = ?14 AND revision = ?15 AND state IN ('active', 'paused')
                    AND tenant_key = ?16 AND owner_keys = ?17",
             )?
@@ -371,6 +377,8 @@ impl TaskTx for SqliteTx<'_> {
                 expected_revision,
                 r.tenant_key,
                 r.owner_keys,
+                r.follow_key,
+                r.zone_in_force,
             ])
             .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;
         expect_one(changed, || {

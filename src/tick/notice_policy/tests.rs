@@ -10,6 +10,7 @@ const HOUR: i64 = 3600;
 
 fn task(mode: NotifyMode) -> Task {
     let payload = Payload {
+        follow: false,
         grace_seconds: 90,
         instruction: "check the backups".into(),
         max_retries: 0,
@@ -30,7 +31,8 @@ fn task(mode: NotifyMode) -> Task {
         tenant_key: "default".into(),
         timezone: "UTC".parse().unwrap(),
     };
-    payload.new_task("t1".into(), "h".into(), 60, 0)
+    let zone = payload.timezone;
+    payload.new_task("t1".into(), "h".into(), 60, zone, 0)
 }
 
 /// Plays runs through the policy as the tick would, keeping the memory.
