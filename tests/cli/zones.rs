@@ -98,14 +98,15 @@ fn a_payload_without_follow_hashes_as_before() {
         "Asia/Shanghai",
     ]);
     // Written out by hand and hashed outside agentcron (sha256sum): the
-    // payload every fixed-zone task had before zones could follow.
+    // payload a fixed-zone draft has, without follow_default (with the
+    // notice policy a new draft writes since issue 25).
     assert_eq!(
         d["payload"],
-        r#"{"grace_seconds":90,"instruction":"x","max_retries":3,"name":null,"owner_keys":["unix:tester"],"policy":"read_only","retry_backoff_seconds":60,"schedule":{"hour":9,"kind":"calendar","minute":30,"weekdays":[]},"target":"unix:tester","tenant_key":"default","timezone":"Asia/Shanghai"}"#
+        r#"{"grace_seconds":90,"instruction":"x","max_retries":3,"name":null,"notify":"attention","owner_keys":["unix:tester"],"policy":"read_only","realert_seconds":3600,"retry_backoff_seconds":60,"schedule":{"hour":9,"kind":"calendar","minute":30,"weekdays":[]},"target":"unix:tester","tenant_key":"default","timezone":"Asia/Shanghai"}"#
     );
     assert_eq!(
         d["payload_hash"],
-        "83d36c2deffe3205d7880d5ec4a0973204bcc2bf1a3196dace5c6dafd4ce2fb4"
+        "62ce3db8d3f7b543d7d03561d1e0b1375389aff1b34c77d945a4688ac682869b"
     );
 }
 
