@@ -16,6 +16,10 @@ use crate::schedule::{self, Schedule, Tz};
 /// Everything a confirmed task is made of; hashing it fixes what will run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
+    /// `agent:<client name>` when an agent drafted it through `agentcron mcp`
+    /// (docs/CONTRACT.md §17); absent from the canonical text otherwise, so a
+    /// draft made at a shell hashes as it always did.
+    pub drafted_by: Option<String>,
     pub grace_seconds: i64,
     pub instruction: String,
     pub max_retries: i64,
@@ -42,6 +46,7 @@ impl Payload {
     ) -> crate::model::Task {
         crate::model::Task {
             task_id,
+            drafted_by: self.drafted_by.clone(),
             tenant_key: self.tenant_key.clone(),
             name: self.name.clone(),
             owner_keys: self.owner_keys.clone(),
@@ -70,6 +75,7 @@ impl Payload {
     /// The payload a confirmed task was made from.
     pub fn of_task(t: &crate::model::Task) -> Payload {
         Payload {
+            drafted_by: t.drafted_by.clone(),
             grace_seconds: t.grace_seconds,
             instruction: t.instruction.clone(),
             max_retries: t.max_retries,
@@ -85,7 +91,7 @@ impl Payload {
     }
 
     pub fn to_value(&self) -> Value {
-        json!({
+        let mut value = json!({
             "grace_seconds": self.grace_seconds,
             "instruction": self.instruction,
             "max_retries": self.max_retries,
@@ -97,7 +103,11 @@ impl Payload {
             "target": self.target,
             "tenant_key": self.tenant_key,
             "timezone": self.timezone.name(),
-        })
+        });
+        if let Some(agent) = &self.drafted_by {
+            value["drafted_by"] = json!(agent);
+        }
+        value
     }
 
     /// The canonical bytes (as a string: they are always UTF-8).
@@ -128,6 +138,7 @@ impl Payload {
             return Err(anyhow!("payload is not in canonical form"));
         }
         Ok(Payload {
+            drafted_by: f.drafted_by,
             grace_seconds: f.grace_seconds,
             instruction: f.instruction,
             max_retries: f.max_retries,
@@ -148,6 +159,9 @@ impl Payload {
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct StoredFields {
+    // Written only when present: `"drafted_by":null` is not canonical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    drafted_by: Option<String>,
     grace_seconds: i64,
     instruction: String,
     max_retries: i64,
@@ -216,6 +230,7 @@ mod tests {
 
     fn sample() -> Payload {
         Payload {
+            drafted_by: None,
             grace_seconds: 60,
             instruction: "summarize the on-call channel — 值班".into(),
             max_retries: 3,
@@ -286,6 +301,21 @@ mod tests {
         ] {
             assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_agents_draft_carries_drafted_by_and_a_shells_does_not() {
+        let shell = sample().canonical();
+        assert!(!shell.contains("drafted_by"));
+        let agent = Payload {
+            drafted_by: Some("agent:claude-code".into()),
+            ..sample()
+        };
+        let text = agent.canonical();
+        assert!(text.starts_with(r#"{"drafted_by":"agent:claude-code","grace_seconds":60,"#));
+        assert_eq!(Payload::from_canonical(&text).unwrap(), agent);
+        let null = shell.replacen('{', r#"{"drafted_by":null,"#, 1);
+        assert!(Payload::from_canonical(&null).is_err());
     }
 
     #[test]

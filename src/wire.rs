@@ -45,6 +45,10 @@ pub fn task(t: &Task) -> Value {
     if t.state == crate::model::TaskState::Error {
         value["error_reason"] = json!(t.state_reason);
     }
+    // Only an agent's draft names its drafter (docs/CONTRACT.md §17).
+    if let Some(agent) = &t.drafted_by {
+        value["drafted_by"] = json!(agent);
+    }
     value
 }
 

@@ -19,6 +19,7 @@ pub mod install;
 pub mod lease;
 pub mod list;
 pub mod log;
+pub mod mcp;
 pub mod metrics;
 pub mod next;
 pub mod pause;
@@ -74,6 +75,7 @@ pub enum Command {
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Completions(completions::CompletionsArgs),
+    Mcp(mcp::McpArgs),
 }
 
 impl Command {
@@ -121,6 +123,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Completions(args) => completions::run(ctx, args),
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
+        Command::Mcp(args) => mcp::run(ctx, args),
     }
     .map(|()| 0)
 }
@@ -223,6 +226,7 @@ fn drafter(ctx: &Ctx) -> crate::ops::draft::Drafter<'_> {
         tenant: &ctx.tenant,
         owner_keys: ctx.owner_keys(),
         actor: ctx.actor(),
+        drafted_by: None,
     }
 }
 

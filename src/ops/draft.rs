@@ -62,6 +62,9 @@ pub struct Drafter<'a> {
     pub owner_keys: Vec<String>,
     /// The first identity key: the default target.
     pub actor: &'a str,
+    /// `agent:<client name>` when an agent drafts through `agentcron mcp`:
+    /// recorded in the payload, whatever an older payload said.
+    pub drafted_by: Option<String>,
 }
 
 /// The canonical payload `spec` describes, over the confirmed payload `old`
@@ -103,6 +106,7 @@ pub fn build_payload(
         );
     }
     let payload = Payload {
+        drafted_by: who.drafted_by.clone(),
         grace_seconds: match (&args.grace, old) {
             (Some(g), _) => duration_flag("--grace", g, true)?,
             (None, Some(old)) => old.grace_seconds,

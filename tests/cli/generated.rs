@@ -85,7 +85,10 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron draft --instruction - --cron \"*/15 9-17 * * 1-5\" < prompt.txt",
             "agentcron draft --replace oncall --daily 10:00",
         ],
-        "confirm" => &["agentcron confirm DRAFT_ID --hash HASH"],
+        "confirm" => &[
+            "agentcron confirm DRAFT_ID --hash HASH",
+            "agentcron confirm DRAFT_ID --hash HASH --code 123456",
+        ],
         "list" => &["agentcron list", "agentcron list --state paused", "agentcron --json list --all"],
         "show" => &["agentcron show oncall"],
         "pause" => &["agentcron pause oncall --reason \"on vacation\""],
@@ -132,6 +135,10 @@ fn examples(path: &str) -> &'static [&'static str] {
         "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent"],
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
+        "mcp" => &[
+            "agentcron mcp --as unix:alice --notifier /usr/local/bin/notify",
+            "sudo -n -u agentcron agentcron mcp --as unix:alice",
+        ],
         "completions" => &["agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron"],
         _ => &[],
     }

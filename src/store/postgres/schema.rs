@@ -196,6 +196,12 @@ const MIGRATIONS: &[&str] = &[
                            OR OLD.tenant_key IS DISTINCT FROM NEW.tenant_key)
         EXECUTE FUNCTION agentcron_count_task();
 "#,
+    r#"
+    -- 13: an agent draft's one-time code, as SQLite's migration 11: its
+    -- salted hash and the wrong codes given so far.
+    ALTER TABLE drafts ADD COLUMN code_hash TEXT, ADD COLUMN code_salt TEXT,
+        ADD COLUMN code_wrong_attempts BIGINT NOT NULL DEFAULT 0;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

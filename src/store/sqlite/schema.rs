@@ -295,6 +295,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX events_scheduler_gaps ON events (tenant_key) WHERE action = 'scheduler_gap';
     CREATE INDEX events_pauses ON events (task_id, event_id) WHERE action IN ('pause', 'resume');
     "#,
+    // 11: an agent's draft (`agentcron mcp`, docs/CONTRACT.md §17) is
+    // confirmed with a one-time code sent to the person: only its salted
+    // hash is kept, with the wrong codes given so far (the third voids it).
+    r#"
+    ALTER TABLE drafts ADD COLUMN code_hash TEXT;
+    ALTER TABLE drafts ADD COLUMN code_salt TEXT;
+    ALTER TABLE drafts ADD COLUMN code_wrong_attempts INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -1,0 +1,124 @@
+//! The one-time code that confirms an agent's draft (docs/CONTRACT.md §17).
+//!
+//! The payload hash proves *what* a person confirms; the code proves *who*:
+//! it goes only to the task's target (through the notifier) or to the
+//! confirming person's own terminal, never to the agent that drafted. Only a
+//! salted SHA-256 of it is stored, beside the draft, so it ends with the
+//! draft; three wrong codes void the draft. Six digits against three tries
+//! is one chance in 333,333 for a guesser; whoever can read the store can
+//! try all million offline, which is why the store file is the trust
+//! boundary.
+
+use anyhow::{Context, Result};
+
+use crate::model::CodeLock;
+use crate::payload::hash_hex;
+
+/// How many digits a code has.
+pub const CODE_DIGITS: usize = 6;
+
+/// The wrong codes a draft survives: the third voids it.
+pub const MAX_WRONG_CODES: i64 = 3;
+
+/// A fresh code: six decimal digits, uniformly drawn from the system's
+/// random source.
+pub fn new_code() -> Result<String> {
+    // 4,294,000,000 is the largest multiple of a million below 2^32: values
+    // above it are drawn again, so every code is equally likely.
+    const LIMIT: u32 = 4_294_000_000;
+    loop {
+        let bytes = random_bytes::<4>()?;
+        let value = u32::from_le_bytes(bytes);
+        if value < LIMIT {
+            return Ok(format!("{:06}", value % 1_000_000));
+        }
+    }
+}
+
+/// What the store keeps of `code` for draft `draft_id`: a salted hash.
+pub fn lock(code: &str, draft_id: &str) -> Result<CodeLock> {
+    let salt: String = random_bytes::<16>()?
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(CodeLock {
+        hash: digest(&salt, draft_id, code),
+        salt,
+        wrong_attempts: 0,
+    })
+}
+
+/// Whether `code` is the one `lock` was made from.
+pub fn opens(lock: &CodeLock, draft_id: &str, code: &str) -> bool {
+    let given = digest(&lock.salt, draft_id, code);
+    // Compared without stopping at the first difference: the time taken
+    // says nothing of how much of the hash matched.
+    given.len() == lock.hash.len()
+        && given
+            .bytes()
+            .zip(lock.hash.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+/// Whether `text` looks like a code: exactly six ASCII digits.
+pub fn is_well_formed(text: &str) -> bool {
+    text.len() == CODE_DIGITS && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The draft's id is hashed in, so a code hash copied onto another draft
+/// does not open it.
+fn digest(salt: &str, draft_id: &str, code: &str) -> String {
+    hash_hex(format!("{salt}:{draft_id}:{code}").as_bytes())
+}
+
+/// N bytes from the kernel's random source (getrandom(2)).
+fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        // SAFETY: the pointer and length describe the unfilled part of `bytes`.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
+        if got < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err).context("reading the system's random source");
+        }
+        filled += got as usize;
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_is_six_digits_and_only_it_opens_its_lock() {
+        let code = new_code().unwrap();
+        assert!(is_well_formed(&code), "{code}");
+        let lock = lock(&code, "draft-1").unwrap();
+        assert_eq!(lock.salt.len(), 32);
+        assert!(!lock.hash.contains(&code));
+        assert!(opens(&lock, "draft-1", &code));
+        assert!(!opens(&lock, "draft-2", &code));
+        let other = format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000);
+        assert!(!opens(&lock, "draft-1", &other));
+    }
+
+    #[test]
+    fn two_locks_of_one_code_differ_by_their_salt() {
+        let (a, b) = (lock("123456", "d").unwrap(), lock("123456", "d").unwrap());
+        assert_ne!(a.hash, b.hash);
+    }
+
+    #[test]
+    fn only_six_ascii_digits_are_well_formed() {
+        for bad in ["12345", "1234567", "12345a", "١٢٣٤٥٦", ""] {
+            assert!(!is_well_formed(bad), "{bad}");
+        }
+        assert!(is_well_formed("000000"));
+    }
+}
