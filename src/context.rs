@@ -241,6 +241,13 @@ impl Ctx {
         Ok(SharedStore::new(store, opener.location, opener.options))
     }
 
+    /// Keeps every command to this context's tenant, also those that
+    /// otherwise serve every tenant when none is named (`status`): for
+    /// `agentcron mcp`, whose agent sees its person's tenant only.
+    pub fn confine_to_tenant(&mut self) {
+        self.tenant_given = true;
+    }
+
     /// Readies the context for one tool call of `agentcron mcp`: "now" is
     /// read again from the clock (the server lives as long as its agent
     /// session), and what the command prints goes into `capture`.

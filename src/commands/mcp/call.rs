@@ -97,6 +97,13 @@ fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Resu
             } else {
                 &[]
             };
+            // Without its task, draft_replace would be a new draft.
+            if name == "draft_replace" && arguments.get("task").is_none_or(Value::is_null) {
+                return fail(
+                    CmdError::usage("draft_replace needs the task it replaces")
+                        .with_hint("give task: its name, id or an id prefix"),
+                );
+            }
             let args: DraftArgs = parse(name, &schema, arguments, renamed)?;
             draft(ctx, session, call, args, capture)
         }

@@ -68,6 +68,8 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<()> {
             duration("--kill-grace", &args.kill_grace)?,
         )?,
     };
+    // `status` reports the server's tenant only, never the others'.
+    ctx.confine_to_tenant();
     let (jobs, calls) = mpsc::channel::<server::Job>();
     let server = server::Server::new(tools::offered(allow_pause), jobs);
     // The protocol on its own thread; the store stays on this one.

@@ -74,8 +74,10 @@ fn tool(name: &'static str) -> Tool {
 /// The input schema of tool `name`.
 pub fn schema(name: &str) -> Arc<JsonObject> {
     match name {
-        "draft" => schema_of::<DraftArgs>(&[], &["replace"], &[]),
-        "draft_replace" => schema_of::<DraftArgs>(REPLACE_TASK, &[], &["task"]),
+        // No `target`: the task's notices, and so its one-time code, go to
+        // the person (the server's first key), never where the agent says.
+        "draft" => schema_of::<DraftArgs>(&[], &["replace", "target"], &[]),
+        "draft_replace" => schema_of::<DraftArgs>(REPLACE_TASK, &["target"], &["task"]),
         "draft_status" => schema_of::<DraftStatusArgs>(&[], &[], &[]),
         "list" => schema_of::<ListArgs>(&[], &[], &[]),
         "show" => schema_of::<ShowArgs>(&[], &[], &[]),
@@ -203,6 +205,7 @@ mod tests {
         assert!(properties.contains_key("in"), "{draft:?}");
         assert!(properties.contains_key("max_retries"));
         assert!(!properties.contains_key("replace"));
+        assert!(!properties.contains_key("target"));
         assert_eq!(properties["ttl"]["default"], "30m");
         assert_eq!(draft["required"], Value::Array(Vec::new()));
         let replace = schema("draft_replace");

@@ -320,6 +320,10 @@ fn bad_arguments_are_tool_errors_in_the_clis_words_and_the_server_lives_on() {
             "draft",
             json!({"instruction": "x", "in": "1h", "tenant": "other"})
         ),
+        call(
+            "draft",
+            json!({"instruction": "x", "in": "1h", "target": "chat:agent"})
+        ),
         call("draft", json!({"instruction": "-", "in": "1h"})),
         call("draft", json!({"instruction": "x", "daily": "25:00"})),
         call("next", json!({"task": "nothing", "count": 0})),
@@ -339,7 +343,7 @@ fn bad_arguments_are_tool_errors_in_the_clis_words_and_the_server_lives_on() {
         .as_str()
         .unwrap()
         .contains("hint: use one of --at, --in, --every, --daily or --cron"));
-    for i in [1, 2] {
+    for i in [1, 2, 3] {
         assert!(
             error(i)["message"]
                 .as_str()
@@ -350,23 +354,23 @@ fn bad_arguments_are_tool_errors_in_the_clis_words_and_the_server_lives_on() {
         );
         assert_eq!(error(i)["exit_code"], 2);
     }
-    assert!(error(3)["message"]
+    assert!(error(4)["message"]
         .as_str()
         .unwrap()
         .contains("standard input"));
-    assert_eq!(error(4)["kind"], "usage", "{}", results[4]);
-    assert!(error(5)["message"].as_str().unwrap().contains("--count"));
-    assert_eq!(error(6)["exit_code"], 3);
+    assert_eq!(error(5)["kind"], "usage", "{}", results[5]);
+    assert!(error(6)["message"].as_str().unwrap().contains("--count"));
     assert_eq!(error(7)["exit_code"], 3);
+    assert_eq!(error(8)["exit_code"], 3);
     // Not offered without --allow pause, nor is confirm ever.
-    for i in [8, 9] {
+    for i in [9, 10] {
         assert_eq!(
             results[i]["protocol_error"]["code"], -32602,
             "{}",
             results[i]
         );
     }
-    assert_eq!(results[10]["is_error"], false);
+    assert_eq!(results[11]["is_error"], false);
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 0);
 }
 

@@ -198,3 +198,57 @@ fn without_a_terminal_an_agents_draft_needs_its_code() {
     env.run(&["confirm", id, "--hash", hash, "--code", &code])
         .ok();
 }
+
+#[test]
+fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
+    let env = TestEnv::new();
+    let before = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let missing = session.call("draft_replace", json!({"every": "2h"}));
+    assert_eq!(missing["isError"], true);
+    assert!(
+        text(&missing).contains("needs the task it replaces"),
+        "{missing}"
+    );
+    let drafted = session.call("draft_replace", json!({"task": "hourly", "every": "2h"}));
+    assert_eq!(session.finish(), 0);
+    assert_eq!(drafted["isError"], false, "{drafted}");
+    let document = &drafted["structuredContent"];
+    assert_eq!(document["replaces"]["task_id"], before["task_id"]);
+    let changed: Vec<&str> = document["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["schedule", "drafted_by"], "{document}");
+    assert!(text(&drafted).contains("a change to task"), "{drafted}");
+    let (id, hash) = (
+        document["draft_id"].as_str().unwrap(),
+        document["payload_hash"].as_str().unwrap(),
+    );
+    env.run(&["confirm", id, "--hash", hash]).fails(4);
+    let code = last_code(&journal);
+    env.run(&["confirm", id, "--hash", hash, "--code", &code])
+        .ok();
+    let after = env.json(&["show", "hourly"]);
+    assert_eq!(after["revision"], 2);
+    assert_eq!(after["drafted_by"], "agent:host");
+    assert_eq!(after["schedule"]["seconds"], 7200, "{after}");
+}
+
+#[test]
+fn status_shows_the_agent_its_own_tenant_only() {
+    let env = TestEnv::new();
+    env.task(&["--tenant", "other", "--instruction", "x", "--every", "1h"]);
+    let mut session = RawSession::start(&env, &["mcp"], "host");
+    let status = session.call("status", json!({}));
+    session.finish();
+    assert_eq!(
+        status["structuredContent"]["tasks"]["active"], 0,
+        "{status}"
+    );
+    assert_eq!(env.json(&["status"])["tasks"]["active"], 1);
+}
