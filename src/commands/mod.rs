@@ -2,7 +2,9 @@
 //! call the store inside one transaction, and hand a value to `output`.
 //! They run no SQL and read no clock; what they do to the store lives in
 //! `crate::ops`. Beside them: `tasks_file` (plan's TOML), `bounded`
-//! (reading files) and `flags` (flag values several commands share).
+//! (reading files) and `flags` (flag values several commands share); and
+//! `mcp`, the one command that runs others: it serves them as tools to an
+//! agent host, reading each call with the command's own Args.
 
 pub mod approve;
 pub mod backup;
