@@ -8,7 +8,8 @@ use clap::Args;
 
 use crate::context::Ctx;
 use crate::error::fail;
-use crate::ops::confirm::{Outcome, Proof};
+use crate::ops::confirm::Outcome;
+use crate::ops::confirm_code::Proof;
 use crate::ops::{self, access::Caller, confirm_code};
 use crate::output::terminal;
 

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::error::{fail, CmdError};
 use crate::model::{Draft, Event, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
-use crate::ops::confirm_code::{self, MAX_WRONG_CODES};
+use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
 use crate::store::Tx;
@@ -25,21 +25,6 @@ pub struct Confirmed {
     pub task: Task,
     /// For a replacement: the task as it was.
     pub replaced: Option<Task>,
-}
-
-/// How the confirmer shows to be the person an agent's draft was made for
-/// (docs/CONTRACT.md §17); a draft made at a shell needs nothing.
-#[derive(Debug, Clone, Copy)]
-pub enum Proof<'a> {
-    None,
-    /// `--code`: the code the notifier delivered to the task's target.
-    Code(&'a str),
-    /// The code an interactive `confirm` showed on the person's own
-    /// terminal, and what they typed back.
-    Terminal {
-        shown: &'a str,
-        typed: &'a str,
-    },
 }
 
 /// What a confirmation came to. `Refused` is an error whose trace (a wrong
@@ -96,7 +81,7 @@ pub fn confirm(
             "the stored payload no longer matches its hash; the draft was altered",
         ));
     }
-    if let Some(refused) = check_proof(tx, &draft, &payload, proof, actor, now)? {
+    if let Some(refused) = confirm_code::check(tx, &draft, &payload, proof, actor, now)? {
         return Ok(Outcome::Refused(refused));
     }
     confirm_checked(tx, caller, draft, payload, actor, now).map(|c| Outcome::Confirmed(Box::new(c)))
@@ -123,82 +108,6 @@ fn draft_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Resu
 pub fn needs_code(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<bool> {
     let draft = draft_in_tenant(tx, caller, draft_id)?;
     Ok(Payload::from_canonical(&draft.payload).is_ok_and(|p| p.drafted_by.is_some()))
-}
-
-/// An agent's draft opens only with its code: None when the proof holds;
-/// a wrong code is counted (the third voids the draft) and comes back as
-/// the refusal to report once that is committed.
-fn check_proof(
-    tx: &mut dyn Tx,
-    draft: &Draft,
-    payload: &Payload,
-    proof: Proof<'_>,
-    actor: &str,
-    now: i64,
-) -> Result<Option<CmdError>> {
-    let Some(agent) = &payload.drafted_by else {
-        return match proof {
-            Proof::Code(_) => fail(
-                CmdError::usage("this draft was made at a shell and has no code")
-                    .with_hint("leave out --code"),
-            ),
-            _ => Ok(None),
-        };
-    };
-    let right =
-        match proof {
-            Proof::None => return fail(
-                CmdError::denied(format!(
-                    "{} drafted this; confirming it needs the one-time code sent to {}",
-                    crate::text::escape(agent),
-                    crate::text::escape(&payload.target)
-                ))
-                .with_hint(
-                    "add --code NNNNNN from the message you received, or run confirm at your own \
-                     terminal to be shown a code there",
-                ),
-            ),
-            Proof::Code(code) => draft
-                .code
-                .as_ref()
-                .is_some_and(|lock| confirm_code::opens(lock, &draft.draft_id, code)),
-            Proof::Terminal { shown, typed } => shown == typed.trim(),
-        };
-    if right {
-        return Ok(None);
-    }
-    let seen = draft.code.as_ref().map_or(0, |lock| lock.wrong_attempts);
-    let wrong = seen + 1;
-    let voided = wrong >= MAX_WRONG_CODES;
-    if voided {
-        tx.consume_draft(&draft.draft_id)?;
-    } else {
-        tx.count_wrong_code(&draft.draft_id, seen)?;
-    }
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: draft.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: if voided { "void" } else { "wrong_code" }.into(),
-        task_id: None,
-        run_id: None,
-        detail: json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
-                       "drafted_by": agent, "wrong_codes": wrong}),
-    })?;
-    Ok(Some(if voided {
-        CmdError::denied(format!(
-            "wrong code, the {MAX_WRONG_CODES} allowed are spent: draft {} is void",
-            draft.draft_id
-        ))
-        .with_hint("nothing was created; the agent can draft it again")
-    } else {
-        let left = MAX_WRONG_CODES - wrong;
-        CmdError::denied(format!(
-            "wrong code for draft {} ({left} more wrong code(s) void it)",
-            draft.draft_id
-        ))
-        .with_hint("copy the six digits from the message you received")
-    }))
 }
 
 /// The rest of a confirmation, once every check of the draft passed.

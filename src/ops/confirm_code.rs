@@ -1,4 +1,6 @@
-//! The one-time code that confirms an agent's draft (docs/CONTRACT.md §17).
+//! The one-time code that confirms an agent's draft (docs/CONTRACT.md §17):
+//! making it, locking it into the draft, and checking the confirmer's
+//! proof inside `confirm`'s transaction.
 //!
 //! The payload hash proves *what* a person confirms; the code proves *who*:
 //! it goes only to the task's target (through the notifier) or to the
@@ -10,14 +12,17 @@
 //! boundary.
 
 use anyhow::{Context, Result};
+use serde_json::json;
 
-use crate::model::CodeLock;
-use crate::payload::hash_hex;
+use crate::error::{fail, CmdError};
+use crate::model::{CodeLock, Draft, Event};
+use crate::payload::{hash_hex, Payload};
+use crate::store::Tx;
 
 /// How many digits a code has.
 pub const CODE_DIGITS: usize = 6;
 
-/// The wrong codes a draft survives: the third voids it.
+/// The wrong code that voids a draft: the third (its refusal says "third").
 pub const MAX_WRONG_CODES: i64 = 3;
 
 /// A fresh code: six decimal digits, uniformly drawn from the system's
@@ -64,6 +69,97 @@ pub fn opens(lock: &CodeLock, draft_id: &str, code: &str) -> bool {
 /// Whether `text` looks like a code: exactly six ASCII digits.
 pub fn is_well_formed(text: &str) -> bool {
     text.len() == CODE_DIGITS && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// How the confirmer shows to be the person an agent's draft was made for
+/// (docs/CONTRACT.md §17); a draft made at a shell needs nothing.
+#[derive(Debug, Clone, Copy)]
+pub enum Proof<'a> {
+    None,
+    /// `--code`: the code the notifier delivered to the task's target.
+    Code(&'a str),
+    /// The code an interactive `confirm` showed on the person's own
+    /// terminal, and what they typed back.
+    Terminal {
+        shown: &'a str,
+        typed: &'a str,
+    },
+}
+
+/// An agent's draft opens only with its code: None when the proof holds;
+/// a wrong code is counted (the third voids the draft) and comes back as
+/// the refusal to report once that is committed.
+pub fn check(
+    tx: &mut dyn Tx,
+    draft: &Draft,
+    payload: &Payload,
+    proof: Proof<'_>,
+    actor: &str,
+    now: i64,
+) -> Result<Option<CmdError>> {
+    let Some(agent) = &payload.drafted_by else {
+        return match proof {
+            Proof::Code(_) => fail(
+                CmdError::usage("this draft was made at a shell and has no code")
+                    .with_hint("leave out --code"),
+            ),
+            _ => Ok(None),
+        };
+    };
+    let right =
+        match proof {
+            Proof::None => return fail(
+                CmdError::denied(format!(
+                    "{} drafted this; confirming it needs the one-time code sent to {}",
+                    crate::text::escape(agent),
+                    crate::text::escape(&payload.target)
+                ))
+                .with_hint(
+                    "add --code NNNNNN from the message you received, or run confirm at your own \
+                     terminal to be shown a code there",
+                ),
+            ),
+            Proof::Code(code) => draft
+                .code
+                .as_ref()
+                .is_some_and(|lock| opens(lock, &draft.draft_id, code)),
+            Proof::Terminal { shown, typed } => shown == typed.trim(),
+        };
+    if right {
+        return Ok(None);
+    }
+    let seen = draft.code.as_ref().map_or(0, |lock| lock.wrong_attempts);
+    let wrong = seen + 1;
+    let voided = wrong >= MAX_WRONG_CODES;
+    if voided {
+        tx.consume_draft(&draft.draft_id)?;
+    } else {
+        tx.count_wrong_code(&draft.draft_id, seen)?;
+    }
+    tx.append_event(&Event {
+        at: now,
+        tenant_key: draft.tenant_key.clone(),
+        actor: actor.to_string(),
+        action: if voided { "void" } else { "wrong_code" }.into(),
+        task_id: None,
+        run_id: None,
+        detail: json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
+                       "drafted_by": agent, "wrong_codes": wrong}),
+    })?;
+    Ok(Some(if voided {
+        CmdError::denied(format!(
+            "the third wrong code: draft {} is void",
+            draft.draft_id
+        ))
+        .with_hint("nothing was created; the agent can draft it again")
+    } else {
+        let left = MAX_WRONG_CODES - wrong;
+        CmdError::denied(format!(
+            "wrong code for draft {} ({left} more wrong code(s) void it)",
+            draft.draft_id
+        ))
+        .with_hint("copy the six digits from the message you received")
+    }))
 }
 
 /// The draft's id is hashed in, so a code hash copied onto another draft

@@ -252,3 +252,38 @@ fn status_shows_the_agent_its_own_tenant_only() {
     );
     assert_eq!(env.json(&["status"])["tasks"]["active"], 1);
 }
+
+#[test]
+fn the_plan_shows_that_an_agent_drafted_a_task_the_file_declares() {
+    let env = TestEnv::new();
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let drafted = session.call(
+        "draft",
+        json!({"instruction": "x", "daily": "09:30", "name": "report", "tz": "UTC"}),
+    );
+    session.finish();
+    let document = &drafted["structuredContent"];
+    let code = last_code(&journal);
+    env.run(&[
+        "confirm",
+        document["draft_id"].as_str().unwrap(),
+        "--hash",
+        document["payload_hash"].as_str().unwrap(),
+        "--code",
+        &code,
+    ])
+    .ok();
+    let file = env.path("tasks.toml");
+    std::fs::write(
+        &file,
+        "[report]\ninstruction = \"x\"\ndaily = \"09:30\"\ntz = \"UTC\"\n",
+    )
+    .unwrap();
+    // The same task but for its drafter: applying the file would make it a
+    // person's, and the plan says so.
+    let plan = env.run(&["plan", &file.display().to_string()]).ok().stdout;
+    assert!(plan.contains("drafted_by"), "{plan}");
+    assert!(plan.contains("agent:host"), "{plan}");
+}
