@@ -31,11 +31,17 @@ pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    let instruction = value["payload"]
+        .as_str()
+        .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        .and_then(|p| p["instruction"].as_str().map(|i| crate::text::clip(i, 80)))
+        .unwrap_or_default();
     let what = if value.get("replaces").is_some() {
         format!("a change to task {}", text(&value["replaces"], "task_id"))
     } else {
         "a task".to_string()
     };
+    let what = format!("{what} (\"{}\")", crate::text::escape(&instruction));
     let mut lines = vec![
         format!(
             "Drafted {what}; nothing is scheduled until the person confirms it. \

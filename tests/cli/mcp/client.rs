@@ -166,7 +166,12 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
     // What the agent is to tell the person: schedule, runs, hash, and that
     // *they* confirm with the code they received.
     let said = drafted["text"].as_str().unwrap();
-    for part in ["every day at 09:30", "2026-12-02T09:30:00Z", hash.as_str()] {
+    for part in [
+        "\"check the backups\"",
+        "every day at 09:30",
+        "2026-12-02T09:30:00Z",
+        hash.as_str(),
+    ] {
         assert!(said.contains(part), "{part} missing from: {said}");
     }
     assert!(said.contains("the person runs, themselves"), "{said}");
