@@ -105,8 +105,13 @@ impl RawSession {
     }
 
     fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// Writes one line as it is, JSON or not.
+    pub fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("the session is open");
-        writeln!(stdin, "{message}").expect("write to the server");
+        writeln!(stdin, "{line}").expect("write to the server");
         stdin.flush().expect("flush to the server");
     }
 

@@ -76,6 +76,13 @@ fn initialize_list_and_call_over_raw_json_rpc() {
     assert_eq!(bad["structuredContent"]["error"]["exit_code"], 2, "{bad}");
     let unknown = session.request("tools/call", json!({"name": "confirm", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A line that is not JSON-RPC at all, or arguments that are no object:
+    // refused or ignored, and the session goes on.
+    session.send_line("this is not json");
+    let odd = session.request("tools/call", json!({"name": "list", "arguments": [1, 2]}));
+    assert!(odd["error"]["code"].is_i64(), "{odd}");
+    let after = session.call("list", json!({}));
+    assert_eq!(after["structuredContent"]["items"], json!([]), "{after}");
     assert_eq!(session.finish(), 0);
 }
 
