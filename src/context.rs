@@ -241,6 +241,21 @@ impl Ctx {
         Ok(SharedStore::new(store, opener.location, opener.options))
     }
 
+    /// Keeps every command to this context's tenant, also those that
+    /// otherwise serve every tenant when none is named (`status`): for
+    /// `agentcron mcp`, whose agent sees its person's tenant only.
+    pub fn confine_to_tenant(&mut self) {
+        self.tenant_given = true;
+    }
+
+    /// Readies the context for one tool call of `agentcron mcp`: "now" is
+    /// read again from the clock (the server lives as long as its agent
+    /// session), and what the command prints goes into `capture`.
+    pub fn begin_call(&mut self, capture: crate::output::Capture) {
+        self.now = self.clock.now();
+        self.out = Output::capturing(capture, self.now);
+    }
+
     /// The global flags to repeat in a command we tell the person to run.
     pub fn flags_for_followup(&self) -> Vec<(&'static str, String)> {
         self.followup.clone()

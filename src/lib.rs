@@ -9,9 +9,10 @@
 //! the words and the JSON shapes every layer above shares; `output` is the
 //! one place that prints; `context` reads the environment and the system
 //! clock into a `Ctx`; `ops` (access, lifecycle, explain, draft, confirm,
-//! plan) and `tick` are the operations; `completion` answers the shell;
-//! `commands` turn arguments into those calls and values to print, and
-//! `cli` gathers their clap definitions.
+//! confirm_code, plan) and `tick` are the operations; `completion` answers
+//! the shell; `commands` turn arguments into those calls and values to
+//! print (`commands::mcp` serves the same commands to an agent over MCP),
+//! and `cli` gathers their clap definitions.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;

@@ -156,6 +156,9 @@ impl RunStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     pub task_id: String,
+    /// The agent that drafted the confirmed payload (`agent:<client>`), when
+    /// it came through `agentcron mcp`; part of the payload.
+    pub drafted_by: Option<String>,
     pub tenant_key: String,
     pub name: Option<String>,
     pub owner_keys: Vec<String>,
@@ -371,6 +374,20 @@ pub struct Draft {
     pub expires_at: i64,
     /// Set when the draft replaces a task's payload (`draft --replace`).
     pub replaces: Option<Replaces>,
+    /// The one-time confirmation code of an agent's draft (docs/CONTRACT.md
+    /// §17): only its salted hash is kept.
+    pub code: Option<CodeLock>,
+}
+
+/// What is kept of an agent draft's one-time code: a salted SHA-256 and
+/// how many wrong codes were given so far (the third voids the draft).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeLock {
+    /// Lower-case hex SHA-256 of `salt:draft_id:code`.
+    pub hash: String,
+    /// 32 random hex digits.
+    pub salt: String,
+    pub wrong_attempts: i64,
 }
 
 /// The task a replacing draft was made from, at the revision it was read:

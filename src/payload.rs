@@ -16,6 +16,10 @@ use crate::schedule::{self, Schedule, Tz};
 /// Everything a confirmed task is made of; hashing it fixes what will run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
+    /// `agent:<client name>` when an agent drafted it through `agentcron mcp`
+    /// (docs/CONTRACT.md §17); absent from the canonical text otherwise, so a
+    /// draft made at a shell hashes as it always did.
+    pub drafted_by: Option<String>,
     pub grace_seconds: i64,
     pub instruction: String,
     pub max_retries: i64,
@@ -55,6 +59,7 @@ impl Payload {
     ) -> crate::model::Task {
         crate::model::Task {
             task_id,
+            drafted_by: self.drafted_by.clone(),
             tenant_key: self.tenant_key.clone(),
             name: self.name.clone(),
             owner_keys: self.owner_keys.clone(),
@@ -85,6 +90,7 @@ impl Payload {
     /// The payload a confirmed task was made from.
     pub fn of_task(t: &crate::model::Task) -> Payload {
         Payload {
+            drafted_by: t.drafted_by.clone(),
             grace_seconds: t.grace_seconds,
             instruction: t.instruction.clone(),
             max_retries: t.max_retries,
@@ -125,6 +131,9 @@ impl Payload {
             "tenant_key": self.tenant_key,
             "timezone": self.timezone.name(),
         });
+        if let Some(agent) = &self.drafted_by {
+            value["drafted_by"] = json!(agent);
+        }
         // Absent, not null, when unset: payloads confirmed before the notice
         // policy keep their bytes and hashes.
         let notice = [
@@ -192,6 +201,7 @@ impl Payload {
             return Err(anyhow!("payload is not in canonical form"));
         }
         Ok(Payload {
+            drafted_by: f.drafted_by,
             grace_seconds: f.grace_seconds,
             instruction: f.instruction,
             max_retries: f.max_retries,
@@ -221,6 +231,9 @@ pub fn follows_a_wall_clock(schedule: &Schedule) -> bool {
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct StoredFields {
+    // Written only when present: `"drafted_by":null` is not canonical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    drafted_by: Option<String>,
     /// Only in a following payload: absent, a payload is what it always was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     follow_default: Option<String>,
@@ -319,6 +332,7 @@ mod tests {
 
     fn sample() -> Payload {
         Payload {
+            drafted_by: None,
             grace_seconds: 60,
             instruction: "summarize the on-call channel — 值班".into(),
             max_retries: 3,
@@ -465,6 +479,21 @@ mod tests {
         ] {
             assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_agents_draft_carries_drafted_by_and_a_shells_does_not() {
+        let shell = sample().canonical();
+        assert!(!shell.contains("drafted_by"));
+        let agent = Payload {
+            drafted_by: Some("agent:claude-code".into()),
+            ..sample()
+        };
+        let text = agent.canonical();
+        assert!(text.starts_with(r#"{"drafted_by":"agent:claude-code","grace_seconds":60,"#));
+        assert_eq!(Payload::from_canonical(&text).unwrap(), agent);
+        let null = shell.replacen('{', r#"{"drafted_by":null,"#, 1);
+        assert!(Payload::from_canonical(&null).is_err());
     }
 
     #[test]

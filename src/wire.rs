@@ -48,6 +48,10 @@ pub fn task(t: &Task) -> Value {
     if t.state == crate::model::TaskState::Error {
         value["error_reason"] = json!(t.state_reason);
     }
+    // Only an agent's draft names its drafter (docs/CONTRACT.md §17).
+    if let Some(agent) = &t.drafted_by {
+        value["drafted_by"] = json!(agent);
+    }
     // `timezone` is the zone in force; a following task says whom it
     // follows and its fallback (docs/CONTRACT.md §18).
     if let (Some(key), Some(default)) = (t.follow_key(), t.follow_default) {

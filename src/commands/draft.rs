@@ -28,7 +28,7 @@ use crate::wire::time;
 /// and after, and the new payload hash. Confirming it swaps the task's payload in place
 /// (same id, owners and tenant; revision + 1), and is refused (exit 5) when the task
 /// changed since the draft.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 #[command(group(ArgGroup::new("schedule").args(["at", "in_", "every", "daily", "cron"])))]
 pub struct DraftArgs {
     /// What the agent should do (1–32768 bytes of UTF-8); `-` reads standard input
@@ -50,6 +50,7 @@ pub struct DraftArgs {
 
     /// Run once after DURATION from now (`90s`, `15m`, `1h30m`, `2d`, `1w`)
     #[arg(long = "in", value_name = "DURATION")]
+    #[schemars(rename = "in")]
     pub in_: Option<String>,
 
     /// Run every DURATION (at least 60 s), from the next whole minute or from --start
@@ -139,7 +140,8 @@ pub struct DraftArgs {
 }
 
 /// `--notify`: the notice policy's modes (docs/CONTRACT.md §16).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, schemars::JsonSchema)]
+#[schemars(rename_all = "snake_case")]
 pub enum NotifyArg {
     /// Every settled run
     Always,
@@ -162,7 +164,8 @@ impl From<NotifyArg> for NotifyMode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, schemars::JsonSchema)]
+#[schemars(rename_all = "snake_case")]
 pub enum PolicyArg {
     /// The executor must not change anything
     #[value(name = "read_only")]
@@ -182,14 +185,48 @@ impl From<PolicyArg> for Policy {
 }
 
 pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
+    let spec = args.spec()?;
+    let made = make(ctx, &args, spec, None)?;
+    print_made(ctx, &made)
+}
+
+/// The agent behind a draft made through `agentcron mcp` (docs/CONTRACT.md
+/// §17): recorded in the payload, and the one-time code that confirms it.
+pub struct Agent<'a> {
+    /// `agent:<client name>`.
+    pub drafted_by: &'a str,
+    /// The code in clear: only its salted hash is stored.
+    pub code: &'a str,
+}
+
+/// What a draft made: the stored draft, its payload and next runs, and the
+/// task it replaces.
+pub struct Made {
+    pub draft: Draft,
+    pub payload: Payload,
+    /// The zone the draft is shown in: a following one's owner's, as of now.
+    pub zone: crate::schedule::Tz,
+    pub upcoming: Vec<Occurrence>,
+    pub replacing: Option<crate::model::Task>,
+}
+
+/// Makes the draft `args` (its values in `spec`) describe, in one write
+/// transaction; an agent's draft records the agent and locks it with its code.
+pub fn make(
+    ctx: &mut Ctx,
+    args: &DraftArgs,
+    spec: DraftSpec,
+    agent: Option<Agent<'_>>,
+) -> Result<Made> {
     let replacing = match &args.replace {
         Some(arg) => Some(replaced_task(ctx, arg)?),
         None => None,
     };
     let old = replacing.as_ref().map(Payload::of_task);
-    let spec = args.spec()?;
     let owner_zone = super::follow_zone(ctx, spec.tz.as_deref(), old.as_ref())?;
-    let (payload, upcoming) = build_payload(&super::drafter(ctx, owner_zone), &spec, old.as_ref())?;
+    let mut drafter = super::drafter(ctx, owner_zone);
+    drafter.drafted_by = agent.as_ref().map(|a| a.drafted_by.to_string());
+    let (payload, upcoming) = build_payload(&drafter, &spec, old.as_ref())?;
     let ttl = duration_flag("--ttl", &args.ttl, false)?;
     if ttl > 7 * 86400 {
         return fail(CmdError::usage("--ttl must be at most 7 days"));
@@ -206,18 +243,27 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
             );
         }
     }
+    let draft_id = uuid::Uuid::new_v4().to_string();
+    // An agent drafts for the person whose keys the server runs with: the
+    // audit trail names that person (`log` shows drafts to their author)
+    // and the event's detail the agent.
+    let actor = ctx.actor().to_string();
     let draft = Draft {
-        draft_id: uuid::Uuid::new_v4().to_string(),
         tenant_key: payload.tenant_key.clone(),
         payload_hash: hash_hex(canonical.as_bytes()),
         payload: canonical,
-        created_by: ctx.actor().to_string(),
+        created_by: actor.clone(),
         created_at: ctx.now,
         expires_at: ctx.now + ttl,
         replaces: replacing.as_ref().map(|t| Replaces {
             task_id: t.task_id.clone(),
             revision: t.revision,
         }),
+        code: match &agent {
+            Some(agent) => Some(crate::ops::confirm_code::lock(agent.code, &draft_id)?),
+            None => None,
+        },
+        draft_id,
     };
     let mut detail = json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
                             "expires_at": time(Some(draft.expires_at))});
@@ -225,10 +271,13 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         detail["replaces_task_id"] = json!(task.task_id);
         detail["replaces_revision"] = json!(task.revision);
     }
+    if let Some(agent) = &payload.drafted_by {
+        detail["drafted_by"] = json!(agent);
+    }
     let event = Event {
         at: ctx.now,
         tenant_key: ctx.tenant.clone(),
-        actor: ctx.actor().to_string(),
+        actor,
         action: "draft".into(),
         task_id: None,
         run_id: None,
@@ -253,9 +302,21 @@ pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
         true => owner_zone.unwrap_or(payload.timezone),
         false => payload.timezone,
     };
-    match &replacing {
-        Some(task) => super::draft_replace::print(ctx, &draft, task, &payload, zone, &upcoming),
-        None => print(ctx, &draft, &payload, zone, &upcoming),
+    Ok(Made {
+        draft,
+        payload,
+        zone,
+        upcoming,
+        replacing,
+    })
+}
+
+/// Prints what a draft made, as `draft` and `draft --replace` do.
+pub fn print_made(ctx: &Ctx, made: &Made) -> Result<()> {
+    let (draft, payload, zone, upcoming) = (&made.draft, &made.payload, made.zone, &made.upcoming);
+    match &made.replacing {
+        Some(task) => super::draft_replace::print(ctx, draft, task, payload, zone, upcoming),
+        None => print(ctx, draft, payload, zone, upcoming),
     }
 }
 
@@ -361,6 +422,7 @@ pub(super) fn document(
         "schedule": payload.schedule.to_json(),
         "summary": payload.schedule.describe(zone),
         "next_runs": upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
+        "drafted_by": payload.drafted_by,
         "next_runs_local": upcoming.iter().map(|o| json!({
             "at": schedule::format_local(o.at, zone),
             "dst_shifted_from": o.shifted_from,
@@ -407,7 +469,11 @@ pub(super) fn print(
         ("notices", payload.notice.describe()),
         ("owners", escape(&payload.owner_keys.join(", "))),
     ];
-    for (label, value) in rows {
+    let drafted_by = payload
+        .drafted_by
+        .as_ref()
+        .map(|agent| ("drafted by", escape(agent)));
+    for (label, value) in rows.into_iter().chain(drafted_by) {
         text.push_str(&format!("  {label:<12} {value}\n"));
     }
     text.push_str("\nNext runs:\n");
@@ -454,6 +520,11 @@ pub(super) fn confirm_line(ctx: &Ctx, draft: &Draft) -> String {
     ];
     words.push("--hash".into());
     words.push(draft.payload_hash.clone());
+    // An agent's draft: the person adds the code the notifier sent them.
+    if draft.code.is_some() {
+        words.push("--code".into());
+        words.push("NNNNNN".into());
+    }
     for (flag, value) in ctx.flags_for_followup() {
         words.push(flag.into());
         words.push(value);

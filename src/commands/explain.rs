@@ -11,7 +11,7 @@ use crate::schedule;
 use crate::wire::{run as run_json, time};
 
 /// Explain why the occurrence at or before TIME did or did not run
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct ExplainArgs {
     /// Task id, unique id prefix (4+ characters), or name; or a run id (or
     /// unique prefix) to explain that run's occurrence

@@ -16,7 +16,7 @@ use crate::wire as json;
 ///
 /// Tasks that will not run again come last. LAST RUN and RESULT are those of
 /// the latest run; a paused task shows why it was paused.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct ListArgs {
     /// Include deleted tasks
     #[arg(long)]
@@ -29,6 +29,7 @@ pub struct ListArgs {
         value_parser = parse_state,
         add = clap_complete::ArgValueCandidates::new(crate::completion::task_states)
     )]
+    #[schemars(with = "Option<String>")]
     pub state: Option<TaskState>,
 }
 
@@ -45,7 +46,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         include_deleted: args.all || args.state == Some(TaskState::Deleted),
         state: args.state,
     };
-    let out = ctx.out;
+    let out = ctx.out.clone();
     if out.json {
         // Each task is printed as the store yields it, in the listing's
         // order: nothing grows with the number of tasks.

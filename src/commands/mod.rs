@@ -2,7 +2,9 @@
 //! call the store inside one transaction, and hand a value to `output`.
 //! They run no SQL and read no clock; what they do to the store lives in
 //! `crate::ops`. Beside them: `tasks_file` (plan's TOML), `bounded`
-//! (reading files) and `flags` (flag values several commands share).
+//! (reading files) and `flags` (flag values several commands share); and
+//! `mcp`, the one command that runs others: it serves them as tools to an
+//! agent host, reading each call with the command's own Args.
 
 pub mod approve;
 pub mod backup;
@@ -19,6 +21,7 @@ pub mod install;
 pub mod lease;
 pub mod list;
 pub mod log;
+pub mod mcp;
 pub mod metrics;
 pub mod next;
 pub mod pause;
@@ -76,6 +79,7 @@ pub enum Command {
     Import(transfer::ImportArgs),
     Zone(zone::ZoneArgs),
     Completions(completions::CompletionsArgs),
+    Mcp(mcp::McpArgs),
 }
 
 impl Command {
@@ -124,6 +128,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
         Command::Zone(args) => zone::run(ctx, args),
+        Command::Mcp(args) => mcp::run(ctx, args),
     }
     .map(|()| 0)
 }
@@ -228,6 +233,7 @@ fn drafter(ctx: &Ctx, owner_zone: Option<crate::schedule::Tz>) -> crate::ops::dr
         owner_keys: ctx.owner_keys(),
         actor: ctx.actor(),
         owner_zone,
+        drafted_by: None,
     }
 }
 

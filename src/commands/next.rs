@@ -11,7 +11,7 @@ use crate::text::{relative, wall_time};
 use crate::wire::time;
 
 /// Show the next occurrences of a task in its zone, DST-shifted ones marked
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct NextArgs {
     /// Task id, unique id prefix (4+ characters), or name
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]

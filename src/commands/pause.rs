@@ -13,7 +13,7 @@ use crate::ops::lifecycle::{self, Request};
 /// revision, no audit event) and exits 0 saying "already paused", so scripts
 /// can pause without asking first. A completed or deleted task cannot be paused
 /// (exit 5).
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct PauseArgs {
     /// Task id, unique id prefix (4+ characters), or name
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]

@@ -12,7 +12,7 @@ use crate::text::{escape, relative, wall_time};
 use crate::wire as json;
 
 /// Show run history, newest first
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct RunsArgs {
     /// Only this task's runs (id, unique prefix, or name)
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
@@ -25,6 +25,7 @@ pub struct RunsArgs {
         value_parser = parse_status,
         add = clap_complete::ArgValueCandidates::new(crate::completion::run_statuses)
     )]
+    #[schemars(with = "Option<String>")]
     pub status: Option<RunStatus>,
 
     /// At most N runs
@@ -43,7 +44,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let out = ctx.out;
+    let out = ctx.out.clone();
     let mut array = out.json.then(|| out.json_array());
     let (runs, tasks) = ctx.store()?.read(|tx| {
         let task_id = match &args.task {

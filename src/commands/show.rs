@@ -11,7 +11,7 @@ use crate::output::human;
 use crate::wire as json;
 
 /// Show one task and its last 10 runs
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct ShowArgs {
     /// Task id, unique id prefix (4+ characters), or name
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]

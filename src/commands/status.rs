@@ -16,7 +16,7 @@ use crate::wire::time;
 /// stopped?), and names the last scheduler gap of the past day. With
 /// --max-tick-age, exit 1 when the last tick is older than that (or there was
 /// none): a health check for cron or a systemd timer.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct StatusArgs {
     /// Exit 1 when the last tick is older than DUR
     #[arg(long, value_name = "DUR")]

@@ -23,7 +23,7 @@ use crate::wire::time;
 /// One row per occurrence: NEXT (in the task's zone), LEFT (how long until it),
 /// LAST (when the task's latest run was due) and RESULT (its status), and TASK.
 /// Only active tasks have occurrences; a pending retry is not listed.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, schemars::JsonSchema)]
 pub struct UpcomingArgs {
     /// Only occurrences within DUR from now
     #[arg(long, value_name = "DUR", default_value = "1d")]

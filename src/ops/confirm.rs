@@ -2,14 +2,18 @@
 //! transaction, the draft becomes an active task — or replaces the payload
 //! of the task it was drafted against — only when the person gives its exact
 //! payload hash, owns it in this tenant, and it has not expired. Any failed
-//! check changes nothing.
+//! check changes nothing — except a wrong one-time code on an agent's draft
+//! (docs/CONTRACT.md §17), which is counted, and the third voids the draft:
+//! those refusals come back as `Outcome::Refused` so that the caller commits
+//! the count before reporting them.
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Task, TaskState};
+use crate::model::{Draft, Event, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
+use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
 use crate::store::Tx;
@@ -23,29 +27,38 @@ pub struct Confirmed {
     pub replaced: Option<Task>,
 }
 
-/// Confirms draft `draft_id` with `hash` as `caller`, recording `actor`.
+/// What a confirmation came to. `Refused` is an error whose trace (a wrong
+/// code counted, a draft voided) must be committed before it is reported.
+pub enum Outcome {
+    Confirmed(Box<Confirmed>),
+    Refused(CmdError),
+}
+
+/// Confirms draft `draft_id` with `hash` (and `proof` for an agent's
+/// draft) as `caller`, recording `actor`.
 pub fn confirm(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
     draft_id: &str,
     hash: &str,
+    proof: Proof<'_>,
     actor: &str,
     now: i64,
-) -> Result<Confirmed> {
-    let Some(draft) = tx.draft(draft_id)? else {
-        return fail(
-            CmdError::not_found(format!("no draft '{}'", crate::text::escape(draft_id)))
-                .with_hint("it may have been confirmed already or pruned; draft again"),
-        );
-    };
-    if draft.tenant_key != caller.tenant {
-        return fail(
-            CmdError::denied("the draft belongs to another tenant")
-                .with_hint("pass --tenant for the tenant that drafted it"),
-        );
-    }
+) -> Result<Outcome> {
+    let draft = draft_in_tenant(tx, caller, draft_id)?;
     let payload = Payload::from_canonical(&draft.payload)
         .map_err(|e| CmdError::draft_rejected(format!("the stored draft is damaged: {e}")))?;
+    if let Some(agent) = &payload.drafted_by {
+        if caller.identity.contains(agent) {
+            return fail(
+                CmdError::denied(format!(
+                    "{} drafted this draft and cannot confirm it",
+                    crate::text::escape(agent)
+                ))
+                .with_hint("a person confirms an agent's draft, as their own key (--as)"),
+            );
+        }
+    }
     ensure_owner(caller, &payload.owner_keys, "this draft")
         .map_err(|e| e.with_hint("confirm as the person who drafted it (--as KEY)"))?;
     if now >= draft.expires_at {
@@ -68,6 +81,44 @@ pub fn confirm(
             "the stored payload no longer matches its hash; the draft was altered",
         ));
     }
+    if let Some(refused) = confirm_code::check(tx, &draft, &payload, proof, actor, now)? {
+        return Ok(Outcome::Refused(refused));
+    }
+    confirm_checked(tx, caller, draft, payload, actor, now).map(|c| Outcome::Confirmed(Box::new(c)))
+}
+
+/// The draft, once it exists and is in the caller's tenant.
+fn draft_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<Draft> {
+    let Some(draft) = tx.draft(draft_id)? else {
+        return fail(
+            CmdError::not_found(format!("no draft '{}'", crate::text::escape(draft_id)))
+                .with_hint("it may have been confirmed already, voided or pruned; draft again"),
+        );
+    };
+    if draft.tenant_key != caller.tenant {
+        return fail(
+            CmdError::denied("the draft belongs to another tenant")
+                .with_hint("pass --tenant for the tenant that drafted it"),
+        );
+    }
+    Ok(draft)
+}
+
+/// Whether the draft needs a one-time code (it was drafted by an agent).
+pub fn needs_code(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<bool> {
+    let draft = draft_in_tenant(tx, caller, draft_id)?;
+    Ok(Payload::from_canonical(&draft.payload).is_ok_and(|p| p.drafted_by.is_some()))
+}
+
+/// The rest of a confirmation, once every check of the draft passed.
+fn confirm_checked(
+    tx: &mut dyn Tx,
+    caller: &Caller<'_>,
+    draft: Draft,
+    payload: Payload,
+    actor: &str,
+    now: i64,
+) -> Result<Confirmed> {
     if let Some(replaces) = &draft.replaces {
         let old = replace(tx, caller, &draft.payload_hash, replaces, &payload, now)?;
         tx.consume_draft(&draft.draft_id)?;
@@ -83,6 +134,7 @@ pub fn confirm(
             task_id: Some(task.task_id.clone()),
             run_id: None,
             detail: json!({"draft_id": draft.draft_id,
+                           "drafted_by": payload.drafted_by,
                            "old_payload_hash": old.payload_hash,
                            "payload_hash": task.payload_hash,
                            "revision": task.revision,
@@ -118,6 +170,7 @@ pub fn confirm(
         task_id: Some(task.task_id.clone()),
         run_id: None,
         detail: json!({"draft_id": draft.draft_id, "payload_hash": task.payload_hash,
+                       "drafted_by": payload.drafted_by,
                        "next_run_at": time(task.next_run_at)}),
     })?;
     Ok(Confirmed {

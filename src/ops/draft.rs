@@ -68,6 +68,9 @@ pub struct Drafter<'a> {
     /// The current zone (docs/CONTRACT.md §18) of the key the payload would
     /// follow: its first owner key (a replacement's, else the caller's).
     pub owner_zone: Option<Tz>,
+    /// `agent:<client name>` when an agent drafts through `agentcron mcp`:
+    /// recorded in the payload, whatever an older payload said.
+    pub drafted_by: Option<String>,
 }
 
 /// What `--tz` asks for: a zone, or `follow` (the owner's zone, §18).
@@ -149,6 +152,7 @@ pub fn build_payload(
         );
     }
     let payload = Payload {
+        drafted_by: who.drafted_by.clone(),
         grace_seconds: match (&args.grace, old) {
             (Some(g), _) => duration_flag("--grace", g, true)?,
             (None, Some(old)) => old.grace_seconds,

@@ -9,11 +9,13 @@
 //! - `explain`: why an occurrence did or did not run;
 //! - `draft`: the payload a draft's values describe;
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
+//! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;
 //! - `zones`: owners' current zones and re-timing the tasks that follow them.
 
 pub mod access;
 pub mod confirm;
+pub mod confirm_code;
 pub mod draft;
 pub mod explain;
 pub mod lifecycle;

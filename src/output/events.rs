@@ -21,6 +21,7 @@ pub fn sentence(action: &str, detail: &Value) -> String {
             words.push(format!("drafted {}", id("draft_id").unwrap_or_default()));
             words.extend(hash("payload_hash").map(|h| format!("hash {h}")));
             words.extend(text("expires_at").map(|t| format!("expires {t}")));
+            words.extend(text("drafted_by").map(|agent| format!("by {agent}")));
         }
         "confirm" | "replace" => {
             let verb = if action == "confirm" {
@@ -34,6 +35,26 @@ pub fn sentence(action: &str, detail: &Value) -> String {
                 (_, new) => new.map(|h| format!("hash {h}")),
             });
             words.extend(text("next_run_at").map(|t| format!("next run {t}")));
+            words.extend(text("drafted_by").map(|agent| format!("drafted by {agent}")));
+        }
+        "confirm_code" => {
+            words.push(format!(
+                "one-time code for draft {} to {}: {}",
+                id("draft_id").unwrap_or_default(),
+                text("target").unwrap_or_default(),
+                text("state").unwrap_or_default()
+            ));
+            words.extend(text("error"));
+        }
+        "wrong_code" | "void" => {
+            words.push(format!(
+                "wrong code for draft {} ({} so far)",
+                id("draft_id").unwrap_or_default(),
+                number("wrong_codes").unwrap_or_default()
+            ));
+            if action == "void" {
+                words.push("the draft is void".into());
+            }
         }
         "trigger" => words.push(match text("reason") {
             Some(reason) => format!("triggered a run: {reason}"),

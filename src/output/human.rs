@@ -129,6 +129,9 @@ pub fn task_detail(t: &Task, now: i64) -> String {
         ("created", when(Some(t.created_at), t.timezone, now)),
         ("payload hash", t.payload_hash.clone()),
     ]);
+    if let Some(agent) = &t.drafted_by {
+        rows.push(("drafted by", escape(agent)));
+    }
     if t.consecutive_failures > 0 {
         rows.push(("failures", format!("{} in a row", t.consecutive_failures)));
     }

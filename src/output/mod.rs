@@ -10,8 +10,10 @@ pub mod events;
 pub mod human;
 pub mod logfile;
 pub mod metrics;
+pub mod terminal;
 
 use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
 
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
@@ -21,10 +23,38 @@ use crate::error::{classify, is_disk_full, sentence, ErrorKind, Step};
 use crate::text::escape;
 
 /// The printer every command writes through.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Output {
     pub json: bool,
     now: i64,
+    /// Where stdout's bytes go instead, when a command answers a tool call of
+    /// `agentcron mcp`: there stdout carries the protocol, and the command's
+    /// `--json` document becomes the call's result.
+    capture: Option<Capture>,
+}
+
+/// The bytes a captured command printed.
+#[derive(Debug, Clone, Default)]
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Capture {
+    /// Everything printed so far, emptying the capture.
+    pub fn take(&self) -> String {
+        let bytes = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A write to stdout failed because the reader went away; `main` exits 0.
@@ -41,7 +71,28 @@ impl std::error::Error for BrokenPipe {}
 
 impl Output {
     pub fn new(json: bool, now: i64) -> Output {
-        Output { json, now }
+        Output {
+            json,
+            now,
+            capture: None,
+        }
+    }
+
+    /// A printer whose stdout goes into `capture` (always JSON).
+    pub fn capturing(capture: Capture, now: i64) -> Output {
+        Output {
+            json: true,
+            now,
+            capture: Some(capture),
+        }
+    }
+
+    /// Where stdout's bytes go: the terminal or pipe, or the capture.
+    fn stdout(&self) -> Box<dyn Write> {
+        match &self.capture {
+            Some(capture) => Box::new(capture.clone()),
+            None => Box::new(io::BufWriter::new(io::stdout().lock())),
+        }
     }
 
     pub fn now(&self) -> i64 {
@@ -50,14 +101,14 @@ impl Output {
 
     /// Writes one block of text (a newline is added).
     pub fn line(&self, text: &str) -> anyhow::Result<()> {
-        write_stdout(&format!("{text}\n"))
+        self.write_stdout(&format!("{text}\n"))
     }
 
     /// Writes one JSON document (pretty for people, one line per document is
     /// what `json_line` is for).
     pub fn document(&self, value: &Value) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(value)?;
-        write_stdout(&format!("{text}\n"))
+        self.write_stdout(&format!("{text}\n"))
     }
 
     /// A JSON array printed one element at a time, byte for byte what
@@ -65,14 +116,21 @@ impl Output {
     /// is never held in memory (`list --json`, `runs --json`).
     pub fn json_array(&self) -> JsonArray {
         JsonArray {
-            out: io::BufWriter::new(io::stdout().lock()),
+            out: self.stdout(),
             empty: true,
         }
     }
 
     /// Writes one JSON Lines record.
     pub fn json_line(&self, value: &Value) -> anyhow::Result<()> {
-        write_stdout(&format!("{value}\n"))
+        self.write_stdout(&format!("{value}\n"))
+    }
+
+    fn write_stdout(&self, text: &str) -> anyhow::Result<()> {
+        let mut out = self.stdout();
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .map_err(stdout_error)
     }
 
     /// A note for the person on stderr (never part of machine output).
@@ -94,7 +152,7 @@ impl Output {
     /// Whether a table goes to a terminal (fitted by `table`) or into a pipe
     /// or file (where `PipeTable` prints it at full width, row by row).
     pub fn to_terminal(&self) -> bool {
-        io::IsTerminal::is_terminal(&io::stdout())
+        self.capture.is_none() && io::IsTerminal::is_terminal(&io::stdout())
     }
 
     /// A table fitted to the terminal. Into a pipe or a file it is printed
@@ -102,7 +160,7 @@ impl Output {
     /// `head` see whole rows (long cells are already clipped with `…`).
     pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) -> anyhow::Result<()> {
         let mut table = Table::new();
-        let arrangement = if io::IsTerminal::is_terminal(&io::stdout()) {
+        let arrangement = if self.to_terminal() {
             ContentArrangement::Dynamic
         } else {
             ContentArrangement::Disabled
@@ -115,7 +173,7 @@ impl Output {
             table.add_row(row);
         }
         // Line by line into a buffer: no second copy of a long table.
-        let mut out = io::BufWriter::new(io::stdout().lock());
+        let mut out = self.stdout();
         for line in table.lines() {
             let line = line.strip_prefix(' ').unwrap_or(&line).trim_end();
             out.write_all(line.as_bytes())
@@ -216,7 +274,7 @@ fn width(cell: &str) -> usize {
 
 /// See `Output::json_array`; `finish` closes the array.
 pub struct JsonArray {
-    out: io::BufWriter<io::StdoutLock<'static>>,
+    out: Box<dyn Write>,
     empty: bool,
 }
 

@@ -10,4 +10,7 @@ pub trait DraftTx {
     /// Removes a confirmed draft; Conflict when it is already gone (a
     /// concurrent confirm won).
     fn consume_draft(&mut self, draft_id: &str) -> Result<()>;
+    /// Counts one more wrong confirmation code on an agent's draft, guarded
+    /// by the count the caller read (`seen`); Conflict when it moved on.
+    fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()>;
 }

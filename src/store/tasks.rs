@@ -146,6 +146,7 @@ impl RawTask {
         }
         Ok(Task {
             task_id: self.task_id,
+            drafted_by: confirmed.drafted_by,
             tenant_key: confirmed.tenant_key,
             name: confirmed.name,
             owner_keys: confirmed.owner_keys,

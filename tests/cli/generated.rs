@@ -86,7 +86,10 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron draft --replace oncall --daily 10:00",
             "agentcron draft --instruction \"summarize my stand-up\" --daily 09:30 --tz follow",
         ],
-        "confirm" => &["agentcron confirm DRAFT_ID --hash HASH"],
+        "confirm" => &[
+            "agentcron confirm DRAFT_ID --hash HASH",
+            "agentcron confirm DRAFT_ID --hash HASH --code 123456",
+        ],
         "list" => &["agentcron list", "agentcron list --state paused", "agentcron --json list --all"],
         "show" => &["agentcron show oncall"],
         "pause" => &["agentcron pause oncall --reason \"on vacation\""],
@@ -133,6 +136,10 @@ fn examples(path: &str) -> &'static [&'static str] {
         "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent"],
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
+        "mcp" => &[
+            "agentcron mcp --as unix:alice --notifier /usr/local/bin/notify",
+            "sudo -n -u agentcron agentcron mcp --as unix:alice",
+        ],
         "completions" => &["agentcron completions bash > ~/.local/share/bash-completion/completions/agentcron"],
         "zone" | "zone set" => &[
             "agentcron --as host:profile-sync zone set unix:alice Europe/Berlin",

@@ -15,6 +15,7 @@ mod draft;
 mod generated;
 mod growth;
 mod hooks;
+mod mcp;
 mod metrics;
 mod notices;
 mod operator;

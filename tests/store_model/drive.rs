@@ -243,6 +243,7 @@ impl Harness {
             Sched::Interval { seconds, anchor_at } => Schedule::Interval { seconds, anchor_at },
         };
         let payload = Payload {
+            drafted_by: None,
             grace_seconds: spec.grace,
             instruction: "model step".into(),
             max_retries: spec.max_retries,
@@ -268,6 +269,7 @@ impl Harness {
             created_at: now,
             expires_at: now + 1800,
             replaces: None,
+            code: None,
         };
         self.store
             .write(|tx| {

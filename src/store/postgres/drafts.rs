@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 
 use super::{col, expect_one, PgTx};
-use crate::model::{Draft, Replaces};
+use crate::model::{CodeLock, Draft, Replaces};
 use crate::store::DraftTx;
 
 impl DraftTx for PgTx<'_, '_> {
@@ -11,10 +11,11 @@ impl DraftTx for PgTx<'_, '_> {
         self.tx
             .execute(
                 "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
-                                     replaces_task_id, replaces_revision)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                     replaces_task_id, replaces_revision, code_hash, code_salt)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &[&d.draft_id, &d.tenant_key, &d.payload, &d.payload_hash, &d.created_by, &d.created_at, &d.expires_at,
-                  &d.replaces.as_ref().map(|r| r.task_id.as_str()), &d.replaces.as_ref().map(|r| r.revision)],
+                  &d.replaces.as_ref().map(|r| r.task_id.as_str()), &d.replaces.as_ref().map(|r| r.revision),
+                  &d.code.as_ref().map(|c| c.hash.as_str()), &d.code.as_ref().map(|c| c.salt.as_str())],
             )
             .context("saving the draft")?;
         Ok(())
@@ -23,7 +24,7 @@ impl DraftTx for PgTx<'_, '_> {
     fn draft(&mut self, draft_id: &str) -> Result<Option<Draft>> {
         let row = self.tx.query_opt(
             "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
-                    replaces_task_id, replaces_revision
+                    replaces_task_id, replaces_revision, code_hash, code_salt, code_wrong_attempts
              FROM drafts WHERE draft_id = $1 FOR UPDATE",
             &[&draft_id],
         )?;
@@ -40,6 +41,14 @@ impl DraftTx for PgTx<'_, '_> {
                     (Some(task_id), Some(revision)) => Some(Replaces { task_id, revision }),
                     _ => None,
                 },
+                code: match (col(&r, 9)?, col(&r, 10)?) {
+                    (Some(hash), Some(salt)) => Some(CodeLock {
+                        hash,
+                        salt,
+                        wrong_attempts: col(&r, 11)?,
+                    }),
+                    _ => None,
+                },
             })
         })
         .transpose()
@@ -51,6 +60,17 @@ impl DraftTx for PgTx<'_, '_> {
             .execute("DELETE FROM drafts WHERE draft_id = $1", &[&draft_id])?;
         expect_one(changed, || {
             format!("draft {draft_id} was confirmed by someone else")
+        })
+    }
+
+    fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()> {
+        let changed = self.tx.execute(
+            "UPDATE drafts SET code_wrong_attempts = code_wrong_attempts + 1
+             WHERE draft_id = $1 AND code_wrong_attempts = $2",
+            &[&draft_id, &seen],
+        )?;
+        expect_one(changed, || {
+            format!("draft {draft_id} changed while its code was checked")
         })
     }
 }

@@ -137,7 +137,7 @@ impl PgStore {
     fn run_write(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.reconnect_if_closed()?;
         let marker = uuid::Uuid::new_v4().to_string();
-        let prune = self.writes % commit::PRUNE_EVERY == 0;
+        let prune = self.writes.is_multiple_of(commit::PRUNE_EVERY);
         self.writes += 1;
         let mut tx = self
             .client

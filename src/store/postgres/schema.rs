@@ -267,6 +267,12 @@ const MIGRATIONS: &[&str] = &[
         WHERE follow_key IS NOT NULL;
     CREATE INDEX events_retimes ON events (task_id, event_id) WHERE action = 'retime';
 "#,
+    r#"
+    -- 15: an agent draft's one-time code, as SQLite's migration 13: its
+    -- salted hash and the wrong codes given so far.
+    ALTER TABLE drafts ADD COLUMN code_hash TEXT, ADD COLUMN code_salt TEXT,
+        ADD COLUMN code_wrong_attempts BIGINT NOT NULL DEFAULT 0;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

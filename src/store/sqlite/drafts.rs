@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::{expect_one, SqliteTx};
-use crate::model::{Draft, Replaces};
+use crate::model::{CodeLock, Draft, Replaces};
 use crate::store::DraftTx;
 
 impl DraftTx for SqliteTx<'_> {
@@ -12,8 +12,9 @@ impl DraftTx for SqliteTx<'_> {
         self.conn
             .prepare_cached(
                 "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by,
-                                     created_at, expires_at, replaces_task_id, replaces_revision)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                     created_at, expires_at, replaces_task_id, replaces_revision,
+                                     code_hash, code_salt)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?
             .execute(params![
                 d.draft_id,
@@ -25,6 +26,8 @@ impl DraftTx for SqliteTx<'_> {
                 d.expires_at,
                 d.replaces.as_ref().map(|r| &r.task_id),
                 d.replaces.as_ref().map(|r| r.revision),
+                d.code.as_ref().map(|c| &c.hash),
+                d.code.as_ref().map(|c| &c.salt),
             ])
             .context("saving the draft")?;
         Ok(())
@@ -34,7 +37,8 @@ impl DraftTx for SqliteTx<'_> {
         self.conn
             .prepare_cached(
                 "SELECT draft_id, tenant_key, payload, payload_hash, created_by, created_at,
-                        expires_at, replaces_task_id, replaces_revision
+                        expires_at, replaces_task_id, replaces_revision,
+                        code_hash, code_salt, code_wrong_attempts
                  FROM drafts WHERE draft_id = ?1",
             )?
             .query_row([draft_id], |row| {
@@ -48,6 +52,14 @@ impl DraftTx for SqliteTx<'_> {
                     expires_at: row.get(6)?,
                     replaces: match (row.get(7)?, row.get(8)?) {
                         (Some(task_id), Some(revision)) => Some(Replaces { task_id, revision }),
+                        _ => None,
+                    },
+                    code: match (row.get(9)?, row.get(10)?) {
+                        (Some(hash), Some(salt)) => Some(CodeLock {
+                            hash,
+                            salt,
+                            wrong_attempts: row.get(11)?,
+                        }),
                         _ => None,
                     },
                 })
@@ -64,6 +76,20 @@ impl DraftTx for SqliteTx<'_> {
             .context("removing the confirmed draft")?;
         expect_one(changed, || {
             format!("draft {draft_id} was confirmed by someone else")
+        })
+    }
+
+    fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE drafts SET code_wrong_attempts = code_wrong_attempts + 1
+                 WHERE draft_id = ?1 AND code_wrong_attempts = ?2",
+            )?
+            .execute(params![draft_id, seen])
+            .context("counting a wrong confirmation code")?;
+        expect_one(changed, || {
+            format!("draft {draft_id} changed while its code was checked")
         })
     }
 }

@@ -412,6 +412,14 @@ const MIGRATIONS: &[&str] = &[
         WHERE follow_key IS NOT NULL;
     CREATE INDEX events_retimes ON events (task_id, event_id) WHERE action = 'retime';
     "#,
+    // 13: an agent's draft (`agentcron mcp`, docs/CONTRACT.md §17) is
+    // confirmed with a one-time code sent to the person: only its salted
+    // hash is kept, with the wrong codes given so far (the third voids it).
+    r#"
+    ALTER TABLE drafts ADD COLUMN code_hash TEXT;
+    ALTER TABLE drafts ADD COLUMN code_salt TEXT;
+    ALTER TABLE drafts ADD COLUMN code_wrong_attempts INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this binary writes.

@@ -10,6 +10,7 @@ const HOUR: i64 = 3600;
 
 fn task(mode: NotifyMode) -> Task {
     let payload = Payload {
+        drafted_by: None,
         follow: false,
         grace_seconds: 90,
         instruction: "check the backups".into(),

@@ -1,0 +1,234 @@
+//! One tool call: its arguments read by the subcommand's own clap
+//! definition, the subcommand run with its output captured (so the result
+//! is exactly its `--json` document), and a short text beside it. Each call
+//! is the subcommand's own one short transaction; an error becomes a tool
+//! error carrying the CLI's message, hint and exit code, and a panic is
+//! caught, so no call takes the server down.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use anyhow::Result;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Value};
+
+use super::arguments::{parse, JsonObject};
+use super::code_notice;
+use super::tools::{self, DraftStatusArgs, REPLACE_TASK};
+use super::words;
+use crate::commands::{self, draft::DraftArgs};
+use crate::context::Ctx;
+use crate::error::{classify, fail, CmdError};
+use crate::ops::confirm_code;
+use crate::output::Capture;
+use crate::tick::Notifier;
+
+/// What the server was started with, fixed for its life.
+pub struct Session {
+    pub allow_pause: bool,
+    pub notifier: Option<Notifier>,
+}
+
+/// One tool call as the client sent it.
+pub struct Call {
+    pub tool: String,
+    pub arguments: JsonObject,
+    /// The client's name from its `initialize` (clientInfo.name).
+    pub client: String,
+}
+
+/// A tool's answer: the JSON document and the words beside it.
+struct Answer {
+    value: Value,
+    text: String,
+}
+
+/// Runs one call against the store; never fails, never panics out.
+pub fn answer(ctx: &mut Ctx, session: &Session, call: &Call) -> CallToolResult {
+    let capture = Capture::default();
+    ctx.begin_call(capture.clone());
+    let outcome = catch_unwind(AssertUnwindSafe(|| run(ctx, session, call, &capture)));
+    match outcome {
+        Ok(Ok(answer)) => {
+            let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
+            result.structured_content = Some(wrap(answer.value));
+            result
+        }
+        Ok(Err(err)) => error_result(&err),
+        Err(_) => error_result(&anyhow::anyhow!(
+            "agentcron failed inside the {} tool (a bug); nothing more was done",
+            call.tool
+        )),
+    }
+}
+
+/// Structured content is an object: a JSON array (`list`, `runs`) is
+/// handed over as `{"items": [...]}`.
+fn wrap(value: Value) -> Value {
+    match value {
+        Value::Object(_) => value,
+        other => json!({ "items": other }),
+    }
+}
+
+/// The error as `--json` reports it on stderr, and in the CLI's words.
+fn error_result(err: &anyhow::Error) -> CallToolResult {
+    let (kind, leaf) = classify(err);
+    let message = crate::text::escape(&crate::error::sentence(err));
+    let hint = leaf.and_then(|l| l.hint.clone());
+    let mut text = format!("agentcron: error: {message}");
+    if let Some(hint) = &hint {
+        text.push_str(&format!("\n  hint: {}", crate::text::escape(hint)));
+    }
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json!({"error": {
+        "kind": kind.as_str(), "message": message, "hint": hint, "exit_code": kind.exit_code(),
+    }}));
+    result
+}
+
+fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
+    let name = call.tool.as_str();
+    let schema = tools::schema(name);
+    let arguments = &call.arguments;
+    match name {
+        "draft" | "draft_replace" => {
+            let renamed = if name == "draft_replace" {
+                REPLACE_TASK
+            } else {
+                &[]
+            };
+            // Without its task, draft_replace would be a new draft.
+            if name == "draft_replace" && arguments.get("task").is_none_or(Value::is_null) {
+                return fail(
+                    CmdError::usage("draft_replace needs the task it replaces")
+                        .with_hint("give task: its name, id or an id prefix"),
+                );
+            }
+            let args: DraftArgs = parse(name, &schema, arguments, renamed)?;
+            draft(ctx, session, call, args, capture)
+        }
+        "draft_status" => {
+            let args: DraftStatusArgs = parse(name, &schema, arguments, &[])?;
+            let value = super::draft_status::status(ctx, &args.draft_id)?;
+            Ok(Answer {
+                text: words::draft_status(&value),
+                value,
+            })
+        }
+        "list" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::list::run,
+            words::list,
+        ),
+        "show" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::show::run,
+            words::show,
+        ),
+        "runs" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::runs::run,
+            words::runs,
+        ),
+        "next" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::next::run,
+            words::next,
+        ),
+        "upcoming" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::upcoming::run,
+            words::upcoming,
+        ),
+        "explain" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            commands::explain::run,
+            words::explain,
+        ),
+        // Its exit code (1 when the last tick is stale) is in the document.
+        "status" => printed(
+            ctx,
+            capture,
+            parse(name, &schema, arguments, &[])?,
+            |c, a| commands::status::run(c, a).map(|_| ()),
+            words::status,
+        ),
+        "pause" if session.allow_pause => {
+            let args: commands::pause::PauseArgs = parse(name, &schema, arguments, &[])?;
+            if args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                return fail(
+                    CmdError::usage("pause needs a reason")
+                        .with_hint("say why, for the person who will read it"),
+                );
+            }
+            printed(ctx, capture, args, commands::pause::run, words::pause)
+        }
+        _ => fail(CmdError::not_found(format!(
+            "this server offers no tool '{}'",
+            crate::text::escape(name)
+        ))),
+    }
+}
+
+/// Runs a subcommand with `args` and reads back the document it printed.
+fn printed<A>(
+    ctx: &mut Ctx,
+    capture: &Capture,
+    args: A,
+    run: fn(&mut Ctx, A) -> Result<()>,
+    words: fn(&Value) -> String,
+) -> Result<Answer> {
+    run(ctx, args)?;
+    let value: Value = serde_json::from_str(&capture.take())?;
+    Ok(Answer {
+        text: words(&value),
+        value,
+    })
+}
+
+/// `draft` and `draft_replace`: the draft `draft --json` would make, with
+/// the agent in its payload and a one-time code sent to the person.
+fn draft(
+    ctx: &mut Ctx,
+    session: &Session,
+    call: &Call,
+    args: DraftArgs,
+    capture: &Capture,
+) -> Result<Answer> {
+    if args.instruction.as_deref() == Some("-") {
+        return fail(
+            CmdError::usage("the instruction '-' reads standard input at a shell")
+                .with_hint("give the instruction's text itself"),
+        );
+    }
+    let spec = args.spec()?;
+    let code = confirm_code::new_code()?;
+    let drafted_by = format!("agent:{}", call.client);
+    let agent = commands::draft::Agent {
+        drafted_by: &drafted_by,
+        code: &code,
+    };
+    let made = commands::draft::make(ctx, &args, spec, Some(agent))?;
+    commands::draft::print_made(ctx, &made)?;
+    let mut value: Value = serde_json::from_str(&capture.take())?;
+    let sent = code_notice::send(ctx, session.notifier.as_ref(), &made, &code)?;
+    let target = made.payload.target.clone();
+    value["confirm_code"] =
+        json!({"sent_to": target, "state": sent.state(), "error": sent.error()});
+    Ok(Answer {
+        text: words::draft(&value, &crate::text::escape(&target), &sent),
+        value,
+    })
+}

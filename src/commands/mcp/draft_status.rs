@@ -1,0 +1,69 @@
+//! `draft_status`: what became of a draft the agent made — still waiting
+//! for the person, expired, confirmed (as which task), or void. A draft
+//! leaves its table when it is confirmed or voided, so those answers come
+//! from the audit trail, which records both.
+
+use anyhow::Result;
+use serde_json::{json, Value};
+
+use crate::context::Ctx;
+use crate::error::{fail, CmdError};
+use crate::ops::access::{ensure_owner, Caller};
+use crate::payload::Payload;
+use crate::wire::time;
+
+/// How far back in the tenant's audit trail a gone draft is looked for.
+const EVENTS_SEARCHED: u64 = 2000;
+
+/// The draft's state as a JSON document.
+pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    ctx.store()?.read(|tx| {
+        if let Some(draft) = tx.draft(draft_id)? {
+            if draft.tenant_key != tenant {
+                return fail(CmdError::denied("the draft belongs to another tenant"));
+            }
+            let payload = Payload::from_canonical(&draft.payload).map_err(|e| {
+                CmdError::draft_rejected(format!("the stored draft is damaged: {e}"))
+            })?;
+            ensure_owner(&caller, &payload.owner_keys, "this draft")?;
+            let state = if now >= draft.expires_at {
+                "expired"
+            } else {
+                "waiting"
+            };
+            return Ok(json!({
+                "draft_id": draft.draft_id,
+                "state": state,
+                "expires_at": time(Some(draft.expires_at)),
+                "payload_hash": draft.payload_hash,
+                "drafted_by": payload.drafted_by,
+                "wrong_codes": draft.code.as_ref().map_or(0, |c| c.wrong_attempts),
+                "task_id": draft.replaces.as_ref().map(|r| r.task_id.clone()),
+            }));
+        }
+        let events = tx.events(&tenant, &identity, None, EVENTS_SEARCHED)?;
+        let ended = events.iter().find(|e| {
+            matches!(e.event.action.as_str(), "confirm" | "replace" | "void")
+                && e.event.detail["draft_id"] == draft_id
+        });
+        match ended {
+            Some(e) => Ok(json!({
+                "draft_id": draft_id,
+                "state": if e.event.action == "void" { "void" } else { "confirmed" },
+                "at": time(Some(e.event.at)),
+                "payload_hash": e.event.detail["payload_hash"],
+                "drafted_by": e.event.detail["drafted_by"],
+                "task_id": e.event.task_id,
+            })),
+            None => fail(
+                CmdError::not_found(format!("no draft '{}'", crate::text::escape(draft_id)))
+                    .with_hint("a draft that expired long ago may have been pruned"),
+            ),
+        }
+    })
+}

@@ -1,0 +1,185 @@
+//! The short human text beside each tool's JSON: what an agent reads first
+//! and may repeat to its person. The draft's text says what to tell the
+//! person — what was drafted, when it runs, its hash, and that *they*
+//! confirm it with the code they received — and never that the agent should
+//! run `confirm`.
+
+use serde_json::Value;
+
+use super::code_notice::Sent;
+
+fn text(value: &Value, key: &str) -> String {
+    match &value[key] {
+        Value::String(s) => crate::text::escape(s),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn count(value: &Value) -> usize {
+    value.as_array().map_or(0, Vec::len)
+}
+
+/// What to tell the person about a draft just made.
+pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
+    let runs: Vec<String> = value["next_runs"]
+        .as_array()
+        .map(|runs| {
+            runs.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let instruction = value["payload"]
+        .as_str()
+        .and_then(|p| serde_json::from_str::<Value>(p).ok())
+        .and_then(|p| p["instruction"].as_str().map(|i| crate::text::clip(i, 80)))
+        .unwrap_or_default();
+    let what = if value.get("replaces").is_some() {
+        format!("a change to task {}", text(&value["replaces"], "task_id"))
+    } else {
+        "a task".to_string()
+    };
+    let what = format!("{what} (\"{}\")", crate::text::escape(&instruction));
+    let mut lines = vec![
+        format!(
+            "Drafted {what}; nothing is scheduled until the person confirms it. \
+             Tell them: it runs {} (next: {}); payload hash {}; the draft expires {}.",
+            text(value, "summary"),
+            runs.join(", "),
+            text(value, "payload_hash"),
+            text(value, "expires_at"),
+        ),
+        match sent {
+            Sent::Delivered => format!(
+                "A one-time code was sent to {target}. To schedule it, the person runs, \
+                 themselves: {} — with the code from the message they received in place of \
+                 NNNNNN.",
+                text(value, "confirm_command")
+            ),
+            Sent::Nothing(why) | Sent::Unknown(why) => format!(
+                "The one-time code could not be sent to {target} ({why}). The person can \
+                 confirm at their own terminal: {} without --code shows them a code there to \
+                 type back.",
+                text(value, "confirm_command").replace(" --code NNNNNN", "")
+            ),
+        },
+        "You cannot confirm it: agentcron refuses a confirmation from the agent that drafted."
+            .to_string(),
+    ];
+    lines.retain(|l| !l.is_empty());
+    lines.join("\n")
+}
+
+pub fn draft_status(value: &Value) -> String {
+    let id = text(value, "draft_id");
+    match value["state"].as_str() {
+        Some("waiting") => format!(
+            "Draft {id} is waiting for the person's confirmation until {}.",
+            text(value, "expires_at")
+        ),
+        Some("expired") => format!(
+            "Draft {id} expired at {} unconfirmed; draft again if the person still wants it.",
+            text(value, "expires_at")
+        ),
+        Some("confirmed") => format!("Draft {id} was confirmed: task {}.", text(value, "task_id")),
+        Some("void") => format!("Draft {id} is void: three wrong codes were given."),
+        _ => format!("Draft {id}: {}.", text(value, "state")),
+    }
+}
+
+pub fn list(value: &Value) -> String {
+    let mut lines = vec![format!("{} task(s).", count(value))];
+    for task in value.as_array().into_iter().flatten().take(20) {
+        let label = match &task["name"] {
+            Value::String(name) => crate::text::escape(name),
+            _ => text(task, "task_id"),
+        };
+        lines.push(format!(
+            "- {label}: {}, next run {}",
+            text(task, "state"),
+            text(task, "next_run_at")
+        ));
+    }
+    lines.join("\n")
+}
+
+pub fn show(value: &Value) -> String {
+    format!(
+        "Task {} ({}): {}, next run {}, payload hash {}; {} recent run(s).",
+        text(value, "task_id"),
+        text(value, "name"),
+        text(value, "state"),
+        text(value, "next_run_at"),
+        text(value, "payload_hash"),
+        count(&value["runs"])
+    )
+}
+
+pub fn runs(value: &Value) -> String {
+    let mut lines = vec![format!("{} run(s), newest first.", count(value))];
+    for run in value.as_array().into_iter().flatten().take(20) {
+        lines.push(format!(
+            "- {} {}: {}",
+            text(run, "scheduled_for"),
+            text(run, "status"),
+            text(run, "summary")
+        ));
+    }
+    lines.join("\n")
+}
+
+pub fn next(value: &Value) -> String {
+    let times: Vec<String> = value["next"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| text(o, "at"))
+        .collect();
+    match times.is_empty() {
+        true => format!("Task {} has no occurrence left.", text(value, "task_id")),
+        false => format!("Next occurrences: {}.", times.join(", ")),
+    }
+}
+
+pub fn upcoming(value: &Value) -> String {
+    let mut lines = vec![format!("{} coming occurrence(s).", count(value))];
+    for row in value.as_array().into_iter().flatten().take(20) {
+        lines.push(format!("- {} {}", text(row, "at"), text(row, "name")));
+    }
+    lines.join("\n")
+}
+
+pub fn explain(value: &Value) -> String {
+    text(value, "explanation")
+}
+
+pub fn status(value: &Value) -> String {
+    format!(
+        "Last tick {}{}; {} active task(s), {} due, {} unknown run(s).",
+        text(value, "last_tick_at"),
+        if value["stale"] == Value::Bool(true) {
+            " (stale: is cron running agentcron tick?)"
+        } else {
+            ""
+        },
+        text(&value["tasks"], "active"),
+        text(value, "due"),
+        text(&value["runs"], "unknown"),
+    )
+}
+
+pub fn pause(value: &Value) -> String {
+    let changed = value["changed"] != Value::Bool(false);
+    format!(
+        "Task {} {} (revision {}); only a person can resume it.",
+        text(value, "task_id"),
+        if changed {
+            "is paused"
+        } else {
+            "was already paused"
+        },
+        text(value, "revision")
+    )
+}

@@ -1,0 +1,296 @@
+//! The protocol itself, from Rust, with nothing between the test and the
+//! server's stdio: the JSON-RPC of initialize, tools/list and tools/call;
+//! and an agent's draft confirmed at the person's own terminal (a
+//! pseudo-terminal Python's pty module gives `confirm`).
+
+use serde_json::{json, Value};
+
+use super::{last_code, notifier, text, RawSession};
+use crate::support::{TestEnv, BIN};
+
+#[test]
+fn initialize_list_and_call_over_raw_json_rpc() {
+    let env = TestEnv::new();
+    let mut session = RawSession::start(&env, &["mcp"], "raw-probe");
+    let init = &session.initialized;
+    assert_eq!(init["serverInfo"]["name"], "agentcron");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert!(init["instructions"]
+        .as_str()
+        .unwrap()
+        .contains("You cannot confirm"));
+
+    let listed = session.request("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "draft",
+            "draft_replace",
+            "draft_status",
+            "list",
+            "show",
+            "runs",
+            "next",
+            "upcoming",
+            "explain",
+            "status"
+        ]
+    );
+    for tool in tools {
+        let read_only = tool["annotations"]["readOnlyHint"] == Value::Bool(true);
+        let drafts = tool["name"].as_str().unwrap().starts_with("draft_")
+            && tool["name"] != "draft_status"
+            || tool["name"] == "draft";
+        assert_eq!(read_only, !drafts, "{tool}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        let properties = tool["inputSchema"]["properties"].as_object().unwrap();
+        for global in ["as", "as_keys", "tenant", "db", "now", "json"] {
+            assert!(!properties.contains_key(global), "{global} in {tool}");
+        }
+    }
+
+    let drafted = session.call(
+        "draft",
+        json!({"instruction": "summarize the on-call channel", "daily": "09:30", "name": "oncall"}),
+    );
+    assert_eq!(drafted["isError"], false, "{drafted}");
+    let document = &drafted["structuredContent"];
+    assert_eq!(document["drafted_by"], "agent:raw-probe");
+    assert_eq!(document["summary"], "every day at 09:30");
+    assert_eq!(document["next_runs"][0], "2026-12-02T09:30:00Z");
+    assert!(document["payload"]
+        .as_str()
+        .unwrap()
+        .starts_with(r#"{"drafted_by":"agent:raw-probe","#));
+    // No notifier configured: the person is pointed to their terminal.
+    assert_eq!(document["confirm_code"]["state"], "not_sent");
+    assert!(
+        text(&drafted).contains("at their own terminal"),
+        "{drafted}"
+    );
+
+    let bad = session.call("upcoming", json!({"within": "soon"}));
+    assert_eq!(bad["isError"], true);
+    assert_eq!(bad["structuredContent"]["error"]["exit_code"], 2, "{bad}");
+    let unknown = session.request("tools/call", json!({"name": "confirm", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // A line that is not JSON-RPC at all, or arguments that are no object:
+    // refused or ignored, and the session goes on.
+    session.send_line("this is not json");
+    let odd = session.request("tools/call", json!({"name": "list", "arguments": [1, 2]}));
+    assert!(odd["error"]["code"].is_i64(), "{odd}");
+    let after = session.call("list", json!({}));
+    assert_eq!(after["structuredContent"]["items"], json!([]), "{after}");
+    assert_eq!(session.finish(), 0);
+}
+
+#[test]
+fn a_refused_allow_is_one_line_and_no_server() {
+    let env = TestEnv::new();
+    for allow in ["confirm", "pause,delete", "everything"] {
+        let out = env.run(&["mcp", "--allow", allow]).fails(2);
+        assert_eq!(out.stderr.lines().count(), 2, "{}", out.stderr);
+        assert!(out.stderr.contains("--allow"), "{}", out.stderr);
+        assert!(out.stderr.contains("only --allow pause exists"));
+    }
+}
+
+/// Python's pty module (the system's python3): runs ARGV on a new pseudo-
+/// terminal, reads until "code: ", types back the code it was shown (or
+/// argv[1] when that is not "echo"), and prints what the terminal showed
+/// and the exit status.
+const AT_A_TERMINAL: &str = r#"
+import os, pty, re, sys
+mode, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+seen = b""
+while b"code: " not in seen:
+    chunk = os.read(fd, 1024)
+    if not chunk:
+        break
+    seen += chunk
+shown = re.search(rb"code: (\d{6})", seen)
+typed = shown.group(1) if mode == "echo" and shown else mode.encode()
+os.write(fd, typed + b"\n")
+rest = b""
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    rest += chunk
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+sys.stdout.write((seen + rest).decode(errors="replace"))
+"#;
+
+#[test]
+fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
+    let env = TestEnv::new();
+    let mut session = RawSession::start(&env, &["mcp"], "host");
+    let drafted = session.call("draft", json!({"instruction": "x", "every": "1h"}));
+    assert_eq!(session.finish(), 0);
+    let id = drafted["structuredContent"]["draft_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hash = drafted["structuredContent"]["payload_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("python3 is missing: confirming at a terminal is not tested");
+        return;
+    }
+    let at_terminal = |typed: &str| {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                AT_A_TERMINAL,
+                typed,
+                BIN,
+                "confirm",
+                &id,
+                "--hash",
+                &hash,
+            ])
+            .envs(super::server_env(&env))
+            .output()
+            .expect("python3 runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A wrong code typed at the terminal counts as one.
+    let wrong = at_terminal("000000");
+    assert!(wrong.starts_with("4\n"), "{wrong}");
+    assert!(wrong.contains("type this one-time code"), "{wrong}");
+    assert!(wrong.contains("wrong code"), "{wrong}");
+    let right = at_terminal("echo");
+    assert!(right.starts_with("0\n"), "{right}");
+    assert!(right.contains("Confirmed task"), "{right}");
+    let tasks = env.json(&["list"]);
+    assert_eq!(tasks[0]["drafted_by"], "agent:host");
+    assert!(env.run(&["log"]).ok().stdout.contains("wrong_code"));
+}
+
+#[test]
+fn without_a_terminal_an_agents_draft_needs_its_code() {
+    let env = TestEnv::new();
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let drafted = session.call("draft", json!({"instruction": "x", "in": "2h"}));
+    session.finish();
+    let document = &drafted["structuredContent"];
+    let (id, hash) = (
+        document["draft_id"].as_str().unwrap(),
+        document["payload_hash"].as_str().unwrap(),
+    );
+    let out = env.run(&["confirm", id, "--hash", hash]).fails(4);
+    assert!(out
+        .stderr
+        .contains("needs the one-time code sent to unix:tester"));
+    assert!(out.stderr.contains("--code NNNNNN"), "{}", out.stderr);
+    assert_eq!(env.count("SELECT code_wrong_attempts FROM drafts"), 0);
+    let code = last_code(&journal);
+    env.run(&["confirm", id, "--hash", hash, "--code", &code])
+        .ok();
+}
+
+#[test]
+fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
+    let env = TestEnv::new();
+    let before = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let missing = session.call("draft_replace", json!({"every": "2h"}));
+    assert_eq!(missing["isError"], true);
+    assert!(
+        text(&missing).contains("needs the task it replaces"),
+        "{missing}"
+    );
+    let drafted = session.call("draft_replace", json!({"task": "hourly", "every": "2h"}));
+    assert_eq!(session.finish(), 0);
+    assert_eq!(drafted["isError"], false, "{drafted}");
+    let document = &drafted["structuredContent"];
+    assert_eq!(document["replaces"]["task_id"], before["task_id"]);
+    let changed: Vec<&str> = document["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["schedule", "drafted_by"], "{document}");
+    assert!(text(&drafted).contains("a change to task"), "{drafted}");
+    let (id, hash) = (
+        document["draft_id"].as_str().unwrap(),
+        document["payload_hash"].as_str().unwrap(),
+    );
+    env.run(&["confirm", id, "--hash", hash]).fails(4);
+    let code = last_code(&journal);
+    env.run(&["confirm", id, "--hash", hash, "--code", &code])
+        .ok();
+    let after = env.json(&["show", "hourly"]);
+    assert_eq!(after["revision"], 2);
+    assert_eq!(after["drafted_by"], "agent:host");
+    assert_eq!(after["schedule"]["seconds"], 7200, "{after}");
+}
+
+#[test]
+fn status_shows_the_agent_its_own_tenant_only() {
+    let env = TestEnv::new();
+    env.task(&["--tenant", "other", "--instruction", "x", "--every", "1h"]);
+    let mut session = RawSession::start(&env, &["mcp"], "host");
+    let status = session.call("status", json!({}));
+    session.finish();
+    assert_eq!(
+        status["structuredContent"]["tasks"]["active"], 0,
+        "{status}"
+    );
+    assert_eq!(env.json(&["status"])["tasks"]["active"], 1);
+}
+
+#[test]
+fn the_plan_shows_that_an_agent_drafted_a_task_the_file_declares() {
+    let env = TestEnv::new();
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let drafted = session.call(
+        "draft",
+        json!({"instruction": "x", "daily": "09:30", "name": "report", "tz": "UTC"}),
+    );
+    session.finish();
+    let document = &drafted["structuredContent"];
+    let code = last_code(&journal);
+    env.run(&[
+        "confirm",
+        document["draft_id"].as_str().unwrap(),
+        "--hash",
+        document["payload_hash"].as_str().unwrap(),
+        "--code",
+        &code,
+    ])
+    .ok();
+    let file = env.path("tasks.toml");
+    std::fs::write(
+        &file,
+        "[report]\ninstruction = \"x\"\ndaily = \"09:30\"\ntz = \"UTC\"\n",
+    )
+    .unwrap();
+    // The same task but for its drafter: applying the file would make it a
+    // person's, and the plan says so.
+    let plan = env.run(&["plan", &file.display().to_string()]).ok().stdout;
+    assert!(plan.contains("drafted_by"), "{plan}");
+    assert!(plan.contains("agent:host"), "{plan}");
+}
