@@ -111,6 +111,8 @@ struct Row {
     next_runs: Vec<i64>,
     zone: Option<schedule::Tz>,
     summary: Option<String>,
+    /// The notice policy in words (docs/CONTRACT.md §16), for a create.
+    notices: Option<String>,
 }
 
 fn render(actions: &[Action<'_>]) -> Vec<Row> {
@@ -151,6 +153,7 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                     .unwrap_or_default(),
                 zone: shown.as_ref().map(|p| p.timezone),
                 summary: shown.as_ref().map(|p| p.schedule.describe(p.timezone)),
+                notices: shown.as_ref().map(|p| p.notice.describe()),
             }
         })
         .collect()
@@ -197,6 +200,7 @@ fn print(
                 "old_payload_hash": r.old_hash,
                 "payload_hash": r.new_hash,
                 "summary": r.summary,
+                "notices": r.notices,
                 "diff": r.diff_json,
                 "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
                 "created_by": (r.kind == Kind::Delete).then_some(source),
@@ -236,6 +240,9 @@ fn print(
         if r.kind == Kind::Create {
             if let Some(s) = &r.summary {
                 text.push_str(&format!("      schedule  {s}\n"));
+            }
+            if let Some(n) = &r.notices {
+                text.push_str(&format!("      notices   {n}\n"));
             }
         }
         for (field, old, new) in &r.diff {

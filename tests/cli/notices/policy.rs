@@ -291,6 +291,13 @@ fn a_tasks_file_takes_the_policy() {
     .unwrap();
     let file_arg = file.to_str().unwrap();
     let plan = env.json(&["plan", file_arg]);
+    let notices = plan["actions"][0]["notices"].as_str().unwrap_or_default();
+    assert!(
+        notices.starts_with("failures (") && notices.contains("pause after 4"),
+        "{plan}"
+    );
+    let shown = env.run(&["plan", file_arg]).ok().stdout;
+    assert!(shown.contains("      notices   failures ("), "{shown}");
     let hash = plan["plan_hash"].as_str().unwrap().to_string();
     env.run(&["apply", file_arg, "--hash", &hash]).ok();
     let task = env.json(&["show", "digest"]);
