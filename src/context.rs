@@ -201,6 +201,7 @@ impl Ctx {
                 busy_timeout: self.busy_timeout,
                 create: self.create_store,
                 read_only: self.read_only,
+                never_write: false,
                 postgres_password: self.postgres_password.clone(),
             },
         }

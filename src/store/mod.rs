@@ -1,13 +1,16 @@
 //! The persistence interface: one write or read transaction at a time, and
 //! inside it operations named for what they do to the data.
 //!
-//! Commands and the tick see only these traits; `sqlite` and `postgres`
-//! implement them, and `shared` lets a tick's threads use one connection.
+//! Commands, the tick and shell completion see only these traits; `sqlite`
+//! and `postgres` implement them, and `shared` lets a tick's threads use one
+//! connection. Completion opens the store never to write
+//! (`OpenOptions::never_writing`): no file created, no migration.
 //! Every write runs inside `Store::write`, which SQLite opens with `BEGIN
 //! IMMEDIATE` and PostgreSQL as a READ COMMITTED transaction; every state
 //! change is a guarded UPDATE that returns a Conflict when its guard matches
 //! no row.
 
+pub mod completion;
 pub mod deliveries;
 pub mod drafts;
 pub mod events;
@@ -28,6 +31,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub use completion::CompletionTx;
 pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
 pub use events::EventTx;
@@ -53,6 +57,7 @@ pub trait Tx:
     + TransferTx
     + QueueTx
     + ZoneTx
+    + CompletionTx
 {
 }
 impl<
@@ -66,7 +71,8 @@ impl<
             + MaintenanceTx
             + TransferTx
             + QueueTx
-            + ZoneTx,
+            + ZoneTx
+            + CompletionTx,
     > Tx for T
 {
 }
@@ -202,7 +208,28 @@ pub struct OpenOptions {
     /// The command only reads: a SQLite store on a read-only file system (or
     /// in a folder this user cannot write) is then opened read-only.
     pub read_only: bool,
+    /// Nothing may change, not even to open: only an existing store already
+    /// at this build's schema is opened (no file created, no migration, no
+    /// `-wal`/`-shm` set up or WAL switch on SQLite; read-only transactions
+    /// on PostgreSQL), and `busy_timeout` bounds connecting and every
+    /// statement too. Anything else is an error. For shell completion
+    /// (`never_writing`), which must not write or wait.
+    pub never_write: bool,
     /// Where a PostgreSQL URL without a password finds one (`PGPASSWORD`,
     /// the password file), as the environment gave them.
     pub postgres_password: postgres::password::PasswordSources,
+}
+
+impl OpenOptions {
+    /// The options of a caller that reads a few rows and must never change
+    /// the store, create it or wait longer than `wait` (shell completion).
+    pub fn never_writing(wait: std::time::Duration) -> OpenOptions {
+        OpenOptions {
+            busy_timeout: wait,
+            create: false,
+            read_only: true,
+            never_write: true,
+            ..Default::default()
+        }
+    }
 }

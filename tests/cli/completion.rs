@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::Rig;
-use crate::support::{TestEnv, BIN, T0};
+use crate::support::{on_postgres, TestEnv, BIN, T0};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sh {
@@ -424,6 +424,76 @@ fn no_database_means_no_candidates_and_nothing_created() {
     assert!(!env.db.exists(), "completion created {}", env.db.display());
     assert!(!env.db.parent().unwrap().exists());
     assert!(!env.path("nowhere").exists());
+    // A PostgreSQL schema with no tables yet is a store not made: it stays
+    // without tables (completion never migrates).
+    if let Some(schema) = env.pg_schema() {
+        let tables = env.count(&format!(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = '{schema}'"
+        ));
+        assert_eq!(tables, 0, "completion created tables in {schema}");
+    }
+}
+
+/// The schema version the store reports: `user_version` on SQLite, the
+/// newest row of `agentcron_schema` on PostgreSQL.
+fn schema_version(env: &TestEnv) -> i64 {
+    if on_postgres() {
+        env.count("SELECT max(version) FROM agentcron_schema")
+    } else {
+        env.count("PRAGMA user_version")
+    }
+}
+
+/// Makes the store say it is at schema `version` (its tables unchanged).
+fn set_schema_version(env: &TestEnv, version: i64) {
+    if on_postgres() {
+        env.sql(&format!(
+            "DELETE FROM agentcron_schema; INSERT INTO agentcron_schema (version) VALUES ({version})"
+        ));
+    } else {
+        env.sql(&format!("PRAGMA user_version = {version}"));
+    }
+}
+
+#[test]
+fn a_store_at_another_schema_offers_nothing_and_is_left_as_it_was() {
+    let env = TestEnv::new();
+    env.task(&[
+        "--instruction",
+        "x",
+        "--daily",
+        "09:00",
+        "--name",
+        "daily-report",
+    ]);
+    let shells = Shells::new(&env);
+    shells.expect("agentcron show dai", &["daily-report"]);
+    let latest = if on_postgres() {
+        agentcron::store::postgres::schema::LATEST
+    } else {
+        agentcron::store::sqlite::schema::LATEST
+    };
+    // An older schema is not migrated (completion never writes), a newer
+    // one not guessed at: both offer nothing rather than an error.
+    for version in [latest - 1, latest + 1] {
+        set_schema_version(&env, version);
+        let before = env.db_bytes();
+        shells.expect("agentcron show dai", &[]);
+        shells.expect("agentcron explain dai", &[]);
+        assert_eq!(
+            schema_version(&env),
+            version,
+            "completion migrated the store"
+        );
+        assert!(
+            env.db_bytes() == before,
+            "completion changed the store at schema {version}"
+        );
+    }
+    // The tables were whole all along: at this agentcron's schema again,
+    // the task is offered.
+    set_schema_version(&env, latest);
+    shells.expect("agentcron show dai", &["daily-report"]);
 }
 
 #[test]

@@ -1,5 +1,7 @@
-//! Every test file is compiled: a `.rs` file under `tests/cli/` that no
-//! `mod` line names would sit there unrun, its tests silently gone.
+//! Guards on how the code is wired. Every test file is compiled: a `.rs`
+//! file under `tests/cli/` that no `mod` line names would sit there unrun,
+//! its tests silently gone. And shell completion reads the store only
+//! through the store's interface, never with SQL or a driver of its own.
 
 use std::path::Path;
 
@@ -60,5 +62,35 @@ fn every_test_file_is_wired_into_the_test_binary() {
             "{} does not declare {unwired:?}: their tests never run",
             parent.display()
         );
+    }
+}
+
+#[test]
+fn completion_reads_the_store_only_through_its_interface() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/completion");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no sources in {}", dir.display());
+    // A driver, or a statement: SQL keywords in capitals, as written here.
+    let forbidden = ["rusqlite", "postgres::", "SELECT ", " FROM ", " WHERE "];
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for word in forbidden {
+                assert!(
+                    !code.contains(word),
+                    "{}:{}: {word:?} in completion, which reads the store through \
+                     store::CompletionTx (docs/CONTRACT.md §15): {line}",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
     }
 }

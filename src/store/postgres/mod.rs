@@ -6,6 +6,7 @@
 //! which `context` corrects to the server's (`server_time_micros`).
 
 mod commit;
+mod completion;
 mod deliveries;
 mod drafts;
 mod events;
@@ -63,7 +64,9 @@ impl PgStore {
         if let Some(found) = password::fallback(&config, &options.postgres_password) {
             config.password(found);
         }
-        if config.get_connect_timeout().is_none() {
+        if options.never_write {
+            config.connect_timeout(options.busy_timeout);
+        } else if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
         // Names the process in pg_stat_activity, so an operator (and the
@@ -73,7 +76,14 @@ impl PgStore {
         }
         let shown = redact(&config);
         let (mut client, session) = connect(&config, options, &shown)?;
-        schema::migrate(&mut client).with_context(|| format!("preparing the database {shown}"))?;
+        if options.never_write {
+            // An older schema is not migrated, a newer one not guessed at.
+            schema::require_latest(&mut client)
+                .with_context(|| format!("reading the database {shown}"))?;
+        } else {
+            schema::migrate(&mut client)
+                .with_context(|| format!("preparing the database {shown}"))?;
+        }
         Ok(PgStore {
             client,
             shown,
@@ -206,7 +216,12 @@ fn connect(
     // No JIT: every statement here is short, and compiling one the planner
     // costs high (a cursor over a million tasks) took longer than running
     // it (`upcoming` at 1M tasks: 33 ms with JIT, 11 ms without).
-    let setup = format!("SET lock_timeout = {millis}; SET statement_timeout = 0; SET jit = off;");
+    let setup = if options.never_write {
+        // Every transaction read-only, no statement longer than the wait.
+        format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}; SET jit = off; SET default_transaction_read_only = on;")
+    } else {
+        format!("SET lock_timeout = {millis}; SET statement_timeout = 0; SET jit = off;")
+    };
     let session = commit::start_session(&mut client, &setup)?;
     Ok((client, session))
 }

@@ -291,6 +291,16 @@ fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
     Ok(row.get(0))
 }
 
+/// Refuses, changing nothing, a store at any schema but this build's: for
+/// a store opened never to write, which is not migrated.
+pub fn require_latest(client: &mut Client) -> Result<()> {
+    let seen = current(client).context("reading the schema version")?;
+    if seen != LATEST {
+        anyhow::bail!("the database has schema version {seen}, not {LATEST}, and is not migrated when opened never to write");
+    }
+    Ok(())
+}
+
 pub fn migrate(client: &mut Client) -> Result<()> {
     // The common case costs one query and takes no lock.
     let seen = current(client).context("reading the schema version")?;

@@ -12,6 +12,7 @@
 //! leaves its heartbeat in the WAL and costs no checkpoint.
 
 mod busy;
+mod completion;
 mod deliveries;
 mod drafts;
 mod events;
@@ -69,10 +70,18 @@ pub struct SqliteTx<'c> {
 impl SqliteStore {
     pub fn open(path: &Path, options: &OpenOptions) -> Result<SqliteStore> {
         let mut conn = open::connect(path, options)?;
-        // A first use races other first uses (creating the schema, switching
-        // to WAL): a lock they hold is waited for like any write's.
-        let migrated = busy::retry_while_busy(options.busy_timeout, || schema::migrate(&mut conn))
-            .with_context(|| format!("preparing the database {}", path.display()))?;
+        let migrated = if options.never_write {
+            // An older schema is not migrated, a newer one not guessed at.
+            schema::require_latest(&conn)
+                .with_context(|| format!("reading the database {}", path.display()))?;
+            false
+        } else {
+            // A first use races other first uses (creating the schema,
+            // switching to WAL): a lock they hold is waited for like any
+            // write's.
+            busy::retry_while_busy(options.busy_timeout, || schema::migrate(&mut conn))
+                .with_context(|| format!("preparing the database {}", path.display()))?
+        };
         Ok(SqliteStore {
             conn,
             path: path.to_path_buf(),

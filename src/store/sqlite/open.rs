@@ -5,7 +5,8 @@
 //! WAL through an existing `-shm`, and a store with no WAL to read (the `.db`
 //! alone holds every committed change, docs/CONTRACT.md §11) is read as immutable
 //! media, needing no `-shm` at all. A command that writes there fails with
-//! one line saying the store is read-only.
+//! one line saying the store is read-only. A store opened never to write
+//! (shell completion) is opened the same read-only way wherever it is.
 
 use std::fs;
 use std::io::ErrorKind as IoKind;
@@ -20,7 +21,9 @@ use crate::error::CmdError;
 use crate::store::OpenOptions;
 
 pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
-    if !check_path(path)? && !options.create {
+    // A store opened never to write is never created either.
+    let create = options.create && !options.never_write;
+    if !check_path(path)? && !create {
         // Without CREATE in the flags below, SQLite itself would refuse too
         // (were the file removed after this check), so nothing is created.
         return Err(CmdError::not_found(format!(
@@ -40,11 +43,13 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let path = absolute.as_path();
     // Who may write these files decides who chooses what the tick runs.
     files::check_folders(path)?;
-    if options.create {
+    if create {
         ensure_file(path)?;
     }
     let owner = files::check_database(path)?;
-    if options.read_only && !writable(path) {
+    // Never to write: read-only even where this user could write, with no
+    // sidecar prepared and no WAL switch.
+    if options.never_write || (options.read_only && !writable(path)) {
         return open_read_only(path, options);
     }
     files::prepare_sidecars(path, owner)?;
@@ -103,7 +108,8 @@ fn writable(db: &Path) -> bool {
     may_write(db) && db.parent().is_none_or(may_write)
 }
 
-/// Opens a store this user cannot write, for a command that only reads.
+/// Opens a store read-only: one this user cannot write, for a command that
+/// only reads, or any store opened never to write.
 fn open_read_only(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let wal = files::sidecar(path, "-wal");
     let wal_bytes = fs::metadata(&wal).map_or(0, |m| m.len());
@@ -354,7 +360,6 @@ mod tests {
         let options = OpenOptions {
             busy_timeout: std::time::Duration::from_secs(1),
             create: true,
-            read_only: false,
             ..Default::default()
         };
         let first = connect(&db, &options).unwrap();

@@ -430,6 +430,16 @@ fn user_version(conn: &Connection) -> Result<i64> {
         .context("reading the schema version")
 }
 
+/// Refuses, changing nothing, a store at any schema but this build's: for
+/// a store opened never to write, which is not migrated.
+pub fn require_latest(conn: &Connection) -> Result<()> {
+    let seen = user_version(conn)?;
+    if seen != LATEST {
+        anyhow::bail!("the database has schema version {seen}, not {LATEST}, and is not migrated when opened never to write");
+    }
+    Ok(())
+}
+
 /// Brings the schema up to date; a no-op read of `user_version` when it is.
 /// Says whether it committed a migration.
 pub fn migrate(conn: &mut Connection) -> Result<bool> {

@@ -42,7 +42,8 @@ fn tick_through_proxy(rig: &Rig, arm: impl FnOnce(&Proxy)) -> String {
     let direct = rig.env.db_arg();
     rig.env.set_env("AGENTCRON_DB", &proxy.url(&direct));
     arm(&proxy);
-    let out = rig.tick(&[]);
+    // The narrative, to see that the run was reported succeeded.
+    let out = rig.tick(&["--verbose"]);
     rig.env.set_env("AGENTCRON_DB", &direct);
     assert_eq!(proxy.fired(), 1, "the proxy lost no acknowledgement");
     assert_eq!(
