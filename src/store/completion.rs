@@ -51,6 +51,17 @@ pub enum RunKind {
 }
 
 pub trait CompletionTx {
+    /// The rows of one of the queries below ($1 the tenant, $2 the prefix,
+    /// $3 the cap), `columns` columns each, every one text or null: the one
+    /// thing each store does its own way (its placeholders and types).
+    fn completion_rows(
+        &mut self,
+        sql: &str,
+        tenant_key: &str,
+        prefix: &str,
+        columns: usize,
+    ) -> Result<Vec<Vec<Option<String>>>>;
+
     /// The tenant's tasks that are not deleted whose name or id begins with
     /// `prefix`, by name then id, at most `LIMIT` of them; of those, the ones
     /// that share a key with `owner_keys` (another owner's task cannot be
@@ -60,7 +71,10 @@ pub trait CompletionTx {
         tenant_key: &str,
         owner_keys: &[String],
         prefix: &str,
-    ) -> Result<Vec<TaskCandidate>>;
+    ) -> Result<Vec<TaskCandidate>> {
+        let rows = self.completion_rows(TASKS, tenant_key, prefix, 4)?;
+        Ok(decode_tasks(fixed(rows), owner_keys))
+    }
 
     /// The tenant's runs of `kind` whose id begins with `prefix`, at most
     /// `LIMIT` of them (newest first; in id order for `Any`, which offers
@@ -72,26 +86,43 @@ pub trait CompletionTx {
         owner_keys: &[String],
         kind: RunKind,
         prefix: &str,
-    ) -> Result<Vec<RunCandidate>>;
+    ) -> Result<Vec<RunCandidate>> {
+        let Some(sql) = runs_sql(kind, prefix) else {
+            return Ok(Vec::new());
+        };
+        let rows = self.completion_rows(&sql, tenant_key, prefix, 5)?;
+        Ok(decode_runs(fixed(rows), owner_keys))
+    }
 
     /// The identity keys beginning with `prefix` that the tenant knows —
     /// those with a zone and those a task follows — by key, at most `LIMIT`.
     /// Whoever owns the tasks: `zone set` is the host's, acting for anyone.
-    fn known_keys(&mut self, tenant_key: &str, prefix: &str) -> Result<Vec<KnownKey>>;
+    fn known_keys(&mut self, tenant_key: &str, prefix: &str) -> Result<Vec<KnownKey>> {
+        let rows = self.completion_rows(KNOWN_KEYS, tenant_key, prefix, 2)?;
+        Ok(decode_keys(fixed(rows)))
+    }
+}
+
+/// Rows of `N` columns, as the store was asked for (a row of another width
+/// is dropped rather than trusted).
+fn fixed<const N: usize>(rows: Vec<Vec<Option<String>>>) -> Vec<Row<N>> {
+    rows.into_iter()
+        .filter_map(|row| row.try_into().ok())
+        .collect()
 }
 
 /// A row as both stores return it: every column text or null.
-pub(super) type Row<const N: usize> = [Option<String>; N];
+type Row<const N: usize> = [Option<String>; N];
 
 /// id, name, state, owner keys.
-pub(super) const TASKS: &str = "SELECT task_id, name, state, owner_keys FROM tasks
+const TASKS: &str = "SELECT task_id, name, state, owner_keys FROM tasks
     WHERE tenant_key = $1 AND state <> 'deleted'
       AND (substr(name, 1, length($2)) = $2 OR substr(task_id, 1, length($2)) = $2)
     ORDER BY name, task_id LIMIT $3";
 
 /// id, task name, status, scheduled_local, owner keys; None when `kind`
 /// offers nothing for `prefix`.
-pub(super) fn runs_sql(kind: RunKind, prefix: &str) -> Option<String> {
+fn runs_sql(kind: RunKind, prefix: &str) -> Option<String> {
     // Each filter is served by an index: runs_by_tenant_status (and the
     // partial indexes) for a status, the primary key's range for an id prefix.
     let newest = "ORDER BY r.scheduled_for DESC, r.run_id";
@@ -126,7 +157,7 @@ pub(super) fn runs_sql(kind: RunKind, prefix: &str) -> Option<String> {
 }
 
 /// key, zone.
-pub(super) const KNOWN_KEYS: &str = "SELECT identity_key, zone FROM zones
+const KNOWN_KEYS: &str = "SELECT identity_key, zone FROM zones
     WHERE tenant_key = $1 AND substr(identity_key, 1, length($2)) = $2
     UNION
     SELECT DISTINCT follow_key, NULL FROM tasks
@@ -143,7 +174,7 @@ fn owned(owners: Option<&str>, keys: &[String]) -> bool {
     owners.iter().any(|k| keys.contains(k))
 }
 
-pub(super) fn decode_tasks(rows: Vec<Row<4>>, owner_keys: &[String]) -> Vec<TaskCandidate> {
+fn decode_tasks(rows: Vec<Row<4>>, owner_keys: &[String]) -> Vec<TaskCandidate> {
     rows.into_iter()
         .filter(|[.., owners]| owned(owners.as_deref(), owner_keys))
         .map(|[id, name, state, _]| TaskCandidate {
@@ -154,7 +185,7 @@ pub(super) fn decode_tasks(rows: Vec<Row<4>>, owner_keys: &[String]) -> Vec<Task
         .collect()
 }
 
-pub(super) fn decode_runs(rows: Vec<Row<5>>, owner_keys: &[String]) -> Vec<RunCandidate> {
+fn decode_runs(rows: Vec<Row<5>>, owner_keys: &[String]) -> Vec<RunCandidate> {
     rows.into_iter()
         .filter(|[.., owners]| owned(owners.as_deref(), owner_keys))
         .map(|[id, name, status, local, _]| RunCandidate {
@@ -166,7 +197,7 @@ pub(super) fn decode_runs(rows: Vec<Row<5>>, owner_keys: &[String]) -> Vec<RunCa
         .collect()
 }
 
-pub(super) fn decode_keys(rows: Vec<Row<2>>) -> Vec<KnownKey> {
+fn decode_keys(rows: Vec<Row<2>>) -> Vec<KnownKey> {
     rows.into_iter()
         .filter_map(|[key, zone]| {
             Some(KnownKey {

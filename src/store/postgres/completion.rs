@@ -4,49 +4,16 @@
 use anyhow::{Context, Result};
 
 use super::{col, PgTx};
-use crate::store::completion::{self, CompletionTx, KnownKey, Row, RunCandidate, RunKind};
-use crate::store::completion::{TaskCandidate, LIMIT};
+use crate::store::completion::{CompletionTx, LIMIT};
 
 impl CompletionTx for PgTx<'_, '_> {
-    fn task_candidates(
-        &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        prefix: &str,
-    ) -> Result<Vec<TaskCandidate>> {
-        let rows = self.candidate_rows(completion::TASKS, tenant_key, prefix)?;
-        Ok(completion::decode_tasks(rows, owner_keys))
-    }
-
-    fn run_candidates(
-        &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        kind: RunKind,
-        prefix: &str,
-    ) -> Result<Vec<RunCandidate>> {
-        let Some(sql) = completion::runs_sql(kind, prefix) else {
-            return Ok(Vec::new());
-        };
-        let rows = self.candidate_rows(&sql, tenant_key, prefix)?;
-        Ok(completion::decode_runs(rows, owner_keys))
-    }
-
-    fn known_keys(&mut self, tenant_key: &str, prefix: &str) -> Result<Vec<KnownKey>> {
-        let rows = self.candidate_rows(completion::KNOWN_KEYS, tenant_key, prefix)?;
-        Ok(completion::decode_keys(rows))
-    }
-}
-
-impl PgTx<'_, '_> {
-    /// The rows of `sql` ($1 the tenant, $2 the prefix, $3 the cap), every
-    /// column as text or null.
-    fn candidate_rows<const N: usize>(
+    fn completion_rows(
         &mut self,
         sql: &str,
         tenant_key: &str,
         prefix: &str,
-    ) -> Result<Vec<Row<N>>> {
+        columns: usize,
+    ) -> Result<Vec<Vec<Option<String>>>> {
         // substr/length on text, the cap as bigint: the same SQL as SQLite's.
         let sql = sql.replace("length($2)", "length($2::text)");
         let rows = self
@@ -54,13 +21,7 @@ impl PgTx<'_, '_> {
             .query(&sql, &[&tenant_key, &prefix, &LIMIT])
             .context("reading completion candidates")?;
         rows.iter()
-            .map(|row| {
-                let mut columns: Row<N> = std::array::from_fn(|_| None);
-                for (i, column) in columns.iter_mut().enumerate() {
-                    *column = col(row, i)?;
-                }
-                Ok(columns)
-            })
+            .map(|row| (0..columns).map(|i| col(row, i)).collect())
             .collect()
     }
 }

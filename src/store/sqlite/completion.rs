@@ -4,58 +4,21 @@
 use anyhow::{Context, Result};
 
 use super::SqliteTx;
-use crate::store::completion::{self, CompletionTx, KnownKey, Row, RunCandidate, RunKind};
-use crate::store::completion::{TaskCandidate, LIMIT};
+use crate::store::completion::{CompletionTx, LIMIT};
 
 impl CompletionTx for SqliteTx<'_> {
-    fn task_candidates(
+    fn completion_rows(
         &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        prefix: &str,
-    ) -> Result<Vec<TaskCandidate>> {
-        let rows = self.candidate_rows(completion::TASKS, tenant_key, prefix)?;
-        Ok(completion::decode_tasks(rows, owner_keys))
-    }
-
-    fn run_candidates(
-        &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        kind: RunKind,
-        prefix: &str,
-    ) -> Result<Vec<RunCandidate>> {
-        let Some(sql) = completion::runs_sql(kind, prefix) else {
-            return Ok(Vec::new());
-        };
-        let rows = self.candidate_rows(&sql, tenant_key, prefix)?;
-        Ok(completion::decode_runs(rows, owner_keys))
-    }
-
-    fn known_keys(&mut self, tenant_key: &str, prefix: &str) -> Result<Vec<KnownKey>> {
-        let rows = self.candidate_rows(completion::KNOWN_KEYS, tenant_key, prefix)?;
-        Ok(completion::decode_keys(rows))
-    }
-}
-
-impl SqliteTx<'_> {
-    /// The rows of `sql` ($1 the tenant, $2 the prefix, $3 the cap), every
-    /// column as text or null.
-    fn candidate_rows<const N: usize>(
-        &self,
         sql: &str,
         tenant_key: &str,
         prefix: &str,
-    ) -> Result<Vec<Row<N>>> {
+        columns: usize,
+    ) -> Result<Vec<Vec<Option<String>>>> {
         // rusqlite numbers its parameters ?1, ?2…
         let sql = sql.replace('$', "?");
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params![tenant_key, prefix, LIMIT], |row| {
-            let mut columns: Row<N> = std::array::from_fn(|_| None);
-            for (i, column) in columns.iter_mut().enumerate() {
-                *column = row.get(i)?;
-            }
-            Ok(columns)
+            (0..columns).map(|i| row.get(i)).collect()
         })?;
         rows.collect::<rusqlite::Result<Vec<_>>>()
             .context("reading completion candidates")
