@@ -51,7 +51,7 @@ impl MaintenanceTx for PgTx<'_, '_> {
                    (SELECT count(*) FROM deliveries WHERE state = 'sending' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'unknown' AND ($1::text IS NULL OR tenant_key = $1)),
                    (SELECT count(*) FROM deliveries WHERE state = 'undeliverable' AND ($1::text IS NULL OR tenant_key = $1)),
-                   (SELECT count(*) FROM deliveries WHERE state = 'suppressed' AND ($1::text IS NULL OR tenant_key = $1)),
+                   (SELECT coalesce(sum(n), 0)::bigint FROM suppressed_counts WHERE $1::text IS NULL OR tenant_key = $1),
                    (SELECT count(*) FROM runs WHERE status = 'running' AND lease_until < $2
                       AND ($1::text IS NULL OR tenant_key = $1))",
                 &[&tenant, &now],

@@ -206,7 +206,22 @@ const MIGRATIONS: &[&str] = &[
         ADD COLUMN kind TEXT,
         ADD COLUMN suppressed_since_last BIGINT NOT NULL DEFAULT 0,
         ADD COLUMN suppressed_reason TEXT;
-    CREATE INDEX deliveries_suppressed ON deliveries (tenant_key) WHERE state = 'suppressed';
+    CREATE TABLE suppressed_counts (tenant_key TEXT PRIMARY KEY, n BIGINT NOT NULL);
+    CREATE FUNCTION agentcron_count_suppressed() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO suppressed_counts (tenant_key, n) VALUES (NEW.tenant_key, 1)
+                ON CONFLICT (tenant_key) DO UPDATE SET n = suppressed_counts.n + 1;
+        ELSE
+            UPDATE suppressed_counts SET n = n - 1 WHERE tenant_key = OLD.tenant_key;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER suppressed_counts_insert AFTER INSERT ON deliveries
+        FOR EACH ROW WHEN (NEW.state = 'suppressed') EXECUTE FUNCTION agentcron_count_suppressed();
+    CREATE TRIGGER suppressed_counts_delete AFTER DELETE ON deliveries
+        FOR EACH ROW WHEN (OLD.state = 'suppressed') EXECUTE FUNCTION agentcron_count_suppressed();
     CREATE TABLE task_memory (
         task_id TEXT PRIMARY KEY,
         last_failure_reason TEXT,

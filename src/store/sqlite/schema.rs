@@ -336,7 +336,22 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     CREATE INDEX deliveries_undeliverable ON deliveries (tenant_key)
         WHERE state = 'undeliverable';
-    CREATE INDEX deliveries_suppressed ON deliveries (tenant_key) WHERE state = 'suppressed';
+    -- Held-back notices grow with the history (one per quiet run): `status`
+    -- reads their number per tenant, kept by triggers, instead of counting
+    -- them. A suppressed notice never changes state; prune deletes it.
+    CREATE TABLE suppressed_counts (
+        tenant_key TEXT PRIMARY KEY,
+        n          INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE TRIGGER suppressed_counts_insert AFTER INSERT ON deliveries
+        WHEN new.state = 'suppressed' BEGIN
+        INSERT INTO suppressed_counts (tenant_key, n) VALUES (new.tenant_key, 1)
+            ON CONFLICT (tenant_key) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER suppressed_counts_delete AFTER DELETE ON deliveries
+        WHEN old.state = 'suppressed' BEGIN
+        UPDATE suppressed_counts SET n = n - 1 WHERE tenant_key = old.tenant_key;
+    END;
 
     -- What the policy and the executor need of a task's past, one row a
     -- task, written in the transaction that settles each run: reading it is

@@ -87,6 +87,7 @@ fn metrics_show_held_back_notices_and_count_finished_runs_past_a_prune() {
     tick_replying(&rig, &failed("a"));
     tick_replying(&rig, &failed("a"));
     tick_replying(&rig, &succeeded("b"));
+    assert_eq!(rig.env.json(&["status"])["notices"]["suppressed"], 1);
     let text = rig.env.run(&["metrics"]).ok().stdout;
     assert!(
         text.contains("agentcron_notices{state=\"suppressed\"} 1"),
@@ -108,6 +109,9 @@ fn metrics_show_held_back_notices_and_count_finished_runs_past_a_prune() {
     rig.env.advance(40 * 86400);
     rig.env.run(&["prune", "--older-than", "30d"]).ok();
     assert_eq!(rig.env.count("SELECT count(*) FROM runs"), 0, "pruned");
+    // `status` keeps the number of held-back notices, not the history: the
+    // pruned one is gone from it too.
+    assert_eq!(rig.env.json(&["status"])["notices"]["suppressed"], 0);
     let text = rig.env.run(&["metrics"]).ok().stdout;
     assert!(
         text.contains("agentcron_runs_finished_total{status=\"failed\"} 2"),
