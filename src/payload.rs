@@ -136,20 +136,14 @@ impl Payload {
         }
         // Absent, not null, when unset: payloads confirmed before the notice
         // policy keep their bytes and hashes.
-        let notice = [
-            ("notify", self.notice.notify.map(|m| json!(m.as_str()))),
-            (
-                "realert_seconds",
-                self.notice.realert_seconds.map(|s| json!(s)),
-            ),
-            ("pause_after", self.notice.pause_after.map(|n| json!(n))),
-        ];
-        if let Value::Object(map) = &mut value {
-            for (key, field) in notice {
-                if let Some(field) = field {
-                    map.insert(key.into(), field);
-                }
-            }
+        if let Some(mode) = self.notice.notify {
+            value["notify"] = json!(mode.as_str());
+        }
+        if let Some(seconds) = self.notice.realert_seconds {
+            value["realert_seconds"] = json!(seconds);
+        }
+        if let Some(n) = self.notice.pause_after {
+            value["pause_after"] = json!(n);
         }
         if self.follow {
             value["timezone"] = json!(FOLLOW);

@@ -80,6 +80,12 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// The first line with something on it, trimmed: what a one-line message
+/// quotes of a reason or an executor's summary.
+pub fn first_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
 /// Shortens for a table cell, marking the cut.
 pub fn clip(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {

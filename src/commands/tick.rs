@@ -152,7 +152,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let mut reported = 0;
     let summary = tick::run(&store, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {
-            claimed.insert(run.run_id.clone(), Claimed::of(task));
+            claimed.insert(run.run_id.clone(), ClaimedTask::of(task));
         }
         reported += 1;
         if let (Some(log), Some(line)) = (log.as_mut(), event_line(event)) {
@@ -222,21 +222,21 @@ struct Mode {
 }
 
 /// What the report needs of a claimed run's task.
-struct Claimed {
+struct ClaimedTask {
     name: Option<String>,
     max_retries: i64,
 }
 
-impl Claimed {
-    fn of(task: &crate::model::Task) -> Claimed {
-        Claimed {
+impl ClaimedTask {
+    fn of(task: &crate::model::Task) -> ClaimedTask {
+        ClaimedTask {
             name: task.name.clone(),
             max_retries: task.max_retries,
         }
     }
 }
 
-type ClaimedRuns = std::collections::HashMap<String, Claimed>;
+type ClaimedRuns = std::collections::HashMap<String, ClaimedTask>;
 
 /// Whether an event needs a person (docs/CONTRACT.md §6, quiet under cron):
 /// a run that failed for good, an unknown outcome, a task that paused

@@ -25,21 +25,13 @@ impl Exposition {
 
     /// A gauge with one label, one sample per label value.
     pub fn labelled(&mut self, name: &str, help: &str, label: &str, samples: &[(&str, f64)]) {
-        let samples: Vec<(Option<(&str, &str)>, f64)> = samples
-            .iter()
-            .map(|(v, n)| (Some((label, *v)), *n))
-            .collect();
-        self.family(name, help, &samples);
+        self.family(name, help, &with_label(label, samples));
     }
 
     /// A counter with one label (`name` ends in `_total`): it only grows,
     /// so Prometheus's rate() works on it.
     pub fn counter(&mut self, name: &str, help: &str, label: &str, samples: &[(&str, f64)]) {
-        let samples: Vec<(Option<(&str, &str)>, f64)> = samples
-            .iter()
-            .map(|(v, n)| (Some((label, *v)), *n))
-            .collect();
-        self.typed_family(name, help, "counter", &samples);
+        self.typed_family(name, help, "counter", &with_label(label, samples));
     }
 
     fn family(&mut self, name: &str, help: &str, samples: &[(Option<(&str, &str)>, f64)]) {
@@ -78,6 +70,17 @@ impl Exposition {
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({ "metrics": self.samples })
     }
+}
+
+/// Samples of one label, each with its value of it.
+fn with_label<'a>(
+    label: &'a str,
+    samples: &[(&'a str, f64)],
+) -> Vec<(Option<(&'a str, &'a str)>, f64)> {
+    samples
+        .iter()
+        .map(|(v, n)| (Some((label, *v)), *n))
+        .collect()
 }
 
 /// Whole numbers without a fraction, others as Rust prints them (both are

@@ -6,6 +6,7 @@
 use crate::model::{NoticeKind, NoticePolicy, NotifyMode, Run, RunStatus};
 use crate::payload::hash_hex;
 use crate::store::TaskMemory;
+use crate::text::first_line;
 
 /// Why a notice was held back; stored on its `suppressed` ledger row.
 pub const DUPLICATE_FAILURE: &str = "duplicate failure";
@@ -108,17 +109,13 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
 /// A failure's dedup key: its status, reason and the first line of what
 /// the executor said, so "timeout" and "HTTP 500" are different failures.
 pub fn failure_key(run: &Run) -> String {
-    let first_line = |text: &Option<String>| {
-        text.as_deref()
-            .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
-            .unwrap_or("")
-            .to_string()
-    };
+    let reason = run.reason.as_deref().and_then(first_line);
+    let summary = run.summary.as_deref().and_then(first_line);
     format!(
         "{}: {} | {}",
         run.status,
-        first_line(&run.reason),
-        first_line(&run.summary)
+        reason.unwrap_or(""),
+        summary.unwrap_or("")
     )
 }
 

@@ -8,8 +8,7 @@ use serde_json::json;
 use super::notice_policy::{self, Facts};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task, TaskState};
 use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
-use crate::text::clip;
-use crate::text::wall_time;
+use crate::text::{clip, first_line, wall_time};
 
 /// Longest retry delay, whatever the backoff doubles to.
 pub const MAX_RETRY_DELAY: i64 = 3600;
@@ -221,17 +220,9 @@ fn pause_for_failures(
     failures: i64,
     now: i64,
 ) -> Result<String> {
-    let last = [outcome.reason.as_deref(), outcome.summary.as_deref()]
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
-        .collect::<Vec<_>>()
-        .join(" — ");
-    let last = if last.is_empty() { "failed" } else { &last };
-    let reason = format!(
-        "paused after {failures} consecutive failures; last: {}",
-        clip(last, 200)
-    );
+    let last = details(outcome.reason.as_deref(), outcome.summary.as_deref())
+        .unwrap_or_else(|| "failed".into());
+    let reason = format!("paused after {failures} consecutive failures; last: {last}");
     tx.advance_task(&TaskAdvance {
         task_id: &task.task_id,
         expected_state: task.state,
@@ -318,11 +309,7 @@ pub fn add_decided_notice(
         None => message(run, task),
     };
     if decision.suppressed.is_none() {
-        let zone = task.map(|t| t.timezone);
-        let since = before.suppressed_since.map(|at| match zone {
-            Some(zone) => wall_time(at, zone),
-            None => crate::schedule::format_utc(at),
-        });
+        let since = before.suppressed_since.map(|at| when(at, task));
         if let Some(note) = notice_policy::held_back_note(&before, &since.unwrap_or_default()) {
             text.push_str(&format!(" ({note})"));
         }
@@ -370,13 +357,29 @@ fn label_of(run: &Run, task: Option<&Task>) -> String {
         .unwrap_or_else(|| crate::model::short_id(&run.task_id).into())
 }
 
+/// `at` on the task's wall clock; in UTC when the task cannot be read.
+fn when(at: i64, task: Option<&Task>) -> String {
+    match task {
+        Some(t) => wall_time(at, t.timezone),
+        None => crate::schedule::format_utc(at),
+    }
+}
+
+/// The first lines of a run's reason and summary, joined and clipped; None
+/// when neither says anything.
+fn details(reason: Option<&str>, summary: Option<&str>) -> Option<String> {
+    let lines: Vec<&str> = [reason, summary]
+        .into_iter()
+        .flatten()
+        .filter_map(first_line)
+        .collect();
+    (!lines.is_empty()).then(|| clip(&lines.join(" — "), 200))
+}
+
 /// The one-line human text of a run's outcome.
 pub fn message(run: &Run, task: Option<&Task>) -> String {
     let label = label_of(run, task);
-    let when = match task {
-        Some(t) => wall_time(run.scheduled_for, t.timezone),
-        None => crate::schedule::format_utc(run.scheduled_for),
-    };
+    let when = when(run.scheduled_for, task);
     let status = match run.status {
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => format!(
             "is waiting for approval (agentcron approve {} --wait-id {})",
@@ -386,21 +389,10 @@ pub fn message(run: &Run, task: Option<&Task>) -> String {
         RunStatus::Unknown => "has an unknown outcome; reconcile it".to_string(),
         other => other.to_string(),
     };
-    let first_line = |text: &str| {
-        text.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_string)
-    };
-    let details: Vec<String> = [run.reason.as_deref(), run.summary.as_deref()]
-        .into_iter()
-        .flatten()
-        .filter_map(first_line)
-        .collect();
     let mut text = format!("{label} ({when}) {status}");
-    if !details.is_empty() {
+    if let Some(details) = details(run.reason.as_deref(), run.summary.as_deref()) {
         text.push_str(": ");
-        text.push_str(&clip(&details.join(" — "), 200));
+        text.push_str(&details);
     }
     text
 }
