@@ -71,7 +71,7 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             .store()?
             .read(|tx| ops::confirm::needs_code(tx, &caller, &args.draft_id))?;
     let (shown, typed) = if at_terminal {
-        let shown = confirm_code::new_code()?;
+        let shown = confirm_code::new_code();
         let typed = terminal::show_and_read(
             &format!(
                 "agentcron: an agent drafted {}; to confirm it, type this one-time code: {shown}",

@@ -259,10 +259,9 @@ pub fn make(
             task_id: t.task_id.clone(),
             revision: t.revision,
         }),
-        code: match &agent {
-            Some(agent) => Some(crate::ops::confirm_code::lock(agent.code, &draft_id)?),
-            None => None,
-        },
+        code: agent
+            .as_ref()
+            .map(|agent| crate::ops::confirm_code::lock(agent.code, &draft_id)),
         draft_id,
     };
     let mut detail = json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,

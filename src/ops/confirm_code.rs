@@ -11,7 +11,7 @@
 //! try all million offline, which is why the store file is the trust
 //! boundary.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::error::{fail, CmdError};
@@ -26,31 +26,30 @@ pub const CODE_DIGITS: usize = 6;
 pub const MAX_WRONG_CODES: i64 = 3;
 
 /// A fresh code: six decimal digits, uniformly drawn from the system's
-/// random source.
-pub fn new_code() -> Result<String> {
+/// random source (through a v4 UUID, whose first four bytes are random).
+pub fn new_code() -> String {
     // 4,294,000,000 is the largest multiple of a million below 2^32: values
     // above it are drawn again, so every code is equally likely.
     const LIMIT: u32 = 4_294_000_000;
     loop {
-        let bytes = random_bytes::<4>()?;
-        let value = u32::from_le_bytes(bytes);
+        let random = uuid::Uuid::new_v4();
+        let [a, b, c, d, ..] = *random.as_bytes();
+        let value = u32::from_le_bytes([a, b, c, d]);
         if value < LIMIT {
-            return Ok(format!("{:06}", value % 1_000_000));
+            return format!("{:06}", value % 1_000_000);
         }
     }
 }
 
-/// What the store keeps of `code` for draft `draft_id`: a salted hash.
-pub fn lock(code: &str, draft_id: &str) -> Result<CodeLock> {
-    let salt: String = random_bytes::<16>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(CodeLock {
+/// What the store keeps of `code` for draft `draft_id`: a salted hash. The
+/// salt is a v4 UUID's 32 hex digits (122 random bits).
+pub fn lock(code: &str, draft_id: &str) -> CodeLock {
+    let salt = uuid::Uuid::new_v4().simple().to_string();
+    CodeLock {
         hash: digest(&salt, draft_id, code),
         salt,
         wrong_attempts: 0,
-    })
+    }
 }
 
 /// Whether `code` is the one `lock` was made from.
@@ -168,34 +167,15 @@ fn digest(salt: &str, draft_id: &str, code: &str) -> String {
     hash_hex(format!("{salt}:{draft_id}:{code}").as_bytes())
 }
 
-/// N bytes from the kernel's random source (getrandom(2)).
-fn random_bytes<const N: usize>() -> Result<[u8; N]> {
-    let mut bytes = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        // SAFETY: the pointer and length describe the unfilled part of `bytes`.
-        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), N - filled, 0) };
-        if got < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err).context("reading the system's random source");
-        }
-        filled += got as usize;
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_code_is_six_digits_and_only_it_opens_its_lock() {
-        let code = new_code().unwrap();
+        let code = new_code();
         assert!(is_well_formed(&code), "{code}");
-        let lock = lock(&code, "draft-1").unwrap();
+        let lock = lock(&code, "draft-1");
         assert_eq!(lock.salt.len(), 32);
         assert!(!lock.hash.contains(&code));
         assert!(opens(&lock, "draft-1", &code));
@@ -206,7 +186,7 @@ mod tests {
 
     #[test]
     fn two_locks_of_one_code_differ_by_their_salt() {
-        let (a, b) = (lock("123456", "d").unwrap(), lock("123456", "d").unwrap());
+        let (a, b) = (lock("123456", "d"), lock("123456", "d"));
         assert_ne!(a.hash, b.hash);
     }
 

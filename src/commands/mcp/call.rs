@@ -214,7 +214,7 @@ fn draft(
         );
     }
     let spec = args.spec()?;
-    let code = confirm_code::new_code()?;
+    let code = confirm_code::new_code();
     let drafted_by = format!("agent:{}", call.client);
     let agent = commands::draft::Agent {
         drafted_by: &drafted_by,
