@@ -353,7 +353,8 @@ impl PgTx<'_, '_> {
     ) -> Result<()> {
         const PAGE: usize = 256;
         // Named by depth, should a row's callback read through another; the
-        // texts repeat, so their prepared statements are reused.
+        // texts repeat, so their prepared statements are reused (a FETCH's
+        // only over the query it was first prepared for: its columns).
         let name = format!("agentcron_rows_{}", self.cursors);
         self.tx
             .execute(
@@ -365,7 +366,10 @@ impl PgTx<'_, '_> {
         let fetch = format!("FETCH {PAGE} FROM {name}");
         let read = (|| -> Result<()> {
             loop {
-                let rows = self.tx.query(&fetch, &[]).context("reading rows")?;
+                let rows = self
+                    .tx
+                    .query_over(&fetch, sql, &[])
+                    .context("reading rows")?;
                 for row in &rows {
                     if each(self, row)?.is_break() {
                         return Ok(());

@@ -6,6 +6,12 @@
 //! texts over and over on one connection (claim, outcome, delivery), so the
 //! prepared statements are kept by text for the life of the connection and
 //! each statement after the first costs one round trip.
+//!
+//! A statement's result columns are fixed when it is prepared. For most
+//! texts they follow from the text; a `FETCH` from a cursor takes them from
+//! the query the cursor was declared for, so the same `FETCH` text over
+//! another query is another statement: it is kept under its text and that
+//! query (`query_over`), never reused for a cursor of another shape.
 
 use std::collections::HashMap;
 
@@ -47,7 +53,12 @@ impl<'a, 'b> CachedTx<'a, 'b> {
     }
 
     fn statement(&mut self, sql: &str) -> Result<Statement, Error> {
-        if let Some(statement) = self.statements.by_text.get(sql) {
+        self.statement_as(sql, sql)
+    }
+
+    /// The statement for `sql`, kept under `key`.
+    fn statement_as(&mut self, key: &str, sql: &str) -> Result<Statement, Error> {
+        if let Some(statement) = self.statements.by_text.get(key) {
             return Ok(statement.clone());
         }
         let statement = self.tx.prepare(sql)?;
@@ -56,12 +67,24 @@ impl<'a, 'b> CachedTx<'a, 'b> {
         }
         self.statements
             .by_text
-            .insert(sql.to_string(), statement.clone());
+            .insert(key.to_string(), statement.clone());
         Ok(statement)
     }
 
     pub fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>, Error> {
         let statement = self.statement(sql)?;
+        self.tx.query(&statement, params)
+    }
+
+    /// `sql` (a `FETCH`) whose columns are those of the cursor's query
+    /// `declared`: prepared once per connection for each such query.
+    pub fn query_over(
+        &mut self,
+        sql: &str,
+        declared: &str,
+        params: &Params<'_>,
+    ) -> Result<Vec<Row>, Error> {
+        let statement = self.statement_as(&format!("{sql}\n-- over: {declared}"), sql)?;
         self.tx.query(&statement, params)
     }
 

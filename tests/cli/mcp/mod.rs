@@ -11,6 +11,7 @@
 mod client;
 mod deployment;
 mod protocol;
+mod sessions;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
