@@ -274,6 +274,7 @@ fn needs_a_person(event: &TickEvent, claimed: &ClaimedRuns) -> bool {
         | TickEvent::Queued { .. }
         | TickEvent::Decided { .. }
         | TickEvent::Continued { .. }
+        | TickEvent::WouldExpireLease { .. }
         | TickEvent::WouldContinue { .. }
         | TickEvent::WouldDecide { .. } => false,
     }
@@ -283,6 +284,7 @@ fn needs_a_person(event: &TickEvent, claimed: &ClaimedRuns) -> bool {
 fn event_tenant(event: &TickEvent) -> Option<String> {
     match event {
         TickEvent::LeaseExpired { run, .. }
+        | TickEvent::WouldExpireLease { run, .. }
         | TickEvent::ContinuationExpired { run }
         | TickEvent::Decided { run, .. }
         | TickEvent::Continued { run, .. }
@@ -346,6 +348,8 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
         } => json!({"event": "scheduler_gap",
             "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
         TickEvent::LeaseExpired { run, task } => json!({"event": "lease_expired",
+            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+        TickEvent::WouldExpireLease { run, task } => json!({"event": "would_expire_lease",
             "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
         TickEvent::NoticeUndeliverable { notice } => json!({"event": "delivery_undeliverable",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id,
@@ -418,6 +422,11 @@ fn event_line(event: &TickEvent) -> Option<String> {
             short_id(&run.run_id),
             task.as_ref().map(|t| escape(&t.label())).unwrap_or_else(|| short_id(&run.task_id).to_string()),
             run.run_id
+        ),
+        TickEvent::WouldExpireLease { run, task } => format!(
+            "would freeze run {} of task {}: lease expired, outcome unknown (`agentcron reconcile` settles it once you know what happened)",
+            short_id(&run.run_id),
+            task.as_ref().map(|t| escape(&t.label())).unwrap_or_else(|| short_id(&run.task_id).to_string()),
         ),
         TickEvent::NoticeUndeliverable { notice } => format!(
             "notice for run {}: undeliverable after {} attempt(s); the notifier kept answering \"try later\" (exit 75)",

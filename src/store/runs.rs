@@ -102,6 +102,8 @@ pub trait RunTx {
     fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>>;
     /// running past its lease → unknown; returns the runs it changed.
     fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
+    /// The runs `expire_leases` would change, read only (`tick --dry-run`).
+    fn expired_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
     /// Extends a lease to `until`; false when the token no longer holds or
     /// the lease expired before `now` (docs/CONTRACT.md §6: an expired lease is
     /// lost for good, no renewal revives it). `now` must be read once the

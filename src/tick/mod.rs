@@ -113,6 +113,11 @@ pub enum TickEvent {
         problem: String,
     },
     Finished(Box<execute::Finished>),
+    /// Dry run only: a run whose lease expired, which step 1 would freeze.
+    WouldExpireLease {
+        run: crate::model::Run,
+        task: Option<Box<crate::model::Task>>,
+    },
     /// Dry run only: an approved continuation step 4 would run.
     WouldContinue {
         task: Box<crate::model::Task>,
@@ -818,6 +823,11 @@ fn dry_run(
     let lease_seconds = options.executor.lease.as_secs().max(1) as i64;
     let events = store.read(|tx| {
         let mut events = Vec::new();
+        // Step 1 first, as the real tick: what it would freeze unknown.
+        for run in tx.expired_leases(now, tenant)? {
+            let task = tx.task(&run.task_id)?.and_then(Result::ok).map(Box::new);
+            events.push(TickEvent::WouldExpireLease { run, task });
+        }
         let limit = (options.max_runs + MAX_DECISIONS) as u32;
         let mut running = 0;
         for run in tx.approved_continuations(tenant, options.max_runs as u32)? {

@@ -232,6 +232,15 @@ impl RunTx for PgTx<'_, '_> {
             .collect()
     }
 
+    fn expired_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        self.runs_where(
+            "WHERE r.status = 'running' AND r.lease_until < $1
+               AND ($2::text IS NULL OR r.tenant_key = $2)
+             ORDER BY r.lease_until",
+            &[&now, &tenant],
+        )
+    }
+
     fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool> {
         self.lock_run(run_id)?;
         let changed = self

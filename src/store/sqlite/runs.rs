@@ -245,6 +245,20 @@ impl RunTx for SqliteTx<'_> {
         self.runs_by_id(&ids)
     }
 
+    fn expired_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs r
+             WHERE r.status = 'running' AND r.lease_until < ?1
+               AND (?2 IS NULL OR r.tenant_key = ?2)
+             ORDER BY r.lease_until"
+        ))?;
+        let runs = stmt
+            .query_map(params![now, tenant], decode_run)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("finding expired leases")?;
+        Ok(runs)
+    }
+
     fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool> {
         let changed = self
             .conn
