@@ -375,8 +375,59 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
     if err.chain().any(|c| c.is::<BrokenPipe>()) {
         return 0;
     }
-    let (kind, leaf) = classify(err);
+    let ErrorWords {
+        kind,
+        message,
+        hint,
+        one_line,
+    } = error_words(err, json);
     let code = exit_code.unwrap_or(kind.exit_code());
+    let causes: Vec<String> = err
+        .chain()
+        .skip(1)
+        .map(|c| escape(&c.to_string()))
+        .collect();
+    let mut stderr = io::stderr().lock();
+    if json {
+        let value = serde_json::json!({
+            "error": {
+                "kind": kind.as_str(),
+                "message": message,
+                "causes": causes,
+                "hint": hint,
+                "exit_code": code,
+            }
+        });
+        let _ = writeln!(stderr, "{value}");
+    } else if one_line {
+        let hint = hint
+            .map(|h| format!("; {}", escape(&h)))
+            .unwrap_or_default();
+        let _ = writeln!(stderr, "agentcron: error: {message}{hint}");
+    } else {
+        let _ = writeln!(stderr, "agentcron: error: {message}");
+        if let Some(hint) = hint {
+            let _ = writeln!(stderr, "  hint: {}", escape(&hint));
+        }
+    }
+    code
+}
+
+/// An error in the CLI's words: its kind, its message (escaped) and its
+/// hint (as written). The CLI prints them; `agentcron mcp` hands them to
+/// the agent, so both say a busy database or a full disk alike.
+pub struct ErrorWords {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+    /// Busy and disk full: the hint joins the message on its one line.
+    pub one_line: bool,
+}
+
+/// The words of `err`: with `json`, the message is the error's own (its
+/// causes go beside it), else one sentence of it and its causes.
+pub fn error_words(err: &anyhow::Error, json: bool) -> ErrorWords {
+    let (kind, leaf) = classify(err);
     // Busy and disk full are one line (docs/CONTRACT.md §10): their causes only
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
@@ -408,33 +459,10 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
         (_, Some(leaf)) => leaf.hint.clone(),
         _ => None,
     };
-    let causes: Vec<String> = err
-        .chain()
-        .skip(1)
-        .map(|c| escape(&c.to_string()))
-        .collect();
-    let mut stderr = io::stderr().lock();
-    if json {
-        let value = serde_json::json!({
-            "error": {
-                "kind": kind.as_str(),
-                "message": message,
-                "causes": causes,
-                "hint": hint,
-                "exit_code": code,
-            }
-        });
-        let _ = writeln!(stderr, "{value}");
-    } else if kind == ErrorKind::Busy || disk_full {
-        let hint = hint
-            .map(|h| format!("; {}", escape(&h)))
-            .unwrap_or_default();
-        let _ = writeln!(stderr, "agentcron: error: {message}{hint}");
-    } else {
-        let _ = writeln!(stderr, "agentcron: error: {message}");
-        if let Some(hint) = hint {
-            let _ = writeln!(stderr, "  hint: {}", escape(&hint));
-        }
+    ErrorWords {
+        kind,
+        message,
+        hint,
+        one_line: kind == ErrorKind::Busy || disk_full,
     }
-    code
 }

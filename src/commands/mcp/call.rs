@@ -17,9 +17,9 @@ use super::tools::{self, DraftStatusArgs, REPLACE_TASK};
 use super::words;
 use crate::commands::{self, draft::DraftArgs};
 use crate::context::Ctx;
-use crate::error::{classify, fail, CmdError};
+use crate::error::{fail, CmdError};
 use crate::ops::confirm_code;
-use crate::output::Capture;
+use crate::output::{error_words, Capture, ErrorWords};
 use crate::tick::Notifier;
 
 /// What the server was started with, fixed for its life.
@@ -72,9 +72,12 @@ fn wrap(value: Value) -> Value {
 
 /// The error as `--json` reports it on stderr, and in the CLI's words.
 fn error_result(err: &anyhow::Error) -> CallToolResult {
-    let (kind, leaf) = classify(err);
-    let message = crate::text::escape(&crate::error::sentence(err));
-    let hint = leaf.and_then(|l| l.hint.clone());
+    let ErrorWords {
+        kind,
+        message,
+        hint,
+        ..
+    } = error_words(err, false);
     let mut text = format!("agentcron: error: {message}");
     if let Some(hint) = &hint {
         text.push_str(&format!("\n  hint: {}", crate::text::escape(hint)));

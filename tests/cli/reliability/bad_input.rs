@@ -692,10 +692,10 @@ impl Drop for ReadOnlyView {
 }
 
 /// A 1 MiB tmpfs at `path` until dropped (root only).
-struct SmallDisk(std::path::PathBuf);
+pub struct SmallDisk(std::path::PathBuf);
 
 impl SmallDisk {
-    fn mount(path: &std::path::Path) -> SmallDisk {
+    pub fn mount(path: &std::path::Path) -> SmallDisk {
         std::fs::create_dir_all(path).unwrap();
         let status = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs"])
@@ -706,7 +706,7 @@ impl SmallDisk {
     }
 
     /// Writes a filler file until the disk is full.
-    fn fill(&self) {
+    pub fn fill(&self) {
         use std::io::Write;
         let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
         let chunk = vec![0u8; 4096];

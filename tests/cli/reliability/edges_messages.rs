@@ -2,8 +2,12 @@
 //! backup, an agent and a warning say when the state is unusual. Real
 //! processes throughout; the ones that involve a store run on both.
 
+use serde_json::json;
+
+use super::bad_input::SmallDisk;
 use super::{journal_starts, kill};
-use crate::support::{spawn_tick, wait_for, Rig, T0};
+use crate::mcp::{text, RawSession};
+use crate::support::{spawn_tick, wait_for, Rig, TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -55,4 +59,48 @@ fn a_dry_run_reports_the_leases_the_tick_would_expire() {
         "{real:?}"
     );
     assert_eq!(rig.runs("long")[0]["status"], "unknown");
+}
+
+/// (b) A full disk under `agentcron mcp` is said in the CLI's words (one
+/// sentence and its hint), not SQLite's, and the session goes on.
+#[test]
+fn a_full_disk_under_mcp_is_said_as_the_cli_says_it() {
+    // SAFETY: geteuid has no preconditions.
+    if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
+        return; // mounting a small file system needs root; about SQLite
+    }
+    let env = TestEnv::new();
+    let disk = SmallDisk::mount(&env.path("small"));
+    let db = env.path("small/state/agentcron.db");
+    let db = db.to_str().unwrap();
+    env.run(&["--db", db, "draft", "--instruction", "x", "--every", "1h"])
+        .ok();
+    let mut session = RawSession::start(&env, &["--db", db, "mcp"], "host");
+    disk.fill();
+    let mut refused = 0;
+    for i in 0..20 {
+        let instruction = format!("task {i} {}", "y".repeat(2000));
+        let result = session.call("draft", json!({"instruction": instruction, "every": "1h"}));
+        if result["isError"] == false {
+            continue; // fitted in space SQLite had kept
+        }
+        refused += 1;
+        let error = &result["structuredContent"]["error"];
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the disk holding the database is full ("),
+            "{result}"
+        );
+        assert_eq!(error["hint"], "free some space, then retry", "{result}");
+        assert_eq!(error["exit_code"], 1, "{result}");
+        assert_eq!(
+            text(&result),
+            format!("agentcron: error: {message}\n  hint: free some space, then retry"),
+        );
+    }
+    assert!(refused > 0, "a full disk refused nothing");
+    std::fs::remove_file(env.path("small/filler")).unwrap();
+    let after = session.call("draft", json!({"instruction": "z", "every": "1h"}));
+    assert_eq!(after["isError"], false, "{after}");
+    assert_eq!(session.finish(), 0);
 }
