@@ -7,7 +7,8 @@
 //! the subcommand's clap definition, `tools` derives the schemas from it,
 //! `call` runs it with its output captured, `words` adds the short text,
 //! `code_notice` sends an agent draft's one-time code, `draft_status` tells
-//! a draft's fate, and `server` speaks the protocol (rmcp).
+//! a draft's fate, `server` speaks the protocol (rmcp) and `transport`
+//! carries it over stdio, a line's read bounded.
 
 mod arguments;
 mod call;
@@ -15,6 +16,7 @@ mod code_notice;
 mod draft_status;
 mod server;
 mod tools;
+mod transport;
 mod words;
 
 use std::sync::mpsc;
@@ -115,7 +117,8 @@ fn allowed(allow: &[String]) -> Result<bool> {
     Ok(!allow.is_empty())
 }
 
-/// Serves MCP on stdin/stdout until the client closes them.
+/// Serves MCP on stdin/stdout until the client closes them, every line's
+/// read bounded (`transport`).
 fn serve(server: server::Server) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -124,7 +127,7 @@ fn serve(server: server::Server) -> Result<()> {
     runtime.block_on(async move {
         use rmcp::ServiceExt;
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(transport::BoundedStdio::new())
             .await
             .map_err(|e| anyhow::anyhow!("the MCP client did not start a session: {e}"))?;
         running

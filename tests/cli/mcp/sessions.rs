@@ -58,3 +58,58 @@ fn every_ordered_pair_of_read_tools_answers_in_one_session() {
     }
     assert_eq!(session.finish(), 0);
 }
+
+/// Reads the server's lines until the answer to request `id`; every
+/// message read, that answer last.
+fn read_until_answer(session: &mut RawSession, id: i64) -> Vec<Value> {
+    use std::io::BufRead;
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        let read = session
+            .stdout
+            .read_line(&mut line)
+            .expect("read the server");
+        assert!(read > 0, "the server closed stdout; it answered {seen:?}");
+        let message: Value = serde_json::from_str(&line).expect("the server writes JSON");
+        let done = message["id"] == json!(id);
+        seen.push(message);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// A 50 MB line (longer than the 1 MiB a line the server reads) is answered
+/// with an error naming the bound, by its id when the line's start has one,
+/// and the session goes on; so is one that is not JSON at all.
+#[test]
+fn an_overlong_line_is_answered_with_an_error_and_the_session_goes_on() {
+    let env = crate::support::TestEnv::new();
+    let mut session = RawSession::start(&env, &["mcp"], "big");
+    let huge = "x".repeat(50 << 20);
+    let request = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {"name": "draft", "arguments": {"instruction": huge, "every": "1h"}}});
+    session.send_line(&request.to_string());
+    session.send_line(&format!("not json {huge}"));
+    session.send(&json!({"jsonrpc": "2.0", "id": 78, "method": "tools/call",
+        "params": {"name": "list", "arguments": {}}}));
+    let seen = read_until_answer(&mut session, 78);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for (refused, id) in seen[..2].iter().zip([json!(77), Value::Null]) {
+        assert_eq!(refused["id"], id, "{refused}");
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        assert_eq!(
+            refused["error"]["message"],
+            "the message is longer than 1 MiB, the most agentcron mcp reads in one line; \
+             nothing was done",
+        );
+    }
+    assert_eq!(seen[2]["result"]["isError"], false, "{}", seen[2]);
+    assert_eq!(session.next_id, 2);
+    session.next_id = 79;
+    let after = session.call("list", json!({}));
+    assert_eq!(after["isError"], false, "{after}");
+    assert_eq!(env.count("SELECT count(*) FROM drafts"), 0);
+    assert_eq!(session.finish(), 0);
+}
