@@ -128,7 +128,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
         Command::Zone(args) => zone::run(ctx, args),
-        Command::Mcp(args) => mcp::run(ctx, args),
+        Command::Mcp(args) => return mcp::run(ctx, args),
     }
     .map(|()| 0)
 }

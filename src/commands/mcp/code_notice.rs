@@ -71,6 +71,12 @@ pub fn send(ctx: &mut Ctx, notifier: Option<&Notifier>, made: &Made, code: &str)
 }
 
 fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent {
+    if let Some(signal) = crate::interrupt::received() {
+        return Sent::Nothing(format!(
+            "agentcron mcp was stopped by {} before the notifier ran",
+            crate::interrupt::name(signal)
+        ));
+    }
     let (draft, payload) = (&made.draft, &made.payload);
     let summary = payload.schedule.describe(payload.timezone);
     let command = confirm_line(ctx, draft).replace("NNNNNN", code);
@@ -109,9 +115,13 @@ fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent
         kill_grace: notifier.kill_grace,
         output_cap: 64 * 1024,
     };
-    match process::run_child(&spec, Duration::from_millis(100), &mut || {
-        Heartbeat::Continue
-    }) {
+    // A stop signal stops the notifier (within its kill grace), so that
+    // how it went is recorded before the server exits.
+    let mut stop = || match crate::interrupt::received() {
+        Some(_) => Heartbeat::Abort,
+        None => Heartbeat::Continue,
+    };
+    match process::run_child(&spec, Duration::from_millis(100), &mut stop) {
         Ok(out) => match out.exit {
             ChildExit::Exited(0) => Sent::Delivered,
             ChildExit::Exited(EX_TEMPFAIL) => {
@@ -121,9 +131,12 @@ fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent
             ChildExit::Signaled(sig) => {
                 Sent::Unknown(format!("the notifier was killed by signal {sig}"))
             }
-            ChildExit::TimedOut | ChildExit::Aborted => {
-                Sent::Unknown("the notifier timed out".into())
-            }
+            ChildExit::TimedOut => Sent::Unknown("the notifier timed out".into()),
+            ChildExit::Aborted => Sent::Unknown(format!(
+                "agentcron mcp was stopped by {} while the notifier ran: the code may have \
+                 been sent",
+                crate::interrupt::received().map_or("a signal", crate::interrupt::name)
+            )),
         },
         Err(process::SpawnError::Lost(e)) => Sent::Unknown(e),
         Err(e) => Sent::Nothing(format!("the notifier could not start: {e}")),

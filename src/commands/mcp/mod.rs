@@ -60,7 +60,7 @@ pub struct McpArgs {
     pub kill_grace: String,
 }
 
-pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<()> {
+pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
     let allow_pause = allowed(&args.allow)?;
     let session = call::Session {
         allow_pause,
@@ -72,20 +72,42 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<()> {
     };
     // `status` reports the server's tenant only, never the others'.
     ctx.confine_to_tenant();
+    // A stop signal ends the server between calls, never inside one: a
+    // call's transaction commits, a code notifier is stopped and its
+    // notice recorded (`code_notice`), then the server exits 128 + signal.
+    crate::interrupt::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
     let (jobs, calls) = mpsc::channel::<server::Job>();
     let server = server::Server::new(tools::offered(allow_pause), jobs);
     // The protocol on its own thread; the store stays on this one.
     let protocol = std::thread::spawn(move || serve(server));
-    for job in calls {
-        let result = call::answer(ctx, &session, &job.call);
-        // A client that went away no longer waits for the answer.
-        let _ = job.reply.send(result);
+    loop {
+        if let Some(signal) = crate::interrupt::received() {
+            // The protocol thread may be blocked reading stdin: not joined.
+            ctx.out.warn(&format!(
+                "interrupted by {}: the server stopped",
+                crate::interrupt::name(signal)
+            ));
+            return Ok(crate::interrupt::exit_code(signal));
+        }
+        match calls.recv_timeout(SIGNAL_CHECK) {
+            Ok(job) => {
+                let result = call::answer(ctx, &session, &job.call);
+                // A client that went away no longer waits for the answer.
+                let _ = job.reply.send(result);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
     }
     match protocol.join() {
-        Ok(result) => result,
+        Ok(result) => result.map(|()| 0),
         Err(_) => Err(anyhow::anyhow!("the MCP protocol thread failed")),
     }
 }
+
+/// How often an idle server looks for a stop signal.
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// `--allow`: only `pause` can be added; anything else is refused before
 /// the server starts.

@@ -113,3 +113,74 @@ fn an_overlong_line_is_answered_with_an_error_and_the_session_goes_on() {
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 0);
     assert_eq!(session.finish(), 0);
 }
+
+/// Waits at most `limit` for the server to exit; its exit code (a death by
+/// signal is 128 + the signal and `by_signal`).
+fn exit_within(session: &mut RawSession, limit: std::time::Duration) -> (i32, bool) {
+    use std::os::unix::process::ExitStatusExt;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = session.child.try_wait().expect("wait") {
+            return match status.code() {
+                Some(code) => (code, false),
+                None => (128 + status.signal().unwrap_or(0), true),
+            };
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = session.child.kill();
+            panic!("agentcron mcp still runs {limit:?} after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM while the code notifier runs: the notifier is stopped (within
+/// --kill-grace), the `confirm_code` event records that the code may have
+/// been sent, and the server exits 143 — as it does, at once, when idle.
+#[test]
+fn sigterm_during_the_code_notifier_records_its_notice_before_exiting() {
+    let env = crate::support::TestEnv::new();
+    let started = env.path("notifier.pid");
+    let notifier = env.path("slow-notifier");
+    crate::support::write_script(
+        &notifier,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\necho $$ > '{}.tmp'\nmv '{0}.tmp' '{0}'\nsleep 30\n",
+            started.display()
+        ),
+    );
+    let flag = format!("--notifier={}", notifier.display());
+    let mut session = RawSession::start(&env, &["mcp", &flag, "--kill-grace=1s"], "host");
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "draft", "arguments": {"instruction": "x", "every": "1h"}}}));
+    crate::support::wait_for("the notifier", || started.exists());
+    let notifier_pid: i32 = std::fs::read_to_string(&started)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    crate::support::kill(session.child.id() as i32, libc::SIGTERM);
+    let (code, by_signal) = exit_within(&mut session, std::time::Duration::from_secs(10));
+    assert_eq!((code, by_signal), (143, false));
+    // SAFETY: signal 0 only asks whether the process exists.
+    assert_ne!(
+        unsafe { libc::kill(notifier_pid, 0) },
+        0,
+        "the notifier lives on"
+    );
+    let events = env.sql("SELECT detail FROM events WHERE action = 'confirm_code'");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let detail: Value = serde_json::from_str(&events[0][0]).unwrap();
+    assert_eq!(detail["state"], "unknown", "{detail}");
+    assert_eq!(
+        detail["error"],
+        "agentcron mcp was stopped by SIGTERM while the notifier ran: the code may have been sent"
+    );
+
+    let mut idle = RawSession::start(&env, &["mcp"], "host");
+    crate::support::kill(idle.child.id() as i32, libc::SIGTERM);
+    assert_eq!(
+        exit_within(&mut idle, std::time::Duration::from_secs(5)),
+        (143, false)
+    );
+}
