@@ -23,10 +23,9 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
         identity: &identity,
     };
     ctx.store()?.read(|tx| {
-        if let Some(draft) = tx.draft(draft_id)? {
-            if draft.tenant_key != tenant {
-                return fail(CmdError::denied("the draft belongs to another tenant"));
-            }
+        // Another tenant's draft is not found, as one that never was: the
+        // server's tenant is fixed, and sees no other (docs/CONTRACT.md §17).
+        if let Some(draft) = tx.draft(draft_id)?.filter(|d| d.tenant_key == tenant) {
             let payload = Payload::from_canonical(&draft.payload).map_err(|e| {
                 CmdError::draft_rejected(format!("the stored draft is damaged: {e}"))
             })?;

@@ -184,3 +184,24 @@ fn sigterm_during_the_code_notifier_records_its_notice_before_exiting() {
         (143, false)
     );
 }
+
+/// `draft_status` of another tenant's draft is not found (3), in the same
+/// words as a draft that never was: the server's tenant sees no other.
+#[test]
+fn another_tenants_draft_is_not_found_by_draft_status() {
+    let env = crate::support::TestEnv::new();
+    let theirs = env.draft(&["--tenant", "other", "--instruction", "x", "--every", "1h"]);
+    let id = theirs["draft_id"].as_str().unwrap();
+    let mut session = RawSession::start(&env, &["mcp"], "host");
+    let status = session.call("draft_status", json!({"draft_id": id}));
+    let missing = session.call("draft_status", json!({"draft_id": "0123456789abcdef"}));
+    assert_eq!(session.finish(), 0);
+    assert_eq!(status["isError"], true, "{status}");
+    let error = &status["structuredContent"]["error"];
+    assert_eq!(error["exit_code"], 3, "{status}");
+    assert_eq!(error["message"], format!("no draft '{id}'"));
+    assert_eq!(
+        missing["structuredContent"]["error"]["hint"], error["hint"],
+        "{missing}"
+    );
+}
