@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -23,6 +23,12 @@ pub struct BackupArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<()> {
+    // The copy's folder is held to the store's rule (docs/CONTRACT.md §11):
+    // whoever can rename the copy away can leave a store of theirs to be
+    // restored, whose tasks the tick then runs.
+    let file = std::path::absolute(&args.file)
+        .with_context(|| format!("resolving the backup path {}", args.file.display()))?;
+    crate::store::sqlite::check_folders_of(&file, "the backup")?;
     ctx.store()?.backup_to(&args.file)?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.out.json {

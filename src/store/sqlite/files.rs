@@ -37,7 +37,13 @@ fn refuse(path: &Path, why: String, hint: &str) -> anyhow::Error {
 /// Every existing folder above `db` (which is absolute) is writable only by
 /// its owner, or has the sticky bit (as /tmp does).
 pub fn check_folders(db: &Path) -> Result<()> {
-    for folder in db.ancestors().skip(1) {
+    check_folders_of(db, "the database")
+}
+
+/// `check_folders` for `file`, `what` in the refusal ("the backup": whoever
+/// can swap the copy chooses what a restored store runs).
+pub fn check_folders_of(file: &Path, what: &str) -> Result<()> {
+    for folder in file.ancestors().skip(1) {
         if folder.as_os_str().is_empty() {
             continue;
         }
@@ -51,9 +57,9 @@ pub fn check_folders(db: &Path) -> Result<()> {
             return Err(refuse(
                 folder,
                 format!(
-                    "mode {mode:04o} lets other users replace the database (writable without the sticky bit)"
+                    "mode {mode:04o} lets other users replace {what} (writable without the sticky bit)"
                 ),
-                "chmod go-w the folder (or +t), or keep the database in a private folder",
+                &format!("chmod go-w the folder (or +t), or keep {what} in a private folder"),
             ));
         }
     }

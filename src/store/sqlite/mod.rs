@@ -17,6 +17,7 @@ mod deliveries;
 mod drafts;
 mod events;
 mod files;
+pub use files::check_folders_of;
 mod maintenance;
 mod memory;
 mod meta;

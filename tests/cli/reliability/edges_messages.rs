@@ -104,3 +104,35 @@ fn a_full_disk_under_mcp_is_said_as_the_cli_says_it() {
     assert_eq!(after["isError"], false, "{after}");
     assert_eq!(session.finish(), 0);
 }
+
+/// (g) A backup is refused into a folder others may write without the
+/// sticky bit (they could swap the copy for a store of theirs before it is
+/// restored), as the store's own folder is: exit 2, the folder and its
+/// mode named, nothing written. With the sticky bit it is written.
+#[test]
+fn backup_refuses_a_world_writable_folder_without_the_sticky_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.task(&["--instruction", "x", "--every", "1h"]);
+    let open = env.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = open.join("copy.db");
+    let out = env.run(&["backup", file.to_str().unwrap()]).fails(2);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "agentcron: error: refusing {}: mode 0777 lets other users replace the backup \
+             (writable without the sticky bit)\n  hint: chmod go-w the folder (or +t), or \
+             keep the backup in a private folder\n",
+            open.display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    if crate::support::on_postgres() {
+        return; // a PostgreSQL store is backed up with pg_dump
+    }
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    env.run(&["backup", file.to_str().unwrap()]).ok();
+    assert!(file.exists());
+}
