@@ -86,14 +86,45 @@ pub fn first_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).find(|l| !l.is_empty())
 }
 
-/// Shortens for a table cell, marking the cut.
+/// Shortens for a table cell, marking the cut. The cut is never inside an
+/// escape `escape` wrote (`\x1b`, `\u{202e}`, `\n`): it moves to the
+/// escape's start, so a cell never ends in half of one.
 pub fn clip(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {
         return text.to_string();
     }
-    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    let chars: Vec<char> = text.chars().collect();
+    let mut cut = max_chars.saturating_sub(1);
+    let mut at = 0;
+    while at < cut {
+        let len = escape_len(&chars[at..]);
+        if at + len > cut {
+            cut = at;
+            break;
+        }
+        at += len;
+    }
+    let mut out: String = chars[..cut].iter().collect();
     out.push('…');
     out
+}
+
+/// How many characters the escape `escape` wrote at the start of `chars`
+/// spans; 1 when none starts there.
+fn escape_len(chars: &[char]) -> usize {
+    let hex = |c: &char| c.is_ascii_hexdigit();
+    match chars {
+        ['\\', 'n' | 'r' | 't', ..] => 2,
+        ['\\', 'x', a, b, ..] if hex(a) && hex(b) => 4,
+        ['\\', 'u', '{', rest @ ..] => {
+            let digits = rest.iter().take_while(|c| hex(c)).count();
+            match rest.get(digits) {
+                Some('}') if digits > 0 => 4 + digits,
+                _ => 1,
+            }
+        }
+        _ => 1,
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +138,20 @@ mod tests {
         assert_eq!(escape("tab\there"), "tab\\there");
         assert_eq!(escape("\u{9b}"), "\\x9b");
         assert_eq!(escape("值班 ok"), "值班 ok");
+    }
+
+    #[test]
+    fn a_clip_never_cuts_inside_an_escape() {
+        let escaped = escape(&format!("{}\u{1b}[31m", "a".repeat(7)));
+        assert_eq!(escaped, "aaaaaaa\\x1b[31m");
+        assert_eq!(clip(&escaped, 10), "aaaaaaa…");
+        assert_eq!(clip(&escaped, 12), "aaaaaaa\\x1b…");
+        let bidi = escape("ab\u{202e}cd");
+        assert_eq!(clip(&bidi, 6), "ab…");
+        assert_eq!(clip(&bidi, 11), "ab\\u{202e}…");
+        assert_eq!(clip("abc\\nd", 5), "abc…");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("值班值班值班", 3), "值班…");
     }
 
     #[test]

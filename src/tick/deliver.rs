@@ -141,7 +141,10 @@ pub fn deliver_claimed(
         "task": task.as_ref().map(json::task),
         "run": run.as_ref().map(json::run),
         "target": notice.target,
-        "message": notice.message,
+        // Words for a person, which a notifier may show as they are: the
+        // summary and reason in them are escaped as the CLI escapes them
+        // (`run` keeps them as data).
+        "message": crate::text::escape(&notice.message),
         "kind": notice.kind.map(|k| k.as_str()),
         "suppressed_since_last": notice.suppressed_since_last,
     });

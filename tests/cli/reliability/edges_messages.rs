@@ -136,3 +136,36 @@ fn backup_refuses_a_world_writable_folder_without_the_sticky_bit() {
     env.run(&["backup", file.to_str().unwrap()]).ok();
     assert!(file.exists());
 }
+
+/// (f) A summary's ESC and U+202E reach the notifier's `message` escaped as
+/// the CLI escapes them (the notice's `run.summary` stays the data it was),
+/// and `show`, shortening the summary, never cuts inside an escape.
+#[test]
+fn a_notice_message_is_escaped_and_show_never_cuts_an_escape() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    rig.with_notifier(0);
+    let summary = format!("{}\u{1b}[31mred\u{202e}evil", "a".repeat(57));
+    let reply = serde_json::json!({"status": "succeeded", "summary": summary});
+    env.set_env("FIXTURE_MODE", &format!("json:{reply}"));
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "shown"]);
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let notices = rig.notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let message = notices[0]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(&format!("{}\\x1b[31mred\\u{{202e}}evil", "a".repeat(57))),
+        "{message}"
+    );
+    assert!(!message.contains(['\u{1b}', '\u{202e}']), "{message}");
+    assert_eq!(notices[0]["run"]["summary"], summary.as_str());
+
+    let shown = env.run(&["show", "shown"]).ok().stdout;
+    assert!(shown.contains(&format!("{}…", "a".repeat(57))), "{shown}");
+    assert!(
+        !shown.contains("\\x1…") && !shown.contains("\\x…"),
+        "{shown}"
+    );
+    assert!(!shown.contains(['\u{1b}', '\u{202e}']), "{shown}");
+}
