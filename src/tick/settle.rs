@@ -158,6 +158,9 @@ fn bookkeep(
     now: i64,
 ) -> Result<Option<String>> {
     let status = outcome.status;
+    if task.state == TaskState::Paused {
+        return count_while_paused(tx, task, status, now).map(|()| None);
+    }
     if task.state != TaskState::Active {
         return Ok(None);
     }
@@ -208,6 +211,33 @@ fn bookkeep(
         now,
     })?;
     Ok(None)
+}
+
+/// A run that settles while its task is paused (a person paused it while
+/// the run was in flight) still counts in the streak, so that a later
+/// `--pause-after` reason counts every failure in a row; nothing else
+/// changes: no retry, no pause (the task is paused already).
+fn count_while_paused(tx: &mut dyn Tx, task: &Task, status: RunStatus, now: i64) -> Result<()> {
+    let failures = match status {
+        RunStatus::Succeeded | RunStatus::DeliveryFailed => 0,
+        RunStatus::Failed => task.consecutive_failures + 1,
+        _ => return Ok(()),
+    };
+    if failures == task.consecutive_failures {
+        return Ok(());
+    }
+    tx.advance_task(&TaskAdvance {
+        task_id: &task.task_id,
+        expected_state: task.state,
+        expected_next_run_at: task.next_run_at,
+        expected_next_retry_at: task.next_retry_at,
+        state: task.state,
+        next_run_at: task.next_run_at,
+        next_retry_at: task.next_retry_at,
+        retry_run_id: task.retry_run_id.as_deref(),
+        consecutive_failures: failures,
+        now,
+    })
 }
 
 /// The task pauses itself after `failures` consecutive failures, as its

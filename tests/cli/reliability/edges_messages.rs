@@ -169,3 +169,62 @@ fn a_notice_message_is_escaped_and_show_never_cuts_an_escape() {
     );
     assert!(!shown.contains(['\u{1b}', '\u{202e}']), "{shown}");
 }
+
+/// (i) A failure that settles while the task is paused (a person paused it
+/// while the run was in flight) still counts in its streak, so the
+/// `--pause-after` reason counts every failure in a row.
+#[test]
+fn a_failure_settled_while_paused_counts_in_the_pause_after_reason() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "flaky",
+        "--pause-after",
+        "3",
+        "--max-retries",
+        "0",
+    ]);
+    env.set_env("FIXTURE_MODE", "fail");
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    // The second failure: in flight when the person pauses the task.
+    let gate = env.path("gate");
+    let started = env.path("started");
+    let held = env.path("held-executor");
+    crate::support::write_script(
+        &held,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\ntouch '{}'\n\
+             while [ ! -e '{}' ]; do sleep 0.05; done\necho 'it broke'\nexit 3\n",
+            started.display(),
+            gate.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", held.to_str().unwrap());
+    env.advance(HOUR);
+    let tick = spawn_tick(&rig, &[]);
+    wait_for("the executor", || started.exists());
+    env.run(&["pause", "flaky", "--reason", "looking into it"])
+        .ok();
+    std::fs::write(&gate, "").unwrap();
+    assert!(tick.wait_with_output().unwrap().status.success());
+    assert_eq!(env.json(&["show", "flaky"])["consecutive_failures"], 2);
+    env.run(&["resume", "flaky"]).ok();
+    env.set_env(
+        "AGENTCRON_EXECUTOR",
+        &crate::support::fixture("executor.sh"),
+    );
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let task = env.json(&["show", "flaky"]);
+    assert_eq!(task["state"], "paused", "{task}");
+    assert_eq!(
+        task["pause_reason"],
+        "paused after 3 consecutive failures; last: exit status 3 — it broke"
+    );
+}
