@@ -31,6 +31,10 @@ struct Shared {
     /// it fires.
     trap: Mutex<Option<(String, bool)>>,
     fired: AtomicUsize,
+    /// The server is "down": new connections are closed at once.
+    down: AtomicBool,
+    /// The clients' sockets, to cut when the server goes down.
+    clients: Mutex<Vec<TcpStream>>,
 }
 
 impl Proxy {
@@ -41,6 +45,12 @@ impl Proxy {
         let accepting = shared.clone();
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
+                if accepting.down.load(Ordering::SeqCst) {
+                    continue; // dropped: the client reads the end at once
+                }
+                if let Ok(copy) = client.try_clone() {
+                    accepting.clients.lock().unwrap().push(copy);
+                }
                 let shared = accepting.clone();
                 std::thread::spawn(move || {
                     let _ = relay(client, &shared);
@@ -68,6 +78,20 @@ impl Proxy {
     /// Arms the trap to lose the COMMIT itself: it never reaches the server.
     pub fn lose_commit_of(&self, statement: &str) {
         *self.shared.trap.lock().unwrap() = Some((statement.to_string(), false));
+    }
+
+    /// The server goes away as in a restart: every connection through the
+    /// proxy is cut, and new ones are refused until `come_up`.
+    pub fn go_down(&self) {
+        self.shared.down.store(true, Ordering::SeqCst);
+        for client in self.shared.clients.lock().unwrap().drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// The server is back: connections are relayed again.
+    pub fn come_up(&self) {
+        self.shared.down.store(false, Ordering::SeqCst);
     }
 
     /// How many acknowledgements the proxy has lost.

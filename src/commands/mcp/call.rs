@@ -226,12 +226,18 @@ fn draft(
     let made = commands::draft::make(ctx, &args, spec, Some(agent))?;
     commands::draft::print_made(ctx, &made)?;
     let mut value: Value = serde_json::from_str(&capture.take())?;
-    let sent = code_notice::send(ctx, session.notifier.as_ref(), &made, &code)?;
+    let (sent, recorded) = code_notice::send(ctx, session.notifier.as_ref(), &made, &code);
     let target = made.payload.target.clone();
-    value["confirm_code"] =
-        json!({"sent_to": target, "state": sent.state(), "error": sent.error()});
-    Ok(Answer {
-        text: words::draft(&value, &crate::text::escape(&target), &sent),
-        value,
-    })
+    value["confirm_code"] = json!({"sent_to": target, "state": sent.state(),
+        "error": sent.error(), "recorded": recorded.is_ok()});
+    let mut text = words::draft(&value, &crate::text::escape(&target), &sent);
+    // The draft is committed and its code handled: an error here would
+    // have the agent draft again, and the person get a second code.
+    if let Err(e) = &recorded {
+        text = format!(
+            "{}\n{text}",
+            words::unrecorded(&made.draft.draft_id, &crate::error::sentence(e))
+        );
+    }
+    Ok(Answer { text, value })
 }

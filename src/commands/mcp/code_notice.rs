@@ -49,8 +49,17 @@ impl Sent {
     }
 }
 
-/// Sends `code` for the draft `made` to its target, and records how it went.
-pub fn send(ctx: &mut Ctx, notifier: Option<&Notifier>, made: &Made, code: &str) -> Result<Sent> {
+/// Sends `code` for the draft `made` to its target, and records how it
+/// went. The record may fail (the database went away while the notifier
+/// ran) when the code is already out: how it went is returned all the
+/// same, beside the record's failure, for the agent to be told that its
+/// draft exists rather than draft again.
+pub fn send(
+    ctx: &mut Ctx,
+    notifier: Option<&Notifier>,
+    made: &Made,
+    code: &str,
+) -> (Sent, Result<()>) {
     let sent = match notifier {
         None => Sent::Nothing("no notifier configured".into()),
         Some(notifier) => run_notifier(ctx, notifier, made, code),
@@ -66,8 +75,10 @@ pub fn send(ctx: &mut Ctx, notifier: Option<&Notifier>, made: &Made, code: &str)
         detail: json!({"draft_id": draft.draft_id, "target": target,
                        "state": sent.state(), "error": sent.error()}),
     };
-    ctx.store()?.write(|tx| tx.append_event(&event))?;
-    Ok(sent)
+    let recorded = ctx
+        .store()
+        .and_then(|store| store.write(|tx| tx.append_event(&event)));
+    (sent, recorded)
 }
 
 fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent {

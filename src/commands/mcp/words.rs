@@ -72,6 +72,17 @@ pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
     lines.join("\n")
 }
 
+/// The first line of a draft's text when how its code went could not be
+/// recorded: the draft exists all the same.
+pub fn unrecorded(draft_id: &str, error: &str) -> String {
+    format!(
+        "Draft {} exists; do not draft it again. (agentcron could not record how its \
+         one-time code went: {}.)",
+        crate::text::escape(draft_id),
+        crate::text::escape(error)
+    )
+}
+
 pub fn draft_status(value: &Value) -> String {
     let id = text(value, "draft_id");
     match value["state"].as_str() {

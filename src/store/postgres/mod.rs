@@ -123,18 +123,47 @@ impl PgStore {
         }
     }
 
+    /// BEGIN failed on a lost connection (the server ended the session
+    /// while it sat idle: a restart, an administrator; a long-lived `mcp`
+    /// server meets this): nothing was done in it, so a new connection
+    /// replaces it and the transaction begins again, once.
+    fn begin_again(&mut self, e: anyhow::Error) -> Result<()> {
+        if e.downcast_ref::<NotBegun>().is_none() || !crate::error::is_connection_lost(&e) {
+            return Err(e);
+        }
+        let (client, session) = connect(&self.config, &self.options, &self.shown)
+            .map_err(|c| c.context(crate::error::StillDisconnected))?;
+        (self.client, self.session) = (client, session);
+        self.statements.clear();
+        Ok(())
+    }
+
     fn run(
         &mut self,
         isolation: IsolationLevel,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         self.reconnect_if_closed()?;
+        match self.run_once(isolation, f) {
+            Err(e) => {
+                self.begin_again(e)?;
+                self.run_once(isolation, f)
+            }
+            done => done,
+        }
+    }
+
+    fn run_once(
+        &mut self,
+        isolation: IsolationLevel,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> Result<()> {
         let mut tx = self
             .client
             .build_transaction()
             .isolation_level(isolation)
             .start()
-            .context("starting a transaction")?;
+            .context(NotBegun)?;
         f(&mut PgTx {
             cursors: 0,
             tx: CachedTx::new(&mut tx, &mut self.statements),
@@ -146,6 +175,16 @@ impl PgStore {
     /// COMMIT can be settled by looking the marker up.
     fn run_write(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.reconnect_if_closed()?;
+        match self.write_once(f) {
+            Err(e) => {
+                self.begin_again(e)?;
+                self.write_once(f)
+            }
+            done => done,
+        }
+    }
+
+    fn write_once(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         let marker = uuid::Uuid::new_v4().to_string();
         let prune = self.writes.is_multiple_of(commit::PRUNE_EVERY);
         self.writes += 1;
@@ -154,7 +193,7 @@ impl PgStore {
             .build_transaction()
             .isolation_level(IsolationLevel::ReadCommitted)
             .start()
-            .context("starting a transaction")?;
+            .context(NotBegun)?;
         {
             let mut pg = PgTx {
                 cursors: 0,
@@ -183,6 +222,16 @@ impl PgStore {
                 }
             }
         }
+    }
+}
+
+/// BEGIN itself failed: nothing of the transaction ran.
+#[derive(Debug)]
+struct NotBegun;
+
+impl std::fmt::Display for NotBegun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("starting a transaction")
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::RawSession;
+use super::{text, RawSession};
 use crate::support::Rig;
 
 /// An order of `n` items in which every ordered pair (a, b), a == b
@@ -204,4 +204,103 @@ fn another_tenants_draft_is_not_found_by_draft_status() {
         missing["structuredContent"]["error"]["hint"], error["hint"],
         "{missing}"
     );
+}
+
+/// A code notifier that journals its stdin and waits for `gate` to exist
+/// before it exits 0; `started` appears once it runs.
+fn gated_notifier(
+    env: &crate::support::TestEnv,
+) -> (String, std::path::PathBuf, std::path::PathBuf) {
+    let (script, started, gate) = (env.path("gated"), env.path("started"), env.path("gate"));
+    crate::support::write_script(
+        &script,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\ntouch '{}'\nwhile [ ! -e '{}' ]; do sleep 0.05; done\n",
+            started.display(),
+            gate.display()
+        ),
+    );
+    (format!("--notifier={}", script.display()), started, gate)
+}
+
+/// The draft call's answer after the database went away while its code
+/// notifier ran (`lose` makes it go away; `gate` lets the notifier end).
+fn draft_across(
+    session: &mut RawSession,
+    started: &std::path::Path,
+    gate: &std::path::Path,
+    lose: impl FnOnce(),
+) -> Value {
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "draft", "arguments": {"instruction": "x", "every": "1h"}}}));
+    crate::support::wait_for("the notifier", || started.exists());
+    lose();
+    std::fs::write(gate, "").unwrap();
+    let answer = read_until_answer(session, 2).pop().unwrap();
+    assert!(answer.get("error").is_none(), "{answer}");
+    session.next_id = 3;
+    answer["result"].clone()
+}
+
+/// PostgreSQL ends the server's session (as a restart does) while the code
+/// notifier runs: the next transaction reconnects, so the notice is
+/// recorded and the agent is told its draft exists, with the code sent.
+#[test]
+fn a_session_ended_during_the_code_notifier_still_answers_with_the_draft() {
+    let env = crate::support::TestEnv::new();
+    if !crate::support::on_postgres() {
+        return; // about PostgreSQL's sessions
+    }
+    let (flag, started, gate) = gated_notifier(&env);
+    let mut session = RawSession::start(&env, &["mcp", &flag], "host");
+    let pid = session.child.id();
+    let result = draft_across(&mut session, &started, &gate, || {
+        let ended = env.sql(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = 'agentcron/{pid}'"
+        ));
+        assert_eq!(ended.len(), 1, "{ended:?}");
+    });
+    assert_eq!(result["isError"], false, "{result}");
+    let document = &result["structuredContent"];
+    assert_eq!(document["confirm_code"]["state"], "delivered", "{result}");
+    assert_eq!(document["confirm_code"]["recorded"], true, "{result}");
+    let id = document["draft_id"].as_str().unwrap();
+    assert_eq!(
+        env.count("SELECT count(*) FROM events WHERE action = 'confirm_code'"),
+        1
+    );
+    let status = session.call("draft_status", json!({"draft_id": id}));
+    assert_eq!(status["structuredContent"]["state"], "waiting", "{status}");
+    assert_eq!(session.finish(), 0);
+}
+
+/// The server is still down when the notifier ends: the notice cannot be
+/// recorded, but the agent is told that its draft exists (by id) and that
+/// the code was sent — so it does not draft again.
+#[test]
+fn a_database_down_after_the_code_notifier_still_names_the_draft() {
+    let env = crate::support::TestEnv::new();
+    if !crate::support::on_postgres() {
+        return; // about PostgreSQL's sessions
+    }
+    let proxy = crate::pg_proxy::Proxy::start();
+    let (flag, started, gate) = gated_notifier(&env);
+    let url = proxy.url(&env.db_arg());
+    let mut session = RawSession::start(&env, &["--db", &url, "mcp", &flag], "host");
+    let result = draft_across(&mut session, &started, &gate, || proxy.go_down());
+    assert_eq!(result["isError"], false, "{result}");
+    let document = &result["structuredContent"];
+    let id = document["draft_id"].as_str().unwrap();
+    assert_eq!(document["confirm_code"]["state"], "delivered", "{result}");
+    assert_eq!(document["confirm_code"]["recorded"], false, "{result}");
+    let said = text(&result);
+    assert!(said.contains(&format!("Draft {id} exists")), "{said}");
+    assert!(said.contains("do not draft it again"), "{said}");
+    assert!(said.contains("A one-time code was sent"), "{said}");
+    proxy.come_up();
+    assert_eq!(env.count("SELECT count(*) FROM drafts"), 1);
+    let status = session.call("draft_status", json!({"draft_id": id}));
+    assert_eq!(status["structuredContent"]["state"], "waiting", "{status}");
+    assert_eq!(session.finish(), 0);
 }
