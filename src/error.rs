@@ -284,13 +284,44 @@ pub fn constraint_violation(err: &anyhow::Error) -> Option<(Violation, String)> 
 }
 
 /// A lost connection could not be opened again yet (a server still
-/// restarting): to the caller, the connection is still lost.
+/// restarting): to the caller, the connection is still lost. It names how
+/// the connection was lost (`connection_loss`), which the error of the new
+/// connection does not say.
 #[derive(Debug)]
-pub struct StillDisconnected;
+pub struct StillDisconnected(pub String);
 
 impl fmt::Display for StillDisconnected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the connection to the database was lost and could not be opened again")
+        write!(
+            f,
+            "the connection to the database was lost ({}) and could not be opened again",
+            self.0
+        )
+    }
+}
+
+/// How a connection was lost, in the server's words: its message and
+/// SQLSTATE when it said why (a restart, an administrator's
+/// pg_terminate_backend), else what the client saw.
+pub fn connection_loss(err: &anyhow::Error) -> String {
+    if let Some(still) = err.downcast_ref::<StillDisconnected>() {
+        return still.0.clone();
+    }
+    let found = err
+        .chain()
+        .find_map(|c| c.downcast_ref::<postgres::Error>());
+    match found {
+        Some(e) => match e.as_db_error() {
+            Some(db) => format!(
+                "{}: {}, SQLSTATE {}",
+                db.severity(),
+                db.message(),
+                db.code().code()
+            ),
+            None if e.is_closed() => "the server closed it without a word".into(),
+            None => sentence(err),
+        },
+        None => sentence(err),
     }
 }
 
@@ -354,7 +385,7 @@ mod tests {
     #[test]
     fn a_failed_reconnection_is_still_a_lost_connection_and_keeps_its_exit_code() {
         let refused = anyhow::Error::new(CmdError::new(ErrorKind::Busy, "server full"))
-            .context(StillDisconnected)
+            .context(StillDisconnected("FATAL: the end, SQLSTATE 57P01".into()))
             .context("recording the outcome");
         assert!(is_connection_lost(&refused));
         assert_eq!(classify(&refused).0, ErrorKind::Busy);

@@ -209,7 +209,9 @@ fn problem_line(problem: &anyhow::Error) -> String {
              that step changed nothing and a later tick does it"
         ),
         _ if busy => format!("{problem} (the database was busy past busy_timeout)"),
-        _ => problem.to_string(),
+        // The causes too: "recording an outcome" alone names no reason (a
+        // lost connection's is the server's words, StillDisconnected).
+        _ => crate::error::sentence(problem),
     };
     escape(&text)
 }

@@ -29,8 +29,9 @@ pub struct SharedStore {
 
 struct Connection {
     store: Box<dyn Store>,
-    /// The last transaction lost the connection: open a new one first.
-    lost: bool,
+    /// The last transaction lost the connection (how, in the server's
+    /// words): open a new one first.
+    lost: Option<String>,
     location: Location,
     options: OpenOptions,
 }
@@ -42,7 +43,7 @@ impl SharedStore {
         SharedStore {
             connection: Arc::new(Mutex::new(Connection {
                 store,
-                lost: false,
+                lost: None,
                 location,
                 options,
             })),
@@ -72,14 +73,16 @@ impl SharedStore {
     /// one lost it.
     fn transaction(&self, f: impl FnOnce(&mut dyn Store) -> Result<()>) -> Result<()> {
         let mut connection = self.lock();
-        if connection.lost {
+        if let Some(how) = &connection.lost {
+            let still = crate::error::StillDisconnected(how.clone());
             connection.store = super::open(&connection.location, &connection.options)
-                .map_err(|e| e.context(crate::error::StillDisconnected))?;
-            connection.lost = false;
+                .map_err(|e| e.context(still))?;
+            connection.lost = None;
         }
         let result = f(connection.store.as_mut());
         if let Err(e) = &result {
-            connection.lost = crate::error::is_connection_lost(e);
+            connection.lost =
+                crate::error::is_connection_lost(e).then(|| crate::error::connection_loss(e));
         }
         result
     }

@@ -35,6 +35,8 @@ struct Shared {
     down: AtomicBool,
     /// The clients' sockets, to cut when the server goes down.
     clients: Mutex<Vec<TcpStream>>,
+    /// Connections being relayed now.
+    live: AtomicUsize,
 }
 
 impl Proxy {
@@ -52,8 +54,10 @@ impl Proxy {
                     accepting.clients.lock().unwrap().push(copy);
                 }
                 let shared = accepting.clone();
+                shared.live.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
                     let _ = relay(client, &shared);
+                    shared.live.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
@@ -92,6 +96,12 @@ impl Proxy {
     /// The server is back: connections are relayed again.
     pub fn come_up(&self) {
         self.shared.down.store(false, Ordering::SeqCst);
+    }
+
+    /// How many connections it relays now (one that the server ended is
+    /// over once the server's last words reached the client).
+    pub fn live(&self) -> usize {
+        self.shared.live.load(Ordering::SeqCst)
     }
 
     /// How many acknowledgements the proxy has lost.

@@ -131,8 +131,11 @@ impl PgStore {
         if e.downcast_ref::<NotBegun>().is_none() || !crate::error::is_connection_lost(&e) {
             return Err(e);
         }
-        let (client, session) = connect(&self.config, &self.options, &self.shown)
-            .map_err(|c| c.context(crate::error::StillDisconnected))?;
+        let (client, session) = connect(&self.config, &self.options, &self.shown).map_err(|c| {
+            c.context(crate::error::StillDisconnected(
+                crate::error::connection_loss(&e),
+            ))
+        })?;
         (self.client, self.session) = (client, session);
         self.statements.clear();
         Ok(())

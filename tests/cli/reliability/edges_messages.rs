@@ -228,3 +228,64 @@ fn a_failure_settled_while_paused_counts_in_the_pause_after_reason() {
         "paused after 3 consecutive failures; last: exit status 3 — it broke"
     );
 }
+
+/// (j) PostgreSQL ends a tick's session while its runs execute, and the
+/// server cannot be reached again: the tick's error and its warnings name
+/// the server's words for the end (its message and SQLSTATE), not only the
+/// step that failed.
+#[test]
+fn a_terminated_session_is_named_in_the_ticks_warnings() {
+    if !crate::support::on_postgres() {
+        return; // about PostgreSQL's sessions
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    let proxy = crate::pg_proxy::Proxy::start();
+    env.set_env("AGENTCRON_DB", &proxy.url(&env.db_arg()));
+    for name in ["a", "b"] {
+        env.task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    }
+    let (gate, started) = (env.path("gate"), env.path("started"));
+    std::fs::create_dir(&started).unwrap();
+    let held = env.path("held-executor");
+    crate::support::write_script(
+        &held,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\ntouch '{}'/$AGENTCRON_RUN_ID\n\
+             while [ ! -e '{}' ]; do sleep 0.05; done\necho done\n",
+            started.display(),
+            gate.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", held.to_str().unwrap());
+    env.advance(HOUR);
+    let tick = spawn_tick(&rig, &[]);
+    wait_for("both executors", || {
+        std::fs::read_dir(&started).unwrap().count() == 2
+    });
+    let ended = env.sql(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = 'agentcron/{}'",
+        tick.id()
+    ));
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    // Down once the server's words for the end reached the tick.
+    wait_for("the session's end", || proxy.live() == 0);
+    proxy.go_down();
+    std::fs::write(&gate, "").unwrap();
+    let out = tick.wait_with_output().unwrap();
+    proxy.come_up();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("agentcron: warning:"))
+        .collect();
+    assert!(!warnings.is_empty(), "{stderr}");
+    for line in stderr.lines().filter(|l| l.starts_with("agentcron: ")) {
+        assert!(
+            line.contains("terminating connection due to administrator command")
+                && line.contains("SQLSTATE 57P01"),
+            "{stderr}"
+        );
+    }
+}
