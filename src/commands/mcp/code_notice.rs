@@ -8,7 +8,9 @@
 //! retried), so an exit 75 or a failure is not retried. The person can still
 //! confirm at their own terminal, where `confirm` shows a fresh code. The
 //! audit trail records that a code was sent, to whom, and how it went —
-//! never the code.
+//! never the code. A stop signal stops the notifier (the record says the
+//! code may have been sent); a record that cannot be written does not undo
+//! the draft, whose answer then says it exists.
 
 use std::time::Duration;
 
