@@ -108,6 +108,17 @@ pub fn list(value: &Value) -> String {
 }
 
 pub fn show(value: &Value) -> String {
+    if value.get("draft_id").is_some() {
+        return format!(
+            "Draft {} is {}: it runs {} in {}; payload hash {}; expires {}.",
+            text(value, "draft_id"),
+            text(value, "state"),
+            text(value, "summary"),
+            text(value, "zone"),
+            text(value, "payload_hash"),
+            text(value, "expires_at"),
+        );
+    }
     format!(
         "Task {} ({}): {}, next run {}, payload hash {}; {} recent run(s).",
         text(value, "task_id"),

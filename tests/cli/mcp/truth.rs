@@ -378,11 +378,21 @@ fn the_rough_edges_a_host_meets() {
     let status = session(
         &env,
         &["mcp"],
-        json!([call("draft_status", json!({"draft_id": &id[..8]}))]),
+        json!([
+            call("draft_status", json!({"draft_id": &id[..8]})),
+            call("show", json!({"task": &id[..8]})),
+        ]),
     )
     .unwrap();
     assert_eq!(status[0]["structured"]["state"], "waiting", "{}", status[0]);
     assert_eq!(status[0]["structured"]["draft_id"], id);
+    // `show` of the agent's own pending draft: the draft, as the CLI shows it.
+    assert_eq!(status[1]["structured"]["draft_id"], id, "{}", status[1]);
+    let said = status[1]["text"].as_str().unwrap();
+    assert!(
+        said.starts_with(&format!("Draft {id} is waiting")),
+        "{said}"
+    );
 
     // Arguments that are no object are invalid params, not an unknown method.
     let mut raw = RawSession::start(&env, &["mcp"], "raw-probe");
