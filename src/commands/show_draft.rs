@@ -104,8 +104,17 @@ pub fn changes(made: &Made) -> Vec<(String, Value, Value, Option<&'static str>)>
 }
 
 /// A replacement's changes in words, one line each: "policy: read_only →
-/// confirm_writes  [step-up: …]".
-pub fn change_lines(made: &Made) -> Vec<String> {
+/// confirm_writes  [step-up: …]"; an instruction quoted, its first
+/// `instruction_chars` characters (then "…").
+pub fn change_lines(made: &Made, instruction_chars: usize) -> Vec<String> {
+    let quote = |v: &Value| {
+        let text = v.as_str().unwrap_or_default();
+        let head = crate::text::head(text, instruction_chars);
+        match head.len() < text.len() {
+            true => format!("{}…", quoted(head)),
+            false => quoted(head),
+        }
+    };
     let Some(task) = &made.replacing else {
         return Vec::new();
     };
@@ -114,10 +123,7 @@ pub fn change_lines(made: &Made) -> Vec<String> {
         .into_iter()
         .map(|(field, a, b, why)| {
             let (a, b) = match field.as_str() {
-                "instruction" => (
-                    quoted(a.as_str().unwrap_or_default()),
-                    quoted(b.as_str().unwrap_or_default()),
-                ),
+                "instruction" => (quote(&a), quote(&b)),
                 _ => (
                     in_words(&field, &old, &a),
                     in_words(&field, &made.payload, &b),
@@ -155,7 +161,7 @@ pub fn detail(ctx: &Ctx, made: &Made, now: i64) -> String {
     {
         text.push_str(&format!("The task is {} now.\n\n", task.state));
     }
-    let changes = change_lines(made);
+    let changes = change_lines(made, usize::MAX);
     if !changes.is_empty() {
         text.push_str("Changes (old → new), what adds power or silences first:\n");
         for line in &changes {

@@ -130,7 +130,7 @@ pub fn message(made: &Made, code: &str, commands: &Commands, now: i64) -> String
                 escape(&task.label()),
                 short_id(&task.task_id)
             ));
-            for line in show_draft::change_lines(made) {
+            for line in show_draft::change_lines(made, QUOTED_CHARS) {
                 lines.push(format!("  {line}"));
             }
         }
@@ -171,7 +171,7 @@ pub fn message(made: &Made, code: &str, commands: &Commands, now: i64) -> String
         ));
     }
     lines.push(format!(
-        "Policy {}; notices to {}; retries {}; notices: {}.",
+        "Policy {}; target {}; retries {}; notices: {}.",
         payload.policy,
         escape(&payload.target),
         payload.max_retries,

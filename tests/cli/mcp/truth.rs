@@ -177,8 +177,10 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
     ]);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
+    // A changed instruction is quoted to 500 characters in the message too.
+    let instruction = format!("{} and then DANGER", "summarize my inbox ".repeat(40));
     let arguments = json!({"task": "inbox", "policy": "confirm_writes", "max_retries": 100,
-                           "notify": "never"});
+                           "notify": "never", "instruction": instruction});
     let Some(results) = session(
         &env,
         &["mcp", &flag],
@@ -209,6 +211,13 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
             .any(|l| l.starts_with("  max_retries: 3 → 100")),
         "{message}"
     );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  instruction: \"summarize my inbox\" → \"summarize")),
+        "{message}"
+    );
+    assert!(!message.contains("DANGER"), "{message}");
     let changes = notice["changes"].as_array().unwrap();
     assert_eq!(changes[0]["field"], "policy");
     assert!(changes[0]["step_up"].is_string());
@@ -223,6 +232,7 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
     assert!(policy < retries, "{shown}");
     assert!(shown.contains("a change to task inbox"), "{shown}");
     assert!(shown.contains("policy        confirm_writes"), "{shown}");
+    assert!(shown.contains("and then DANGER\""), "{shown}");
     let document = env.json(&["show", &id[..6]]);
     assert_eq!(document["changes"][0]["field"], "policy", "{document}");
     assert_eq!(document["replaces"]["name"], "inbox");
