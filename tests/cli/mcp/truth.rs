@@ -468,3 +468,34 @@ fn under_sudo_the_commands_handed_to_the_person_carry_the_prefix() {
         .unwrap()
         .starts_with("agentcron confirm"));
 }
+
+#[test]
+fn show_draft_is_the_owners_alone_and_a_task_keeps_its_own_show() {
+    let env = TestEnv::new();
+    let draft = env.draft(&["--instruction", "x\ty", "--every", "1h", "--name", "hourly"]);
+    let id = draft["draft_id"].as_str().unwrap();
+    let shown = env.run(&["show", id]).ok().stdout;
+    assert!(
+        shown.contains("a new task — waiting for confirmation"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("drafted by    a person at a shell"),
+        "{shown}"
+    );
+    assert!(shown.contains(r#"instruction   "x\ty""#), "{shown}");
+    // Another owner, or another tenant, is told of no such thing.
+    for who in [["--as", "unix:bob"], ["--tenant", "other"]] {
+        let out = env.run(&[who[0], who[1], "show", id]).fails(3);
+        assert!(
+            out.stderr.contains(&format!("no task '{id}'")),
+            "{}",
+            out.stderr
+        );
+    }
+    // Too short a prefix is no draft either; once expired, it says so.
+    env.run(&["show", &id[..3]]).fails(3);
+    env.advance(31 * 60);
+    let expired = env.json(&["show", &id[..5]]);
+    assert_eq!(expired["state"], "expired");
+}
