@@ -214,6 +214,12 @@ impl Ctx {
         self.create_store = false;
     }
 
+    /// Whether `store()` may create a missing database: `agentcron mcp`
+    /// lets only a draft create it, call by call.
+    pub fn create_store_if_missing(&mut self, create: bool) {
+        self.create_store = create;
+    }
+
     /// Marks the command as one that only reads: besides never creating the
     /// store, it may open one it cannot write (a read-only file system).
     pub fn only_read_the_store(&mut self) {
@@ -260,6 +266,15 @@ impl Ctx {
     /// The global flags to repeat in a command we tell the person to run.
     pub fn flags_for_followup(&self) -> Vec<(&'static str, String)> {
         self.followup.clone()
+    }
+
+    /// The user sudo runs this process as, when sudo started it for
+    /// another (SUDO_USER is who ran sudo, USER whom it runs as): what the
+    /// person's commands must be prefixed with to reach the same store.
+    pub fn run_by_sudo_as(&self) -> Option<String> {
+        let by = std::env::var("SUDO_USER").ok()?;
+        let user = std::env::var("USER").ok()?;
+        (!user.is_empty() && by != user).then_some(user)
     }
 
     /// The actor recorded in audit events.

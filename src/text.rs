@@ -22,6 +22,32 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Text another party wrote (an agent's instruction), for a person to read
+/// as a quotation: in double quotes, with its backslashes and quotes
+/// escaped as well as what `escape` escapes, so it stays one line and
+/// cannot close its quotes to speak in agentcron's voice.
+pub fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c => out.push_str(&escape(c.encode_utf8(&mut [0; 4]))),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The first `max_chars` characters of `text`.
+pub fn head(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
 /// Characters that reorder displayed text (Trojan Source).
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -152,6 +178,13 @@ mod tests {
         assert_eq!(clip("abc\\nd", 5), "abc…");
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("值班值班值班", 3), "值班…");
+    }
+
+    #[test]
+    fn a_quotation_stays_one_line_inside_its_quotes() {
+        assert_eq!(quoted("a\"b\\n\nc\x1b[2J"), r#""a\"b\\n\nc\x1b[2J""#);
+        assert_eq!(head("值班值班", 2), "值班");
+        assert_eq!(head("ab", 5), "ab");
     }
 
     #[test]

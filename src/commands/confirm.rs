@@ -23,7 +23,8 @@ use crate::output::terminal;
 /// A draft an agent made through `agentcron mcp` also needs its one-time code: the
 /// notifier sent it to the task's target (`--code NNNNNN`), or, run at your own
 /// terminal without --code, confirm shows a code there for you to type back. Three
-/// wrong codes void the draft; the agent's own key cannot confirm it (exit 4).
+/// wrong codes void the draft; the agent's own key cannot confirm it (exit 4). At a
+/// terminal, confirm first prints the draft in full, as `agentcron show DRAFT` does.
 #[derive(Debug, Args)]
 pub struct ConfirmArgs {
     /// The draft id printed by `agentcron draft`
@@ -72,9 +73,15 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             .read(|tx| ops::confirm::needs_code(tx, &caller, &args.draft_id))?;
     let (shown, typed) = if at_terminal {
         let shown = confirm_code::new_code();
+        // The draft in full first, as `show DRAFT` prints it: the person
+        // reads what they confirm before the code that confirms it.
+        let draft = super::show_draft::pending(ctx, &args.draft_id)
+            .map(|made| super::show_draft::detail(ctx, &made, ctx.now) + "\n\n")
+            .unwrap_or_default();
         let typed = terminal::show_and_read(
             &format!(
-                "agentcron: an agent drafted {}; to confirm it, type this one-time code: {shown}",
+                "{draft}agentcron: an agent drafted {}; to confirm it, type this one-time code: \
+                 {shown}",
                 args.draft_id
             ),
             "code: ",

@@ -197,6 +197,57 @@ pub struct Agent<'a> {
     pub drafted_by: &'a str,
     /// The code in clear: only its salted hash is stored.
     pub code: &'a str,
+    /// At most this many agent drafts for the person in an hour.
+    pub max_per_hour: u32,
+}
+
+/// At most this many of an agent's drafts for one person wait at once.
+pub const MAX_WAITING_AGENT_DRAFTS: i64 = 20;
+
+/// The agent's limits (docs/CONTRACT.md §17), checked in the transaction
+/// that would add the draft: at most `max_per_hour` drafts for the person
+/// in the last hour (counted from the audit trail, which keeps the ones
+/// already confirmed), and at most `MAX_WAITING_AGENT_DRAFTS` waiting.
+/// Counted per person, whatever the client calls itself: a client that
+/// renames itself gains nothing. A refusal says when to try again.
+fn check_agent_limits(
+    tx: &mut dyn crate::store::Tx,
+    tenant: &str,
+    actor: &str,
+    max_per_hour: u32,
+    now: i64,
+) -> Result<()> {
+    let made = tx.agent_drafts_since(tenant, actor, now - 3599)?;
+    let max = max_per_hour as usize;
+    if made.len() >= max {
+        // The draft that must leave the hour for one more to fit.
+        let frees = made[made.len() - max] + 3600;
+        return fail(
+            CmdError::new(
+                crate::error::ErrorKind::Busy,
+                format!(
+                "{} drafts for this person in the last hour, the most allowed (--max-drafts {max})",
+                made.len()
+            ),
+            )
+            .with_hint(format!(
+                "try again at {} ({}), or ask the person to draft at a shell",
+                crate::schedule::format_utc(frees),
+                relative(frees, now)
+            )),
+        );
+    }
+    let waiting = tx.agent_drafts_waiting(tenant, actor, now)?;
+    if waiting >= MAX_WAITING_AGENT_DRAFTS {
+        return fail(
+            CmdError::new(
+                crate::error::ErrorKind::Busy,
+                format!("{waiting} drafts for this person wait for confirmation, the most allowed"),
+            )
+            .with_hint("try again when the person has confirmed some, or they expired"),
+        );
+    }
+    Ok(())
 }
 
 /// What a draft made: the stored draft, its payload and next runs, and the
@@ -283,7 +334,12 @@ pub fn make(
         detail,
     };
     let replaced_id = replacing.as_ref().map(|t| t.task_id.clone());
+    let limit = agent.as_ref().map(|a| a.max_per_hour);
+    let (tenant, now) = (ctx.tenant.clone(), ctx.now);
     ctx.store()?.write(|tx| {
+        if let Some(max_per_hour) = limit {
+            check_agent_limits(tx, &tenant, &draft.created_by, max_per_hour, now)?;
+        }
         if let Some(name) = &payload.name {
             let holder = tx.task_id_named(&payload.tenant_key, name)?;
             if holder.is_some() && holder != replaced_id {

@@ -31,6 +31,7 @@ pub mod reconcile;
 pub mod resume;
 pub mod runs;
 pub mod show;
+pub mod show_draft;
 pub mod status;
 pub mod tasks_file;
 pub mod tick;

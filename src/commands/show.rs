@@ -1,19 +1,27 @@
-//! `agentcron show`: one task and its last runs.
+//! `agentcron show`: one task and its last runs; or a pending draft in
+//! full (`show_draft`), when no task answers to the name.
 
 use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
 
 use crate::context::Ctx;
+use crate::error::{classify, ErrorKind};
 use crate::model::RunStatus;
 use crate::ops::access::{owned_task, Caller};
 use crate::output::human;
 use crate::wire as json;
 
-/// Show one task and its last 10 runs
+/// Show one task and its last 10 runs, or a pending draft in full
+///
+/// Given a pending draft's id (or a unique prefix of 4+ characters) instead of a task,
+/// shows everything confirming it would schedule: the schedule in words with its zone,
+/// the next runs in that zone, the whole instruction (quoted, control characters
+/// escaped), policy, target, retries, notices, who drafted it, its expiry and payload
+/// hash; for a replacement, each field it changes (old → new), step-ups first.
 #[derive(Debug, Args, schemars::JsonSchema)]
 pub struct ShowArgs {
-    /// Task id, unique id prefix (4+ characters), or name
+    /// Task id, unique id prefix (4+ characters), or name; or a pending draft's id or prefix
     #[arg(add = clap_complete::ArgValueCompleter::new(crate::completion::tasks))]
     pub task: String,
 }
@@ -25,13 +33,24 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let (task, runs, blocker, memory) = ctx.store()?.read(|tx| {
+    let found = ctx.store()?.read(|tx| {
         let task = owned_task(tx, &caller, &args.task)?;
         let runs = tx.task_runs(&task.task_id, 10)?;
         let blocker = tx.blocking_run(&task.task_id)?;
         let memory = tx.task_memory(&task.task_id)?;
         Ok((task, runs, blocker, memory))
-    })?;
+    });
+    let (task, runs, blocker, memory) = match found {
+        Ok(found) => found,
+        // No such task: a pending draft of the caller's, else the task's "no task".
+        Err(e) if classify(&e).0 == ErrorKind::NotFound => {
+            return match super::show_draft::pending(ctx, &args.task) {
+                Ok(made) => super::show_draft::print(ctx, &made),
+                Err(_) => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
     // Notices the policy held back since the last one it sent (§16).
     let held_back = memory
         .as_ref()

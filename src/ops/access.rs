@@ -7,7 +7,8 @@
 use anyhow::Result;
 
 use crate::error::{fail, CmdError, ErrorKind};
-use crate::model::{Run, Task};
+use crate::model::{Draft, Run, Task};
+use crate::payload::Payload;
 use crate::store::Tx;
 
 /// Who is asking: enough to check tenant and ownership inside a transaction.
@@ -165,6 +166,48 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
         ))
         .with_hint(hint),
     )
+}
+
+/// The pending draft `arg` names (a full id, or a unique prefix of at least
+/// 4 characters) among the caller's own in their tenant, with its payload.
+/// Another tenant's or another owner's draft is "no draft", as one that does
+/// not exist: nothing of it is told.
+pub fn owned_draft(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Draft, Payload)> {
+    let shown = crate::text::escape(arg);
+    let mut id = None;
+    if tx.draft(arg)?.is_some() {
+        id = Some(arg.to_string());
+    } else if arg.chars().count() >= 4 {
+        let ids = tx.draft_ids_with_prefix(caller.tenant, arg, 6)?;
+        if ids.len() > 1 {
+            return fail(
+                CmdError::usage(format!(
+                    "'{shown}' matches several drafts: {}",
+                    ids.join(", ")
+                ))
+                .with_hint("give more characters of the draft id"),
+            );
+        }
+        id = ids.into_iter().next();
+    }
+    let found = match id {
+        Some(id) => tx.draft(&id)?,
+        None => None,
+    };
+    let owned = found
+        .filter(|d| d.tenant_key == caller.tenant)
+        .and_then(|d| {
+            let payload = Payload::from_canonical(&d.payload).ok()?;
+            ensure_owner(caller, &payload.owner_keys, "this draft").ok()?;
+            Some((d, payload))
+        });
+    match owned {
+        Some(owned) => Ok(owned),
+        None => fail(
+            CmdError::not_found(format!("no draft '{shown}' in tenant '{}'", caller.tenant))
+                .with_hint("a draft ends when it is confirmed, voided or expired and pruned"),
+        ),
+    }
 }
 
 /// Parses `--expect-revision`, when given, against the task's revision.

@@ -432,8 +432,12 @@ pub fn error_words(err: &anyhow::Error, json: bool) -> ErrorWords {
     // repeat SQLite's or PostgreSQL's wording of the same thing.
     let disk_full = kind == ErrorKind::Runtime && leaf.is_none() && is_disk_full(err);
     let step = err.downcast_ref::<Step>();
+    // The store's own busy (SQLite's, PostgreSQL's lock) is said in these
+    // words; agentcron's own refusal of kind busy (an agent's draft limit,
+    // docs/CONTRACT.md §17) keeps its words and hint, which say when to retry.
+    let store_busy = kind == ErrorKind::Busy && leaf.is_none();
     let message = match kind {
-        ErrorKind::Busy => match step {
+        _ if store_busy => match step {
             Some(step) => format!(
                 "the database was busy while {step} (another agentcron held it past busy_timeout)"
             ),
@@ -451,10 +455,10 @@ pub fn error_words(err: &anyhow::Error, json: bool) -> ErrorWords {
     };
     let hint = match (kind, leaf) {
         // A step names one transaction of several: only that one is undone.
-        (ErrorKind::Busy, _) if step.is_some() => {
+        (ErrorKind::Busy, None) if step.is_some() => {
             Some("that step changed nothing; retry in a moment".to_string())
         }
-        (ErrorKind::Busy, _) => Some("nothing was changed; retry in a moment".to_string()),
+        (ErrorKind::Busy, None) => Some("nothing was changed; retry in a moment".to_string()),
         _ if disk_full => Some("free some space, then retry".to_string()),
         (_, Some(leaf)) => leaf.hint.clone(),
         _ => None,

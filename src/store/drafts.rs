@@ -13,4 +13,20 @@ pub trait DraftTx {
     /// Counts one more wrong confirmation code on an agent's draft, guarded
     /// by the count the caller read (`seen`); Conflict when it moved on.
     fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()>;
+    /// The ids of the tenant's drafts that begin with `prefix`, at most
+    /// `limit`, in order.
+    fn draft_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>>;
+    /// When each draft an agent made for `actor` in the tenant at or after
+    /// `since` was made, oldest first: from the audit trail, which keeps the
+    /// drafts already confirmed or voided (docs/CONTRACT.md §17).
+    fn agent_drafts_since(&mut self, tenant_key: &str, actor: &str, since: i64)
+        -> Result<Vec<i64>>;
+    /// How many drafts an agent made for `actor` in the tenant still wait
+    /// for the person at `now` (neither confirmed, voided nor expired).
+    fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64>;
 }

@@ -79,7 +79,13 @@ pub fn parse<A: Args + FromArgMatches>(
             );
         };
         let takes_value = arg.get_action().takes_values();
-        for text in values(property, value)? {
+        let mut texts = values(property, value)?;
+        // A LIST (`days`) is one comma-separated value on the command line;
+        // an agent may send it as a JSON array, as the schema allows.
+        if is_list(arg) && value.is_array() {
+            texts = vec![texts.join(",")];
+        }
+        for text in texts {
             match arg.get_long() {
                 None => positionals.push(text),
                 // A flag: `true` sets it, `false` leaves it out.
@@ -103,6 +109,13 @@ pub fn parse<A: Args + FromArgMatches>(
     }
     let matches = command.try_get_matches_from(argv).map_err(clap_error)?;
     Ok(A::from_arg_matches(&matches).map_err(clap_error)?)
+}
+
+/// Whether the argument takes a comma-separated list (its value name is
+/// LIST, as `--days`).
+pub fn is_list(arg: &clap::Arg) -> bool {
+    arg.get_value_names()
+        .is_some_and(|names| names.iter().any(|n| n.as_str() == "LIST"))
 }
 
 /// The texts a JSON value gives an argument: a scalar one, a list each of
@@ -165,6 +178,20 @@ mod tests {
         .unwrap();
         assert_eq!(args.task, "--as=x");
         assert_eq!(args.count, 3);
+    }
+
+    #[test]
+    fn a_list_may_come_as_an_array() {
+        use crate::commands::draft::DraftArgs;
+        let schema = json!({"properties": {"instruction": {}, "daily": {}, "days": {}}});
+        let args: DraftArgs = parse(
+            "draft",
+            schema.as_object().unwrap(),
+            &object(json!({"instruction": "x", "daily": "09:30", "days": ["mon", "tue"]})),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(args.days.as_deref(), Some("mon,tue"));
     }
 
     #[test]

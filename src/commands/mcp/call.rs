@@ -17,7 +17,7 @@ use super::tools::{self, DraftStatusArgs, REPLACE_TASK};
 use super::words;
 use crate::commands::{self, draft::DraftArgs};
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
+use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::ops::confirm_code;
 use crate::output::{error_words, Capture, ErrorWords};
 use crate::tick::Notifier;
@@ -26,6 +26,11 @@ use crate::tick::Notifier;
 pub struct Session {
     pub allow_pause: bool,
     pub notifier: Option<Notifier>,
+    /// What the person's commands start with to work as printed (`sudo -u
+    /// agentcron`), empty when they run as they are.
+    pub confirm_prefix: Vec<String>,
+    /// `--max-drafts`: drafts for the person per hour.
+    pub max_drafts: u32,
 }
 
 /// One tool call as the client sent it.
@@ -90,6 +95,53 @@ fn error_result(err: &anyhow::Error) -> CallToolResult {
 }
 
 fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
+    let name = call.tool.as_str();
+    let drafts = matches!(name, "draft" | "draft_replace");
+    // Only a draft creates the store; until then the reading tools find none.
+    ctx.create_store_if_missing(drafts);
+    if let Err(e) = ctx.store() {
+        if !drafts && classify(&e).0 == ErrorKind::NotFound {
+            // Its error names the path, which is none of the agent's business.
+            return fail(
+                CmdError::not_found("there is no agentcron store yet: nothing was drafted")
+                    .with_hint("draft a task first"),
+            );
+        }
+        return Err(e);
+    }
+    tool(ctx, session, call, capture).map_err(|e| unowned_is_not_found(ctx, call, e))
+}
+
+/// A task or run of another owner or tenant is, to the agent, one that
+/// does not exist: a denial would tell it that it exists, and its name.
+fn unowned_is_not_found(ctx: &Ctx, call: &Call, err: anyhow::Error) -> anyhow::Error {
+    let reads_one = matches!(
+        call.tool.as_str(),
+        "show" | "runs" | "next" | "explain" | "pause" | "draft_replace"
+    );
+    if !reads_one || classify(&err).0 != ErrorKind::Denied {
+        return err;
+    }
+    let named = ["task", "run"].iter().find_map(|k| {
+        call.arguments
+            .get(*k)
+            .and_then(Value::as_str)
+            .map(|v| (*k, v))
+    });
+    let message = match named {
+        Some((what, arg)) => format!(
+            "no {what} '{}' in tenant '{}'",
+            crate::text::escape(arg),
+            crate::text::escape(&ctx.tenant)
+        ),
+        None => "no such task".to_string(),
+    };
+    CmdError::not_found(message)
+        .with_hint("`list` shows the person's tasks")
+        .into()
+}
+
+fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
     let name = call.tool.as_str();
     let schema = tools::schema(name);
     let arguments = &call.arguments;
@@ -161,13 +213,20 @@ fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Resu
             words::explain,
         ),
         // Its exit code (1 when the last tick is stale) is in the document.
-        "status" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            |c, a| commands::status::run(c, a).map(|_| ()),
-            words::status,
-        ),
+        "status" => {
+            let mut answer = printed(
+                ctx,
+                capture,
+                parse(name, &schema, arguments, &[])?,
+                |c, a| commands::status::run(c, a).map(|_| ()),
+                words::status,
+            )?;
+            // Where the store is is the person's to know, not the agent's.
+            if let Some(document) = answer.value.as_object_mut() {
+                document.remove("database");
+            }
+            Ok(answer)
+        }
         "pause" if session.allow_pause => {
             let args: commands::pause::PauseArgs = parse(name, &schema, arguments, &[])?;
             if args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
@@ -222,11 +281,22 @@ fn draft(
     let agent = commands::draft::Agent {
         drafted_by: &drafted_by,
         code: &code,
+        max_per_hour: session.max_drafts,
     };
     let made = commands::draft::make(ctx, &args, spec, Some(agent))?;
     commands::draft::print_made(ctx, &made)?;
     let mut value: Value = serde_json::from_str(&capture.take())?;
-    let (sent, recorded) = code_notice::send(ctx, session.notifier.as_ref(), &made, &code);
+    let (sent, recorded) = code_notice::send(
+        ctx,
+        session.notifier.as_ref(),
+        &made,
+        &code,
+        &session.confirm_prefix,
+    );
+    let commands = code_notice::Commands::of(ctx, &made, &session.confirm_prefix);
+    value["confirm_command"] = json!(commands.confirm);
+    value["show_command"] = json!(commands.show);
+    value["zone"] = json!(made.zone.name());
     let target = made.payload.target.clone();
     value["confirm_code"] = json!({"sent_to": target, "state": sent.state(),
         "error": sent.error(), "recorded": recorded.is_ok()});

@@ -15,13 +15,14 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::commands::draft::{confirm_line, Made};
+use crate::commands::show_draft;
 use crate::context::Ctx;
-use crate::model::Event;
+use crate::model::{short_id, Event};
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
-use crate::schedule;
+use crate::text::{self, escape, quoted, relative, wall_time};
 use crate::tick::deliver::EX_TEMPFAIL;
 use crate::tick::Notifier;
 
@@ -61,10 +62,11 @@ pub fn send(
     notifier: Option<&Notifier>,
     made: &Made,
     code: &str,
+    prefix: &[String],
 ) -> (Sent, Result<()>) {
     let sent = match notifier {
         None => Sent::Nothing("no notifier configured".into()),
-        Some(notifier) => run_notifier(ctx, notifier, made, code),
+        Some(notifier) => run_notifier(ctx, notifier, made, code, prefix),
     };
     let (draft, target) = (&made.draft, &made.payload.target);
     let event = Event {
@@ -83,7 +85,126 @@ pub fn send(
     (sent, recorded)
 }
 
-fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent {
+/// How much of the instruction the message quotes; the rest is read with
+/// `agentcron show DRAFT`.
+pub const QUOTED_CHARS: usize = 500;
+
+/// The person's commands for this draft: `show` and `confirm` (with
+/// NNNNNN for the code), each behind the prefix that makes them work as
+/// printed (`sudo -u agentcron`, in the README's deployment).
+pub struct Commands {
+    pub show: String,
+    pub confirm: String,
+}
+
+impl Commands {
+    pub fn of(ctx: &Ctx, made: &Made, prefix: &[String]) -> Commands {
+        let mut show = vec![
+            "agentcron".to_string(),
+            "show".into(),
+            made.draft.draft_id.clone(),
+        ];
+        for (flag, value) in ctx.flags_for_followup() {
+            show.push(flag.into());
+            show.push(value);
+        }
+        let behind = |line: String| match prefix.is_empty() {
+            true => line,
+            false => format!("{} {line}", shell_words::join(prefix)),
+        };
+        Commands {
+            show: behind(shell_words::join(show)),
+            confirm: behind(confirm_line(ctx, &made.draft)),
+        }
+    }
+}
+
+/// The message the person reads (docs/CONTRACT.md §17): who drafted; a
+/// new task, or a change to which task with each changed field, step-ups
+/// first; the schedule with its zone and next runs; the instruction quoted
+/// and escaped as the agent's words (its first 500 characters, its size and
+/// SHA-256 when longer, and the command that shows it all); the rest of the
+/// payload; then the code and the confirm command. Nothing the agent wrote
+/// appears unquoted or unescaped.
+pub fn message(made: &Made, code: &str, commands: &Commands, now: i64) -> String {
+    let (draft, payload, zone) = (&made.draft, &made.payload, made.zone);
+    let agent = escape(payload.drafted_by.as_deref().unwrap_or("an agent"));
+    let mut lines = Vec::new();
+    match &made.replacing {
+        Some(task) => {
+            lines.push(format!(
+                "agentcron: {agent} drafted a change to your task {} ({}). What changes \
+                 (old → new):",
+                escape(&task.label()),
+                short_id(&task.task_id)
+            ));
+            for line in show_draft::change_lines(made, QUOTED_CHARS) {
+                lines.push(format!("  {line}"));
+            }
+        }
+        None => lines.push(format!("agentcron: {agent} drafted a new task for you.")),
+    }
+    let runs: Vec<String> = made
+        .upcoming
+        .iter()
+        .map(|o| wall_time(o.at, zone))
+        .collect();
+    lines.push(format!(
+        "Schedule: {}; next runs: {}.",
+        show_draft::schedule_words(payload, zone),
+        if runs.is_empty() {
+            "none".into()
+        } else {
+            runs.join(", ")
+        }
+    ));
+    let instruction = &payload.instruction;
+    let whole = instruction.chars().count() <= QUOTED_CHARS;
+    lines.push(match whole {
+        true => "The instruction, in the agent's words (quoted, escaped):".into(),
+        false => format!(
+            "The instruction, in the agent's words (quoted, escaped), its first {QUOTED_CHARS} \
+             characters of {}:",
+            show_draft::instruction_size(instruction)
+        ),
+    });
+    lines.push(format!(
+        "  {}",
+        quoted(text::head(instruction, QUOTED_CHARS))
+    ));
+    if !whole {
+        lines.push(format!(
+            "Read all of it before you confirm: {}",
+            commands.show
+        ));
+    }
+    lines.push(format!(
+        "Policy {}; target {}; retries {}; notices: {}.",
+        payload.policy,
+        escape(&payload.target),
+        payload.max_retries,
+        payload.notice.describe()
+    ));
+    lines.push(format!(
+        "Your one-time code is {code}. To schedule it, run yourself before {} ({}):",
+        wall_time(draft.expires_at, zone),
+        relative(draft.expires_at, now)
+    ));
+    lines.push(format!("  {}", commands.confirm.replace("NNNNNN", code)));
+    lines.push(format!(
+        "To read it all first: {}. If you did not ask for it, ignore this.",
+        commands.show
+    ));
+    lines.join("\n")
+}
+
+fn run_notifier(
+    ctx: &Ctx,
+    notifier: &Notifier,
+    made: &Made,
+    code: &str,
+    prefix: &[String],
+) -> Sent {
     if let Some(signal) = crate::interrupt::received() {
         return Sent::Nothing(format!(
             "agentcron mcp was stopped by {} before the notifier ran",
@@ -91,28 +212,23 @@ fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent
         ));
     }
     let (draft, payload) = (&made.draft, &made.payload);
-    let summary = payload.schedule.describe(payload.timezone);
-    let command = confirm_line(ctx, draft).replace("NNNNNN", code);
-    let agent = payload.drafted_by.as_deref().unwrap_or("an agent");
-    let message = format!(
-        "agentcron: {agent} drafted a task for you: {summary} ({}): \"{}\". Your one-time \
-         code is {code}. To schedule it, run yourself before {}: {command} — if you did not \
-         ask for it, ignore this.",
-        payload.timezone.name(),
-        crate::text::clip(&payload.instruction, 120),
-        schedule::format_utc(draft.expires_at),
-    );
+    let commands = Commands::of(ctx, made, prefix);
+    let message = message(made, code, &commands, ctx.now);
+    // The same, structured, for a notifier that renders it as it likes.
+    let mut document = show_draft::document(ctx, made);
+    document["confirm_command"] = json!(commands.confirm);
+    document["show_command"] = json!(commands.show);
+    let changes = document
+        .as_object_mut()
+        .and_then(|d| d.remove("changes"))
+        .unwrap_or(Value::Null);
     let stdin = json!({
         "kind": "confirm_code",
         "task": null,
         "run": null,
-        "draft": {
-            "draft_id": draft.draft_id,
-            "payload_hash": draft.payload_hash,
-            "drafted_by": payload.drafted_by,
-            "summary": summary,
-            "expires_at": crate::wire::time(Some(draft.expires_at)),
-        },
+        "draft": document,
+        "changes": changes,
+        "code": code,
         "target": payload.target,
         "message": message,
     });

@@ -1,7 +1,8 @@
 //! `draft_status`: what became of a draft the agent made — still waiting
 //! for the person, expired, confirmed (as which task), or void. A draft
 //! leaves its table when it is confirmed or voided, so those answers come
-//! from the audit trail, which records both.
+//! from the audit trail, which records both. A draft is named by its id or
+//! a unique prefix of 4+ characters, as the CLI names ids.
 
 use anyhow::Result;
 use serde_json::{json, Value};
@@ -10,6 +11,7 @@ use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::payload::Payload;
+use crate::store::Tx;
 use crate::wire::time;
 
 /// How far back in the tenant's audit trail a gone draft is looked for.
@@ -23,6 +25,7 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
         identity: &identity,
     };
     ctx.store()?.read(|tx| {
+        let draft_id = &resolve(tx, &tenant, &identity, draft_id)?;
         // Another tenant's draft is not found, as one that never was: the
         // server's tenant is fixed, and sees no other (docs/CONTRACT.md §17).
         if let Some(draft) = tx.draft(draft_id)?.filter(|d| d.tenant_key == tenant) {
@@ -48,7 +51,7 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
         let events = tx.events(&tenant, &identity, None, EVENTS_SEARCHED)?;
         let ended = events.iter().find(|e| {
             matches!(e.event.action.as_str(), "confirm" | "replace" | "void")
-                && e.event.detail["draft_id"] == draft_id
+                && e.event.detail["draft_id"] == draft_id.as_str()
         });
         match ended {
             Some(e) => Ok(json!({
@@ -65,4 +68,35 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
             ),
         }
     })
+}
+
+/// The full id a prefix of 4+ characters stands for, as the CLI reads ids:
+/// a waiting draft of the tenant's, else one the audit trail saw end. An
+/// id that is not a unique prefix stands for itself.
+fn resolve(tx: &mut dyn Tx, tenant: &str, identity: &[String], arg: &str) -> Result<String> {
+    if arg.chars().count() < 4 || tx.draft(arg)?.is_some() {
+        return Ok(arg.to_string());
+    }
+    let mut ids = tx.draft_ids_with_prefix(tenant, arg, 6)?;
+    if ids.is_empty() {
+        for e in tx.events(tenant, identity, None, EVENTS_SEARCHED)? {
+            let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
+            let ended = matches!(e.event.action.as_str(), "confirm" | "replace" | "void");
+            if ended && id.starts_with(arg) && !ids.iter().any(|i| i == id) {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    match ids.len() {
+        1 => Ok(ids.remove(0)),
+        0 => Ok(arg.to_string()),
+        _ => fail(
+            CmdError::usage(format!(
+                "'{}' matches several drafts: {}",
+                crate::text::escape(arg),
+                ids.join(", ")
+            ))
+            .with_hint("give more characters of the draft id"),
+        ),
+    }
 }

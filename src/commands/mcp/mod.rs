@@ -38,9 +38,17 @@ use crate::error::{fail, CmdError};
 /// A draft made here records `drafted_by: agent:<client name>` in its payload, and its
 /// one-time confirmation code goes to the task's target through the notifier (as the
 /// tick's notices do): the person confirms with `agentcron confirm … --code NNNNNN`.
+/// The message says who drafted, a new task or each field a change alters (step-ups
+/// of policy and silenced notices first), the schedule in its zone with the next runs,
+/// and the instruction quoted and escaped as the agent's words (past 500 characters,
+/// its size and SHA-256 and `agentcron show DRAFT` to read the rest); the notifier's
+/// stdin has it all as JSON too. At most --max-drafts drafts an hour, and 20 waiting,
+/// per person. The store is created by the first draft, never by reading.
+///
 /// Configure it in the agent host as a stdio server, e.g. `agentcron mcp --as
 /// unix:alice`; see the README's "Agents" section for the stronger deployment
-/// under a dedicated user.
+/// under a dedicated user, where the commands handed to the person begin with
+/// `sudo -u USER` (or --confirm-prefix).
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// Also offer this tool: only `pause` can be allowed
@@ -50,6 +58,22 @@ pub struct McpArgs {
     /// The notifier that sends an agent draft's one-time code, split by shell word rules
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
+
+    /// Refuse more than N drafts for the person in any hour (and more than 20 waiting)
+    ///
+    /// Each draft sends the person a code; past the limit a draft is a tool error that
+    /// says when to try again.
+    #[arg(long, value_name = "N", default_value = "10",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_drafts: u32,
+
+    /// Begin the commands handed to the person with these words, so that they work as
+    /// printed: e.g. `--confirm-prefix 'sudo -u agentcron'` when this server runs as
+    /// another user [default: `sudo -u $USER` when run by sudo, else none]
+    ///
+    /// Split by shell word rules; `--confirm-prefix ''` turns the sudo default off.
+    #[arg(long, value_name = "WORDS")]
+    pub confirm_prefix: Option<String>,
 
     /// How long the notifier may take
     #[arg(long, value_name = "DUR", default_value = "60s", hide = true)]
@@ -69,6 +93,8 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
             duration("--notify-timeout", &args.notify_timeout)?,
             duration("--kill-grace", &args.kill_grace)?,
         )?,
+        confirm_prefix: confirm_prefix(ctx, args.confirm_prefix.as_deref())?,
+        max_drafts: args.max_drafts,
     };
     // `status` reports the server's tenant only, never the others'.
     ctx.confine_to_tenant();
@@ -108,6 +134,22 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
 
 /// How often an idle server looks for a stop signal.
 const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `--confirm-prefix`, else `sudo -u USER` when sudo started this server as
+/// USER (its SUDO_USER is the one who ran sudo, USER the one it runs as).
+fn confirm_prefix(ctx: &Ctx, given: Option<&str>) -> Result<Vec<String>> {
+    if let Some(words) = given {
+        return shell_words::split(words).map_err(|e| {
+            CmdError::usage(format!("--confirm-prefix: {e}"))
+                .with_hint("quote it as a shell would, e.g. 'sudo -u agentcron'")
+                .into()
+        });
+    }
+    Ok(match ctx.run_by_sudo_as() {
+        Some(user) => vec!["sudo".into(), "-u".into(), user],
+        None => Vec::new(),
+    })
+}
 
 /// `--allow`: only `pause` can be added; anything else is refused before
 /// the server starts.

@@ -38,7 +38,7 @@ pub const ALLOWABLE: [&str; 1] = ["pause"];
 /// `draft_status`'s argument: a draft the agent made.
 #[derive(Debug, Args, JsonSchema)]
 pub struct DraftStatusArgs {
-    /// The draft id the `draft` tool returned
+    /// The draft id the `draft` tool returned, or a unique prefix of it (4+ characters)
     pub draft_id: String,
 }
 
@@ -124,6 +124,13 @@ fn schema_of<A: Args + JsonSchema + 'static>(
         }
         if arg.is_required_set() || required.contains(&property.as_str()) {
             needed.push(Value::String(property.clone()));
+        }
+        if let (true, Value::Object(fields)) = (super::arguments::is_list(arg), &mut value) {
+            fields.insert(
+                "type".into(),
+                serde_json::json!(["string", "array", "null"]),
+            );
+            fields.insert("items".into(), serde_json::json!({"type": "string"}));
         }
         if let (Some(default), Value::Object(fields)) =
             (arg.get_default_values().first(), &mut value)

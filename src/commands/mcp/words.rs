@@ -22,15 +22,14 @@ fn count(value: &Value) -> usize {
 
 /// What to tell the person about a draft just made.
 pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
-    let runs: Vec<String> = value["next_runs"]
+    // On the task's own wall clock, in its zone, as the person lives it.
+    let runs: Vec<String> = value["next_runs_local"]
         .as_array()
-        .map(|runs| {
-            runs.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["at"].as_str())
+        .map(crate::text::escape)
+        .collect();
     let instruction = value["payload"]
         .as_str()
         .and_then(|p| serde_json::from_str::<Value>(p).ok())
@@ -41,15 +40,18 @@ pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
     } else {
         "a task".to_string()
     };
-    let what = format!("{what} (\"{}\")", crate::text::escape(&instruction));
+    let what = format!("{what} ({})", crate::text::quoted(&instruction));
     let mut lines = vec![
         format!(
             "Drafted {what}; nothing is scheduled until the person confirms it. \
-             Tell them: it runs {} (next: {}); payload hash {}; the draft expires {}.",
+             Tell them: it runs {} in {} (next: {}); payload hash {}; the draft expires {}; \
+             they can read it in full with {}.",
             text(value, "summary"),
+            text(value, "zone"),
             runs.join(", "),
             text(value, "payload_hash"),
             text(value, "expires_at"),
+            text(value, "show_command"),
         ),
         match sent {
             Sent::Delivered => format!(
@@ -117,6 +119,17 @@ pub fn list(value: &Value) -> String {
 }
 
 pub fn show(value: &Value) -> String {
+    if value.get("draft_id").is_some() {
+        return format!(
+            "Draft {} is {}: it runs {} in {}; payload hash {}; expires {}.",
+            text(value, "draft_id"),
+            text(value, "state"),
+            text(value, "summary"),
+            text(value, "zone"),
+            text(value, "payload_hash"),
+            text(value, "expires_at"),
+        );
+    }
     format!(
         "Task {} ({}): {}, next run {}, payload hash {}; {} recent run(s).",
         text(value, "task_id"),

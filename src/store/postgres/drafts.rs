@@ -73,4 +73,55 @@ impl DraftTx for PgTx<'_, '_> {
             format!("draft {draft_id} changed while its code was checked")
         })
     }
+
+    fn draft_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.ids_with_prefix(
+            "SELECT draft_id FROM drafts
+             WHERE draft_id >= $1 AND draft_id < $2 AND starts_with(draft_id, $1)
+               AND tenant_key = $3
+             ORDER BY draft_id LIMIT $4",
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up drafts by id prefix")
+    }
+
+    fn agent_drafts_since(
+        &mut self,
+        tenant_key: &str,
+        actor: &str,
+        since: i64,
+    ) -> Result<Vec<i64>> {
+        // Along events_by_time: the last hour's events, of every tenant.
+        let rows = self
+            .tx
+            .query(
+                "SELECT at FROM events
+                 WHERE at >= $1 AND tenant_key = $2 AND actor = $3 AND action = 'draft'
+                   AND (detail::jsonb ->> 'drafted_by') IS NOT NULL
+                 ORDER BY at",
+                &[&since, &tenant_key, &actor],
+            )
+            .context("counting an agent's drafts")?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
+    fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
+        let row = self
+            .tx
+            .query_one(
+                "SELECT count(*) FROM drafts
+                 WHERE expires_at > $1 AND tenant_key = $2 AND created_by = $3
+                   AND code_hash IS NOT NULL",
+                &[&now, &tenant_key, &actor],
+            )
+            .context("counting an agent's waiting drafts")?;
+        col(&row, 0)
+    }
 }

@@ -258,11 +258,16 @@ fn connect(
         } else {
             crate::error::ErrorKind::Runtime
         };
+        let hint = if full {
+            "nothing was changed; retry in a moment"
+        } else {
+            "check that the server runs and the URL (host, port, database, user) is right"
+        };
         crate::error::CmdError::new(
             kind,
             format!("cannot connect to PostgreSQL at {shown}: {detail}"),
         )
-        .with_hint("check that the server runs and the URL (host, port, database, user) is right")
+        .with_hint(hint)
     })?;
     let millis = options.busy_timeout.as_millis();
     // No JIT: every statement here is short, and compiling one the planner

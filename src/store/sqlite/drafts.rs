@@ -92,4 +92,51 @@ impl DraftTx for SqliteTx<'_> {
             format!("draft {draft_id} changed while its code was checked")
         })
     }
+
+    fn draft_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        self.ids_with_prefix(
+            "SELECT draft_id FROM drafts
+             WHERE draft_id >= ?1 AND draft_id < ?2 AND tenant_key = ?3
+             ORDER BY draft_id LIMIT ?4",
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up drafts by id prefix")
+    }
+
+    fn agent_drafts_since(
+        &mut self,
+        tenant_key: &str,
+        actor: &str,
+        since: i64,
+    ) -> Result<Vec<i64>> {
+        // Along events_by_time: the last hour's events, of every tenant.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT at FROM events
+             WHERE at >= ?1 AND tenant_key = ?2 AND actor = ?3 AND action = 'draft'
+               AND json_extract(detail, '$.drafted_by') IS NOT NULL
+             ORDER BY at",
+        )?;
+        let times = stmt
+            .query_map(params![since, tenant_key, actor], |row| row.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>();
+        times.context("counting an agent's drafts")
+    }
+
+    fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM drafts
+                 WHERE expires_at > ?1 AND tenant_key = ?2 AND created_by = ?3
+                   AND code_hash IS NOT NULL",
+            )?
+            .query_row(params![now, tenant_key, actor], |row| row.get(0))
+            .context("counting an agent's waiting drafts")
+    }
 }

@@ -43,7 +43,7 @@ fn client_python() -> Option<PathBuf> {
 /// One session of the Python client against `agentcron mcp ARGS`, as
 /// client `client`, running `steps`; its JSON report.
 #[track_caller]
-fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
+pub(super) fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
     let python = client_python()?;
     let mut command = vec![BIN.to_string()];
     command.extend(args.iter().map(|a| a.to_string()));
@@ -83,7 +83,7 @@ fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Val
     Some(report)
 }
 
-fn call(tool: &str, arguments: Value) -> Value {
+pub(super) fn call(tool: &str, arguments: Value) -> Value {
     json!({"op": "call", "tool": tool, "arguments": arguments})
 }
 
@@ -168,8 +168,8 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
     let said = drafted["text"].as_str().unwrap();
     for part in [
         "\"check the backups\"",
-        "every day at 09:30",
-        "2026-12-02T09:30:00Z",
+        "every day at 09:30 in UTC",
+        "2026-12-02T09:30:00+00:00",
         hash.as_str(),
     ] {
         assert!(said.contains(part), "{part} missing from: {said}");

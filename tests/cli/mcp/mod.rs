@@ -12,6 +12,7 @@ mod client;
 mod deployment;
 mod protocol;
 mod sessions;
+mod truth;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -41,20 +42,39 @@ pub fn notifier(env: &TestEnv, journal: &Path) -> String {
     format!("--notifier={}", fixture("notifier.sh"))
 }
 
-/// The one-time code in the last `confirm_code` notice of the journal.
+/// The last `confirm_code` notice of the journal.
 #[track_caller]
-pub fn last_code(journal: &Path) -> String {
+pub fn last_notice(journal: &Path) -> Value {
     let text = std::fs::read_to_string(journal).expect("the notifier journaled a notice");
     let notice: Value =
         serde_json::from_str(text.lines().last().expect("a notice")).expect("the notice is JSON");
     assert_eq!(notice["kind"], "confirm_code", "{notice}");
+    notice
+}
+
+/// The one-time code in the last `confirm_code` notice of the journal: its
+/// `code`, which its message gives on the one line of agentcron's own that
+/// says "Your one-time code is".
+#[track_caller]
+pub fn last_code(journal: &Path) -> String {
+    let notice = last_notice(journal);
+    let code = notice["code"]
+        .as_str()
+        .expect("the notice carries the code");
+    assert!(
+        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
+        "{notice}"
+    );
     let message = notice["message"].as_str().expect("a message");
-    let at = message
-        .find("code is ")
-        .expect("the message gives the code")
-        + 8;
-    let code = &message[at..at + 6];
-    assert!(code.bytes().all(|b| b.is_ascii_digit()), "{message}");
+    let said: Vec<&str> = message
+        .lines()
+        .filter(|l| l.starts_with("Your one-time code is"))
+        .collect();
+    assert_eq!(said.len(), 1, "{message}");
+    assert!(
+        said[0].starts_with(&format!("Your one-time code is {code}.")),
+        "{message}"
+    );
     code.to_string()
 }
 

@@ -134,7 +134,10 @@ sys.stdout.write((seen + rest).decode(errors="replace"))
 fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
     let env = TestEnv::new();
     let mut session = RawSession::start(&env, &["mcp"], "host");
-    let drafted = session.call("draft", json!({"instruction": "x", "every": "1h"}));
+    let drafted = session.call(
+        "draft",
+        json!({"instruction": "water the plants\n\x1b[2J", "every": "1h"}),
+    );
     assert_eq!(session.finish(), 0);
     let id = drafted["structuredContent"]["draft_id"]
         .as_str()
@@ -174,6 +177,20 @@ fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
     assert!(wrong.starts_with("4\n"), "{wrong}");
     assert!(wrong.contains("type this one-time code"), "{wrong}");
     assert!(wrong.contains("wrong code"), "{wrong}");
+    // The draft in full, its instruction escaped, before the code prompt.
+    let shown = wrong.find("type this one-time code").unwrap();
+    for part in [
+        r#"instruction   "water the plants\n\x1b[2J""#,
+        "drafted by    agent:host",
+        "schedule      every 1h from 2026-12-02 08:00 UTC (UTC)",
+        hash.as_str(),
+    ] {
+        let at = wrong
+            .find(part)
+            .unwrap_or_else(|| panic!("{part} missing: {wrong}"));
+        assert!(at < shown, "{wrong}");
+    }
+    assert!(!wrong.contains('\x1b'), "{wrong:?}");
     let right = at_terminal("echo");
     assert!(right.starts_with("0\n"), "{right}");
     assert!(right.contains("Confirmed task"), "{right}");

@@ -86,6 +86,10 @@ fn read_until_answer(session: &mut RawSession, id: i64) -> Vec<Value> {
 #[test]
 fn an_overlong_line_is_answered_with_an_error_and_the_session_goes_on() {
     let env = crate::support::TestEnv::new();
+    // The store exists (a task at the shell): before the first draft a
+    // reading tool finds none (docs/CONTRACT.md §17), and here `list` must
+    // answer as it does once there is one.
+    env.task(&["--instruction", "x", "--every", "1h"]);
     let mut session = RawSession::start(&env, &["mcp"], "big");
     let huge = "x".repeat(50 << 20);
     let request = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
