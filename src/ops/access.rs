@@ -37,7 +37,7 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
     }
     let what = format!("task {}", crate::text::escape(&task.label()));
     ensure_owner(caller, &task.owner_keys, &what)
-        .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
+        .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     Ok(task)
 }
 

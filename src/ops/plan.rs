@@ -245,7 +245,9 @@ fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
     };
     let what = format!("task {}", escape(&task.label()));
     ensure_owner(caller, owners, &what).map_err(|e| {
-        e.with_hint("act as an owner with --as KEY, or rename the task in the file")
+        e.with_hint(
+            "only the task's owners may change it: ask one of them, or rename the task in the file",
+        )
     })?;
     Ok(())
 }

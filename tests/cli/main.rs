@@ -29,6 +29,7 @@ mod races;
 mod readme;
 mod reliability;
 mod shell;
+mod small_lies;
 mod tables;
 mod tasks;
 mod tick;

@@ -285,7 +285,7 @@ fn check_path(path: &Path) -> Result<bool> {
             Ok(true)
         }
         Err(e) if e.kind() == IoKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+        Err(e) => Err(super::files::inspect_error(path, e)),
     }
 }
 
