@@ -69,6 +69,46 @@ pub struct TickOptions {
     pub dry_run: bool,
 }
 
+/// Which task an event concerns, so that every line cron mails names it
+/// as well as the run: "digest (1a2b3c4d)".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRef {
+    pub task_id: String,
+    pub name: Option<String>,
+}
+
+impl TaskRef {
+    pub fn of(task: &crate::model::Task) -> TaskRef {
+        TaskRef {
+            task_id: task.task_id.clone(),
+            name: task.name.clone(),
+        }
+    }
+
+    /// The task of `run_id`, when the run and its task can still be read.
+    pub fn of_run(tx: &mut dyn crate::store::Tx, run_id: &str) -> Result<Option<TaskRef>> {
+        let Some(run) = tx.run(run_id)? else {
+            return Ok(None);
+        };
+        Ok(match tx.task(&run.task_id)? {
+            Some(Ok(task)) => Some(TaskRef::of(&task)),
+            _ => Some(TaskRef {
+                task_id: run.task_id,
+                name: None,
+            }),
+        })
+    }
+
+    /// "name (1a2b3c4d)", or the short id alone for a task with no name.
+    pub fn label(&self) -> String {
+        let id = crate::model::short_id(&self.task_id);
+        match &self.name {
+            Some(name) => format!("{name} ({id})"),
+            None => id.to_string(),
+        }
+    }
+}
+
 /// Something the tick did, reported to the person (or script) as it happens.
 #[derive(Debug, Clone)]
 pub enum TickEvent {
@@ -83,9 +123,11 @@ pub enum TickEvent {
     },
     NoticeExpired {
         notice: crate::model::Notice,
+        task: Option<TaskRef>,
     },
     NoticeUndeliverable {
         notice: crate::model::Notice,
+        task: Option<TaskRef>,
     },
     Delivered(deliver::Delivery),
     NoticesUndelivered {
@@ -93,6 +135,7 @@ pub enum TickEvent {
     },
     ContinuationExpired {
         run: crate::model::Run,
+        task: Option<TaskRef>,
     },
     Decided {
         task: Box<crate::model::Task>,
@@ -629,6 +672,12 @@ fn expire(
     let give_up_before = now - options.delivery_give_up.as_secs() as i64;
     let (expired, abandoned) = store.write(|tx| {
         let expired = tx.expire_notices(now, tenant)?;
+        let named = |tx: &mut dyn crate::store::Tx, notices: Vec<crate::model::Notice>| {
+            notices
+                .into_iter()
+                .map(|n| Ok((TaskRef::of_run(tx, &n.run_id)?, n)))
+                .collect::<Result<Vec<_>>>()
+        };
         for n in &expired {
             tx.append_event(&delivery_event(
                 now,
@@ -646,14 +695,14 @@ fn expire(
                        "error": n.last_error, "attempts": n.attempts}),
             ))?;
         }
-        Ok((expired, abandoned))
+        Ok((named(tx, expired)?, named(tx, abandoned)?))
     })?;
     changed |= !expired.is_empty() || !abandoned.is_empty();
-    for notice in expired {
-        report(&TickEvent::NoticeExpired { notice })?;
+    for (task, notice) in expired {
+        report(&TickEvent::NoticeExpired { notice, task })?;
     }
-    for notice in abandoned {
-        report(&TickEvent::NoticeUndeliverable { notice })?;
+    for (task, notice) in abandoned {
+        report(&TickEvent::NoticeUndeliverable { notice, task })?;
     }
 
     // 3. Continuations past their deadline fail; their notices go out with
@@ -669,12 +718,14 @@ fn expire(
             );
             settle::settle(tx, run, run.status, None, &outcome, ACTOR, now, None)?;
         }
-        Ok(runs)
+        runs.into_iter()
+            .map(|run| Ok((TaskRef::of_run(tx, &run.run_id)?, run)))
+            .collect::<Result<Vec<_>>>()
     })?;
     notices_added |= !parked.is_empty();
     changed |= !parked.is_empty();
-    for run in parked {
-        report(&TickEvent::ContinuationExpired { run })?;
+    for (task, run) in parked {
+        report(&TickEvent::ContinuationExpired { run, task })?;
     }
     Ok(Expired {
         notices_added,

@@ -99,3 +99,24 @@ fn no_hint_tells_a_caller_to_declare_an_owners_key() {
     let readme = include_str!("../../README.md");
     assert!(readme.contains("`--as` is a declared label, not authentication"));
 }
+
+/// Issue 36 item 4: `status` says what to do about notices that may not
+/// have reached anyone, not only how many there are.
+#[test]
+fn status_says_what_to_do_about_unknown_and_undeliverable_notices() {
+    let rig = crate::support::Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "h"]);
+    rig.env.advance(3600);
+    rig.tick(&[]).ok();
+    rig.env
+        .sql("UPDATE deliveries SET state = 'unknown', claim_token = NULL");
+    let out = rig.env.run(&["status"]).ok();
+    assert!(
+        out.stderr.contains("1 notice(s) unknown")
+            && out.stderr.contains("never resent")
+            && out.stderr.contains("`agentcron runs`"),
+        "{}",
+        out.stderr
+    );
+}
