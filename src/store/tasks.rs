@@ -354,6 +354,9 @@ pub trait TaskTx {
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;
     /// Ids of the tenant's non-deleted tasks an `apply` of `file` created.
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>>;
+    /// The source (`apply`'s file identity) that created each of the
+    /// tenant's tasks a file created, by task id.
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
 }

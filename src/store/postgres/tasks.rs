@@ -458,6 +458,18 @@ impl TaskTx for PgTx<'_, '_> {
         rows.iter().map(|r| col(r, 0)).collect()
     }
 
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id, managed_by FROM tasks
+                 WHERE tenant_key = $1 AND managed_by IS NOT NULL AND state <> 'deleted'",
+                &[&tenant_key],
+            )
+            .context("reading which source created each task")?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .tx

@@ -478,6 +478,18 @@ impl TaskTx for SqliteTx<'_> {
         Ok(ids)
     }
 
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id, managed_by FROM tasks
+             WHERE tenant_key = ?1 AND managed_by IS NOT NULL AND state <> 'deleted'",
+        )?;
+        let found = stmt
+            .query_map([tenant_key], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<HashMap<String, String>>>()
+            .context("reading which source created each task")?;
+        Ok(found)
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .conn
