@@ -26,6 +26,7 @@ mod plan;
 mod plans;
 mod postgres;
 mod races;
+mod read_truth;
 mod readme;
 mod reliability;
 mod shell;
