@@ -77,31 +77,15 @@ pub fn inspect_error(path: &Path, e: std::io::Error) -> anyhow::Error {
             "cannot reach {}: permission denied by the folder {} (owner {}, mode {:04o})",
             path.display(),
             folder.display(),
-            user_label(meta.uid()),
+            crate::accounts::label(meta.uid()),
             meta.mode() & 0o7777
         ))
         .with_hint(format!(
             "run agentcron as {}, whose store it is, or give --db a store of your own",
-            user_label(meta.uid())
+            crate::accounts::label(meta.uid())
         ))
         .into(),
         None => anyhow::Error::new(e).context(format!("inspecting {}", path.display())),
-    }
-}
-
-/// "alice (uid 1000)", from /etc/passwd; "uid 1000" when it has no entry.
-fn user_label(uid: u32) -> String {
-    let wanted = uid.to_string();
-    let name = fs::read_to_string("/etc/passwd").ok().and_then(|passwd| {
-        passwd.lines().find_map(|line| {
-            let mut fields = line.split(':');
-            let name = fields.next()?;
-            (fields.nth(1)? == wanted).then(|| name.to_string())
-        })
-    });
-    match name {
-        Some(name) => format!("{name} (uid {uid})"),
-        None => format!("uid {uid}"),
     }
 }
 
@@ -122,7 +106,7 @@ pub fn check_database(db: &Path) -> Result<Owner> {
             db,
             format!(
                 "it belongs to {}, mode {:04o}, not to you (uid {me})",
-                user_label(meta.uid()),
+                crate::accounts::label(meta.uid()),
                 meta.mode() & 0o7777
             ),
             "run agentcron as the database's owner",
