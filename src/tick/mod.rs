@@ -631,6 +631,31 @@ struct Expired {
     changed: bool,
 }
 
+/// Freezes as `unknown` every running run (of `tenant`, or all) whose lease
+/// has passed, with its event and notice, in the caller's transaction: the
+/// tick's first step, and `reconcile`'s before it lists or settles, so runs
+/// left `running` by a restored copy can be settled before ticks restart.
+pub fn freeze_expired_leases(
+    tx: &mut dyn crate::store::Tx,
+    now: i64,
+    tenant: Option<&str>,
+) -> Result<Vec<(crate::model::Run, Option<crate::model::Task>)>> {
+    let runs = tx.expire_leases(now, tenant)?;
+    let mut out = Vec::new();
+    for run in runs {
+        let task = tx.task(&run.task_id)?.and_then(Result::ok);
+        tx.append_event(&event(
+            now,
+            &run,
+            "lease_expired",
+            json!({"lease_until": run.lease_until}),
+        ))?;
+        settle::add_notice(tx, &run, task.as_ref(), now, None)?;
+        out.push((run, task));
+    }
+    Ok(out)
+}
+
 /// Steps 1–3: what expired since the last tick.
 fn expire(
     store: &mut dyn Store,
@@ -641,22 +666,7 @@ fn expire(
     let tenant = options.tenant.as_deref();
     // 1. Expired leases: the outcome is uncertain, so the run is frozen.
     let now = clock.now();
-    let expired = store.write(|tx| {
-        let runs = tx.expire_leases(now, tenant)?;
-        let mut out = Vec::new();
-        for run in runs {
-            let task = tx.task(&run.task_id)?.and_then(Result::ok);
-            tx.append_event(&event(
-                now,
-                &run,
-                "lease_expired",
-                json!({"lease_until": run.lease_until}),
-            ))?;
-            settle::add_notice(tx, &run, task.as_ref(), now, None)?;
-            out.push((run, task));
-        }
-        Ok(out)
-    })?;
+    let expired = store.write(|tx| freeze_expired_leases(tx, now, tenant))?;
     let mut notices_added = !expired.is_empty();
     let mut changed = notices_added;
     for (run, task) in expired {

@@ -500,7 +500,11 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
     let out = env
         .run(&["systemd", "--executor", "/bin/true", "--user", &owner])
         .ok();
-    assert!(!out.stderr.contains("cannot open it"), "the owner can: {}", out.stderr);
+    assert!(
+        !out.stderr.contains("cannot open it"),
+        "the owner can: {}",
+        out.stderr
+    );
     assert!(
         out.stdout
             .contains("never starts a tick while the last one still runs"),

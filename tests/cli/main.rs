@@ -29,6 +29,7 @@ mod races;
 mod read_truth;
 mod readme;
 mod reliability;
+mod restore;
 mod shell;
 mod small_lies;
 mod tables;
