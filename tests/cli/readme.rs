@@ -156,12 +156,18 @@ fn the_quick_start_installs_the_crontab_without_an_editor_keeping_what_was_there
         .env("AGENTCRON_DB", dir.path().join("s.db"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let crontab = std::fs::read_to_string(&installed).unwrap();
     let lines: Vec<&str> = crontab.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(lines[0], "0 3 * * * backup.sh", "{crontab}");
     assert!(
-        lines.iter().any(|l| l.starts_with("* * * * * ") && l.contains(" tick")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("* * * * * ") && l.contains(" tick")),
         "{crontab}"
     );
 }

@@ -38,7 +38,7 @@ fn as_nobody(env: &TestEnv, args: &[&str]) -> (i32, String) {
 #[test]
 fn a_store_the_caller_cannot_reach_names_its_owner_and_mode() {
     if !is_root() {
-        eprintln!("skipped: needs root to run a command as another user");
+        crate::support::skipped("needs root to run a command as another user");
         return;
     }
     let env = TestEnv::new();
