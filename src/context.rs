@@ -331,6 +331,17 @@ pub fn location(db: Option<&Path>) -> Result<Location> {
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             return Ok(Location::Postgres(text.into_owned()));
         }
+        // A quoted "~/x.db" (or AGENTCRON_DB='~/x.db') reaches us with its
+        // tilde: the shell did not expand it, and a folder named "~" under
+        // the working directory is never what was meant.
+        if text.starts_with('~') {
+            return Err(CmdError::usage(format!(
+                "--db {} starts with a literal '~': the shell expands it only unquoted",
+                crate::text::escape(&text)
+            ))
+            .with_hint("write the path without quotes around the ~, or use $HOME/…")
+            .into());
+        }
         return Ok(Location::Sqlite(path.to_path_buf()));
     }
     let state_home = std::env::var_os("XDG_STATE_HOME")

@@ -56,7 +56,8 @@ pub fn is_bidi_control(c: char) -> bool {
 /// "in 14 min", "3 h ago", "now".
 pub fn relative(at: i64, now: i64) -> String {
     let delta = at - now;
-    if delta.unsigned_abs() < 45 {
+    // A time in the future is never "now": a run 30 s away has not started.
+    if delta <= 0 && delta > -45 {
         return "now".to_string();
     }
     let amount = human_duration(delta.unsigned_abs() as i64);
@@ -190,6 +191,9 @@ mod tests {
     #[test]
     fn relative_times_read_naturally() {
         assert_eq!(relative(1000, 1000), "now");
+        assert_eq!(relative(1000 - 30, 1000), "now");
+        assert_eq!(relative(1000 + 30, 1000), "in 30 s");
+        assert_eq!(relative(1000 + 1, 1000), "in 1 s");
         assert_eq!(relative(1000 + 14 * 60, 1000), "in 14 min");
         assert_eq!(relative(1000 - 3 * 3600, 1000), "3 h ago");
         assert_eq!(relative(1000 + 3 * 86400, 1000), "in 3 d");

@@ -288,6 +288,13 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
     };
     let (mut run, notice) = ctx.store()?.write(|tx| {
         let (_, run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
+        // The person's decision is its own event; the run's settling
+        // follows as the usual `finish`.
+        tx.append_event(&Event {
+            action: "deny".into(),
+            detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
+            ..approve_event(&run, &identity[0], now, "")
+        })?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
         let notice = settle::settle(
             tx,

@@ -25,7 +25,10 @@ use crate::wire::time;
 ///
 /// With `--replace TASK` the draft starts from the task's confirmed payload and changes
 /// only the flags given; it shows each changed field (old → new), the next runs before
-/// and after, and the new payload hash. Confirming it swaps the task's payload in place
+/// and after, and the new payload hash. Of the schedule, `--at`, `--in` and `--cron`
+/// replace it whole; `--daily` keeps the task's `--days` and `--days` its time of day;
+/// `--every` keeps its `--start` anchor and `--start` its period; the zone, `--spread`
+/// and the end (`--until`, `--count`) are kept unless given. Confirming it swaps the task's payload in place
 /// (same id, owners and tenant; revision + 1), and is refused (exit 5) when the task
 /// changed since the draft.
 #[derive(Debug, Args, schemars::JsonSchema)]
@@ -58,7 +61,7 @@ pub struct DraftArgs {
     pub every: Option<String>,
 
     /// Anchor of an --every schedule: occurrences are START + n × DURATION
-    #[arg(long, value_name = "TIME", requires = "every")]
+    #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
 
     /// Run every day at HH:MM on the task's wall clock
@@ -66,7 +69,7 @@ pub struct DraftArgs {
     pub daily: Option<String>,
 
     /// Restrict --daily to these days: `mon,wed,fri`, `mon-fri`, `weekdays`, `weekends`, `daily`
-    #[arg(long, value_name = "LIST", requires = "daily", add = clap_complete::ArgValueCompleter::new(crate::completion::days))]
+    #[arg(long, value_name = "LIST", add = clap_complete::ArgValueCompleter::new(crate::completion::days))]
     pub days: Option<String>,
 
     /// Run on a five-field cron expression ("m h dom mon dow"), in the task's zone

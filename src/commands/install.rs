@@ -258,6 +258,9 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
         "[Unit]\n\
          Description=agentcron tick: run due agent tasks\n\n\
          [Service]\n\
+         # oneshot: the timer never starts a tick while the last one still runs\n\
+         # (cron would start it alongside); due runs wait for it, within grace\n\
+         # when ticks are short. Keep --timeout well below your tasks' grace.\n\
          Type=oneshot\n\
          User={user}\n\
          {environment}\
@@ -279,6 +282,9 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
              run as root: pass --user NAME of an unprivileged account that owns the database",
         );
     }
+    if let Some(problem) = store_problem(&ctx.location, &user) {
+        ctx.out.warn(&problem);
+    }
     for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
         ctx.out.warn(&warning);
     }
@@ -292,8 +298,43 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
     ctx.out.line(&format!(
         "# /etc/systemd/system/agentcron.service\n{service}\n\
          # /etc/systemd/system/agentcron.timer\n{timer}\
-         # enable with: systemctl enable --now agentcron.timer"
+         # enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer"
     ))
+}
+
+/// Why `User=` could not open the SQLite store, said before the unit is
+/// installed: the file belongs to another account (only its owner, or
+/// root, may use it), or its mode lets others write it (refused, §11).
+fn store_problem(location: &Location, user: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Location::Sqlite(path) = location else {
+        return None;
+    };
+    let meta = std::fs::metadata(path).ok()?;
+    let owner = crate::accounts::label(meta.uid());
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "the store {} has mode {mode:04o}: writable by others, every tick refuses it; \
+             chmod 600 it",
+            path.display()
+        ));
+    }
+    match crate::accounts::uid_of(user) {
+        Some(0) => None,
+        Some(uid) if uid == meta.uid() => None,
+        Some(_) => Some(format!(
+            "the store {} belongs to {owner} (mode {mode:04o}): a tick as {user} cannot open it; \
+             pass --user {}",
+            path.display(),
+            crate::accounts::name_of(meta.uid()).unwrap_or_else(|| "ITS_OWNER".into())
+        )),
+        None => Some(format!(
+            "there is no account {user} on this host: the unit would not start \
+             (the store {} belongs to {owner})",
+            path.display()
+        )),
+    }
 }
 
 /// What would make the printed line fail later, said now: no executor, or

@@ -10,6 +10,7 @@ use crate::error::CmdError;
 use crate::model::{Task, TaskState};
 use crate::output::{human, Output, PipeTable};
 use crate::store::{CorruptRow, TaskFilter, Tx};
+use crate::text::escape;
 use crate::wire as json;
 
 /// List your tasks in the tenant, the next to run first
@@ -97,24 +98,53 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
             })
         })?;
         if cells.is_empty() {
-            return Ok(());
+            return say_none(ctx, &filter);
         }
         return out.table(&human::TASK_HEADER, cells);
     }
-    ctx.store()?.read(|tx| {
-        let mut table = PipeTable::new(&human::TASK_HEADER);
-        // Corrupt rows are reported once, in the first pass.
-        rows(tx, true, &mut |row| {
-            table.measure(&row);
-            Ok(())
-        })?;
-        if table.is_empty() {
-            return Ok(());
-        }
-        let mut lines = table.print()?;
-        rows(tx, false, &mut |row| lines.row(&row))?;
-        lines.finish()
-    })
+    ctx.store()?
+        .read(|tx| {
+            let mut table = PipeTable::new(&human::TASK_HEADER);
+            // Corrupt rows are reported once, in the first pass.
+            rows(tx, true, &mut |row| {
+                table.measure(&row);
+                Ok(())
+            })?;
+            if table.is_empty() {
+                return Ok(None);
+            }
+            let mut lines = table.print()?;
+            rows(tx, false, &mut |row| lines.row(&row))?;
+            lines.finish().map(Some)
+        })?
+        .map_or_else(|| say_none(ctx, &filter), Ok)
+}
+
+/// An empty listing says so on stderr (stdout stays empty for scripts),
+/// naming the tenant and the tenants where the caller does have tasks: a
+/// misspelled `--tenant acm` is then one glance from `acme`.
+fn say_none(ctx: &mut Ctx, filter: &TaskFilter<'_>) -> Result<()> {
+    let tenants = ctx
+        .store()?
+        .read(|tx| tx.tenants_owned(filter.owner_keys))?;
+    let what = match filter.state {
+        Some(state) => format!("No {state} tasks"),
+        None => "No tasks".to_string(),
+    };
+    let mut note = format!("{what} in tenant '{}'", escape(filter.tenant_key));
+    let elsewhere: Vec<String> = tenants
+        .iter()
+        .filter(|(t, _)| t != filter.tenant_key)
+        .map(|(t, n)| format!("'{}' ({n})", escape(t)))
+        .collect();
+    if !elsewhere.is_empty() {
+        note.push_str(&format!(
+            "; you have tasks in tenant {} (--tenant)",
+            elsewhere.join(", ")
+        ));
+    }
+    ctx.out.note(&note);
+    Ok(())
 }
 
 /// The task, or None after saying on stderr (given `out`) why its row

@@ -173,7 +173,7 @@ fn acts_on_what_exists(command: &Command) -> bool {
             | Command::Deny(_)
             | Command::Reconcile(_)
             | Command::Prune(_)
-    ) || matches!(command, Command::Zone(args) if !args.only_reads())
+    ) || matches!(command, Command::Zone(args) if !args.only_reads() && !args.may_create_store())
 }
 
 /// Free text given on the command line: no NUL, at most 4096 bytes.

@@ -34,6 +34,13 @@ pub struct PlanArgs {
     #[arg(long)]
     pub prune: bool,
 
+    /// Take over tasks another source (another file's `source`) created
+    ///
+    /// Without it, a task of the same name that another file created is refused
+    /// (exit 5) rather than silently replaced; with it, this file becomes its source.
+    #[arg(long)]
+    pub adopt: bool,
+
     /// Exit 0 when there are no changes, 2 when there are, 1 on any error
     ///
     /// As Terraform's plan: every error exits 1 then, a bad file or command line too
@@ -58,6 +65,10 @@ pub struct ApplyArgs {
     /// Give it when the plan was made with --prune
     #[arg(long)]
     pub prune: bool,
+
+    /// Give it when the plan was made with --adopt
+    #[arg(long)]
+    pub adopt: bool,
 }
 
 fn parse_hash(text: &str) -> Result<String, String> {
@@ -90,7 +101,7 @@ fn plan_inner(ctx: &mut Ctx, args: PlanArgs) -> Result<bool> {
         identity: &identity,
     };
     let (summary, hash) = ctx.store()?.read(|tx| {
-        let actions = ops::plan::compute(tx, &caller, &file, &mut desired, args.prune)?;
+        let actions = ops::plan::compute(tx, &caller, &file, &mut desired, args.prune, args.adopt)?;
         Ok((render(&actions), ops::plan::plan_hash(&actions)))
     })?;
     let changes = summary.iter().any(|r| r.kind != Kind::Unchanged);
@@ -104,6 +115,8 @@ struct Row {
     kind: Kind,
     task_id: Option<String>,
     revision: Option<i64>,
+    /// The source that created the task now in the store (None: by hand).
+    source: Option<String>,
     old_hash: Option<String>,
     new_hash: Option<String>,
     diff: Vec<(String, String, String)>,
@@ -143,6 +156,7 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                 kind: a.kind,
                 task_id: a.current.as_ref().map(|t| t.task_id.clone()),
                 revision: a.current.as_ref().map(|t| t.revision),
+                source: a.source.clone(),
                 old_hash: a.current.as_ref().map(|t| t.payload_hash.clone()),
                 new_hash: a.new_hash(),
                 diff,
@@ -169,6 +183,9 @@ fn apply_line(ctx: &Ctx, args: &PlanArgs, hash: &str) -> String {
     ];
     if args.prune {
         words.push("--prune".into());
+    }
+    if args.adopt {
+        words.push("--adopt".into());
     }
     for (flag, value) in ctx.flags_for_followup() {
         words.push(flag.into());
@@ -203,7 +220,8 @@ fn print(
                 "notices": r.notices,
                 "diff": r.diff_json,
                 "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
-                "created_by": (r.kind == Kind::Delete).then_some(source),
+                "created_by": matches!(r.kind, Kind::Delete | Kind::Replace)
+                    .then(|| r.source.as_deref().unwrap_or("hand")),
             })).collect::<Vec<_>>(),
             "source": source,
         }));
@@ -233,9 +251,15 @@ fn print(
             text.push_str(&format!(" (task {id}, revision {rev})"));
         }
         text.push('\n');
-        if r.kind == Kind::Delete {
-            // --prune deletes only what this very source created.
-            text.push_str(&format!("      created by {}\n", escape(source)));
+        if matches!(r.kind, Kind::Delete | Kind::Replace) {
+            // --prune deletes only what this very source created; a replace
+            // of another source's task needed --adopt.
+            let by = match &r.source {
+                Some(s) if s != source => format!("{} (adopted by this file)", escape(s)),
+                Some(s) => escape(s),
+                None => "hand (draft and confirm)".to_string(),
+            };
+            text.push_str(&format!("      created by {by}\n"));
         }
         if r.kind == Kind::Create {
             if let Some(s) = &r.summary {
@@ -294,6 +318,7 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
             &file,
             &mut desired,
             args.prune,
+            args.adopt,
             &args.hash,
             &actor,
             now,

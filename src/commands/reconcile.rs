@@ -60,6 +60,11 @@ impl Decision {
 }
 
 pub fn run(ctx: &mut Ctx, args: ReconcileArgs) -> Result<()> {
+    // Runs whose lease has passed are unknown whether or not a tick has
+    // looked yet: after a restore they are settled before ticks restart.
+    let (tenant, now) = (ctx.tenant.clone(), ctx.now);
+    ctx.store()?
+        .write(|tx| crate::tick::freeze_expired_leases(tx, now, Some(&tenant)))?;
     match (args.run, args.decision, args.reason) {
         (Some(run), Some(decision), Some(reason)) => settle_one(ctx, &run, decision, &reason),
         _ => list(ctx),

@@ -69,9 +69,15 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
     let now = ctx.out.now();
     ctx.out.line(&human::task_detail(&task, now))?;
     if let Some(blocked) = human::blocked_by(blocker.as_ref()) {
-        let hint = match blocker.as_ref().map(|r| r.status) {
-            Some(RunStatus::Unknown) => "settle it with `agentcron reconcile`",
-            _ => "it waits for `agentcron approve` or `agentcron deny`",
+        let approved_by = blocker.as_ref().and_then(|r| r.approved_by.as_deref());
+        let hint = match (blocker.as_ref().map(|r| r.status), approved_by) {
+            (Some(RunStatus::Unknown), _) => "settle it with `agentcron reconcile`".to_string(),
+            // Approved: nothing waits for a person any more.
+            (_, Some(by)) => format!(
+                "approved by {}; the next tick runs it",
+                crate::text::escape(by)
+            ),
+            _ => "it waits for `agentcron approve` or `agentcron deny`".to_string(),
         };
         ctx.out
             .line(&format!("{:<13} {blocked}: {hint}", "blocked"))?;

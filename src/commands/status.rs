@@ -169,6 +169,12 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                 "runs past their lease are stuck (their tick died or hangs); the next tick freezes them as unknown",
             );
         }
+        if stats.notices_unknown > 0 || stats.notices_undeliverable > 0 {
+            ctx.out.note(&notices_note(
+                stats.notices_unknown,
+                stats.notices_undeliverable,
+            ));
+        }
         if stats.unknown > 0 {
             // Where they are: `reconcile` lists only the caller's, in one tenant.
             let mut note = "unknown runs block their tasks until settled:".to_string();
@@ -256,6 +262,27 @@ pub fn describe_skew(skew: i64) -> String {
             s.unsigned_abs()
         ),
     }
+}
+
+/// What a person does about notices that may not have reached anyone: they
+/// are never resent (at most once), so the person is told where to look.
+fn notices_note(unknown: i64, undeliverable: i64) -> String {
+    let mut lines = Vec::new();
+    if unknown > 0 {
+        lines.push(format!(
+            "{unknown} notice(s) unknown: the notifier did not answer by its deadline, so they \
+             may or may not have reached their person and are never resent; \
+             `agentcron runs` shows their runs (DELIVERY unknown): tell the person what they say"
+        ));
+    }
+    if undeliverable > 0 {
+        lines.push(format!(
+            "{undeliverable} notice(s) undeliverable: the notifier kept answering \"try later\" \
+             (exit 75) until the tick gave up; mend the notifier, then tell the person what \
+             `agentcron runs` shows (DELIVERY undeliverable)"
+        ));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::output::logfile::LogFile;
 use crate::schedule;
 use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
-use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
+use crate::tick::{self, Executor, Notifier, TaskRef, TickEvent, TickOptions};
 use crate::wire::{run as run_json, time};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
@@ -149,19 +149,26 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     };
     // The task of each run this tick claimed, for its `finished` event.
     let mut claimed = std::collections::HashMap::new();
+    // The store as the reconcile command a tick prints must reach it.
+    let db_flag: Vec<String> = ctx
+        .flags_for_followup()
+        .into_iter()
+        .filter(|(flag, _)| *flag == "--db")
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect();
     let mut reported = 0;
     let summary = tick::run(&store, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {
             claimed.insert(run.run_id.clone(), ClaimedTask::of(task));
         }
         reported += 1;
-        if let (Some(log), Some(line)) = (log.as_mut(), event_line(event)) {
+        if let (Some(log), Some(line)) = (log.as_mut(), event_line(event, &claimed, &db_flag)) {
             let tenant = event_tenant(event);
             if let Some(warning) = log.line(clock.now(), tenant.as_deref(), &line) {
                 out.warn(&warning);
             }
         }
-        report(out, mode, event, &claimed)
+        report(out, mode, event, &claimed, &db_flag)
     })?;
     // A real tick with nothing to do stays silent (cron mails any output).
     if options.dry_run && !mode.json && reported == 0 {
@@ -225,14 +232,14 @@ struct Mode {
 
 /// What the report needs of a claimed run's task.
 struct ClaimedTask {
-    name: Option<String>,
+    task: TaskRef,
     max_retries: i64,
 }
 
 impl ClaimedTask {
     fn of(task: &crate::model::Task) -> ClaimedTask {
         ClaimedTask {
-            name: task.name.clone(),
+            task: TaskRef::of(task),
             max_retries: task.max_retries,
         }
     }
@@ -287,12 +294,12 @@ fn event_tenant(event: &TickEvent) -> Option<String> {
     match event {
         TickEvent::LeaseExpired { run, .. }
         | TickEvent::WouldExpireLease { run, .. }
-        | TickEvent::ContinuationExpired { run }
+        | TickEvent::ContinuationExpired { run, .. }
         | TickEvent::Decided { run, .. }
         | TickEvent::Continued { run, .. }
         | TickEvent::WouldContinue { run, .. }
         | TickEvent::WouldDecide { run, .. } => Some(run.tenant_key.clone()),
-        TickEvent::NoticeExpired { notice } | TickEvent::NoticeUndeliverable { notice } => {
+        TickEvent::NoticeExpired { notice, .. } | TickEvent::NoticeUndeliverable { notice, .. } => {
             Some(notice.tenant_key.clone())
         }
         TickEvent::Delivered(d) => Some(d.notice.tenant_key.clone()),
@@ -313,6 +320,7 @@ fn report(
     mode: Mode,
     event: &TickEvent,
     claimed: &ClaimedRuns,
+    db_flag: &[String],
 ) -> Result<()> {
     if let TickEvent::SchedulerGap {
         previous,
@@ -327,13 +335,13 @@ fn report(
         ));
     }
     if mode.json {
-        let name_of = |run_id: &str| claimed.get(run_id).and_then(|c| c.name.clone());
+        let name_of = |run_id: &str| claimed.get(run_id).and_then(|c| c.task.name.clone());
         return out.json_line(&event_json(event, &name_of));
     }
     if !mode.verbose && !needs_a_person(event, claimed) {
         return Ok(());
     }
-    if let Some(line) = event_line(event) {
+    if let Some(line) = event_line(event, claimed, db_flag) {
         out.line(&line)?;
     }
     Ok(())
@@ -353,21 +361,28 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
             "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
         TickEvent::WouldExpireLease { run, task } => json!({"event": "would_expire_lease",
             "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
-        TickEvent::NoticeUndeliverable { notice } => json!({"event": "delivery_undeliverable",
+        TickEvent::NoticeUndeliverable { notice, task } => {
+            json!({"event": "delivery_undeliverable",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id,
-            "attempts": notice.attempts, "error": notice.last_error}),
+            "task_id": task.as_ref().map(|t| &t.task_id), "task_name": task.as_ref().and_then(|t| t.name.as_ref()),
+            "attempts": notice.attempts, "error": notice.last_error})
+        }
         TickEvent::Queued { count, reason } => json!({"event": "queued", "count": count,
             "reason": reason}),
-        TickEvent::NoticeExpired { notice } => json!({"event": "delivery_unknown",
-            "delivery_id": notice.delivery_id, "run_id": notice.run_id}),
+        TickEvent::NoticeExpired { notice, task } => json!({"event": "delivery_unknown",
+            "delivery_id": notice.delivery_id, "run_id": notice.run_id,
+            "task_id": task.as_ref().map(|t| &t.task_id), "task_name": task.as_ref().and_then(|t| t.name.as_ref())}),
         TickEvent::Delivered(d) => json!({"event": "delivery", "delivery_id": d.notice.delivery_id,
-            "run_id": d.notice.run_id, "state": d.state.as_str(), "error": d.error}),
+            "run_id": d.notice.run_id, "task_id": d.task.as_ref().map(|t| &t.task_id),
+            "task_name": d.task.as_ref().and_then(|t| t.name.as_ref()),
+            "state": d.state.as_str(), "error": d.error}),
         TickEvent::NoticesUndelivered { count } => {
             json!({"event": "notices_pending", "count": count,
             "reason": "no notifier configured"})
         }
-        TickEvent::ContinuationExpired { run } => {
-            json!({"event": "continuation_expired", "run": run_json(run)})
+        TickEvent::ContinuationExpired { run, task } => {
+            json!({"event": "continuation_expired",
+                "task_name": task.as_ref().and_then(|t| t.name.as_ref()), "run": run_json(run)})
         }
         TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
             "decision": run.status.as_str(), "run": run_json(run)}),
@@ -400,53 +415,82 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
 }
 
 fn delivery_line(d: &crate::tick::deliver::Delivery) -> String {
+    let run = run_of(&d.notice.run_id, d.task.as_ref());
     match &d.error {
-        None => format!(
-            "notice for run {} delivered to {}",
-            short_id(&d.notice.run_id),
-            escape(&d.notice.target)
-        ),
-        Some(e) => format!(
-            "notice for run {}: {} ({})",
-            short_id(&d.notice.run_id),
-            d.state,
-            escape(e)
-        ),
+        None => format!("notice for {run} delivered to {}", escape(&d.notice.target)),
+        Some(e) => format!("notice for {run}: {} ({})", d.state, escape(e)),
     }
 }
 
-fn event_line(event: &TickEvent) -> Option<String> {
+/// "run 5e6f7a8b of task digest (1a2b3c4d)": what cron mails names both.
+fn run_of(run_id: &str, task: Option<&TaskRef>) -> String {
+    match task {
+        Some(task) => format!("run {} of task {}", short_id(run_id), escape(&task.label())),
+        None => format!("run {}", short_id(run_id)),
+    }
+}
+
+/// The reconcile command for an unknown run, with the store, tenant and
+/// owner key that reach it (as `status` prints it), ready to paste.
+fn reconcile_command(run: &crate::model::Run, owner: Option<&str>, db_flag: &[String]) -> String {
+    let mut words = vec!["agentcron".to_string()];
+    words.extend(db_flag.iter().cloned());
+    if run.tenant_key != "default" {
+        words.extend(["--tenant".into(), run.tenant_key.clone()]);
+    }
+    if let Some(owner) = owner {
+        words.extend(["--as".into(), owner.to_string()]);
+    }
+    words.extend(["reconcile".into(), run.run_id.clone(), "--decision".into()]);
+    format!(
+        "{} confirmed_succeeded|confirmed_failed|abandoned --reason TEXT",
+        escape(&shell_words::join(&words))
+    )
+}
+
+fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> Option<String> {
+    let task_of = |run_id: &str| claimed.get(run_id).map(|c| &c.task);
     let line = match event {
         TickEvent::SchedulerGap { .. } => return None,
-        TickEvent::LeaseExpired { run, task } => format!(
-            "run {} of task {}: lease expired, outcome unknown; once you know what happened, settle it with \
-             `agentcron reconcile {} --decision confirmed_succeeded|confirmed_failed|abandoned --reason TEXT`",
-            short_id(&run.run_id),
-            task.as_ref().map(|t| escape(&t.label())).unwrap_or_else(|| short_id(&run.task_id).to_string()),
-            run.run_id
-        ),
+        TickEvent::LeaseExpired { run, task } => {
+            let owner = task.as_ref().and_then(|t| t.owner_keys.first());
+            let task = task.as_deref().map(TaskRef::of).unwrap_or(TaskRef {
+                task_id: run.task_id.clone(),
+                name: None,
+            });
+            format!(
+                "{}: lease expired, outcome unknown; once you know what happened, settle it with `{}`",
+                run_of(&run.run_id, Some(&task)),
+                reconcile_command(run, owner.map(String::as_str), db_flag)
+            )
+        }
         TickEvent::WouldExpireLease { run, task } => format!(
-            "would freeze run {} of task {}: lease expired, outcome unknown (`agentcron reconcile` settles it once you know what happened)",
-            short_id(&run.run_id),
-            task.as_ref().map(|t| escape(&t.label())).unwrap_or_else(|| short_id(&run.task_id).to_string()),
+            "would freeze {}: lease expired, outcome unknown (`agentcron reconcile` settles it once you know what happened)",
+            run_of(
+                &run.run_id,
+                Some(&task.as_deref().map(TaskRef::of).unwrap_or(TaskRef {
+                    task_id: run.task_id.clone(),
+                    name: None,
+                }))
+            ),
         ),
-        TickEvent::NoticeUndeliverable { notice } => format!(
-            "notice for run {}: undeliverable after {} attempt(s); the notifier kept answering \"try later\" (exit 75)",
-            short_id(&notice.run_id), notice.attempts
+        TickEvent::NoticeUndeliverable { notice, task } => format!(
+            "notice for {}: undeliverable after {} attempt(s); the notifier kept answering \"try later\" (exit 75)",
+            run_of(&notice.run_id, task.as_ref()), notice.attempts
         ),
         TickEvent::Queued { count, reason } => format!(
             "{count} due run(s) queued: {reason}; they keep their place and run when a slot frees"
         ),
-        TickEvent::NoticeExpired { notice } => format!(
-            "notice for run {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
-            short_id(&notice.run_id)
+        TickEvent::NoticeExpired { notice, task } => format!(
+            "notice for {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
+            run_of(&notice.run_id, task.as_ref())
         ),
         TickEvent::Delivered(d) => delivery_line(d),
         TickEvent::NoticesUndelivered { count } => format!(
             "{count} notice(s) pending: no notifier configured (pass --notifier or set AGENTCRON_NOTIFIER)"
         ),
-        TickEvent::ContinuationExpired { run } => format!(
-            "run {}: continuation expired, now failed", short_id(&run.run_id)
+        TickEvent::ContinuationExpired { run, task } => format!(
+            "{}: continuation expired, now failed", run_of(&run.run_id, task.as_ref())
         ),
         TickEvent::Decided { task, run } | TickEvent::WouldDecide { task, run } => {
             let verb = if matches!(event, TickEvent::WouldDecide { .. }) { "would " } else { "" };
@@ -476,7 +520,7 @@ fn event_line(event: &TickEvent) -> Option<String> {
         ),
         TickEvent::Finished(f) => match f.as_ref() {
             Finished::Recorded { run, outcome, .. } => {
-                let mut line = format!("run {} {}", short_id(&run.run_id), outcome.status);
+                let mut line = format!("{} {}", run_of(&run.run_id, task_of(&run.run_id)), outcome.status);
                 if let Some(text) = outcome.summary.as_deref().or(outcome.reason.as_deref()) {
                     line.push_str(": ");
                     line.push_str(&crate::text::clip(&escape(text), 120));
@@ -484,11 +528,11 @@ fn event_line(event: &TickEvent) -> Option<String> {
                 line
             }
             Finished::LeaseLost { run, .. } => format!(
-                "run {}: lease lost; its outcome was not recorded (the run is or will be unknown)",
-                short_id(&run.run_id)
+                "{}: lease lost; its outcome was not recorded (the run is or will be unknown)",
+                run_of(&run.run_id, task_of(&run.run_id))
             ),
             Finished::NotStarted { run, error, .. } => format!(
-                "run {} failed: executor could not start: {}", short_id(&run.run_id), escape(error)
+                "{} failed: executor could not start: {}", run_of(&run.run_id, task_of(&run.run_id)), escape(error)
             ),
         },
     };

@@ -22,7 +22,9 @@ use crate::wire::time;
 ///
 /// One row per occurrence: NEXT (in the task's zone), LEFT (how long until it),
 /// LAST (when the task's latest run was due) and RESULT (its status), and TASK.
-/// Only active tasks have occurrences; a pending retry is not listed.
+/// Only active tasks have occurrences; a pending retry is listed at its time,
+/// marked "(retry)". When the tasks run in more than one zone, a UTC column
+/// shows the order the rows are in.
 #[derive(Debug, Args, schemars::JsonSchema)]
 pub struct UpcomingArgs {
     /// Only occurrences within DUR from now
@@ -51,9 +53,22 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     let limit = args.limit as usize;
     let end = now.saturating_add(within);
     let (rows, last_runs) = ctx.store()?.read(|tx| {
-        let rows = earliest_occurrences(tx, &filter, end, limit)?;
+        let mut rows: Vec<(i64, Rc<Task>, bool)> = earliest_occurrences(tx, &filter, end, limit)?
+            .into_iter()
+            .map(|(at, task)| (at, task, false))
+            .collect();
+        // A pending retry runs before the schedule's next occurrence: it is
+        // the task's next run, and a person looking ahead must see it.
+        for task in tx.pending_retries(&filter, end, limit as i64)? {
+            let Ok(task) = task else { continue };
+            if let Some(at) = task.next_retry_at {
+                rows.push((at, Rc::new(task), true));
+            }
+        }
+        rows.sort_by_key(|(at, _, retry)| (*at, !*retry));
+        rows.truncate(limit);
         let mut last_runs = HashMap::new();
-        for (_, task) in &rows {
+        for (_, task, _) in &rows {
             if !last_runs.contains_key(&task.task_id) {
                 if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
                     last_runs.insert(task.task_id.clone(), run);
@@ -65,10 +80,11 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     if ctx.out.json {
         return ctx.out.document(&json!(rows
             .iter()
-            .map(|(at, task)| {
+            .map(|(at, task, retry)| {
                 let last = last_runs.get(&task.task_id);
                 json!({
                     "at": time(Some(*at)),
+                    "retry": retry,
                     "local": schedule::format_local(*at, task.timezone),
                     "left_seconds": at - now,
                     "task_id": task.task_id,
@@ -81,15 +97,32 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
             .collect::<Vec<_>>()));
     }
     if rows.is_empty() {
+        ctx.out.note(&format!(
+            "Nothing due within {} in tenant '{}'",
+            crate::text::human_duration(within),
+            escape(&tenant)
+        ));
         return Ok(());
     }
     let shown_now = ctx.out.now();
+    // Rows are in instant order; in several zones their wall times are
+    // not, so UTC is shown first for the order to read.
+    let zones: std::collections::HashSet<_> = rows.iter().map(|(_, t, _)| t.timezone).collect();
+    let with_utc = zones.len() > 1;
     let table = rows
         .iter()
-        .map(|(at, task)| {
+        .map(|(at, task, retry)| {
             let last: Option<&Run> = last_runs.get(&task.task_id);
-            vec![
-                wall_time(*at, task.timezone),
+            let mut next = wall_time(*at, task.timezone);
+            if *retry {
+                next.push_str(" (retry)");
+            }
+            let mut row = Vec::with_capacity(6);
+            if with_utc {
+                row.push(schedule::format_wall(*at, chrono_tz::UTC));
+            }
+            row.extend([
+                next,
                 relative(*at, shown_now),
                 last.map(|r| wall_time(r.scheduled_for, task.timezone))
                     .unwrap_or_else(|| "-".into()),
@@ -99,11 +132,15 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
                     Some(name) => escape(name),
                     None => short_id(&task.task_id).to_string(),
                 },
-            ]
+            ]);
+            row
         })
         .collect();
-    ctx.out
-        .table(&["next", "left", "last", "result", "task"], table)
+    let header: &[&str] = match with_utc {
+        true => &["utc", "next", "left", "last", "result", "task"],
+        false => &["next", "left", "last", "result", "task"],
+    };
+    ctx.out.table(header, table)
 }
 
 /// The first `limit` occurrences up to `end` of the tasks `filter` selects,

@@ -44,6 +44,13 @@ pub enum ZoneAction {
         /// The zone (IANA name), e.g. Europe/Berlin
         #[arg(value_name = "ZONE", add = clap_complete::ArgValueCompleter::new(crate::completion::zones))]
         zone: String,
+        /// Create the store when it does not exist yet
+        ///
+        /// For a host that syncs profiles before anyone has drafted a task. Without it
+        /// a missing store is exit 3, so a mistyped --db in the sync job never makes a
+        /// new empty store that holds the zone.
+        #[arg(long)]
+        create_store: bool,
     },
     /// Show KEY's zone, or every key's in the tenant
     Show {
@@ -64,11 +71,22 @@ impl ZoneArgs {
     pub fn only_reads(&self) -> bool {
         matches!(self.action, ZoneAction::Show { .. })
     }
+
+    /// `zone set --create-store` may create a missing store.
+    pub fn may_create_store(&self) -> bool {
+        matches!(
+            self.action,
+            ZoneAction::Set {
+                create_store: true,
+                ..
+            }
+        )
+    }
 }
 
 pub fn run(ctx: &mut Ctx, args: ZoneArgs) -> Result<()> {
     match args.action {
-        ZoneAction::Set { key, zone } => {
+        ZoneAction::Set { key, zone, .. } => {
             crate::model::check_key("KEY", &key)?;
             let zone = schedule::parse_zone(&zone).map_err(CmdError::from)?;
             change(ctx, &key, Some(zone))

@@ -38,7 +38,7 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
     }
     let what = format!("task {}", crate::text::escape(&task.label()));
     ensure_owner(caller, &task.owner_keys, &what)
-        .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
+        .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     Ok(task)
 }
 
@@ -168,29 +168,37 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
     )
 }
 
+/// The id of the pending draft `arg` names: a full id (of any tenant: the
+/// caller checks), or a unique prefix of at least 4 characters among the
+/// tenant's drafts, as task and run ids are taken; None when none matches.
+pub fn draft_id(tx: &mut dyn Tx, tenant: &str, arg: &str) -> Result<Option<String>> {
+    if tx.draft(arg)?.is_some() {
+        return Ok(Some(arg.to_string()));
+    }
+    if arg.chars().count() < 4 {
+        return Ok(None);
+    }
+    let ids = tx.draft_ids_with_prefix(tenant, arg, 6)?;
+    if ids.len() > 1 {
+        return fail(
+            CmdError::usage(format!(
+                "'{}' matches several drafts: {}",
+                crate::text::escape(arg),
+                ids.join(", ")
+            ))
+            .with_hint("give more characters of the draft id"),
+        );
+    }
+    Ok(ids.into_iter().next())
+}
+
 /// The pending draft `arg` names (a full id, or a unique prefix of at least
 /// 4 characters) among the caller's own in their tenant, with its payload.
 /// Another tenant's or another owner's draft is "no draft", as one that does
 /// not exist: nothing of it is told.
 pub fn owned_draft(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<(Draft, Payload)> {
     let shown = crate::text::escape(arg);
-    let mut id = None;
-    if tx.draft(arg)?.is_some() {
-        id = Some(arg.to_string());
-    } else if arg.chars().count() >= 4 {
-        let ids = tx.draft_ids_with_prefix(caller.tenant, arg, 6)?;
-        if ids.len() > 1 {
-            return fail(
-                CmdError::usage(format!(
-                    "'{shown}' matches several drafts: {}",
-                    ids.join(", ")
-                ))
-                .with_hint("give more characters of the draft id"),
-            );
-        }
-        id = ids.into_iter().next();
-    }
-    let found = match id {
+    let found = match draft_id(tx, caller.tenant, arg)? {
         Some(id) => tx.draft(&id)?,
         None => None,
     };

@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::error::{fail, CmdError};
-use crate::model::{Draft, Event, Task, TaskState};
+use crate::model::{short_id, Draft, Event, StoredEvent, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
@@ -60,7 +60,7 @@ pub fn confirm(
         }
     }
     ensure_owner(caller, &payload.owner_keys, "this draft")
-        .map_err(|e| e.with_hint("confirm as the person who drafted it (--as KEY)"))?;
+        .map_err(|e| e.with_hint("only the person it was drafted for may confirm it"))?;
     if now >= draft.expires_at {
         return fail(
             CmdError::draft_rejected(format!(
@@ -89,11 +89,12 @@ pub fn confirm(
 
 /// The draft, once it exists and is in the caller's tenant.
 fn draft_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<Draft> {
-    let Some(draft) = tx.draft(draft_id)? else {
-        return fail(
-            CmdError::not_found(format!("no draft '{}'", crate::text::escape(draft_id)))
-                .with_hint("it may have been confirmed already, voided or pruned; draft again"),
-        );
+    let found = match crate::ops::access::draft_id(tx, caller.tenant, draft_id)? {
+        Some(id) => tx.draft(&id)?,
+        None => None,
+    };
+    let Some(draft) = found else {
+        return fail(gone_draft(tx, caller, draft_id)?);
     };
     if draft.tenant_key != caller.tenant {
         return fail(
@@ -102,6 +103,58 @@ fn draft_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Resu
         );
     }
     Ok(draft)
+}
+
+/// How far back in the tenant's audit trail a gone draft is looked for.
+const EVENTS_SEARCHED: u64 = 2000;
+
+/// The confirm, replace or void event that ended a draft no longer in the
+/// store (a confirmed or voided draft leaves its table; the audit trail
+/// records both), among the caller's recent events.
+pub fn draft_fate(
+    tx: &mut dyn Tx,
+    caller: &Caller<'_>,
+    draft_id: &str,
+) -> Result<Option<StoredEvent>> {
+    let events = tx.events(caller.tenant, caller.identity, None, EVENTS_SEARCHED)?;
+    Ok(events.into_iter().find(|e| {
+        let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
+        // A prefix names a gone draft as it named the pending one.
+        let named = id == draft_id || (draft_id.chars().count() >= 4 && id.starts_with(draft_id));
+        matches!(e.event.action.as_str(), "confirm" | "replace" | "void") && named
+    }))
+}
+
+/// Why there is no draft `draft_id`: confirmed already (as which task; a
+/// second confirm must not suggest drafting again, which would make a
+/// second task), voided, or never seen.
+fn gone_draft(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<CmdError> {
+    let shown = crate::text::escape(draft_id);
+    let Some(fate) = draft_fate(tx, caller, draft_id)? else {
+        return Ok(CmdError::not_found(format!("no draft '{shown}'"))
+            .with_hint("it may have expired and been pruned; `agentcron list` shows your tasks"));
+    };
+    let at = schedule::format_wall(fate.event.at, chrono_tz::UTC);
+    if fate.event.action == "void" {
+        return Ok(CmdError::not_found(format!(
+            "draft {shown} was voided at {at} after three wrong codes"
+        ))
+        .with_hint("nothing was confirmed; draft it again if it is still wanted"));
+    }
+    let task_id = fate.event.task_id.unwrap_or_default();
+    let name = match tx.task(&task_id)? {
+        Some(Ok(task)) => task.name.map(|n| format!("{} ", crate::text::escape(&n))),
+        _ => None,
+    };
+    Ok(CmdError::not_found(format!(
+        "draft {shown} was confirmed at {at} as task {}({})",
+        name.unwrap_or_default(),
+        short_id(&task_id)
+    ))
+    .with_hint(format!(
+        "it is confirmed already; `agentcron show {}` shows the task",
+        short_id(&task_id)
+    )))
 }
 
 /// Whether the draft needs a one-time code (it was drafted by an agent).
@@ -210,7 +263,7 @@ pub fn replace(
     }
     let what = format!("task {}", crate::text::escape(&old.label()));
     ensure_owner(caller, &old.owner_keys, &what)
-        .map_err(|e| e.with_hint("act as an owner with --as KEY"))?;
+        .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     if old.revision != replaces.revision {
         return fail(
             CmdError::conflict(format!(

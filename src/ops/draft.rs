@@ -117,7 +117,8 @@ pub fn build_payload(
     let zone_choice = zone_choice(who, args, old)?;
     // Times are read, and the preview computed, in the zone in force now.
     let zone = zone_choice.in_force;
-    let schedule = match (schedule_from(args, zone, who.now)?, old) {
+    let old_base = old.map(|o| base_of(&o.schedule));
+    let schedule = match (schedule_from(args, zone, who.now, old_base)?, old) {
         (Some(schedule), Some(old)) => {
             keep_end(keep_spread(schedule, &old.schedule), &old.schedule)
         }
@@ -397,15 +398,45 @@ fn with_end(args: &DraftSpec, schedule: Schedule, zone: Tz, now: i64) -> Result<
     Ok(ends)
 }
 
+/// The recurring core of a schedule, without its spread or end.
+fn base_of(schedule: &Schedule) -> &Schedule {
+    match schedule {
+        Schedule::Ends { inner, .. } | Schedule::Spread { inner, .. } => base_of(inner),
+        other => other,
+    }
+}
+
 /// The schedule the flags describe; None when no schedule flag was given.
-fn schedule_from(args: &DraftSpec, zone: Tz, now: i64) -> Result<Option<Schedule>> {
-    if args.days.is_some() && args.daily.is_none() {
+///
+/// A replacement (`old`: the replaced schedule's core) changes only the
+/// parts its flags name (docs/CONTRACT.md §13): `--daily` keeps a calendar's
+/// days and `--days` its time of day; `--every` keeps an interval's anchor
+/// and `--start` its period. `--at`, `--in` and `--cron` replace it whole.
+fn schedule_from(
+    args: &DraftSpec,
+    zone: Tz,
+    now: i64,
+    old: Option<&Schedule>,
+) -> Result<Option<Schedule>> {
+    let old_calendar = match old {
+        Some(Schedule::Calendar {
+            hour,
+            minute,
+            weekdays,
+        }) => Some((*hour, *minute, weekdays)),
+        _ => None,
+    };
+    let old_interval = match old {
+        Some(Schedule::Interval { seconds, anchor_at }) => Some((*seconds, *anchor_at)),
+        _ => None,
+    };
+    if args.days.is_some() && args.daily.is_none() && old_calendar.is_none() {
         return fail(
             CmdError::usage("--days only goes with --daily")
                 .with_hint("e.g. --daily 09:30 --days mon-fri"),
         );
     }
-    if args.start.is_some() && args.every.is_none() {
+    if args.start.is_some() && args.every.is_none() && old_interval.is_none() {
         return fail(
             CmdError::usage("--start only goes with --every")
                 .with_hint("e.g. --every 1h --start 2026-12-03T09:00:00Z"),
@@ -425,20 +456,30 @@ fn schedule_from(args: &DraftSpec, zone: Tz, now: i64) -> Result<Option<Schedule
         Schedule::Once {
             run_at: now.saturating_add(seconds),
         }
-    } else if let Some(every) = &args.every {
-        let seconds = schedule::parse_duration(every).map_err(CmdError::from)?;
-        let anchor_at = match &args.start {
-            Some(start) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
+    } else if args.every.is_some() || args.start.is_some() {
+        let seconds = match (&args.every, old_interval) {
+            (Some(every), _) => schedule::parse_duration(every).map_err(CmdError::from)?,
+            (None, Some((seconds, _))) => seconds,
+            (None, None) => return fail(CmdError::usage("--start only goes with --every")),
+        };
+        let anchor_at = match (&args.start, old_interval) {
+            (Some(start), _) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
+            (None, Some((_, anchor_at))) => anchor_at,
             // In phase with a per-minute cron: at a drafting second of :11,
             // every tick at :00 would find the run 49 s late.
-            None => next_whole_minute(now),
+            (None, None) => next_whole_minute(now),
         };
         Schedule::Interval { seconds, anchor_at }
-    } else if let Some(daily) = &args.daily {
-        let (hour, minute) = schedule::parse_hhmm(daily).map_err(CmdError::from)?;
-        let weekdays = match &args.days {
-            Some(days) => schedule::parse_days(days).map_err(CmdError::from)?,
-            None => Vec::new(),
+    } else if args.daily.is_some() || args.days.is_some() {
+        let (hour, minute) = match (&args.daily, old_calendar) {
+            (Some(daily), _) => schedule::parse_hhmm(daily).map_err(CmdError::from)?,
+            (None, Some((hour, minute, _))) => (hour, minute),
+            (None, None) => return fail(CmdError::usage("--days only goes with --daily")),
+        };
+        let weekdays = match (&args.days, old_calendar) {
+            (Some(days), _) => schedule::parse_days(days).map_err(CmdError::from)?,
+            (None, Some((_, _, weekdays))) => weekdays.clone(),
+            (None, None) => Vec::new(),
         };
         Schedule::Calendar {
             hour,

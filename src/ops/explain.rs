@@ -44,8 +44,7 @@ pub fn explain_named(
     // A following task's occurrences before a re-time were in the zone
     // then in force (docs/CONTRACT.md §18).
     let retimes = retimes(tx, &task)?;
-    let zone = zone_at(&task, &retimes, at);
-    let Some(occurrence) = schedule::last_at_or_before(&task.schedule, zone, at) else {
+    let Some(occurrence) = occurrence_at_or_before(&task, &retimes, at) else {
         return fail(CmdError::not_found(format!(
             "task {} has no occurrence at or before {}",
             task.label(),
@@ -65,6 +64,11 @@ pub fn explain_named(
     };
     let blocker = match runs.last().and_then(|r| r.blocked_by.clone()) {
         Some(id) => tx.run(&id)?,
+        // Not yet claimed: a run that blocks the task now (an unknown one,
+        // a manual trigger's too) is why it will not run.
+        None if runs.is_empty() && covering.is_none() => tx
+            .blocking_run(&task.task_id)?
+            .filter(|b| b.status != RunStatus::Running && b.scheduled_for <= occurrence.at),
         None => None,
     };
     let pause = tx
@@ -137,13 +141,24 @@ fn retimes(tx: &mut dyn Tx, task: &Task) -> Result<Vec<Retime>> {
         .collect())
 }
 
-/// The zone the task was read in at `at`: where the last re-time before it
-/// moved it, else where the first re-time after it moved it from.
-fn zone_at(task: &Task, retimes: &[Retime], at: i64) -> schedule::Tz {
-    match retimes.iter().rfind(|r| r.at <= at) {
-        Some(r) => r.to,
-        None => retimes.first().map_or(task.timezone, |r| r.from),
+/// The last occurrence at or before `at` as the task had it: each zone for
+/// the span it was in force (docs/CONTRACT.md §18). Right after a move, the
+/// new zone's last occurrence before the move never happened; the old
+/// zone's, the run that just ran, did.
+fn occurrence_at_or_before(
+    task: &Task,
+    retimes: &[Retime],
+    at: i64,
+) -> Option<schedule::Occurrence> {
+    let mut end = at;
+    for era in retimes.iter().rev().filter(|r| r.at <= at) {
+        match schedule::last_at_or_before(&task.schedule, era.to, end) {
+            Some(o) if o.at >= era.at => return Some(o),
+            _ => end = era.at - 1,
+        }
     }
+    let first_zone = retimes.first().map_or(task.timezone, |r| r.from);
+    schedule::last_at_or_before(&task.schedule, first_zone, end)
 }
 
 /// The task `arg` names, or else the task of the run it names with that
@@ -263,6 +278,20 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
                 cover.skipped_occurrences,
                 cover.run_id,
                 cover.reason.as_deref().unwrap_or("late")
+            ),
+        );
+    }
+    if let (Some(b), true) = (&f.blocker, f.runs.is_empty()) {
+        let how = match b.trigger {
+            crate::model::RunTrigger::Schedule => String::new(),
+            other => format!(", a {} trigger's run", other.as_str()),
+        };
+        return (
+            "blocked",
+            format!(
+                "has not run: run {} ({}{how}) blocks the task until a person settles it \
+                 (`agentcron reconcile`, or approve/deny for a parked run)",
+                b.run_id, b.status
             ),
         );
     }

@@ -70,6 +70,8 @@ pub struct Action<'a> {
     pub current: Option<Task>,
     /// The file's task (create, replace, unchanged).
     pub desired: Option<&'a Desired>,
+    /// The source that created the current task (None: made by hand).
+    pub source: Option<String>,
 }
 
 impl Action<'_> {
@@ -147,16 +149,22 @@ pub fn source_identity(
 }
 
 /// What the file would change, read in `tx`.
+///
+/// A task another source created is replaced only with `adopt` (docs/CONTRACT.md
+/// §14): two files naming the same task would otherwise overwrite each other
+/// at every apply, each plan looking like an ordinary change.
 pub fn compute<'a>(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
     file: &str,
     desired: &'a mut [Desired],
     prune: bool,
+    adopt: bool,
 ) -> Result<Vec<Action<'a>>> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
     let recorded = tx.declared(caller.tenant)?;
+    let managers = tx.managers(caller.tenant)?;
     for d in desired.iter_mut() {
         let current = match tx.task_id_named(caller.tenant, &d.name)? {
             Some(id) => Some(read_task(tx, &id)?),
@@ -179,7 +187,23 @@ pub fn compute<'a>(
                 let built = built_mut(d)?;
                 // A replacement keeps the task's owners (as `draft --replace`).
                 built.payload.owner_keys = task.owner_keys.clone();
-                if task.payload_hash == hash_hex(built.payload.canonical().as_bytes()) {
+                let unchanged = task.payload_hash == hash_hex(built.payload.canonical().as_bytes());
+                let other_source = managers.get(&task.task_id).filter(|m| *m != file);
+                if let (Some(other), false, false) = (other_source, unchanged, adopt) {
+                    return fail(
+                        CmdError::conflict(format!(
+                            "task {} was created by {}, not by this file ({})",
+                            escape(&d.name),
+                            escape(other),
+                            escape(file)
+                        ))
+                        .with_hint(
+                            "rename the task in the file, or pass --adopt to plan and apply \
+                             to take it over (this file becomes its source)",
+                        ),
+                    );
+                }
+                if unchanged {
                     Kind::Unchanged
                 } else if matches!(task.state, TaskState::Active | TaskState::Paused) {
                     Kind::Replace
@@ -201,11 +225,15 @@ pub fn compute<'a>(
     let mut out: Vec<Action<'a>> = Vec::new();
     let mut rest = desired.iter();
     for (name, kind, current) in actions {
+        let source = current
+            .as_ref()
+            .and_then(|t| managers.get(&t.task_id).cloned());
         out.push(Action {
             name,
             kind,
             current,
             desired: rest.next(),
+            source,
         });
     }
     if prune {
@@ -220,6 +248,7 @@ pub fn compute<'a>(
                 kind: Kind::Delete,
                 current: Some(task),
                 desired: None,
+                source: Some(file.to_string()),
             });
         }
     }
@@ -245,7 +274,9 @@ fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
     };
     let what = format!("task {}", escape(&task.label()));
     ensure_owner(caller, owners, &what).map_err(|e| {
-        e.with_hint("act as an owner with --as KEY, or rename the task in the file")
+        e.with_hint(
+            "only the task's owners may change it: ask one of them, or rename the task in the file",
+        )
     })?;
     Ok(())
 }
@@ -272,11 +303,12 @@ pub fn apply(
     file: &str,
     desired: &mut [Desired],
     prune: bool,
+    adopt: bool,
     hash: &str,
     actor: &str,
     now: i64,
 ) -> Result<Vec<Applied>> {
-    let actions = compute(tx, caller, file, desired, prune)?;
+    let actions = compute(tx, caller, file, desired, prune, adopt)?;
     // Nothing to change: an applied plan applied again, harmlessly.
     if actions.iter().all(|a| a.kind == Kind::Unchanged) {
         return Ok(Vec::new());
@@ -368,6 +400,10 @@ fn perform(
             };
             let old = crate::ops::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
             let task = read_task(tx, &old.task_id)?;
+            // Adopted (compute let it through): this file manages it now.
+            if a.source.as_deref().is_some_and(|s| s != file) {
+                tx.set_managed_by(&task.task_id, file)?;
+            }
             tx.set_declared(
                 &task.task_id,
                 &declared_hash(&d.declared, &task.payload_hash),

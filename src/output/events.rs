@@ -25,11 +25,19 @@ pub fn sentence(action: &str, detail: &Value) -> String {
         }
         "confirm" | "replace" => {
             let verb = if action == "confirm" {
-                "confirmed draft"
+                "confirmed"
             } else {
-                "replaced with draft"
+                "replaced with"
             };
-            words.push(format!("{verb} {}", id("draft_id").unwrap_or_default()));
+            // A draft confirmed by a person, or a file's plan applied.
+            words.push(match (id("draft_id"), text("file"), hash("plan_hash")) {
+                (Some(draft), _, _) => format!("{verb} draft {draft}"),
+                (None, Some(file), plan) => format!(
+                    "{verb} by apply of {file}{}",
+                    plan.map(|p| format!(" (plan {p})")).unwrap_or_default()
+                ),
+                (None, None, _) => verb.to_string(),
+            });
             words.extend(match (hash("old_payload_hash"), hash("payload_hash")) {
                 (Some(old), Some(new)) => Some(format!("hash {old} → {new}")),
                 (_, new) => new.map(|h| format!("hash {h}")),
@@ -71,10 +79,34 @@ pub fn sentence(action: &str, detail: &Value) -> String {
                 id("missed_run_id").map(|r| format!("its time had passed: run {r} missed")),
             );
         }
-        "delete" => words.push(match text("from") {
-            Some(from) => format!("deleted (was {from})"),
-            None => "deleted".into(),
-        }),
+        "delete" => {
+            words.push(match text("from") {
+                Some(from) => format!("deleted (was {from})"),
+                None => "deleted".into(),
+            });
+            words.extend(text("file").map(|file| format!("by apply of {file} --prune")));
+        }
+        "deny" => words.push(format!(
+            "denied wait {}: the run is failed",
+            text("wait_id").unwrap_or_default()
+        )),
+        "zone_set" | "zone_unset" => {
+            let key = text("identity_key").unwrap_or_default();
+            let old = text("old_zone").unwrap_or_else(|| "none".into());
+            words.push(match text("new_zone") {
+                Some(new) if action == "zone_set" => format!("set {key}'s zone: {old} → {new}"),
+                _ => format!("unset {key}'s zone (was {old})"),
+            });
+        }
+        "retime" => {
+            words.push(format!(
+                "re-timed from {} to {}",
+                text("from_zone").unwrap_or_default(),
+                text("to_zone").unwrap_or_default()
+            ));
+            words.extend(text("follows").map(|key| format!("following {key}")));
+            words.extend(text("next_run_at").map(|t| format!("next run {t}")));
+        }
         "claim" => {
             let decision = text("decision").unwrap_or_default();
             words.push(match decision.as_str() {
@@ -203,6 +235,47 @@ mod tests {
         assert_eq!(
             sentence("new_thing", &json!({"a": 1, "b": "x", "c": null})),
             "a=1 b=x"
+        );
+    }
+
+    #[test]
+    fn zones_applies_and_denials_read_as_sentences() {
+        assert_eq!(
+            sentence(
+                "zone_set",
+                &json!({"identity_key": "unix:alice", "old_zone": "Asia/Shanghai", "new_zone": "Europe/Berlin"})
+            ),
+            "set unix:alice's zone: Asia/Shanghai → Europe/Berlin"
+        );
+        assert_eq!(
+            sentence(
+                "zone_unset",
+                &json!({"identity_key": "unix:alice", "old_zone": "Europe/Berlin", "new_zone": null})
+            ),
+            "unset unix:alice's zone (was Europe/Berlin)"
+        );
+        assert_eq!(
+            sentence(
+                "retime",
+                &json!({"follows": "unix:alice", "from_zone": "Asia/Shanghai", "to_zone": "Europe/Berlin",
+                        "old_next_run_at": "2026-12-03T01:30:00Z", "next_run_at": "2026-12-03T08:30:00Z"})
+            ),
+            "re-timed from Asia/Shanghai to Europe/Berlin, following unix:alice, next run 2026-12-03T08:30:00Z"
+        );
+        assert_eq!(
+            sentence(
+                "confirm",
+                &json!({"plan_hash": "abcdef0123456789", "file": "source:ops", "payload_hash": "0011223344556677",
+                        "next_run_at": "2026-12-02T09:00:00Z"})
+            ),
+            "confirmed by apply of source:ops (plan abcdef01…), hash 00112233…, next run 2026-12-02T09:00:00Z"
+        );
+        assert_eq!(
+            sentence(
+                "deny",
+                &json!({"wait_id": "w1", "wait_kind": "confirmation"})
+            ),
+            "denied wait w1: the run is failed"
         );
     }
 }

@@ -53,20 +53,24 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
         }
         _ => t.state.to_string(),
     };
+    // A pending retry comes before the next occurrence: it is the next run.
+    let next = match (t.next_retry_at, t.next_run_at) {
+        (Some(retry), next) if next.is_none_or(|n| retry <= n) => {
+            format!("{} (retry)", when(Some(retry), t.timezone, now))
+        }
+        (_, next) => when(next, t.timezone, now),
+    };
     vec![
         short_id(&t.task_id).to_string(),
         t.name.as_deref().map(escape).unwrap_or_else(|| "-".into()),
         state,
-        when(t.next_run_at, t.timezone, now),
+        next,
         last.map(|r| relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now))
             .unwrap_or_else(|| "-".into()),
         last.map(|r| r.status.to_string())
             .unwrap_or_else(|| "-".into()),
-        format!(
-            "{} in {}",
-            t.schedule.describe(t.timezone),
-            t.timezone.name()
-        ),
+        // "…, follows unix:alice" for a task in its owner's zone (§18).
+        format!("{} in {}", t.schedule.describe(t.timezone), zone_words(t)),
         clip(&escape(&t.instruction), 60),
     ]
 }

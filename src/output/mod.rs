@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod events;
+mod fit;
 pub mod human;
 pub mod logfile;
 pub mod metrics;
@@ -155,19 +156,23 @@ impl Output {
         self.capture.is_none() && io::IsTerminal::is_terminal(&io::stdout())
     }
 
-    /// A table fitted to the terminal. Into a pipe or a file it is printed
-    /// at full width instead, one row per line, so that `grep`, `awk` and
-    /// `head` see whole rows (long cells are already clipped with `…`).
+    /// A table fitted to the terminal (`fit`: low-value columns dropped, long
+    /// text cut with `…`, no cell ever wrapped). Into a pipe or a file, or on
+    /// a terminal that reports no width, it is printed at full width, one
+    /// row per line, so that `grep`, `awk` and `head` see whole rows.
     pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) -> anyhow::Result<()> {
         let mut table = Table::new();
-        let arrangement = if self.to_terminal() {
-            ContentArrangement::Dynamic
-        } else {
-            ContentArrangement::Disabled
+        let width = match self.to_terminal() {
+            true => table.width().map(usize::from).filter(|&w| w > 0),
+            false => None,
+        };
+        let (header, rows) = match width {
+            Some(width) => fit::fit(header, rows, width),
+            None => (header.iter().map(|h| h.to_string()).collect(), rows),
         };
         table
             .load_preset(presets::NOTHING)
-            .set_content_arrangement(arrangement)
+            .set_content_arrangement(ContentArrangement::Disabled)
             .set_header(header.iter().map(|h| h.to_uppercase()));
         for row in rows {
             table.add_row(row);

@@ -23,8 +23,29 @@ pub struct NoticeFinish<'a> {
     pub now: i64,
 }
 
+/// The last skip notice of a task that was not held back, among its runs
+/// due since $2 ($1 the task): the run's status, reason and summary (its
+/// dedup key) and when the notice was made. Read along `runs_by_task`, so
+/// it reads no further back than the re-alert window.
+pub const LAST_SKIP_SENT: &str = "SELECT r.status, r.reason, r.summary, d.created_at
+    FROM runs r JOIN deliveries d ON d.run_id = r.run_id
+    WHERE r.task_id = $1 AND r.scheduled_for >= $2 AND r.status = 'skipped_overlap'
+      AND d.kind = 'skipped' AND d.state <> 'suppressed'
+    ORDER BY d.created_at DESC LIMIT 1";
+
+/// What `last_skip_sent` reads: the skipped run's words and the notice's time.
+pub struct SkipSent {
+    pub status: String,
+    pub reason: Option<String>,
+    pub summary: Option<String>,
+    pub at: i64,
+}
+
 pub trait DeliveryTx {
     fn insert_notice(&mut self, notice: &Notice) -> Result<()>;
+    /// `LAST_SKIP_SENT`: the task's last skip notice sent (not held back)
+    /// for a run due at or after `since`.
+    fn last_skip_sent(&mut self, task_id: &str, since: i64) -> Result<Option<SkipSent>>;
     /// The next number for a run's notice (a run parked on a continuation
     /// has more than one).
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64>;

@@ -354,6 +354,20 @@ pub trait TaskTx {
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;
     /// Ids of the tenant's non-deleted tasks an `apply` of `file` created.
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>>;
+    /// The source (`apply`'s file identity) that created each of the
+    /// tenant's tasks a file created, by task id.
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;
+    /// The tenants in which the caller owns tasks (not deleted), with how
+    /// many: what an empty listing in a misspelled tenant points to.
+    fn tenants_owned(&mut self, owner_keys: &[String]) -> Result<Vec<(String, i64)>>;
+    /// The caller's active tasks in the tenant with a retry pending at or
+    /// before `end`, soonest first, at most `limit`.
+    fn pending_retries(
+        &mut self,
+        f: &TaskFilter<'_>,
+        end: i64,
+        limit: i64,
+    ) -> Result<Vec<Result<Task, CorruptRow>>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
 }

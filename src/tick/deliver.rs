@@ -66,6 +66,8 @@ pub struct Notifier {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub notice: Notice,
+    /// The task of the notice's run, when it could be read.
+    pub task: Option<super::TaskRef>,
     pub state: DeliveryState,
     pub error: Option<String>,
 }
@@ -225,6 +227,7 @@ pub fn deliver_claimed(
     match recorded {
         Ok(()) => Ok(Delivery {
             notice: notice.clone(),
+            task: task.as_ref().map(super::TaskRef::of),
             state,
             error,
         }),
@@ -232,6 +235,7 @@ pub fn deliver_claimed(
         // unknown: it stays unknown, whatever the notifier said.
         Err(e) if is_conflict(&e) => Ok(Delivery {
             notice: notice.clone(),
+            task: task.as_ref().map(super::TaskRef::of),
             state: DeliveryState::Unknown,
             error: Some("the delivery deadline passed before the result was recorded".into()),
         }),

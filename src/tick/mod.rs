@@ -69,6 +69,46 @@ pub struct TickOptions {
     pub dry_run: bool,
 }
 
+/// Which task an event concerns, so that every line cron mails names it
+/// as well as the run: "digest (1a2b3c4d)".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRef {
+    pub task_id: String,
+    pub name: Option<String>,
+}
+
+impl TaskRef {
+    pub fn of(task: &crate::model::Task) -> TaskRef {
+        TaskRef {
+            task_id: task.task_id.clone(),
+            name: task.name.clone(),
+        }
+    }
+
+    /// The task of `run_id`, when the run and its task can still be read.
+    pub fn of_run(tx: &mut dyn crate::store::Tx, run_id: &str) -> Result<Option<TaskRef>> {
+        let Some(run) = tx.run(run_id)? else {
+            return Ok(None);
+        };
+        Ok(match tx.task(&run.task_id)? {
+            Some(Ok(task)) => Some(TaskRef::of(&task)),
+            _ => Some(TaskRef {
+                task_id: run.task_id,
+                name: None,
+            }),
+        })
+    }
+
+    /// "name (1a2b3c4d)", or the short id alone for a task with no name.
+    pub fn label(&self) -> String {
+        let id = crate::model::short_id(&self.task_id);
+        match &self.name {
+            Some(name) => format!("{name} ({id})"),
+            None => id.to_string(),
+        }
+    }
+}
+
 /// Something the tick did, reported to the person (or script) as it happens.
 #[derive(Debug, Clone)]
 pub enum TickEvent {
@@ -83,9 +123,11 @@ pub enum TickEvent {
     },
     NoticeExpired {
         notice: crate::model::Notice,
+        task: Option<TaskRef>,
     },
     NoticeUndeliverable {
         notice: crate::model::Notice,
+        task: Option<TaskRef>,
     },
     Delivered(deliver::Delivery),
     NoticesUndelivered {
@@ -93,6 +135,7 @@ pub enum TickEvent {
     },
     ContinuationExpired {
         run: crate::model::Run,
+        task: Option<TaskRef>,
     },
     Decided {
         task: Box<crate::model::Task>,
@@ -593,6 +636,31 @@ struct Expired {
     changed: bool,
 }
 
+/// Freezes as `unknown` every running run (of `tenant`, or all) whose lease
+/// has passed, with its event and notice, in the caller's transaction: the
+/// tick's first step, and `reconcile`'s before it lists or settles, so runs
+/// left `running` by a restored copy can be settled before ticks restart.
+pub fn freeze_expired_leases(
+    tx: &mut dyn crate::store::Tx,
+    now: i64,
+    tenant: Option<&str>,
+) -> Result<Vec<(crate::model::Run, Option<crate::model::Task>)>> {
+    let runs = tx.expire_leases(now, tenant)?;
+    let mut out = Vec::new();
+    for run in runs {
+        let task = tx.task(&run.task_id)?.and_then(Result::ok);
+        tx.append_event(&event(
+            now,
+            &run,
+            "lease_expired",
+            json!({"lease_until": run.lease_until}),
+        ))?;
+        settle::add_notice(tx, &run, task.as_ref(), now, None)?;
+        out.push((run, task));
+    }
+    Ok(out)
+}
+
 /// Steps 1–3: what expired since the last tick.
 fn expire(
     store: &mut dyn Store,
@@ -603,22 +671,7 @@ fn expire(
     let tenant = options.tenant.as_deref();
     // 1. Expired leases: the outcome is uncertain, so the run is frozen.
     let now = clock.now();
-    let expired = store.write(|tx| {
-        let runs = tx.expire_leases(now, tenant)?;
-        let mut out = Vec::new();
-        for run in runs {
-            let task = tx.task(&run.task_id)?.and_then(Result::ok);
-            tx.append_event(&event(
-                now,
-                &run,
-                "lease_expired",
-                json!({"lease_until": run.lease_until}),
-            ))?;
-            settle::add_notice(tx, &run, task.as_ref(), now, None)?;
-            out.push((run, task));
-        }
-        Ok(out)
-    })?;
+    let expired = store.write(|tx| freeze_expired_leases(tx, now, tenant))?;
     let mut notices_added = !expired.is_empty();
     let mut changed = notices_added;
     for (run, task) in expired {
@@ -634,6 +687,12 @@ fn expire(
     let give_up_before = now - options.delivery_give_up.as_secs() as i64;
     let (expired, abandoned) = store.write(|tx| {
         let expired = tx.expire_notices(now, tenant)?;
+        let named = |tx: &mut dyn crate::store::Tx, notices: Vec<crate::model::Notice>| {
+            notices
+                .into_iter()
+                .map(|n| Ok((TaskRef::of_run(tx, &n.run_id)?, n)))
+                .collect::<Result<Vec<_>>>()
+        };
         for n in &expired {
             tx.append_event(&delivery_event(
                 now,
@@ -651,14 +710,14 @@ fn expire(
                        "error": n.last_error, "attempts": n.attempts}),
             ))?;
         }
-        Ok((expired, abandoned))
+        Ok((named(tx, expired)?, named(tx, abandoned)?))
     })?;
     changed |= !expired.is_empty() || !abandoned.is_empty();
-    for notice in expired {
-        report(&TickEvent::NoticeExpired { notice })?;
+    for (task, notice) in expired {
+        report(&TickEvent::NoticeExpired { notice, task })?;
     }
-    for notice in abandoned {
-        report(&TickEvent::NoticeUndeliverable { notice })?;
+    for (task, notice) in abandoned {
+        report(&TickEvent::NoticeUndeliverable { notice, task })?;
     }
 
     // 3. Continuations past their deadline fail; their notices go out with
@@ -674,12 +733,14 @@ fn expire(
             );
             settle::settle(tx, run, run.status, None, &outcome, ACTOR, now, None)?;
         }
-        Ok(runs)
+        runs.into_iter()
+            .map(|run| Ok((TaskRef::of_run(tx, &run.run_id)?, run)))
+            .collect::<Result<Vec<_>>>()
     })?;
     notices_added |= !parked.is_empty();
     changed |= !parked.is_empty();
-    for run in parked {
-        report(&TickEvent::ContinuationExpired { run })?;
+    for (task, run) in parked {
+        report(&TickEvent::ContinuationExpired { run, task })?;
     }
     Ok(Expired {
         notices_added,

@@ -10,6 +10,9 @@ use crate::text::first_line;
 
 /// Why a notice was held back; stored on its `suppressed` ledger row.
 pub const DUPLICATE_FAILURE: &str = "duplicate failure";
+/// A skip for the same reason (the same blocking run, still in the same
+/// state) as one sent within the re-alert window: the same news.
+pub const DUPLICATE_SKIP: &str = "duplicate skip";
 pub const UNCHANGED_CONTENT: &str = "unchanged content";
 pub const POLICY: &str = "policy";
 /// The executor said `"notify":false` of a success.
@@ -35,6 +38,9 @@ pub struct Facts<'a> {
     pub executor_says: Option<bool>,
     /// This failure paused the task (`--pause-after`).
     pub paused_task: bool,
+    /// The key and time of the task's last skip notice sent within the
+    /// re-alert window (the caller reads it from the ledger).
+    pub last_skip_sent: Option<(String, i64)>,
     pub now: i64,
 }
 
@@ -63,8 +69,16 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             (NotifyMode::Never, None) => Some(POLICY),
             _ => None,
         },
-        NoticeKind::Missed | NoticeKind::Skipped => match mode {
+        NoticeKind::Missed => match mode {
             NotifyMode::Always | NotifyMode::Attention => None,
+            NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
+        },
+        // A task blocked by an unknown run is skipped at every occurrence
+        // until someone reconciles: the first skip is news, the next ones
+        // behind the same run within the window are not.
+        NoticeKind::Skipped => match mode {
+            NotifyMode::Always => None,
+            NotifyMode::Attention => same_skip(facts, &failure_key(run)),
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
         NoticeKind::Success => match facts.executor_says {
@@ -109,14 +123,27 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
 /// A failure's dedup key: its status, reason and the first line of what
 /// the executor said, so "timeout" and "HTTP 500" are different failures.
 pub fn failure_key(run: &Run) -> String {
-    let reason = run.reason.as_deref().and_then(first_line);
-    let summary = run.summary.as_deref().and_then(first_line);
-    format!(
-        "{}: {} | {}",
-        run.status,
-        reason.unwrap_or(""),
-        summary.unwrap_or("")
+    dedup_key(
+        run.status.as_str(),
+        run.reason.as_deref(),
+        run.summary.as_deref(),
     )
+}
+
+/// `failure_key` from a stored run's words (the ledger's last skip).
+pub fn dedup_key(status: &str, reason: Option<&str>, summary: Option<&str>) -> String {
+    format!(
+        "{status}: {} | {}",
+        reason.and_then(first_line).unwrap_or(""),
+        summary.and_then(first_line).unwrap_or("")
+    )
+}
+
+/// A skip whose key is the last one sent, less than a window ago.
+fn same_skip(facts: &Facts<'_>, key: &str) -> Option<&'static str> {
+    let (sent_key, at) = facts.last_skip_sent.as_ref()?;
+    let age = facts.now - at;
+    (sent_key == key && (0..facts.policy.realert()).contains(&age)).then_some(DUPLICATE_SKIP)
 }
 
 /// Suppressed as a duplicate when, within the streak, the last failure

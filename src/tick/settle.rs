@@ -323,12 +323,25 @@ pub fn add_decided_notice(
     let before = tx
         .task_memory(&run.task_id)?
         .unwrap_or_else(|| TaskMemory::new(&run.task_id));
+    let policy = task.map(|t| t.notice).unwrap_or_default();
+    // Only a skip needs the ledger: the last skip notice sent in the window.
+    let last_skip_sent = match run.status {
+        RunStatus::SkippedOverlap => tx
+            .last_skip_sent(&run.task_id, now - policy.realert())?
+            .map(|s| {
+                let key =
+                    notice_policy::dedup_key(&s.status, s.reason.as_deref(), s.summary.as_deref());
+                (key, s.at)
+            }),
+        _ => None,
+    };
     let decision = notice_policy::decide(
         &Facts {
             run,
-            policy: task.map(|t| t.notice).unwrap_or_default(),
+            policy,
             executor_says: context.executor_says,
             paused_task: context.paused.is_some(),
+            last_skip_sent,
             now,
         },
         before.clone(),

@@ -54,10 +54,10 @@ impl<'a> Shells<'a> {
             } else if std::env::var_os("AGENTCRON_REQUIRE_SHELLS").is_some() {
                 panic!("{} is not installed: run scripts/ensure-shells", sh.name());
             } else {
-                eprintln!(
+                crate::support::skipped(&format!(
                     "{} is not installed, its completion is not tested: run scripts/ensure-shells",
                     sh.name()
-                );
+                ));
             }
         }
         for sh in &available {

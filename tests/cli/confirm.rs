@@ -43,8 +43,19 @@ fn confirm_creates_an_active_task_at_revision_one_and_removes_the_draft() {
         assert!(task.get(field).is_some(), "missing {field}");
     }
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 0);
-    // A second confirm of the same draft finds nothing.
-    env.run(&["confirm", &id, "--hash", &hash]).fails(3);
+    // A second confirm of the same draft finds nothing, and says what
+    // became of it: drafting again would make a second task.
+    let again = env.run(&["confirm", &id, "--hash", &hash]).fails(3);
+    let task_id = task["task_id"].as_str().unwrap();
+    assert!(
+        again.stderr.contains(&format!(
+            "was confirmed at 2026-12-02 08:00 UTC as task hourly ({})",
+            &task_id[..8]
+        )),
+        "{}",
+        again.stderr
+    );
+    assert!(!again.stderr.contains("draft again"), "{}", again.stderr);
     assert_eq!(task_count(&env), 1);
     let events = env.sql("SELECT action FROM events ORDER BY event_id");
     assert_eq!(
@@ -127,4 +138,21 @@ fn confirm_of_an_unknown_draft_is_not_found() {
     let env = TestEnv::new();
     env.run(&["confirm", "no-such-draft", "--hash", &"a".repeat(64)])
         .fails(3);
+}
+
+/// Issue 36 item 3: draft ids take unique prefixes, as task and run ids do.
+#[test]
+fn confirm_takes_a_unique_prefix_of_the_draft_id() {
+    let env = TestEnv::new();
+    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--every", "1h", "--name", "p"]));
+    env.run(&["confirm", &id[..3], "--hash", &hash]).fails(3);
+    let task = env.json(&["confirm", &id[..8], "--hash", &hash]);
+    assert_eq!(task["name"], "p");
+    // Again by the same prefix: what became of it, not "no draft".
+    let again = env.run(&["confirm", &id[..8], "--hash", &hash]).fails(3);
+    assert!(
+        again.stderr.contains("was confirmed at"),
+        "{}",
+        again.stderr
+    );
 }

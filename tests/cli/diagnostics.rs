@@ -171,7 +171,7 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
     assert_eq!(out.stderr, "");
     assert!(out
         .stdout
-        .contains("\n[Service]\nType=oneshot\nUser=agent\nEnvironment=\"PATH="));
+        .contains("\nType=oneshot\nUser=agent\nEnvironment=\"PATH="));
     // By default, the user running the command (its effective uid).
     let me = std::process::Command::new("id")
         .arg("-un")
@@ -479,5 +479,69 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     assert_eq!(
         rig.env.json(&["show", "parked"])["blocked_by"]["run_id"],
         parked.as_str()
+    );
+}
+
+/// Issue 36 item 8: the unit as a deployment. It says that a oneshot tick
+/// never overlaps the next (cron's would), its enable hint reloads systemd
+/// first, and a `--user` that cannot open the store is warned about.
+#[test]
+fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() {
+    let env = TestEnv::new();
+    if env.pg_schema().is_some() {
+        return; // the store's owner and mode are a file's
+    }
+    env.draft(&["--instruction", "x", "--in", "1h"]);
+    let owner = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let owner = String::from_utf8(owner.stdout).unwrap().trim().to_string();
+    let out = env
+        .run(&["systemd", "--executor", "/bin/true", "--user", &owner])
+        .ok();
+    assert!(
+        !out.stderr.contains("cannot open it"),
+        "the owner can: {}",
+        out.stderr
+    );
+    assert!(
+        out.stdout
+            .contains("never starts a tick while the last one still runs"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "# enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer"
+        ),
+        "{}",
+        out.stdout
+    );
+    if owner == "root" {
+        // root may open any store: check another account.
+        let out = env
+            .run(&["systemd", "--executor", "/bin/true", "--user", "nobody"])
+            .ok();
+        assert!(
+            out.stderr.contains("belongs to root (uid 0) (mode 0600): a tick as nobody cannot open it; pass --user root"),
+            "{}",
+            out.stderr
+        );
+    }
+    let out = env
+        .run(&[
+            "systemd",
+            "--executor",
+            "/bin/true",
+            "--user",
+            "no-such-account",
+        ])
+        .ok();
+    assert!(
+        out.stderr
+            .contains("there is no account no-such-account on this host"),
+        "{}",
+        out.stderr
     );
 }

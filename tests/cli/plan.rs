@@ -642,3 +642,71 @@ fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
         .stdout
         .starts_with("no changes"));
 }
+
+/// Issue 36 item 7: a file whose `source` differs does not silently take
+/// over a task another file created; `--adopt` does, and every replace and
+/// delete names the source that created the task.
+#[test]
+fn a_task_another_source_created_is_replaced_only_with_adopt() {
+    let env = TestEnv::new();
+    let first = env.path("first.toml");
+    std::fs::write(
+        &first,
+        "source = \"team/a\"\n[digest]\ninstruction = \"a's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
+    )
+    .unwrap();
+    let first = first.display().to_string();
+    apply(&env, &first, &[]);
+    let second = env.path("second.toml");
+    std::fs::write(
+        &second,
+        "source = \"team/b\"\n[digest]\ninstruction = \"b's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
+    )
+    .unwrap();
+    let second = second.display().to_string();
+
+    let out = env.run(&["plan", &second]).fails(5);
+    assert!(
+        out.stderr
+            .contains("task digest was created by source:team/a, not by this file (source:team/b)"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--adopt"), "{}", out.stderr);
+    let hash = plan(&env, &second, &["--adopt"])["plan_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.run(&["apply", &second, "--hash", &hash]).fails(5);
+    assert_eq!(
+        env.json(&["show", "digest"])["instruction"],
+        "a's words",
+        "nothing changed"
+    );
+
+    let shown = env.run(&["plan", &second, "--adopt"]).ok().stdout;
+    assert!(
+        shown.contains("created by source:team/a (adopted by this file)"),
+        "{shown}"
+    );
+    let p = apply(&env, &second, &["--adopt"]);
+    assert_eq!(
+        env.json(&["show", "digest"])["instruction"],
+        "b's words",
+        "{p}"
+    );
+    // Now b's: a replace names it, and a's file is the one refused.
+    std::fs::write(
+        env.path("second.toml"),
+        "source = \"team/b\"\n[digest]\ninstruction = \"b again\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
+    )
+    .unwrap();
+    let p = plan(&env, &second, &[]);
+    assert_eq!(p["actions"][0]["created_by"], "source:team/b");
+    assert!(env
+        .run(&["plan", &second])
+        .ok()
+        .stdout
+        .contains("created by source:team/b\n"));
+    env.run(&["plan", &first]).fails(5);
+}

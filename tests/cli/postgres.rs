@@ -15,7 +15,7 @@ fn server() -> Option<postgres::Client> {
     match postgres::Client::connect(&base(), postgres::NoTls) {
         Ok(client) => Some(client),
         Err(e) if !on_postgres() => {
-            eprintln!("skipped: no PostgreSQL at {} ({e})", base());
+            crate::support::skipped(&format!("no PostgreSQL at {} ({e})", base()));
             None
         }
         Err(e) => panic!("no PostgreSQL at {}: {e}", base()),

@@ -102,3 +102,72 @@ fn every_readme_example_runs() {
         .join(".local/state/agentcron/agentcron.db")
         .is_file());
 }
+
+/// Issue 36 item 10: a newcomer's path. Install comes first and is locked,
+/// the quick start follows it at once, and the line that installs the
+/// crontab without an editor works as printed: run through `sh` with a
+/// stand-in `crontab` that lists an existing entry and records what it is
+/// given, the entry is kept and the tick's line added.
+#[test]
+fn the_quick_start_installs_the_crontab_without_an_editor_keeping_what_was_there() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let headings: Vec<&str> = readme.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(&headings[..2], ["## Install", "## Five-minute quick start"]);
+    assert!(readme.contains("cargo install --locked --path ."));
+    assert!(readme.contains("source <(COMPLETE=bash agentcron)"));
+    let line = sh_blocks(&readme)
+        .into_iter()
+        .flatten()
+        .find(|l| l.starts_with("(crontab -l"))
+        .expect("the README installs the crontab without an editor");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let installed = dir.path().join("installed");
+    std::fs::write(
+        bin.join("crontab"),
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = -l ]; then echo '0 3 * * * backup.sh'; exit 0; fi\n\
+             cat > '{}'\n",
+            installed.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("crontab"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        Path::new(BIN).parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", dir.path())
+        .env("AGENTCRON_DB", dir.path().join("s.db"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let crontab = std::fs::read_to_string(&installed).unwrap();
+    let lines: Vec<&str> = crontab.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines[0], "0 3 * * * backup.sh", "{crontab}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("* * * * * ") && l.contains(" tick")),
+        "{crontab}"
+    );
+}

@@ -1,6 +1,6 @@
 //! PostgreSQL side of the delivery ledger.
 
-use crate::store::deliveries::NOTICE_COLUMNS;
+use crate::store::deliveries::{SkipSent, LAST_SKIP_SENT, NOTICE_COLUMNS};
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -39,6 +39,22 @@ impl DeliveryTx for PgTx<'_, '_> {
             )
             .context("recording the notice")?;
         Ok(())
+    }
+
+    fn last_skip_sent(&mut self, task_id: &str, since: i64) -> Result<Option<SkipSent>> {
+        let row = self
+            .tx
+            .query_opt(LAST_SKIP_SENT, &[&task_id, &since])
+            .context("reading the task's last skip notice")?;
+        row.map(|r| {
+            Ok(SkipSent {
+                status: col(&r, 0)?,
+                reason: col(&r, 1)?,
+                summary: col(&r, 2)?,
+                at: col(&r, 3)?,
+            })
+        })
+        .transpose()
     }
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {

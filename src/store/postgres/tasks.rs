@@ -458,6 +458,56 @@ impl TaskTx for PgTx<'_, '_> {
         rows.iter().map(|r| col(r, 0)).collect()
     }
 
+    fn pending_retries(
+        &mut self,
+        f: &TaskFilter<'_>,
+        end: i64,
+        limit: i64,
+    ) -> Result<Vec<Result<Task, CorruptRow>>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks t
+                     WHERE tenant_key = $1 AND state = 'active'
+                       AND next_retry_at IS NOT NULL AND next_retry_at <= $2 AND {}
+                     ORDER BY next_retry_at, task_id LIMIT $4",
+                    owned("t", 3)
+                ),
+                &[&f.tenant_key, &end, &f.owner_keys, &limit],
+            )
+            .context("reading pending retries")?;
+        rows.iter().map(decode_task).collect()
+    }
+
+    fn tenants_owned(&mut self, owner_keys: &[String]) -> Result<Vec<(String, i64)>> {
+        let rows = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT tenant_key, count(*) FROM tasks t
+                     WHERE state <> 'deleted' AND {}
+                     GROUP BY tenant_key ORDER BY tenant_key",
+                    owned("t", 1)
+                ),
+                &[&owner_keys],
+            )
+            .context("reading the caller's tenants")?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+    }
+
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT task_id, managed_by FROM tasks
+                 WHERE tenant_key = $1 AND managed_by IS NOT NULL AND state <> 'deleted'",
+                &[&tenant_key],
+            )
+            .context("reading which source created each task")?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .tx

@@ -1,6 +1,6 @@
 //! SQLite side of the delivery ledger.
 
-use crate::store::deliveries::NOTICE_COLUMNS;
+use crate::store::deliveries::{SkipSent, LAST_SKIP_SENT, NOTICE_COLUMNS};
 use anyhow::{Context, Result};
 use rusqlite::{params, Row};
 
@@ -40,6 +40,22 @@ impl DeliveryTx for SqliteTx<'_> {
             ])
             .context("recording the notice")?;
         Ok(())
+    }
+
+    fn last_skip_sent(&mut self, task_id: &str, since: i64) -> Result<Option<SkipSent>> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .prepare_cached(&LAST_SKIP_SENT.replace('$', "?"))?
+            .query_row(rusqlite::params![task_id, since], |row| {
+                Ok(SkipSent {
+                    status: row.get(0)?,
+                    reason: row.get(1)?,
+                    summary: row.get(2)?,
+                    at: row.get(3)?,
+                })
+            })
+            .optional()
+            .context("reading the task's last skip notice")
     }
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {

@@ -66,6 +66,35 @@ pub fn check_folders_of(file: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The error for a store path that could not be inspected: when permission
+/// was denied, which folder stopped us, whose it is and its mode, so the
+/// person knows whose store it is and as whom to run.
+pub fn inspect_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    if e.kind() != IoKind::PermissionDenied {
+        return anyhow::Error::new(e).context(format!("inspecting {}", path.display()));
+    }
+    // The nearest folder we can still look at is the one we may not enter.
+    let blocker = path
+        .ancestors()
+        .skip(1)
+        .find_map(|folder| fs::symlink_metadata(folder).ok().map(|m| (folder, m)));
+    match blocker {
+        Some((folder, meta)) => CmdError::usage(format!(
+            "cannot reach {}: permission denied by the folder {} (owner {}, mode {:04o})",
+            path.display(),
+            folder.display(),
+            crate::accounts::label(meta.uid()),
+            meta.mode() & 0o7777
+        ))
+        .with_hint(format!(
+            "run agentcron as {}, whose store it is, or give --db a store of your own",
+            crate::accounts::label(meta.uid())
+        ))
+        .into(),
+        None => anyhow::Error::new(e).context(format!("inspecting {}", path.display())),
+    }
+}
+
 /// Who owns the database file, once it is known to be safe to use.
 #[derive(Debug, Clone, Copy)]
 pub struct Owner {
@@ -75,13 +104,17 @@ pub struct Owner {
 
 /// Checks the existing database file's mode and owner.
 pub fn check_database(db: &Path) -> Result<Owner> {
-    let meta = fs::symlink_metadata(db).with_context(|| format!("inspecting {}", db.display()))?;
+    let meta = fs::symlink_metadata(db).map_err(|e| inspect_error(db, e))?;
     not_shared(db, &meta)?;
     let me = euid();
     if meta.uid() != me && me != 0 {
         return Err(refuse(
             db,
-            format!("it belongs to uid {}, not to you (uid {me})", meta.uid()),
+            format!(
+                "it belongs to {}, mode {:04o}, not to you (uid {me})",
+                crate::accounts::label(meta.uid()),
+                meta.mode() & 0o7777
+            ),
             "run agentcron as the database's owner",
         ));
     }

@@ -31,7 +31,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
             path.display()
         ))
         .with_hint(
-            "check --db (or AGENTCRON_DB, e.g. on cron's command line); only commands that change the store create it",
+            "check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, plan/apply, import and `zone set --create-store` create a store",
         )
         .into());
     }
@@ -285,7 +285,7 @@ fn check_path(path: &Path) -> Result<bool> {
             Ok(true)
         }
         Err(e) if e.kind() == IoKind::NotFound => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("inspecting {}", path.display())),
+        Err(e) => Err(super::files::inspect_error(path, e)),
     }
 }
 

@@ -478,6 +478,56 @@ impl TaskTx for SqliteTx<'_> {
         Ok(ids)
     }
 
+    fn pending_retries(
+        &mut self,
+        f: &TaskFilter<'_>,
+        end: i64,
+        limit: i64,
+    ) -> Result<Vec<Result<Task, CorruptRow>>> {
+        let keys = serde_json::to_string(f.owner_keys)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks
+             WHERE tenant_key = ?1 AND state = 'active'
+               AND next_retry_at IS NOT NULL AND next_retry_at <= ?2
+               AND EXISTS (SELECT 1 FROM json_each(tasks.owner_keys) AS o
+                           WHERE o.value IN (SELECT value FROM json_each(?3)))
+             ORDER BY next_retry_at, task_id LIMIT ?4"
+        ))?;
+        let rows = stmt
+            .query_map(params![f.tenant_key, end, keys, limit], decode_task)?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading pending retries")?;
+        Ok(rows)
+    }
+
+    fn tenants_owned(&mut self, owner_keys: &[String]) -> Result<Vec<(String, i64)>> {
+        let keys = serde_json::to_string(owner_keys)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT tenant_key, count(*) FROM tasks
+             WHERE state <> 'deleted'
+               AND EXISTS (SELECT 1 FROM json_each(tasks.owner_keys) AS o
+                           WHERE o.value IN (SELECT value FROM json_each(?1)))
+             GROUP BY tenant_key ORDER BY tenant_key",
+        )?;
+        let found = stmt
+            .query_map([keys], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<(String, i64)>>>()
+            .context("reading the caller's tenants")?;
+        Ok(found)
+    }
+
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT task_id, managed_by FROM tasks
+             WHERE tenant_key = ?1 AND managed_by IS NOT NULL AND state <> 'deleted'",
+        )?;
+        let found = stmt
+            .query_map([tenant_key], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<HashMap<String, String>>>()
+            .context("reading which source created each task")?;
+        Ok(found)
+    }
+
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
         let changed = self
             .conn

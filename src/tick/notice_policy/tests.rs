@@ -40,6 +40,10 @@ fn task(mode: NotifyMode) -> Task {
 struct Player {
     task: Task,
     memory: TaskMemory,
+    /// The ledger's last skip notice sent, as `last_skip_sent` reads it.
+    skip_sent: Option<(String, i64)>,
+    /// The reason the next skipped run gives.
+    blocked_by: &'static str,
 }
 
 impl Player {
@@ -47,6 +51,8 @@ impl Player {
         Player {
             task: task(mode),
             memory: TaskMemory::new("t1"),
+            skip_sent: None,
+            blocked_by: "run r1 is still unknown",
         }
     }
 
@@ -60,6 +66,9 @@ impl Player {
         let run = Run::new(&self.task, at, at, 1, status, at, |r| {
             r.summary = (!summary.is_empty()).then(|| summary.to_string());
             r.finished_at = Some(at);
+            if status == RunStatus::SkippedOverlap {
+                r.reason = Some(self.blocked_by.to_string());
+            }
         });
         let decision = decide(
             &Facts {
@@ -67,11 +76,15 @@ impl Player {
                 policy: self.task.notice,
                 executor_says: says,
                 paused_task: false,
+                last_skip_sent: self.skip_sent.clone(),
                 now: at,
             },
             self.memory.clone(),
         );
         self.memory = decision.memory.clone();
+        if status == RunStatus::SkippedOverlap && decision.suppressed.is_none() {
+            self.skip_sent = Some((failure_key(&run), at));
+        }
         decision
     }
 }
@@ -261,4 +274,28 @@ fn the_held_back_note_names_what_was_held() {
         held_back_note(&m, "09:00").unwrap(),
         "3 notices since 09:00 were not sent"
     );
+}
+
+#[test]
+fn skips_behind_the_same_unknown_run_are_one_piece_of_news_per_window() {
+    let mut p = Player::new(NotifyMode::Attention);
+    // The first skip behind run r1 is news; the next ones within the hour
+    // are held back, counted into the next notice sent.
+    assert!(sent(&p.settle(60, RunStatus::SkippedOverlap, "", None)));
+    for minute in 2..=5 {
+        let d = p.settle(minute * 60, RunStatus::SkippedOverlap, "", None);
+        assert_eq!(d.suppressed, Some(DUPLICATE_SKIP), "minute {minute}");
+    }
+    // Another blocking run is other news.
+    p.blocked_by = "run r2 is still unknown";
+    let d = p.settle(6 * 60, RunStatus::SkippedOverlap, "", None);
+    assert!(sent(&d));
+    assert_eq!(d.suppressed_since_last, 4);
+    // Past the window the same skip is sent again.
+    let d = p.settle(6 * 60 + HOUR, RunStatus::SkippedOverlap, "", None);
+    assert!(sent(&d));
+    // Under `always` every skip is sent.
+    let mut p = Player::new(NotifyMode::Always);
+    assert!(sent(&p.settle(60, RunStatus::SkippedOverlap, "", None)));
+    assert!(sent(&p.settle(120, RunStatus::SkippedOverlap, "", None)));
 }

@@ -323,3 +323,80 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     assert!(listed.contains(&old_hash[..8]), "{listed}");
     assert!(listed.contains(&new_hash[..8]), "{listed}");
 }
+
+/// "Move the report to 10:00; nothing else changes" (issue 36 item 6):
+/// `--daily` keeps a weekday calendar's days, `--days` keeps its time, and an
+/// interval's new period keeps its anchor; `--cron` replaces the whole.
+#[test]
+fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
+    let env = TestEnv::new();
+    env.task(&[
+        "--instruction",
+        "summarize",
+        "--daily",
+        "09:00",
+        "--days",
+        "mon-fri",
+        "--tz",
+        "Asia/Shanghai",
+        "--name",
+        "report",
+    ]);
+    let calendar = |d: &Value| {
+        let payload: Value = serde_json::from_str(d["payload"].as_str().unwrap()).unwrap();
+        (payload["schedule"].clone(), payload["timezone"].clone())
+    };
+
+    let moved = env.json(&["draft", "--replace", "report", "--daily", "10:00"]);
+    let (schedule, zone) = calendar(&moved);
+    assert_eq!(
+        schedule,
+        serde_json::json!({"kind": "calendar", "hour": 10, "minute": 0,
+            "weekdays": [0, 1, 2, 3, 4]}),
+        "the weekdays stay"
+    );
+    assert_eq!(zone, "Asia/Shanghai", "the zone stays");
+
+    let days = env.json(&["draft", "--replace", "report", "--days", "weekends"]);
+    assert_eq!(
+        calendar(&days).0,
+        serde_json::json!({"kind": "calendar", "hour": 9, "minute": 0, "weekdays": [5, 6]}),
+        "the time of day stays"
+    );
+
+    let cron = env.json(&["draft", "--replace", "report", "--cron", "0 10 * * *"]);
+    assert_eq!(
+        calendar(&cron).0,
+        serde_json::json!({"kind": "cron", "expr": "0 10 * * *"})
+    );
+
+    env.task(&[
+        "--instruction",
+        "poll",
+        "--every",
+        "1h",
+        "--start",
+        "2026-12-01T00:20:00Z",
+        "--name",
+        "poll",
+    ]);
+    let every = env.json(&["draft", "--replace", "poll", "--every", "2h"]);
+    assert_eq!(
+        calendar(&every).0,
+        serde_json::json!({"kind": "interval", "seconds": 7200,
+            "anchor_at": 1796084400}),
+        "the anchor stays"
+    );
+
+    // --days still needs a calendar to keep a time from.
+    let out = env
+        .run(&["draft", "--replace", "poll", "--days", "mon"])
+        .fails(2);
+    assert!(
+        out.stderr.contains("--days only goes with --daily"),
+        "{}",
+        out.stderr
+    );
+    let help = env.run(&["draft", "--help"]).ok();
+    assert!(help.stdout.contains("replace it whole"), "{}", help.stdout);
+}

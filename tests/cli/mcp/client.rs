@@ -36,7 +36,7 @@ fn client_python() -> Option<PathBuf> {
     if std::env::var_os("AGENTCRON_REQUIRE_MCP_CLIENT").is_some() {
         panic!("{note}");
     }
-    eprintln!("{note}; the MCP client tests are skipped");
+    crate::support::skipped(&format!("{note}; the MCP client tests are skipped"));
     None
 }
 

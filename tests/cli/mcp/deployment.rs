@@ -98,7 +98,7 @@ fn an_agent_user_runs_only_the_server_and_cannot_reach_the_store() {
         if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
             panic!("the sudo deployment cannot be tested here: {why}");
         }
-        eprintln!("the sudo deployment is not tested: {why}");
+        crate::support::skipped(&format!("the sudo deployment is not tested: {why}"));
         return;
     }
     let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];

@@ -317,3 +317,52 @@ fn a_tasks_file_takes_the_policy() {
         out.stderr
     );
 }
+
+/// Issue 36 item 5: a task blocked by an `unknown` run is skipped at every
+/// occurrence until someone reconciles. The first skip is news; the next
+/// ones behind the same run within the re-alert window are held back as
+/// `duplicate skip`, and counted into the next notice sent.
+#[test]
+fn skips_behind_an_unknown_run_are_told_once_per_window() {
+    let rig = rig_with_task(&[]);
+    // The 08:05 run times out: unknown, its notice sent.
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.advance(STEP);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let unknown = rig.notices().len();
+    // Six occurrences behind it, one tick each.
+    for _ in 0..6 {
+        rig.env.advance(STEP);
+        rig.tick(&[]).ok();
+    }
+    let skipped: Vec<Value> = rig.notices()[unknown..]
+        .iter()
+        .filter(|n| n["kind"] == "skipped")
+        .cloned()
+        .collect();
+    assert_eq!(skipped.len(), 1, "one piece of news: {skipped:?}");
+    let held = rig.env.count(
+        "SELECT count(*) FROM deliveries WHERE state = 'suppressed' \
+         AND suppressed_reason = 'duplicate skip'",
+    );
+    assert_eq!(held, 5);
+    // An hour after the first (08:10), at 09:10, it is news again, and says
+    // what was held back meanwhile (08:15 … 09:05: eleven skips).
+    for _ in 0..7 {
+        rig.env.advance(STEP);
+        rig.tick(&[]).ok();
+    }
+    let last = rig.notices().last().cloned().unwrap();
+    assert_eq!(last["kind"], "skipped", "{last}");
+    assert_eq!(last["run"]["scheduled_for"], "2026-12-02T09:10:00Z");
+    assert_eq!(last["suppressed_since_last"], 11, "{last}");
+    assert_eq!(
+        rig.notices()[unknown..]
+            .iter()
+            .filter(|n| n["kind"] == "skipped")
+            .count(),
+        2
+    );
+}

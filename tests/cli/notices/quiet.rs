@@ -102,6 +102,11 @@ fn a_tick_prints_what_needs_a_person_and_verbose_prints_the_narrative() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{}", out.stdout);
     assert!(lines[0].contains(" failed: it broke"), "{}", out.stdout);
+    assert!(
+        lines[0].contains(" of task job ("),
+        "names the task: {}",
+        out.stdout
+    );
     // --verbose: every claim, run and notice.
     rig.env.set_env("FIXTURE_MODE", "succeed");
     rig.env.advance(STEP);

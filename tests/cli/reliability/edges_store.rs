@@ -294,7 +294,9 @@ fn a_store_in_a_read_only_folder_can_still_be_read() {
     env.task(&["--name", "ro", "--instruction", "x", "--every", "1h"]);
     let folder = env.db.parent().unwrap().to_path_buf();
     let Some(out) = run_on_read_only(&env, &folder, &["--json", "list"]) else {
-        eprintln!("skipped: cannot mount a folder read-only here (needs unshare -m and mount)");
+        crate::support::skipped(
+            "cannot mount a folder read-only here (needs unshare -m and mount)",
+        );
         return;
     };
     let out = out.ok();

@@ -358,6 +358,22 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     rig.with_notifier(0);
     let out = rig.tick(&[]).ok();
     assert_eq!(rig.runs("long")[0]["status"], "unknown", "{}", out.stdout);
+    // What cron mails names the task and the run, and its reconcile
+    // command reaches the run as printed (issue 36 item 4).
+    assert!(
+        out.stdout
+            .contains(&format!("run {} of task long (", &run_id[..8])),
+        "{}",
+        out.stdout
+    );
+    let db = shell_words::quote(&env.db_arg()).into_owned();
+    assert!(
+        out.stdout.contains(&format!(
+            "`agentcron --db {db} --as unix:tester reconcile {run_id} --decision "
+        )),
+        "{}",
+        out.stdout
+    );
     let notices = rig.notices();
     assert_eq!(
         notices.len(),

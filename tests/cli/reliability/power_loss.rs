@@ -194,7 +194,9 @@ fn power_loss_never_loses_an_acknowledged_write_or_replays_a_run() {
             std::env::var("AGENTCRON_REQUIRE_POWERLOSS").as_deref() != Ok("1"),
             "power loss scenario required but {why}"
         );
-        eprintln!("power loss: skipped: {why} (scripts/ensure-fuse installs what is missing)");
+        crate::support::skipped(&format!(
+            "power loss: {why} (scripts/ensure-fuse installs what is missing)"
+        ));
         return;
     }
     let (mut rng, _guard) = seeded("power_loss", 7);

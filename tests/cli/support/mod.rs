@@ -378,3 +378,14 @@ pub fn write_script(path: &Path, body: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod script");
 }
+
+/// Says that a scenario was skipped where a person running `cargo test`
+/// sees it: straight to the process's stderr, past the harness's capture
+/// (which hides what a passing test prints), so a skip never reads as `ok`
+/// alone. CI sets the AGENTCRON_REQUIRE_* variables, which turn a missing
+/// tool into a failure instead.
+pub fn skipped(what: &str) {
+    use std::io::Write;
+    let line = format!("\nagentcron test SKIPPED: {what}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}

@@ -1,0 +1,158 @@
+//! Tables on a real terminal (docs/CONTRACT.md §9): run in a pseudo-terminal
+//! of a given width, `list`, `runs`, `log`, `upcoming` and `status` fit it
+//! without wrapping a cell (one line per row, every line within the width);
+//! a terminal that reports 0 columns, and a pipe, get the table at full width.
+
+use std::process::Stdio;
+
+use crate::support::{Rig, T0};
+
+/// Runs `args` with stdin, stdout and stderr on a pseudo-terminal `columns`
+/// wide (Python's pty module sets the size before exec); returns the screen
+/// text with `\r\n` made `\n`.
+fn on_terminal(rig: &Rig, columns: u16, args: &[&str]) -> String {
+    const SCRIPT: &str = r#"
+import fcntl, os, pty, struct, sys, termios
+columns, argv = int(sys.argv[1]), sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    os.execv(argv[0], argv)
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let probe = rig.env.command(args);
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-c")
+        .arg(SCRIPT)
+        .arg(columns.to_string())
+        .arg(probe.get_program())
+        .args(probe.get_args())
+        .env_clear();
+    for (key, value) in probe.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs the pseudo-terminal");
+    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    assert!(
+        out.status.success(),
+        "{args:?} at {columns} columns: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn columns_of(line: &str) -> usize {
+    line.chars().count()
+}
+
+/// A store whose rows are wider than 80 columns: long instructions and
+/// summaries, a zone with a long name, runs, log events.
+fn wide_store() -> Rig {
+    let rig = Rig::new();
+    for (name, zone) in [
+        ("digest", "Asia/Shanghai"),
+        ("oncall", "America/Argentina/Buenos_Aires"),
+    ] {
+        rig.env.task(&[
+            "--instruction",
+            "summarize the on-call channel, list every open incident with its owner, \
+             and post the digest to the team channel before the stand-up",
+            "--daily",
+            "09:30",
+            "--days",
+            "mon-fri",
+            "--tz",
+            zone,
+            "--name",
+            name,
+        ]);
+    }
+    rig.env.set_now(T0 + 2 * 86400);
+    rig.tick(&[]).ok();
+    rig
+}
+
+#[test]
+fn tables_fit_the_terminal_without_wrapping_a_cell() {
+    let rig = wide_store();
+    for command in [
+        &["list"][..],
+        &["runs"],
+        &["log"],
+        &["upcoming"],
+        &["status"],
+    ] {
+        let piped = rig.env.run(command).ok().stdout;
+        let widest = piped.lines().map(columns_of).max().unwrap_or(0);
+        for columns in [80u16, 120] {
+            let screen = on_terminal(&rig, columns, command);
+            for line in screen.lines() {
+                assert!(
+                    columns_of(line) <= usize::from(columns) || command == ["status"],
+                    "{command:?} at {columns} columns: a line of {} columns:\n{screen}",
+                    columns_of(line)
+                );
+            }
+            // No cell wraps: one line per row, as into a pipe.
+            assert_eq!(
+                screen.lines().count(),
+                piped.lines().count(),
+                "{command:?} at {columns} columns:\n{screen}\npiped:\n{piped}"
+            );
+            if widest > usize::from(columns) && command != ["status"] {
+                assert!(screen.contains('…'), "{command:?}:\n{screen}");
+            }
+        }
+        // A terminal that reports no width: the table at full width.
+        assert_eq!(
+            on_terminal(&rig, 0, command),
+            piped,
+            "{command:?} at 0 columns"
+        );
+    }
+    assert!(
+        columns_of(rig.env.run(&["list"]).ok().stdout.lines().nth(1).unwrap()) > 80,
+        "the store is wide enough to need fitting"
+    );
+}
+
+#[test]
+fn low_value_columns_go_first_and_words_are_not_broken() {
+    let rig = wide_store();
+    let screen = on_terminal(&rig, 80, &["runs"]);
+    let header = screen.lines().next().unwrap();
+    for dropped in ["PAYLOAD", "ATTEMPT", "DELIVERY"] {
+        assert!(!header.contains(dropped), "{header}");
+    }
+    for kept in ["RUN", "TASK", "STATUS", "SUMMARY"] {
+        assert!(header.contains(kept), "{header}");
+    }
+    let wide = on_terminal(&rig, 200, &["runs"]);
+    assert!(wide.lines().next().unwrap().contains("PAYLOAD"), "{wide}");
+
+    let list = on_terminal(&rig, 80, &["list"]);
+    assert!(!list.contains("Asia/S\n"), "{list}");
+    for line in list.lines().skip(1) {
+        // A cut ends at a word's end: "…" follows a whole word.
+        if let Some(at) = line.find('…') {
+            let before = line[..at].chars().last().unwrap();
+            assert!(before.is_alphanumeric() || ",.)".contains(before), "{line}");
+        }
+    }
+}
