@@ -28,8 +28,8 @@ fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
             out.stderr,
             format!(
                 "agentcron: error: no database at {db_text}; `agentcron draft` creates it\n  \
-                 hint: check --db (or AGENTCRON_DB, e.g. on cron's command line); only commands \
-                 that change the store create it\n"
+                 hint: check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, \
+                 plan/apply, import and `zone set --create-store` create a store\n"
             ),
             "{args:?}"
         );

@@ -41,9 +41,10 @@ fn a_dry_run_reports_the_leases_the_tick_would_expire() {
     assert_eq!(
         dry.stdout,
         format!(
-            "would freeze run {} of task long: lease expired, outcome unknown \
+            "would freeze run {} of task long ({}): lease expired, outcome unknown \
              (`agentcron reconcile` settles it once you know what happened)\n",
-            &run_id[..8]
+            &run_id[..8],
+            &rig.env.json(&["show", "long"])["task_id"].as_str().unwrap()[..8]
         )
     );
     let events = rig.tick_json(&["--dry-run"]);

@@ -271,7 +271,7 @@ fn a_database_of_another_user_is_refused_to_anyone_but_root() {
     let out = run_as(&env, Some(NOBODY), &["--db", db_arg, "list"]).fails(2);
     assert_eq!(
         first_line(&out.stderr),
-        format!("agentcron: error: refusing {db_arg}: it belongs to uid 0, not to you (uid 65534)")
+        format!("agentcron: error: refusing {db_arg}: it belongs to root (uid 0), mode 0600, not to you (uid 65534)")
     );
 }
 
