@@ -22,17 +22,29 @@ pub struct BackupArgs {
     pub file: PathBuf,
 }
 
-pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<()> {
-    ctx.store()?.backup_to(&args.file)?;
+pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<i32> {
+    // TERM, INT and HUP stop the copy and remove its temporary file.
+    crate::interrupt::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    let written = ctx.store()?.backup_to(&args.file);
+    if let (Err(_), Some(signal)) = (&written, crate::interrupt::received()) {
+        ctx.out.warn(&format!(
+            "interrupted by {}: no backup was written",
+            crate::interrupt::name(signal)
+        ));
+        return Ok(crate::interrupt::exit_code(signal));
+    }
+    written?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.out.json {
-        return ctx
-            .out
-            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}));
+        ctx.out
+            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}))?;
+        return Ok(0);
     }
     ctx.out.line(&format!(
         "Backed up to {} ({bytes} bytes); `agentcron --db {} check` verifies it.",
         crate::text::escape(&args.file.display().to_string()),
         crate::text::escape(&args.file.display().to_string())
-    ))
+    ))?;
+    Ok(0)
 }

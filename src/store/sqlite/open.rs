@@ -38,11 +38,23 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // The bundled SQLite is built with URI names enabled globally; only a
     // name beginning with `file:` is read as a URI, and an absolute path never
     // does, so `file:x?mode=memory` stays a plain file name.
-    let absolute = std::path::absolute(path)
-        .with_context(|| format!("resolving the database path {}", path.display()))?;
-    let path = absolute.as_path();
+    // SQLITE_OPEN_NOFOLLOW refuses a symlink anywhere in the path, so the
+    // folders are resolved here; the final component stays unresolved (and
+    // check_path refused it as a symlink).
+    let resolved = files::resolve_folder(path)?;
+    let path = resolved.as_path();
     // Who may write these files decides who chooses what the tick runs.
     files::check_folders(path)?;
+    // A failed open leaves behind none of the files made for it.
+    let made = files::Made::before(path);
+    let conn = open_resolved(path, options, create);
+    if conn.is_err() {
+        made.remove_new();
+    }
+    conn
+}
+
+fn open_resolved(path: &Path, options: &OpenOptions, create: bool) -> Result<Connection> {
     if create {
         ensure_file(path)?;
     }

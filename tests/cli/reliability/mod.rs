@@ -14,6 +14,7 @@ mod clock_faults;
 mod confirmed;
 mod corruption;
 mod edges_input;
+mod edges_round4;
 mod edges_store;
 mod edges_tick;
 mod fencing_revival;
