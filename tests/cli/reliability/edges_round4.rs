@@ -362,3 +362,80 @@ fn the_backup_folds_what_its_snapshot_held_back() {
         "the .db alone lacks the task"
     );
 }
+
+// Item 3: a closing checkpoint that is killed or signalled.
+
+#[cfg(feature = "test-hooks")]
+mod hooked {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::{db_alone_holds_task, sidecar};
+    use crate::support::{on_postgres, TestEnv};
+
+    /// Confirms a new task with `hook` set; returns the task's id and the
+    /// confirm's process, stdout read up to its one JSON line.
+    fn confirm_with_hook(env: &TestEnv, hook: &str) -> (String, std::process::Child) {
+        let draft = env.draft(&["--instruction", "x", "--every", "1h"]);
+        let mut child = env
+            .command(&[
+                "--json",
+                "confirm",
+                draft["draft_id"].as_str().unwrap(),
+                "--hash",
+                draft["payload_hash"].as_str().unwrap(),
+            ])
+            .env("AGENTCRON_TEST_HOOK", hook)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The document ends with a line `}`; the process goes on to close.
+        let mut text = String::new();
+        let mut reader = std::io::BufReader::new(child.stdout.as_mut().unwrap());
+        while !text.ends_with("}\n") || text.lines().last() != Some("}") {
+            assert!(reader.read_line(&mut text).unwrap() > 0, "{text}");
+        }
+        let task: serde_json::Value = serde_json::from_str(&text).unwrap();
+        (task["task_id"].as_str().unwrap().to_string(), child)
+    }
+
+    #[test]
+    fn a_fold_killed_before_it_ran_is_done_by_the_next_command() {
+        if on_postgres() {
+            return;
+        }
+        let env = TestEnv::new();
+        for next in [&["list"][..], &["status"][..], &["tick"][..]] {
+            let (id, child) = confirm_with_hook(&env, "sqlite-fold:abort");
+            let status = child.wait_with_output().unwrap().status;
+            assert_eq!(status.signal(), Some(libc::SIGABRT));
+            assert!(!db_alone_holds_task(&env.db, &id), "the confirm folded");
+            assert!(sidecar(&env.db, "-fold").exists());
+            env.run(next).ok();
+            assert!(
+                db_alone_holds_task(&env.db, &id),
+                "`{}` did not fold",
+                next[0]
+            );
+            assert!(!sidecar(&env.db, "-fold").exists());
+        }
+    }
+
+    #[test]
+    fn a_term_during_the_closing_checkpoint_waits_for_it() {
+        if on_postgres() {
+            return;
+        }
+        let env = TestEnv::new();
+        let (id, child) = confirm_with_hook(&env, "sqlite-fold:sleep:1500");
+        // The JSON is printed before the store closes; the hook holds the
+        // close at the start of its fold.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        crate::support::kill(child.id() as i32, libc::SIGTERM);
+        let status = child.wait_with_output().unwrap().status;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        assert!(db_alone_holds_task(&env.db, &id), "the fold was cut short");
+        assert!(!sidecar(&env.db, "-fold").exists());
+    }
+}
