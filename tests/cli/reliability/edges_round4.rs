@@ -439,3 +439,27 @@ mod hooked {
         assert!(!sidecar(&env.db, "-fold").exists());
     }
 }
+
+// Item 5: a failure reply longer than the capture cap.
+
+#[test]
+fn a_failure_reply_longer_than_the_capture_is_not_a_success() {
+    let rig = crate::support::Rig::new();
+    let env = &rig.env;
+    // One line: {"status":"failed","summary":"<1.5 MB>"}, then exit 0.
+    let executor = env.path("long-failure.sh");
+    crate::support::write_script(
+        &executor,
+        "#!/bin/sh\ncat >/dev/null\nprintf '{\"status\":\"failed\",\"summary\":\"'\nhead -c 1500000 /dev/zero | tr '\\0' x\nprintf '\"}\\n'\n",
+    );
+    env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
+    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "long"]);
+    let id = task["task_id"].as_str().unwrap();
+    env.advance(3600);
+    env.run(&["tick"]).ok();
+    let runs = rig.runs(id);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "failed", "{}", runs[0]);
+    let reason = runs[0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("1 MiB"), "{}", runs[0]);
+}
