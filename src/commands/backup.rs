@@ -11,7 +11,10 @@ use crate::context::Ctx;
 /// Write a consistent copy of the SQLite store to a new file, while ticks run
 ///
 /// The copy is one snapshot (ticks may go on meanwhile), compacted, with no
-/// `-wal` of its own, mode 0600; an existing FILE is never replaced. Restore by
+/// `-wal` of its own, mode 0600; an existing FILE is never replaced. It is
+/// written as `.FILE.agentcron-partial-<random>` beside FILE and renamed to
+/// FILE once complete and synced, so an interrupted backup leaves no FILE
+/// (TERM, INT and HUP remove the temporary too; exit 128 + the signal). Restore by
 /// stopping cron's ticks, moving the copy to the `--db` path (removing the old
 /// file's `-wal` and `-shm`), and running `agentcron check`. On PostgreSQL use
 /// pg_dump (or `export`, which `import` reads back).

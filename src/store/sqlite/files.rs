@@ -251,8 +251,17 @@ impl Made {
         Made { files }
     }
 
-    /// Removes the regular files that did not exist before.
+    /// Removes the regular files that did not exist before, when the
+    /// database itself is one of them and still empty: a store that never
+    /// was. Never the sidecars of a store that existed, which another
+    /// process may have open.
     pub fn remove_new(self) {
+        let [(db, db_existed), ..] = self.files.as_slice() else {
+            return;
+        };
+        if *db_existed || fs::symlink_metadata(db).map_or(true, |m| m.len() > 0) {
+            return;
+        }
         for (path, existed) in self.files {
             let is_file = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
             if !existed && is_file {

@@ -9,7 +9,11 @@
 //! `.db` file alone holds every committed change — a copy of it is a backup,
 //! and losing the `-wal` loses nothing. Heartbeats (`write_relaxed`) and
 //! transactions that changed no row do not count as changes: an idle tick
-//! leaves its heartbeat in the WAL and costs no checkpoint.
+//! leaves its heartbeat in the WAL and costs no checkpoint. A change also
+//! creates `<db>-fold`, removed only by a complete fold: a fold that another
+//! process's snapshot held back, or that a kill cut short, is done by the
+//! next connection that may write, which checks for that file (one stat)
+//! as it closes.
 
 mod backup;
 mod busy;

@@ -45,11 +45,14 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let path = resolved.as_path();
     // Who may write these files decides who chooses what the tick runs.
     files::check_folders(path)?;
-    // A failed open leaves behind none of the files made for it.
+    // A failed first open leaves behind none of the files made for it.
     let made = files::Made::before(path);
     let conn = open_resolved(path, options, create);
-    if conn.is_err() {
-        made.remove_new();
+    if let Err(e) = &conn {
+        // Busy: another first use is racing this one and goes on with them.
+        if crate::error::classify(e).0 != crate::error::ErrorKind::Busy {
+            made.remove_new();
+        }
     }
     conn
 }
