@@ -23,7 +23,8 @@ use crate::store::OpenOptions;
 pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // A store opened never to write is never created either.
     let create = options.create && !options.never_write;
-    if !check_path(path)? && !create {
+    let exists = check_path(path)?;
+    if !exists && !create {
         // Without CREATE in the flags below, SQLite itself would refuse too
         // (were the file removed after this check), so nothing is created.
         return Err(CmdError::not_found(format!(
@@ -45,10 +46,11 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let path = resolved.as_path();
     // Who may write these files decides who chooses what the tick runs.
     files::check_folders(path)?;
-    // A failed first open leaves behind none of the files made for it.
-    let made = files::Made::before(path);
+    // A failed first open leaves behind none of the files made for it
+    // (an existing store's are never removed: no stat for them).
+    let made = (!exists).then(|| files::Made::before(path));
     let conn = open_resolved(path, options, create);
-    if let Err(e) = &conn {
+    if let (Err(e), Some(made)) = (&conn, made) {
         // Busy: another first use is racing this one and goes on with them.
         if crate::error::classify(e).0 != crate::error::ErrorKind::Busy {
             made.remove_new();
