@@ -25,6 +25,11 @@
 //!   not valid JSON is `Failed` ("malformed executor reply"): the executor
 //!   meant to answer, and reading a garbled answer as success would hide
 //!   exactly the failures it was trying to report.
+//! - A last line longer than the capture cap (1 MiB of stdout, kept from
+//!   its end) lost its beginning. When what is left ends like a JSON object
+//!   (`}`), it may have been a reply, possibly `{"status":"failed",…}`: it is
+//!   `Failed` ("malformed executor reply"), never left to the exit code. A
+//!   cut line that cannot be a reply is ordinary output.
 
 use serde_json::{Map, Value};
 
@@ -91,6 +96,19 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
         }
         ChildExit::Aborted => return unknown(outcome, "lease lost".to_string()),
     };
+    if outcome.stdout_truncated && last_line_cut(&outcome.stdout) {
+        return ExecResult {
+            status: ExecStatus::Failed,
+            summary: output_summary(outcome),
+            wait_id: None,
+            wait_deadline: None,
+            reason: Some(
+                "malformed executor reply: the last line is longer than the 1 MiB capture of stdout, so its beginning was lost"
+                    .to_string(),
+            ),
+            notify: None,
+        };
+    }
     match last_line(&outcome.stdout).map(reply_of) {
         Some(Reply::Given(reply)) => return reply,
         // Meant as a reply, unreadable: failed, with the output as its summary.
@@ -141,6 +159,14 @@ fn last_line(stdout: &[u8]) -> Option<&[u8]> {
         .split(|&byte| byte == b'\n')
         .map(<[u8]>::trim_ascii)
         .rfind(|line| !line.is_empty())
+}
+
+/// Whether the last line began before what a truncated capture kept (no
+/// line break precedes it) and ends like a JSON object, so may have been a
+/// reply whose beginning is lost.
+fn last_line_cut(stdout: &[u8]) -> bool {
+    let text = stdout.trim_ascii_end();
+    !text.contains(&b'\n') && text.ends_with(b"}")
 }
 
 /// What the last line of stdout is.
@@ -662,6 +688,24 @@ mod tests {
         let mut big = outcome(ChildExit::Exited(0), b"ing\n{\"status\":\"failed\"}\n");
         big.stdout_truncated = true;
         assert_eq!(interpret(&big), result(ExecStatus::Failed, None, None));
+    }
+
+    #[test]
+    fn a_cut_last_line_that_may_have_been_a_reply_is_malformed() {
+        // The tail of `{"status":"failed","summary":"xxx…"}` past the cap.
+        let mut cut = outcome(ChildExit::Exited(0), b"xxxxxxxx\"}\n");
+        cut.stdout_truncated = true;
+        let got = interpret(&cut);
+        assert_eq!(got.status, ExecStatus::Failed);
+        assert!(got.reason.unwrap().starts_with("malformed executor reply"));
+        // A cut line that cannot end a JSON object is output: the exit code decides.
+        let mut plain = outcome(ChildExit::Exited(0), b"xxxxxxxx done\n");
+        plain.stdout_truncated = true;
+        assert_eq!(interpret(&plain).status, ExecStatus::Succeeded);
+        // Whole lines after the cut one are read as ever.
+        let mut whole = outcome(ChildExit::Exited(0), b"xx\"}\n{\"status\":\"succeeded\"}\n");
+        whole.stdout_truncated = true;
+        assert_eq!(interpret(&whole).status, ExecStatus::Succeeded);
     }
 
     #[test]

@@ -67,3 +67,30 @@ pub fn name(signal: i32) -> &'static str {
 pub fn exit_code(signal: i32) -> i32 {
     128 + signal
 }
+
+/// Runs `f` with the stop signals held back (blocked for this thread), then
+/// lets any that arrived meanwhile act: a closing checkpoint, which is
+/// bounded, finishes before a TERM ends the process. A process whose other
+/// threads could receive them blocks them there too (the tick's workers are
+/// gone when its store closes; other commands have no threads).
+pub fn hold_stop_signals<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: pthread_sigmask with sets built by sigemptyset/sigaddset on
+    // zeroed structs we own.
+    let previous = unsafe {
+        let mut held: libc::sigset_t = std::mem::zeroed();
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut held);
+        for signal in STOP_SIGNALS {
+            libc::sigaddset(&mut held, signal);
+        }
+        (libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut previous) == 0).then_some(previous)
+    };
+    let out = f();
+    if let Some(previous) = previous {
+        // SAFETY: restores the mask saved above.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        }
+    }
+    out
+}

@@ -11,7 +11,10 @@ use crate::context::Ctx;
 /// Write a consistent copy of the SQLite store to a new file, while ticks run
 ///
 /// The copy is one snapshot (ticks may go on meanwhile), compacted, with no
-/// `-wal` of its own, mode 0600; an existing FILE is never replaced. Restore by
+/// `-wal` of its own, mode 0600; an existing FILE is never replaced. It is
+/// written as `.FILE.agentcron-partial-<random>` beside FILE and renamed to
+/// FILE once complete and synced, so an interrupted backup leaves no FILE
+/// (TERM, INT and HUP remove the temporary too; exit 128 + the signal). Restore by
 /// stopping cron's ticks, moving the copy to the `--db` path (removing the old
 /// file's `-wal` and `-shm`), and running `agentcron check`. On PostgreSQL use
 /// pg_dump (or `export`, which `import` reads back).
@@ -22,23 +25,35 @@ pub struct BackupArgs {
     pub file: PathBuf,
 }
 
-pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<()> {
+pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<i32> {
     // The copy's folder is held to the store's rule (docs/CONTRACT.md §11):
     // whoever can rename the copy away can leave a store of theirs to be
     // restored, whose tasks the tick then runs.
     let file = std::path::absolute(&args.file)
         .with_context(|| format!("resolving the backup path {}", args.file.display()))?;
     crate::store::sqlite::check_folders_of(&file, "the backup")?;
-    ctx.store()?.backup_to(&args.file)?;
+    // TERM, INT and HUP stop the copy and remove its temporary file.
+    crate::interrupt::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    let written = ctx.store()?.backup_to(&args.file);
+    if let (Err(_), Some(signal)) = (&written, crate::interrupt::received()) {
+        ctx.out.warn(&format!(
+            "interrupted by {}: no backup was written",
+            crate::interrupt::name(signal)
+        ));
+        return Ok(crate::interrupt::exit_code(signal));
+    }
+    written?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
     if ctx.out.json {
-        return ctx
-            .out
-            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}));
+        ctx.out
+            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}))?;
+        return Ok(0);
     }
     ctx.out.line(&format!(
         "Backed up to {} ({bytes} bytes); `agentcron --db {} check` verifies it.",
         crate::text::escape(&args.file.display().to_string()),
         crate::text::escape(&args.file.display().to_string())
-    ))
+    ))?;
+    Ok(0)
 }

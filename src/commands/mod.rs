@@ -121,7 +121,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Status(args) => return status::run(ctx, args),
         Command::Prune(args) => prune::run(ctx, args),
         Command::Check(args) => return check::run(ctx, args),
-        Command::Backup(args) => backup::run(ctx, args),
+        Command::Backup(args) => return backup::run(ctx, args),
         Command::Metrics(args) => metrics::run(ctx, args),
         Command::Crontab(args) => install::crontab(ctx, args),
         Command::Systemd(args) => install::systemd(ctx, args),

@@ -193,6 +193,11 @@ is \fBfailed\fR with a summary naming the malformed field. A reply may say \fB"n
 silence the notice of a success whose news is not worth telling, or \fB"notify":true\fR to send it
 whatever the task's notice policy; it is ignored for anything but a success.
 .PP
+Of stdout and of stderr the last 1 MiB is kept (the rest is read and dropped). A last line longer
+than that lost its beginning: when what is left ends with \fB}\fR (it may have been a reply, a
+failure too) the run is \fBfailed\fR as a malformed reply, whatever the exit code; keep replies
+short and put long output before them.
+.PP
 Killed by a signal, past \fB\-\-timeout\fR (the whole process group is killed: TERM, then KILL) or
 after losing its lease, the run is \fBunknown\fR and waits for \fBagentcron reconcile\fR.
 .PP

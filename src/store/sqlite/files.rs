@@ -240,6 +240,76 @@ fn not_shared(path: &Path, meta: &Metadata) -> Result<()> {
     Ok(())
 }
 
+/// `path` made absolute with its folders resolved: the nearest existing
+/// folder above it canonicalized (a symlinked HOME, a symlinked folder on the
+/// way), the rest kept as written. The final component is not followed.
+pub fn resolve_folder(path: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(path)
+        .with_context(|| format!("resolving the path {}", path.display()))?;
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        return Ok(absolute);
+    };
+    let mut missing = Vec::new();
+    let mut folder = parent;
+    loop {
+        match fs::canonicalize(folder) {
+            Ok(mut real) => {
+                real.extend(missing.iter().rev());
+                real.push(name);
+                return Ok(real);
+            }
+            Err(e) if e.kind() == IoKind::NotFound => match (folder.parent(), folder.file_name()) {
+                (Some(up), Some(last)) => {
+                    missing.push(last);
+                    folder = up;
+                }
+                _ => return Ok(absolute),
+            },
+            Err(e) => return Err(e).with_context(|| format!("resolving {}", folder.display())),
+        }
+    }
+}
+
+/// Which of a database's three files existed before an attempt to open it,
+/// so that a failed attempt removes the ones it made (docs/CONTRACT.md §11:
+/// nothing is created unless the open succeeds).
+pub struct Made {
+    files: Vec<(PathBuf, bool)>,
+}
+
+impl Made {
+    pub fn before(db: &Path) -> Made {
+        let files = ["", "-wal", "-shm"]
+            .iter()
+            .map(|suffix| {
+                let path = sidecar(db, suffix);
+                let existed = fs::symlink_metadata(&path).is_ok();
+                (path, existed)
+            })
+            .collect();
+        Made { files }
+    }
+
+    /// Removes the regular files that did not exist before, when the
+    /// database itself is one of them and still empty: a store that never
+    /// was. Never the sidecars of a store that existed, which another
+    /// process may have open.
+    pub fn remove_new(self) {
+        let [(db, db_existed), ..] = self.files.as_slice() else {
+            return;
+        };
+        if *db_existed || fs::symlink_metadata(db).map_or(true, |m| m.len() > 0) {
+            return;
+        }
+        for (path, existed) in self.files {
+            let is_file = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+            if !existed && is_file {
+                let _ = fs::remove_file(&path);
+            }
+        }
+    }
+}
+
 pub fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut name = db.as_os_str().to_os_string();
     name.push(suffix);

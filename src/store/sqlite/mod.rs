@@ -9,8 +9,13 @@
 //! `.db` file alone holds every committed change — a copy of it is a backup,
 //! and losing the `-wal` loses nothing. Heartbeats (`write_relaxed`) and
 //! transactions that changed no row do not count as changes: an idle tick
-//! leaves its heartbeat in the WAL and costs no checkpoint.
+//! leaves its heartbeat in the WAL and costs no checkpoint. A change also
+//! creates `<db>-fold`, removed only by a complete fold: a fold that another
+//! process's snapshot held back, or that a kill cut short, is done by the
+//! next connection that may write, which checks for that file (one stat)
+//! as it closes.
 
+mod backup;
 mod busy;
 mod completion;
 mod deliveries;
@@ -62,6 +67,9 @@ const CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(1
 /// the rebuild to ~130 preads.
 const WAL_TRUNCATE_BYTES: u64 = 1 << 20;
 
+/// The suffix of the file that says a fold is owed (docs/CONTRACT.md §11).
+const FOLD_MARKER: &str = "-fold";
+
 /// A transaction's view of the connection; the table-family modules
 /// implement the store traits on it.
 pub struct SqliteTx<'c> {
@@ -83,31 +91,26 @@ impl SqliteStore {
             busy::retry_while_busy(options.busy_timeout, || schema::migrate(&mut conn))
                 .with_context(|| format!("preparing the database {}", path.display()))?
         };
-        Ok(SqliteStore {
+        let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            changed: false,
+        };
+        if migrated {
             // A migration is a change the file alone must hold too.
-            changed: migrated,
-        })
+            store.note_change();
+        }
+        Ok(store)
     }
 }
 
 impl Store for SqliteStore {
     fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        let before = self.conn.total_changes();
-        let committed = (|| {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .context("starting a write transaction")?;
-            f(&mut SqliteTx { conn: &tx })?;
-            tx.commit().context("committing")
-        })();
-        // On a read-only file system: one line saying so, not SQLite's words.
-        committed.map_err(|e| open::read_only_store(&self.path, e))?;
         // A transaction that changed no row wrote no WAL frame: nothing to
         // fold for it.
-        self.changed |= self.conn.total_changes() != before;
+        if self.commit(f)? {
+            self.note_change();
+        }
         Ok(())
     }
 
@@ -142,9 +145,7 @@ impl Store for SqliteStore {
     fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.set_synchronous("NORMAL")?;
         // Bookkeeping, not a change a backup must hold: no checkpoint for it.
-        let changed = self.changed;
-        let out = self.write_dyn(f);
-        self.changed = changed;
+        let out = self.commit(f).map(|_| ());
         let restored = self.set_synchronous("FULL");
         out?;
         restored
@@ -152,38 +153,8 @@ impl Store for SqliteStore {
 
     fn backup_to(&mut self, path: &Path) -> Result<()> {
         // VACUUM INTO reads one snapshot (ticks go on writing meanwhile) and
-        // writes a compact copy with no WAL of its own. It needs a new or
-        // empty file: made here, 0600, refusing to replace anything.
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| {
-                let error = crate::error::CmdError::usage(format!(
-                    "cannot create the backup {}: {e}",
-                    path.display()
-                ));
-                match e.kind() {
-                    std::io::ErrorKind::AlreadyExists => crate::error::CmdError::usage(format!(
-                        "the backup {} already exists",
-                        path.display()
-                    ))
-                    .with_hint("backup never replaces a file: name a new one"),
-                    _ => error,
-                }
-            })?;
-        let target = path.to_str().context("the backup path is not UTF-8")?;
-        let copied = self
-            .conn
-            .execute("VACUUM INTO ?1", [target])
-            .with_context(|| format!("writing the backup {}", path.display()));
-        if copied.is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        copied.map(|_| ())
+        // writes a compact copy with no WAL of its own.
+        backup::write(&self.conn, path)
     }
 
     fn compact(&mut self) -> Result<()> {
@@ -196,6 +167,22 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
+    /// Runs `f` in one IMMEDIATE transaction; says whether it changed rows.
+    fn commit(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<bool> {
+        let before = self.conn.total_changes();
+        let committed = (|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .context("starting a write transaction")?;
+            f(&mut SqliteTx { conn: &tx })?;
+            tx.commit().context("committing")
+        })();
+        // On a read-only file system: one line saying so, not SQLite's words.
+        committed.map_err(|e| open::read_only_store(&self.path, e))?;
+        Ok(self.conn.total_changes() != before)
+    }
+
     fn set_synchronous(&mut self, level: &str) -> Result<()> {
         self.conn
             .execute_batch(&format!("PRAGMA synchronous = {level};"))
@@ -210,25 +197,70 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// `<db>-fold`: present while committed changes may be missing from the
+    /// `.db` file (see `note_change`).
+    fn fold_marker(&self) -> PathBuf {
+        files::sidecar(&self.path, FOLD_MARKER)
+    }
+
+    /// Records that this connection committed a change, and that a fold is
+    /// owed until one completes: the marker outlives a process killed before
+    /// or during its closing checkpoint, and one whose checkpoint another
+    /// process's snapshot (a backup) held back.
+    fn note_change(&mut self) {
+        if !self.changed {
+            self.changed = true;
+            self.owe_fold();
+        }
+    }
+
+    fn owe_fold(&self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Best effort: without it the fold at close still runs; only its
+        // repair after a kill depends on the marker. Never a symlink.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(self.fold_marker());
+    }
+
+    /// Whether a fold is owed: one stat of the marker, the whole cost of the
+    /// check for a command that changed nothing (an idle tick).
+    fn fold_owed(&self) -> bool {
+        std::fs::symlink_metadata(self.fold_marker()).is_ok()
+    }
+
     /// Folds every committed frame of the WAL into the `.db` file. PASSIVE
     /// never blocks another process: a reader holding an older snapshot
     /// only keeps the newer frames out until it ends, so it is tried again
     /// briefly. The commits were durable already; this makes the file alone
-    /// hold them.
+    /// hold them. Only a complete fold removes the marker; a frame committed
+    /// meanwhile (by a process that then marks it) puts the marker back, so
+    /// that process's kill cannot leave its frames unfolded and unmarked.
     fn checkpoint(&mut self) {
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::at("sqlite-fold");
         let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+        let mut folded_to = None;
         for _ in 0..CHECKPOINT_TRIES {
-            let done = self
-                .conn
-                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
-                    Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
-                });
-            match done {
-                Ok((log, folded)) if folded >= log => break,
+            match self.checkpoint_passive() {
+                Ok((log, folded)) if folded >= log => {
+                    folded_to = Some(log);
+                    break;
+                }
                 Ok(_) => std::thread::sleep(CHECKPOINT_PAUSE),
                 // Busy (another checkpoint runs: it folds our frames too)
-                // or failing: the next command that changes the store folds.
+                // or failing: the marker stays for the next command.
                 Err(_) => break,
+            }
+        }
+        if let Some(log) = folded_to {
+            let _ = std::fs::remove_file(self.fold_marker());
+            let again = self.checkpoint_passive();
+            if !matches!(again, Ok((now, folded)) if now == log && folded >= now) {
+                self.owe_fold();
             }
         }
         if self.wal_bytes() >= WAL_TRUNCATE_BYTES {
@@ -239,12 +271,32 @@ impl SqliteStore {
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
     }
+
+    /// One PASSIVE checkpoint: (frames in the WAL, frames folded).
+    fn checkpoint_passive(&self) -> rusqlite::Result<(i64, i64)> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            })
+    }
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
-        if self.changed {
-            self.checkpoint();
+        // A connection that changed something folds; so does any other that
+        // may write, when an earlier command left a fold owed (a backup held
+        // its checkpoint back, or it was killed during it). A read-only
+        // connection cannot checkpoint.
+        let owed = self.changed
+            || (!self
+                .conn
+                .is_readonly(rusqlite::DatabaseName::Main)
+                .unwrap_or(true)
+                && self.fold_owed());
+        if owed {
+            // The fold is bounded (CHECKPOINT_TRIES); a stop signal waits for
+            // it, so a TERM cannot leave the .db half-written.
+            crate::interrupt::hold_stop_signals(|| self.checkpoint());
         }
     }
 }

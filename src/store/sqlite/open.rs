@@ -23,7 +23,8 @@ use crate::store::OpenOptions;
 pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // A store opened never to write is never created either.
     let create = options.create && !options.never_write;
-    if !check_path(path)? && !create {
+    let exists = check_path(path)?;
+    if !exists && !create {
         // Without CREATE in the flags below, SQLite itself would refuse too
         // (were the file removed after this check), so nothing is created.
         return Err(CmdError::not_found(format!(
@@ -38,11 +39,27 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // The bundled SQLite is built with URI names enabled globally; only a
     // name beginning with `file:` is read as a URI, and an absolute path never
     // does, so `file:x?mode=memory` stays a plain file name.
-    let absolute = std::path::absolute(path)
-        .with_context(|| format!("resolving the database path {}", path.display()))?;
-    let path = absolute.as_path();
+    // SQLITE_OPEN_NOFOLLOW refuses a symlink anywhere in the path, so the
+    // folders are resolved here; the final component stays unresolved (and
+    // check_path refused it as a symlink).
+    let resolved = files::resolve_folder(path)?;
+    let path = resolved.as_path();
     // Who may write these files decides who chooses what the tick runs.
     files::check_folders(path)?;
+    // A failed first open leaves behind none of the files made for it
+    // (an existing store's are never removed: no stat for them).
+    let made = (!exists).then(|| files::Made::before(path));
+    let conn = open_resolved(path, options, create);
+    if let (Err(e), Some(made)) = (&conn, made) {
+        // Busy: another first use is racing this one and goes on with them.
+        if crate::error::classify(e).0 != crate::error::ErrorKind::Busy {
+            made.remove_new();
+        }
+    }
+    conn
+}
+
+fn open_resolved(path: &Path, options: &OpenOptions, create: bool) -> Result<Connection> {
     if create {
         ensure_file(path)?;
     }

@@ -15,6 +15,7 @@ mod confirmed;
 mod corruption;
 mod edges_input;
 mod edges_messages;
+mod edges_round4;
 mod edges_store;
 mod edges_tick;
 mod fencing_revival;
