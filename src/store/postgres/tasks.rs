@@ -471,7 +471,7 @@ impl TaskTx for PgTx<'_, '_> {
                     "SELECT {TASK_COLUMNS} FROM tasks t
                      WHERE tenant_key = $1 AND state = 'active'
                        AND next_retry_at IS NOT NULL AND next_retry_at <= $2 AND {}
-                     ORDER BY next_retry_at, task_id LIMIT $4",
+                     ORDER BY next_retry_at LIMIT $4",
                     owned("t", 3)
                 ),
                 &[&f.tenant_key, &end, &f.owner_keys, &limit],

@@ -491,7 +491,7 @@ impl TaskTx for SqliteTx<'_> {
                AND next_retry_at IS NOT NULL AND next_retry_at <= ?2
                AND EXISTS (SELECT 1 FROM json_each(tasks.owner_keys) AS o
                            WHERE o.value IN (SELECT value FROM json_each(?3)))
-             ORDER BY next_retry_at, task_id LIMIT ?4"
+             ORDER BY next_retry_at LIMIT ?4"
         ))?;
         let rows = stmt
             .query_map(params![f.tenant_key, end, keys, limit], decode_task)?
