@@ -133,6 +133,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         max_running: args.max_running,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
+        host: crate::context::host_name(),
     };
     let clock = ctx.clock;
     if !options.dry_run {

@@ -21,6 +21,7 @@ pub mod postgres;
 pub mod queue;
 pub mod rows;
 pub mod runs;
+pub mod schema;
 pub mod shared;
 pub mod sqlite;
 pub mod tasks;
@@ -37,7 +38,7 @@ pub use drafts::DraftTx;
 pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};
-pub use meta::MetaTx;
+pub use meta::{Host, MetaTx};
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
@@ -120,6 +121,18 @@ pub trait Store: Send {
     /// Writes a consistent, self-contained copy of the store to `path` (a
     /// new file, 0600), whatever other processes are doing meanwhile.
     fn backup_to(&mut self, path: &std::path::Path) -> Result<()>;
+
+    /// The schema version the store is at (docs/CONTRACT.md §21).
+    fn schema_version(&mut self) -> Result<i64>;
+
+    /// This build's migrations, one line each saying what it does: entry
+    /// `i` takes the schema from version `i` to `i + 1`.
+    fn migrations(&self) -> &'static [&'static str];
+
+    /// Brings the schema to this build's, one transaction per step under the
+    /// migration lock (another `migrate` waits for it, then finds less or
+    /// nothing to do), calling `applied` with each version committed.
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()>;
 }
 
 impl dyn Store + '_ {
@@ -187,7 +200,8 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// Opens (creating and migrating when needed) the store at `location`.
+/// Opens the store at `location`, creating or migrating it when the options
+/// allow (`schema::on_open`).
 pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>> {
     match location {
         Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, options)?)),
@@ -218,6 +232,8 @@ pub struct OpenOptions {
     /// Where a PostgreSQL URL without a password finds one (`PGPASSWORD`,
     /// the password file), as the environment gave them.
     pub postgres_password: postgres::password::PasswordSources,
+    /// What to do with a store at an older schema (`schema::on_open`).
+    pub upgrade: schema::Upgrade,
 }
 
 impl OpenOptions {
@@ -229,6 +245,7 @@ impl OpenOptions {
             create: false,
             read_only: true,
             never_write: true,
+            upgrade: schema::Upgrade::Never,
             ..Default::default()
         }
     }

@@ -121,6 +121,18 @@ impl Store for SharedStore {
     fn backup_to(&mut self, path: &std::path::Path) -> Result<()> {
         self.lock().store.backup_to(path)
     }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        self.lock().store.schema_version()
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        self.lock().store.migrations()
+    }
+
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
+        self.lock().store.migrate(applied)
+    }
 }
 
 #[cfg(test)]

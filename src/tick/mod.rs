@@ -67,6 +67,9 @@ pub struct TickOptions {
     /// A notice still not sent this long after it was created is undeliverable.
     pub delivery_give_up: Duration,
     pub dry_run: bool,
+    /// This host's name, recorded with this build at each tick for
+    /// `status` (docs/CONTRACT.md §21).
+    pub host: String,
 }
 
 /// Something the tick did, reported to the person (or script) as it happens.
@@ -740,6 +743,7 @@ fn record_tick(
         if previous.is_none_or(|p| now > p) {
             tx.set_meta("last_tick_at", &now.to_string())?;
         }
+        tx.record_host(&options.host, &crate::store::schema::build(), now)?;
         let limit = options
             .max_running
             .map(|n| n.to_string())

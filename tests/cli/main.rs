@@ -32,5 +32,6 @@ mod shell;
 mod tasks;
 mod tick;
 mod transfer;
+mod upgrade;
 mod wiring;
 mod zones;

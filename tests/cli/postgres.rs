@@ -33,7 +33,18 @@ fn hosts_migrating_a_new_schema_at_once_migrate_it_exactly_once() {
     let children: Vec<_> = (0..6)
         .map(|_| {
             std::process::Command::new(BIN)
-                .args(["--db", &url, "--json", "list"])
+                // A command that creates stores (`list` only reads: no store
+                // there is "no store", docs/CONTRACT.md §21).
+                .args([
+                    "--db",
+                    &url,
+                    "--json",
+                    "draft",
+                    "--instruction",
+                    "x",
+                    "--daily",
+                    "09:00",
+                ])
                 .env("AGENTCRON_NOW", T0.to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -70,6 +81,7 @@ fn status_reports_the_clock_skew_to_the_server() {
         return;
     }
     let env = TestEnv::new();
+    env.draft(&["--instruction", "x", "--daily", "09:00"]);
     let status = env.json(&["status"]);
     let skew = status["clock_skew_seconds"]
         .as_i64()
