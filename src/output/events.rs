@@ -142,6 +142,14 @@ pub fn sentence(action: &str, detail: &Value) -> String {
                 words.push(format!("{n} tasks due"));
             }
         }
+        "migrate" => {
+            words.push(format!(
+                "migrated the schema from {} to {}",
+                number("from").unwrap_or_default(),
+                number("to").unwrap_or_default()
+            ));
+            words.extend(text("build").map(|b| format!("build {b}")));
+        }
         _ => return pairs(detail),
     }
     words.retain(|w| !w.is_empty());

@@ -500,3 +500,39 @@ fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds
         out.stderr
     );
 }
+
+/// The agent's tools never migrate: each says the one line, and the store
+/// is as it was.
+#[test]
+fn mcp_tools_on_an_older_store_migrate_nothing() {
+    use crate::mcp::{text, RawSession};
+    let env = TestEnv::new();
+    let found = previous_release(&env);
+    let before = snapshot(&env);
+    let mut session = RawSession::start(&env, &["mcp"], "host");
+    for (tool, arguments) in [
+        ("list", serde_json::json!({})),
+        ("upcoming", serde_json::json!({})),
+        ("status", serde_json::json!({})),
+        (
+            "draft",
+            serde_json::json!({"instruction": "x", "every": "1h"}),
+        ),
+    ] {
+        let result = session.call(tool, arguments);
+        assert_eq!(result["isError"], true, "{tool}: {result}");
+        assert!(
+            text(&result).contains(&format!(
+                "the store is at schema {found}; this build writes schema {}",
+                latest()
+            )),
+            "{tool}: {result}"
+        );
+    }
+    assert_eq!(session.finish(), 0);
+    assert_eq!(
+        snapshot(&env),
+        before,
+        "an MCP tool changed the older store"
+    );
+}
