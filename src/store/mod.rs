@@ -214,10 +214,12 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
 pub struct OpenOptions {
     /// How long to wait for another writer before giving up with exit 75.
     pub busy_timeout: std::time::Duration,
-    /// Whether a missing SQLite file (and its folders) may be created. Read-only
-    /// commands pass false so that a mistyped `--db` reports "no database"
-    /// instead of leaving an empty one behind. A PostgreSQL database is never
-    /// created by agentcron, only its tables, so this does not apply there.
+    /// Whether a store may be created where there is none: a missing SQLite
+    /// file (and its folders), a 0-byte one, or agentcron's tables in a
+    /// PostgreSQL schema without them (agentcron never creates the database
+    /// itself). Only the commands that create stores pass true, so that a
+    /// mistyped `--db` reports "no store" instead of leaving an empty one
+    /// behind (`schema::on_open`).
     pub create: bool,
     /// The command only reads: a SQLite store on a read-only file system (or
     /// in a folder this user cannot write) is then opened read-only.
