@@ -120,12 +120,14 @@ pub fn failure_key(run: &Run) -> String {
 }
 
 /// Suppressed as a duplicate when, within the streak, the last failure
-/// sent had the same key less than a window ago.
+/// sent had the same key less than a window ago. A failure before the last
+/// sent one is new: the clock went back, and the window measured from a
+/// time that was wrong would hold notices back for as long as it was wrong.
 fn duplicate(memory: &TaskMemory, key: &str, realert: i64, now: i64) -> Option<&'static str> {
     let same = memory.last_failure_reason.as_deref() == Some(key);
     let recent = memory
         .last_failure_sent_at
-        .is_some_and(|sent| now - sent < realert);
+        .is_some_and(|sent| (0..realert).contains(&(now - sent)));
     (same && recent).then_some(DUPLICATE_FAILURE)
 }
 

@@ -262,3 +262,23 @@ fn the_held_back_note_names_what_was_held() {
         "3 notices since 09:00 were not sent"
     );
 }
+
+#[test]
+fn a_failure_before_the_last_sent_one_is_new() {
+    // The clock was 10 h ahead when a failure was sent, then set right:
+    // the same failure, now "earlier" than the one sent, is sent again
+    // and starts the window from its own time.
+    let mut p = Player::new(NotifyMode::Attention);
+    let ahead = 10 * HOUR;
+    assert!(sent(&p.settle(ahead, RunStatus::Failed, "timeout", None)));
+    assert!(sent(&p.settle(60, RunStatus::Failed, "timeout", None)));
+    assert_eq!(p.memory.last_failure_sent_at, Some(60));
+    assert_eq!(
+        p.settle(120, RunStatus::Failed, "timeout", None).suppressed,
+        Some(DUPLICATE_FAILURE)
+    );
+    // A failure at the very time of the last sent one is a duplicate.
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    assert!(!sent(&p.settle(60, RunStatus::Failed, "timeout", None)));
+}

@@ -158,6 +158,33 @@ fn the_decision_survives_a_restart_and_is_the_ledgers() {
 }
 
 #[test]
+fn a_failure_sent_while_the_clock_was_ahead_holds_back_nothing_once_it_is_set_right() {
+    // Issue 33 item 9: the clock 10 h ahead at one failure, then set right.
+    // The same failure, before the last one sent, is new; it is sent and the
+    // window restarts from it.
+    let rig = rig_with_task(&["--notify", "failures"]);
+    rig.env
+        .set_env("FIXTURE_MODE", &format!("json:{}", failed("timeout")));
+    rig.env.set_now(T0 + 10 * 3600 + 5);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1, "{:?}", rig.notices());
+    // Nothing is due before 18:05 now: a person's trigger runs it again.
+    let triggered = |at: i64| {
+        rig.env.set_now(at);
+        rig.env.run(&["trigger", "job"]).ok();
+        let before = rig.notices().len();
+        rig.tick(&[]).ok();
+        rig.notices()[before..].to_vec()
+    };
+    let sent = triggered(T0 + 2 * STEP);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "failure");
+    // And the window now runs from 08:10: the next one is held back.
+    assert!(triggered(T0 + 3 * STEP).is_empty());
+    assert_eq!(rig.starts().len(), 3);
+}
+
+#[test]
 fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
     let rig = rig_with_task(&["--pause-after", "3", "--max-retries", "0"]);
     tick_replying(&rig, &failed("no route"));
