@@ -199,6 +199,20 @@ fn remember(
     m
 }
 
+/// The memory after a person settled an unknown run (`reconcile`): no
+/// notice goes out (its notice went out when it became unknown), but a
+/// confirmed success is the task's last success and ends the failure
+/// streak, as a success the executor reported would.
+pub fn reconciled(mut m: TaskMemory, run: &Run, now: i64) -> TaskMemory {
+    m.last_settled_run_id = Some(run.run_id.clone());
+    if run.status == RunStatus::Succeeded {
+        m.last_failure_reason = None;
+        m.last_failure_sent_at = None;
+        m.last_success_at = Some(run.finished_at.unwrap_or(now));
+    }
+    m
+}
+
 /// What a sent notice adds to its message about the ones held back.
 pub fn held_back_note(memory_before: &TaskMemory, since_text: &str) -> Option<String> {
     let n = memory_before.suppressed_count;

@@ -282,3 +282,27 @@ fn a_failure_before_the_last_sent_one_is_new() {
     p.settle(60, RunStatus::Failed, "timeout", None);
     assert!(!sent(&p.settle(60, RunStatus::Failed, "timeout", None)));
 }
+
+#[test]
+fn a_reconciled_success_is_the_last_success_and_ends_the_streak() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Succeeded, "fine", None);
+    p.settle(120, RunStatus::Failed, "timeout", None);
+    p.settle(180, RunStatus::Unknown, "", None);
+    let decided = |status| {
+        Run::new(&p.task, 180, 180, 1, status, 180, |r| {
+            r.finished_at = Some(300);
+        })
+    };
+    let failed = reconciled(p.memory.clone(), &decided(RunStatus::Failed), 300);
+    assert_eq!(failed.last_success_at, Some(60));
+    assert!(failed.last_failure_reason.is_some());
+    let run = decided(RunStatus::Succeeded);
+    let m = reconciled(p.memory.clone(), &run, 300);
+    assert_eq!(m.last_success_at, Some(300));
+    assert_eq!(m.last_settled_run_id, Some(run.run_id.clone()));
+    assert_eq!(m.last_failure_reason, None);
+    // The next failure is the first of a new streak: sent.
+    p.memory = m;
+    assert!(sent(&p.settle(360, RunStatus::Failed, "timeout", None)));
+}
