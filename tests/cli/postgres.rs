@@ -132,6 +132,8 @@ fn a_sqlite_store_moves_to_postgresql_and_back_unchanged() {
     env.set_env("AGENTCRON_EXECUTOR", "true");
     env.run(&["--db", sqlite, "tick"]).ok();
     let dump = env.run(&["--db", sqlite, "export"]).ok().stdout;
+    // The task's memory moves too (the round trip below compares it).
+    assert!(dump.contains(r#""table":"task_memory""#), "{dump}");
     let schema = format!("x_{}", uuid::Uuid::new_v4().simple());
     client
         .batch_execute(&format!("CREATE SCHEMA {schema}"))
