@@ -26,6 +26,7 @@ pub mod deliver;
 pub mod execute;
 pub mod notice_policy;
 pub mod queue;
+pub mod release;
 pub mod settle;
 
 use std::collections::HashSet;
@@ -450,7 +451,13 @@ impl Scheduler<'_> {
             let rr = &mut self.round_robin;
             let max_running = self.options.max_running;
             let batch = store
-                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))
+                .write(|tx| {
+                    let batch = queue::claim_batch(tx, rr, tenant, slots, max_running, settings);
+                    // Inside the claim's transaction, before its commit.
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::at("during_claim");
+                    batch
+                })
                 .busy_during("claiming due runs")?;
             // Claimed and committed; no executor started yet.
             #[cfg(feature = "test-hooks")]
