@@ -161,4 +161,6 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
             .any(|e| e["action"] == "release" && e["actor"] == "agentcron:tick"),
         "{log}"
     );
+    let log = rig.env.run(&["log", "c"]).ok().stdout;
+    assert!(log.contains("took back the run it had claimed"), "{log}");
 }
