@@ -430,7 +430,8 @@ fn event_line(event: &TickEvent) -> Option<String> {
             short_id(&notice.run_id), notice.attempts
         ),
         TickEvent::Queued { count, reason } => format!(
-            "{count} due run(s) queued: {reason}; they keep their place and run when a slot frees"
+            "{count} due run(s) queued: {reason}; they keep their place and run when {}",
+            if *reason == crate::tick::queue::LOCKED_ROWS { "their rows are free" } else { "a slot frees" }
         ),
         TickEvent::NoticeExpired { notice } => format!(
             "notice for run {}: delivery deadline passed; it may or may not have been sent, and will not be resent",

@@ -322,3 +322,39 @@ fn a_tick_with_four_executors_running_holds_one_connection() {
         4
     );
 }
+
+#[test]
+fn a_task_row_locked_at_every_tick_of_its_grace_runs_late_instead_of_missed() {
+    // Issue 33 item 10: another session (here a person's FOR UPDATE; in the
+    // field a `zone set`) holds the task's row at two consecutive ticks,
+    // then lets go. The ticks skip the row, but they saw it due in time.
+    if !on_postgres() {
+        return;
+    }
+    let rig = crate::support::Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "held"]);
+    let mut holder = postgres::Client::connect(&rig.env.db_arg(), postgres::NoTls).unwrap();
+    let mut lock = holder.transaction().unwrap();
+    lock.query("SELECT 1 FROM tasks WHERE name = 'held' FOR UPDATE", &[])
+        .unwrap();
+    rig.env.set_now(T0 + 3600 + 5);
+    let out = rig.tick(&["--verbose"]).ok();
+    assert!(
+        out.stdout
+            .contains("1 due run(s) queued: their task rows were locked"),
+        "{out:?}"
+    );
+    rig.env.set_now(T0 + 3600 + 65);
+    rig.tick(&[]).ok();
+    assert!(rig.starts().is_empty());
+    lock.rollback().unwrap();
+    // Past its grace (90 s) now.
+    rig.env.set_now(T0 + 3600 + 125);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("held");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    assert_eq!(runs[0]["queued_seconds"], 125, "{runs:?}");
+    assert_eq!(rig.starts().len(), 1);
+}

@@ -288,6 +288,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_hash TEXT, ADD COLUMN code_salt TEXT,
         ADD COLUMN code_wrong_attempts BIGINT NOT NULL DEFAULT 0;
 "#,
+    r#"
+    -- 16: a due instant a tick saw but could not mark on its task's row,
+    -- which another session held locked, as SQLite's migration 14: beside
+    -- the row, with no key to it (a foreign key check would wait for the lock).
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  BIGINT NOT NULL,
+        seen_at BIGINT NOT NULL);
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -435,6 +435,20 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_salt TEXT;
     ALTER TABLE drafts ADD COLUMN code_wrong_attempts INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 14: a due instant a tick saw but could not mark on its task's row
+    // because another session held that row locked (PostgreSQL's SKIP
+    // LOCKED; docs/CONTRACT.md §6, "Capacity is not lateness"): kept beside
+    // the row, one per task, with no key to it (a foreign key would wait for
+    // that very lock). Stale rows are harmless: a claim heeds one only for
+    // an instant it is deciding. SQLite has no row locks; the table is here
+    // so both stores have one schema.
+    r#"
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  INTEGER NOT NULL,
+        seen_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// The schema version this binary writes.
