@@ -586,7 +586,7 @@ impl Scheduler<'_> {
         store: &mut dyn Store,
         report: &mut dyn FnMut(&TickEvent) -> Result<()>,
     ) {
-        if self.last_note.is_some_and(|t| t.elapsed() < RECHECK) {
+        if !store.skips_locked_rows() || self.last_note.is_some_and(|t| t.elapsed() < RECHECK) {
             return;
         }
         self.last_note = Some(Instant::now());
