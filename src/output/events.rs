@@ -100,6 +100,10 @@ pub fn sentence(action: &str, detail: &Value) -> String {
         "lease_expired" => {
             words.push("lease expired: outcome unknown, the task waits for reconcile".into())
         }
+        "release" => {
+            words.push("took back the run it had claimed: its executor never started".into());
+            words.extend(text("reason"));
+        }
         "outcome_discarded" => {
             words.push("lease lost: the executor's result was discarded".into());
             words.extend(text("summary"));

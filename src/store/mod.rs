@@ -104,6 +104,14 @@ pub trait Store: Send {
         None
     }
 
+    /// Whether a claim may skip a due task's row that another session holds
+    /// locked (PostgreSQL's SKIP LOCKED), so that a tick must note such
+    /// work as seen (tick/queue.rs `note_locked`). A SQLite writer holds
+    /// the whole file: nothing is ever skipped.
+    fn skips_locked_rows(&self) -> bool {
+        false
+    }
+
     /// Runs `f` in one write transaction that need not reach the disk before
     /// it returns: bookkeeping that is harmless to lose in a power cut (a
     /// tick's heartbeat). SQLite's WAL then skips the fsync, and the next

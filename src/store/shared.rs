@@ -114,6 +114,10 @@ impl Store for SharedStore {
         self.lock().store.server_time_micros()
     }
 
+    fn skips_locked_rows(&self) -> bool {
+        self.lock().store.skips_locked_rows()
+    }
+
     fn compact(&mut self) -> Result<()> {
         self.lock().store.compact()
     }

@@ -26,6 +26,7 @@ pub mod deliver;
 pub mod execute;
 pub mod notice_policy;
 pub mod queue;
+pub mod release;
 pub mod settle;
 
 use std::collections::HashSet;
@@ -216,6 +217,7 @@ pub fn run(
         nothing_due: !agenda.claims,
         at_limit: false,
         last_mark: None,
+        last_note: None,
         problems: Vec::new(),
     };
     let mut renewals = execute::Renewals::new(options.executor.lease);
@@ -390,6 +392,8 @@ struct Scheduler<'a> {
     /// The last claim found `--max-running` runs running.
     at_limit: bool,
     last_mark: Option<Instant>,
+    /// When `note_if_locked` last looked.
+    last_note: Option<Instant>,
     /// Failures after the tick began its work, reported at its end.
     problems: Vec<anyhow::Error>,
 }
@@ -453,7 +457,13 @@ impl Scheduler<'_> {
             let rr = &mut self.round_robin;
             let max_running = self.options.max_running;
             let batch = store
-                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))
+                .write(|tx| {
+                    let batch = queue::claim_batch(tx, rr, tenant, slots, max_running, settings);
+                    // Inside the claim's transaction, before its commit.
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::at("during_claim");
+                    batch
+                })
                 .busy_during("claiming due runs")?;
             // Claimed and committed; no executor started yet.
             #[cfg(feature = "test-hooks")]
@@ -518,7 +528,10 @@ impl Scheduler<'_> {
                 }
             }
             match batch.stop {
-                queue::Stop::NothingDue => self.nothing_due = true,
+                queue::Stop::NothingDue => {
+                    self.nothing_due = true;
+                    self.note_if_locked(store, report);
+                }
                 queue::Stop::AtLimit => self.at_limit = true,
                 queue::Stop::Enough => {}
             }
@@ -562,6 +575,40 @@ impl Scheduler<'_> {
             Ok(0) => {}
             Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
             // Not fatal: a later pass (or tick) marks them while within grace.
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
+            Err(e) => self.problems.push(e),
+        }
+    }
+
+    /// The claims found nothing due: any due work still unclaimed was
+    /// skipped because another session held its row locked (PostgreSQL).
+    /// It was seen due all the same; note it (at most once a second, one
+    /// read when there is none).
+    fn note_if_locked(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        if !store.skips_locked_rows() || self.last_note.is_some_and(|t| t.elapsed() < RECHECK) {
+            return;
+        }
+        self.last_note = Some(Instant::now());
+        let now = self.clock.now();
+        let tenant = self.options.tenant.as_deref();
+        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
+            Ok(due) if due.is_empty() => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match store.write(|tx| queue::note_locked(tx, tenant, now, MARK_LIMIT)) {
+            Ok(0) => {}
+            Ok(count) => self.tell(
+                report,
+                &TickEvent::Queued {
+                    count,
+                    reason: queue::LOCKED_ROWS,
+                },
+            ),
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
             Err(e) => self.problems.push(e),
         }

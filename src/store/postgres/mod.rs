@@ -286,6 +286,10 @@ impl Store for PgStore {
             .and_then(|row| row.try_get::<_, i64>(0).ok())
     }
 
+    fn skips_locked_rows(&self) -> bool {
+        true
+    }
+
     fn server_time_micros(&mut self) -> Option<i64> {
         self.client
             .query_one(

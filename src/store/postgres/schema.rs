@@ -292,6 +292,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE hosts (
         host TEXT PRIMARY KEY, build TEXT NOT NULL, last_tick_at BIGINT NOT NULL);
 "#,
+    r#"
+    -- 17: a due instant a tick saw but could not mark on its task's row,
+    -- which another session held locked, as SQLite's migration 15: beside
+    -- the row, with no key to it (a foreign key check would wait for the lock).
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  BIGINT NOT NULL,
+        seen_at BIGINT NOT NULL);
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -313,6 +322,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "zones that follow their owner",
     "one-time codes for agent drafts",
     "record the hosts that tick the store and the build each ran",
+    "note due work a tick saw on a task row another session held locked",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

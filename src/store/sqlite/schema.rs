@@ -442,6 +442,20 @@ const MIGRATIONS: &[&str] = &[
         last_tick_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 15: a due instant a tick saw but could not mark on its task's row
+    // because another session held that row locked (PostgreSQL's SKIP
+    // LOCKED; docs/CONTRACT.md §6, "Capacity is not lateness"): kept beside
+    // the row, one per task, with no key to it (a foreign key would wait for
+    // that very lock). Stale rows are harmless: a claim heeds one only for
+    // an instant it is deciding. SQLite has no row locks; the table is here
+    // so both stores have one schema.
+    r#"
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  INTEGER NOT NULL,
+        seen_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -461,6 +475,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "zones that follow their owner",
     "one-time codes for agent drafts",
     "record the hosts that tick the store and the build each ran",
+    "note due work a tick saw on a task row another session held locked",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
