@@ -20,6 +20,7 @@ pub use crate::context::GlobalArgs;
 #[command(
     name = "agentcron",
     version,
+    long_version = long_version(),
     propagate_version = true,
     max_term_width = 100
 )]
@@ -29,6 +30,23 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `--version` prints after the name: the crate version, the schema
+/// each store is written at (docs/CONTRACT.md §21) and the commit built.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{}
+schema: SQLite {}, PostgreSQL {}
+build: {}",
+            env!("CARGO_PKG_VERSION"),
+            crate::store::sqlite::schema::LATEST,
+            crate::store::postgres::schema::LATEST,
+            option_env!("AGENTCRON_COMMIT").unwrap_or("unknown")
+        )
+    })
 }
 
 /// Whether a command line clap refused asked for `plan --detailed-exitcode`

@@ -24,6 +24,7 @@ use clap::Args;
 use crate::error::CmdError;
 use crate::output::Output;
 use crate::schedule::{self, Tz};
+use crate::store::schema::Upgrade;
 use crate::store::{self, shared::SharedStore, Location, OpenOptions, Store};
 
 pub use crate::clock::Clock;
@@ -117,6 +118,8 @@ pub struct Ctx {
     read_only: bool,
     /// PGPASSWORD and the password file, for a URL without a password.
     postgres_password: store::postgres::password::PasswordSources,
+    /// What opening does with a store at an older schema.
+    upgrade: Upgrade,
     tenant_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
@@ -175,6 +178,7 @@ impl Ctx {
             store: None,
             create_store: true,
             read_only: false,
+            upgrade: Upgrade::Writer,
             postgres_password: postgres_password()?,
         })
     }
@@ -203,6 +207,7 @@ impl Ctx {
                 read_only: self.read_only,
                 never_write: false,
                 postgres_password: self.postgres_password.clone(),
+                upgrade: self.upgrade,
             },
         }
     }
@@ -225,6 +230,22 @@ impl Ctx {
     pub fn only_read_the_store(&mut self) {
         self.create_store = false;
         self.read_only = true;
+        self.upgrade = Upgrade::Never;
+    }
+
+    /// Makes `store()` refuse a store at an older schema, on both stores,
+    /// whether or not the command writes (`agentcron mcp`, whose read tools
+    /// must not migrate).
+    pub fn never_migrate(&mut self) {
+        self.upgrade = Upgrade::Never;
+    }
+
+    /// Makes `store()` open a store at an older schema as it is, for
+    /// `agentcron migrate` (which creates none) and `backup` (which copies
+    /// it as it is, before a migration).
+    pub fn open_any_schema(&mut self) {
+        self.create_store = false;
+        self.upgrade = Upgrade::Explicit;
     }
 
     /// The store, opened on first use so that commands which fail validation
@@ -408,6 +429,17 @@ fn system_zone() -> Option<Tz> {
 }
 
 /// The login name, for the default identity `unix:NAME`.
+/// This machine's name, as the hosts table records it: the kernel's, else
+/// /etc/hostname's, else "unknown".
+pub fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .map(|name| name.trim().to_string())
+        .find(|name| !name.is_empty() && !name.chars().any(char::is_control))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 pub fn login_name() -> String {
     for var in ["LOGNAME", "USER"] {
         if let Ok(name) = std::env::var(var) {

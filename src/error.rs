@@ -23,6 +23,9 @@ pub enum ErrorKind {
     DraftRejected,
     /// Database busy past busy_timeout; nothing changed (exit 75).
     Busy,
+    /// A PostgreSQL store at an older schema than this build writes, which
+    /// only `agentcron migrate` upgrades; nothing changed (exit 78).
+    SchemaBehind,
     /// Runtime failure that still deserves a hint (exit 1).
     Runtime,
 }
@@ -37,6 +40,7 @@ impl ErrorKind {
             ErrorKind::Conflict => 5,
             ErrorKind::DraftRejected => 6,
             ErrorKind::Busy => 75,
+            ErrorKind::SchemaBehind => 78,
         }
     }
 
@@ -49,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "conflict",
             ErrorKind::DraftRejected => "draft_rejected",
             ErrorKind::Busy => "busy",
+            ErrorKind::SchemaBehind => "schema_behind",
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod list;
 pub mod log;
 pub mod mcp;
 pub mod metrics;
+pub mod migrate;
 pub mod next;
 pub mod pause;
 pub mod plan;
@@ -79,6 +80,7 @@ pub enum Command {
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Zone(zone::ZoneArgs),
+    Migrate(migrate::MigrateArgs),
     Completions(completions::CompletionsArgs),
     Mcp(mcp::McpArgs),
 }
@@ -96,6 +98,13 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         ctx.only_read_the_store();
     } else if acts_on_what_exists(&command) {
         ctx.open_existing_store_only();
+    }
+    match &command {
+        // Upgrades the store, or copies it as it is before an upgrade.
+        Command::Migrate(_) | Command::Backup(_) => ctx.open_any_schema(),
+        // Its read tools must not migrate, so no tool does.
+        Command::Mcp(_) => ctx.never_migrate(),
+        _ => {}
     }
     match command {
         Command::Draft(args) => draft::run(ctx, args),
@@ -130,6 +139,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Import(args) => transfer::import(ctx, args),
         Command::Zone(args) => zone::run(ctx, args),
         Command::Mcp(args) => return mcp::run(ctx, args),
+        Command::Migrate(args) => migrate::run(ctx, args),
     }
     .map(|()| 0)
 }

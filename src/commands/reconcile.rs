@@ -9,8 +9,9 @@ use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{short_id, Event, RunStatus};
 use crate::ops::access::{owned_run, Caller};
-use crate::store::{Reconciliation, RunFilter};
+use crate::store::{Reconciliation, RunFilter, TaskMemory};
 use crate::text::{escape, relative, wall_time};
+use crate::tick::notice_policy;
 use crate::tick::settle::{self, Outcome};
 use crate::wire::{run as run_json, time};
 
@@ -185,6 +186,8 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
             decided_at: now,
         })?;
         let (_, settled, _) = settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
+        let memory = tx.task_memory(&run.task_id)?.unwrap_or_else(|| TaskMemory::new(&run.task_id));
+        tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
         tx.append_event(&Event {
             at: now,
             tenant_key: run.tenant_key.clone(),

@@ -31,7 +31,9 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .transpose()?;
     let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
     let store = ctx.store()?;
-    let (stats, queue, limit, last_tick, gap, places) = store.read(|tx| {
+    let schema = store.schema_version()?;
+    let written = store.migrations().len() as i64;
+    let (stats, queue, limit, last_tick, gap, places, hosts) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         // The limit the last tick ran with (the tick's flag, not stored elsewhere).
@@ -44,13 +46,17 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             0 => Vec::new(),
             _ => tx.unknown_places(tenant.as_deref(), PLACES_SHOWN)?,
         };
-        Ok((stats, queue, limit, last_tick, gap, places))
+        let hosts = tx.hosts()?;
+        Ok((stats, queue, limit, last_tick, gap, places, hosts))
     })?;
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
     let skew = store.server_time().map(|server| server - system_now);
     let location = store.location();
+    // On one file there is one host; several share a PostgreSQL store.
+    let shared = skew.is_some();
+    let builds: std::collections::BTreeSet<&str> = hosts.iter().map(|h| h.build.as_str()).collect();
     // No tick for a while while something should run: cron stopped.
     let silent =
         stats.tasks_active > 0 && last_tick.is_none_or(|tick| now - tick > DEFAULT_STALE_SECONDS);
@@ -63,6 +69,10 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         ctx.out.document(&json!({
             "database": location,
             "size_bytes": size,
+            "schema": schema,
+            "schema_this_build_writes": written,
+            "hosts": hosts.iter().map(|h| json!({"host": h.host, "build": h.build,
+                "last_tick_at": time(Some(h.last_tick_at))})).collect::<Vec<_>>(),
             "last_tick_at": time(last_tick),
             // A clock set back leaves the last tick "in the future": age 0.
             "tick_age_seconds": last_tick.map(|t| (now - t).max(0)),
@@ -99,6 +109,14 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
                     "{location} ({})",
                     size.map(human_bytes).unwrap_or_else(|| "?".into())
                 ),
+            ),
+            (
+                "schema",
+                if schema == written {
+                    format!("{schema}, the one this build writes")
+                } else {
+                    format!("{schema}; this build writes {written}")
+                },
             ),
             (
                 "last tick",
@@ -153,9 +171,20 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             ),
         ];
         let mut text: Vec<String> = lines.iter().map(|(k, v)| format!("{k:<10} {v}")).collect();
+        if shared {
+            for host in &hosts {
+                text.push(format!(
+                    "{:<10} {} runs {}, last tick {}",
+                    "host",
+                    crate::text::escape(&host.host),
+                    crate::text::escape(&host.build),
+                    crate::schedule::format_utc(host.last_tick_at)
+                ));
+            }
+        }
         if let Some(g) = &gap {
             text.insert(
-                2,
+                3,
                 format!("{:<10} {}", "last gap", g.describe(now, ctx.default_zone)),
             );
         }
@@ -196,6 +225,12 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "{since} while {} task(s) are active: is system cron running `agentcron tick`? \
              (`agentcron crontab` prints the line to install)",
             stats.tasks_active
+        ));
+    }
+    if shared && builds.len() > 1 {
+        ctx.out.warn(&format!(
+            "the hosts' last ticks ran different builds ({}): replace every host's binary with one build, then run `agentcron migrate` once if it writes a newer schema",
+            builds.iter().map(|b| crate::text::escape(b)).collect::<Vec<_>>().join(", ")
         ));
     }
     if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {

@@ -133,6 +133,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         max_running: args.max_running,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
+        host: crate::context::host_name(),
     };
     let clock = ctx.clock;
     if !options.dry_run {
@@ -194,7 +195,8 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     if let Some(signal) = summary.interrupted {
         out.warn(&format!(
             "interrupted by {}: {did}; runs still running were stopped and are unknown \
-             (`agentcron reconcile` lists them), their notices wait for the next tick",
+             (`agentcron reconcile` lists them), their notices wait for the next tick; \
+             runs claimed but not yet started were taken back and are due again",
             crate::interrupt::name(signal)
         ));
         return Ok(crate::interrupt::exit_code(signal));
@@ -278,6 +280,7 @@ fn needs_a_person(event: &TickEvent, claimed: &ClaimedRuns) -> bool {
                 }
             }
             Finished::LeaseLost { .. } | Finished::NotStarted { .. } => true,
+            Finished::Released { .. } => false,
         },
         TickEvent::SchedulerGap { .. }
         | TickEvent::Queued { .. }
@@ -306,7 +309,8 @@ fn event_tenant(event: &TickEvent) -> Option<String> {
         TickEvent::Finished(f) => match f.as_ref() {
             Finished::Recorded { run, .. }
             | Finished::LeaseLost { run, .. }
-            | Finished::NotStarted { run, .. } => Some(run.tenant_key.clone()),
+            | Finished::NotStarted { run, .. }
+            | Finished::Released { run } => Some(run.tenant_key.clone()),
         },
         TickEvent::SchedulerGap { .. }
         | TickEvent::NoticesUndelivered { .. }
@@ -410,6 +414,9 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
             }
             Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
                 "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
+            Finished::Released { run } => json!({"event": "released",
+                "task_name": name_of(&run.run_id), "run": run_json(run),
+                "reason": crate::tick::release::NOT_STARTED}),
         },
     }
 }
@@ -479,7 +486,8 @@ fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> O
             run_of(&notice.run_id, task.as_ref()), notice.attempts
         ),
         TickEvent::Queued { count, reason } => format!(
-            "{count} due run(s) queued: {reason}; they keep their place and run when a slot frees"
+            "{count} due run(s) queued: {reason}; they keep their place and run when {}",
+            if *reason == crate::tick::queue::LOCKED_ROWS { "their rows are free" } else { "a slot frees" }
         ),
         TickEvent::NoticeExpired { notice, task } => format!(
             "notice for {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
@@ -533,6 +541,9 @@ fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> O
             ),
             Finished::NotStarted { run, error, .. } => format!(
                 "{} failed: executor could not start: {}", run_of(&run.run_id, task_of(&run.run_id)), escape(error)
+            ),
+            Finished::Released { run } => format!(
+                "run {} taken back: {}; it is due again", short_id(&run.run_id), crate::tick::release::NOT_STARTED
             ),
         },
     };

@@ -57,6 +57,7 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
     // Parse and check everything before writing anything; every line is
     // bounded, so neither a device nor a line without end can exhaust memory.
     let mut rows = Vec::new();
+    let mut task_ids = std::collections::HashSet::new();
     for index in 0.. {
         let Some(line) =
             bounded::next_line(&mut reader, bounded::IMPORT_LINE_MAX_BYTES, index + 1)?
@@ -102,8 +103,13 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
                 );
             }
         }
+        if table.name == "tasks" {
+            let task_id = object.get("task_id").and_then(Value::as_str);
+            task_ids.insert(task_id.unwrap_or("").to_string());
+        }
         rows.push((index + 1, table, values));
     }
+    let with_memory = rows.iter().any(|(_, t, _)| t.name == "task_memory");
     let counts = ctx.store()?.write(|tx| {
         if !tx.is_empty()? {
             return fail(
@@ -115,10 +121,22 @@ pub fn import(ctx: &mut Ctx, args: ImportArgs) -> Result<()> {
         }
         let mut counts = serde_json::Map::new();
         for (number, table, values) in &rows {
+            // The store keeps no key from a memory row to its task: the
+            // import checks it, in line order, as the schema checks a run's.
+            if table.name == "task_memory"
+                && !values[0].as_str().is_some_and(|t| task_ids.contains(t))
+            {
+                return Err(orphan(*number, table.name));
+            }
             tx.load_row(table, values)
                 .map_err(|e| refused_row(*number, table.name, e))?;
             let n = counts.entry(table.name).or_insert(json!(0));
             *n = json!(n.as_i64().unwrap_or(0) + 1);
+        }
+        // An export from before the memory was exported: rebuild what the
+        // runs tell, so the next run's `previous` is not null.
+        if !with_memory {
+            tx.rebuild_task_memory()?;
         }
         Ok(counts)
     })?;
@@ -155,6 +173,17 @@ fn refused_row(number: usize, table: &str, err: anyhow::Error) -> anyhow::Error 
         "line {number}: {what} ({})",
         crate::text::escape(&words)
     ))
-    .with_hint("give the output of `agentcron export`, unchanged; nothing was imported")
+    .with_hint(UNCHANGED)
+    .into()
+}
+
+const UNCHANGED: &str = "give the output of `agentcron export`, unchanged; nothing was imported";
+
+/// A row whose parent no key of the store checks (a memory row's task).
+fn orphan(number: usize, table: &str) -> anyhow::Error {
+    CmdError::usage(format!(
+        "line {number}: an orphan {table} row: the row it refers to is not in the import"
+    ))
+    .with_hint(UNCHANGED)
     .into()
 }

@@ -132,6 +132,10 @@ pub fn sentence(action: &str, detail: &Value) -> String {
         "lease_expired" => {
             words.push("lease expired: outcome unknown, the task waits for reconcile".into())
         }
+        "release" => {
+            words.push("took back the run it had claimed: its executor never started".into());
+            words.extend(text("reason"));
+        }
         "outcome_discarded" => {
             words.push("lease lost: the executor's result was discarded".into());
             words.extend(text("summary"));
@@ -173,6 +177,14 @@ pub fn sentence(action: &str, detail: &Value) -> String {
             if let Some(n) = number("due_tasks") {
                 words.push(format!("{n} tasks due"));
             }
+        }
+        "migrate" => {
+            words.push(format!(
+                "migrated the schema from {} to {}",
+                number("from").unwrap_or_default(),
+                number("to").unwrap_or_default()
+            ));
+            words.extend(text("build").map(|b| format!("build {b}")));
         }
         _ => return pairs(detail),
     }

@@ -21,6 +21,7 @@ pub mod postgres;
 pub mod queue;
 pub mod rows;
 pub mod runs;
+pub mod schema;
 pub mod shared;
 pub mod sqlite;
 pub mod tasks;
@@ -37,7 +38,7 @@ pub use drafts::DraftTx;
 pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};
-pub use meta::MetaTx;
+pub use meta::{Host, MetaTx};
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
@@ -103,6 +104,14 @@ pub trait Store: Send {
         None
     }
 
+    /// Whether a claim may skip a due task's row that another session holds
+    /// locked (PostgreSQL's SKIP LOCKED), so that a tick must note such
+    /// work as seen (tick/queue.rs `note_locked`). A SQLite writer holds
+    /// the whole file: nothing is ever skipped.
+    fn skips_locked_rows(&self) -> bool {
+        false
+    }
+
     /// Runs `f` in one write transaction that need not reach the disk before
     /// it returns: bookkeeping that is harmless to lose in a power cut (a
     /// tick's heartbeat). SQLite's WAL then skips the fsync, and the next
@@ -120,6 +129,18 @@ pub trait Store: Send {
     /// Writes a consistent, self-contained copy of the store to `path` (a
     /// new file, 0600), whatever other processes are doing meanwhile.
     fn backup_to(&mut self, path: &std::path::Path) -> Result<()>;
+
+    /// The schema version the store is at (docs/CONTRACT.md §21).
+    fn schema_version(&mut self) -> Result<i64>;
+
+    /// This build's migrations, one line each saying what it does: entry
+    /// `i` takes the schema from version `i` to `i + 1`.
+    fn migrations(&self) -> &'static [&'static str];
+
+    /// Brings the schema to this build's, one transaction per step under the
+    /// migration lock (another `migrate` waits for it, then finds less or
+    /// nothing to do), calling `applied` with each version committed.
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()>;
 }
 
 impl dyn Store + '_ {
@@ -187,7 +208,8 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// Opens (creating and migrating when needed) the store at `location`.
+/// Opens the store at `location`, creating or migrating it when the options
+/// allow (`schema::on_open`).
 pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>> {
     match location {
         Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, options)?)),
@@ -200,10 +222,12 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
 pub struct OpenOptions {
     /// How long to wait for another writer before giving up with exit 75.
     pub busy_timeout: std::time::Duration,
-    /// Whether a missing SQLite file (and its folders) may be created. Read-only
-    /// commands pass false so that a mistyped `--db` reports "no database"
-    /// instead of leaving an empty one behind. A PostgreSQL database is never
-    /// created by agentcron, only its tables, so this does not apply there.
+    /// Whether a store may be created where there is none: a missing SQLite
+    /// file (and its folders), a 0-byte one, or agentcron's tables in a
+    /// PostgreSQL schema without them (agentcron never creates the database
+    /// itself). Only the commands that create stores pass true, so that a
+    /// mistyped `--db` reports "no store" instead of leaving an empty one
+    /// behind (`schema::on_open`).
     pub create: bool,
     /// The command only reads: a SQLite store on a read-only file system (or
     /// in a folder this user cannot write) is then opened read-only.
@@ -218,6 +242,8 @@ pub struct OpenOptions {
     /// Where a PostgreSQL URL without a password finds one (`PGPASSWORD`,
     /// the password file), as the environment gave them.
     pub postgres_password: postgres::password::PasswordSources,
+    /// What to do with a store at an older schema (`schema::on_open`).
+    pub upgrade: schema::Upgrade,
 }
 
 impl OpenOptions {
@@ -229,6 +255,7 @@ impl OpenOptions {
             create: false,
             read_only: true,
             never_write: true,
+            upgrade: schema::Upgrade::Never,
             ..Default::default()
         }
     }

@@ -60,7 +60,13 @@ pub trait QueueTx {
     /// Due tasks not yet marked for their latest due instant (never marked,
     /// or marked for an instant that a newer one has superseded), earliest first.
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>>;
+    /// The task's mark: the one on its row or the one noted beside it
+    /// (`note_seen`), the newer due instant first.
     fn queue_mark(&mut self, task_id: &str) -> Result<Option<QueueMark>>;
+    /// Notes beside the task's row that a tick saw `mark.due_at` due, when
+    /// the row itself is locked by another session and cannot be marked
+    /// (PostgreSQL). Keeps the first sighting of the same instant.
+    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()>;
     /// Marks the task, guarded by the due instants it was read with;
     /// Conflict when a claim moved the task on meanwhile.
     fn set_queue_mark(

@@ -114,6 +114,10 @@ pub trait RunTx {
     /// after the lease expired would overwrite what step 1 of another tick
     /// may already have decided.
     fn finish_run(&mut self, finish: &RunFinish<'_>) -> Result<()>;
+    /// Takes back a run claimed by this tick whose executor never started
+    /// (the tick was told to stop first): deletes the row, which is still
+    /// `running` under `token` with its lease alive; Conflict otherwise.
+    fn release_unstarted(&mut self, run_id: &str, token: &str, now: i64) -> Result<()>;
     /// Whether the run is `running` under `token` with its lease not yet expired.
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool>;
     /// Parked runs past their continuation deadline, oldest first.

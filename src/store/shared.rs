@@ -117,12 +117,28 @@ impl Store for SharedStore {
         self.lock().store.server_time_micros()
     }
 
+    fn skips_locked_rows(&self) -> bool {
+        self.lock().store.skips_locked_rows()
+    }
+
     fn compact(&mut self) -> Result<()> {
         self.lock().store.compact()
     }
 
     fn backup_to(&mut self, path: &std::path::Path) -> Result<()> {
         self.lock().store.backup_to(path)
+    }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        self.lock().store.schema_version()
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        self.lock().store.migrations()
+    }
+
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
+        self.lock().store.migrate(applied)
     }
 }
 

@@ -107,6 +107,23 @@ pub const TABLES: &[Table] = &[
             ("approved_by", T),
         ],
     },
+    // What the notice policy and the executor's `previous` remember of each
+    // task (docs/CONTRACT.md §16); without it a copy would start every
+    // streak, window and held-back count over.
+    Table {
+        name: "task_memory",
+        columns: &[
+            ("task_id", T),
+            ("last_failure_reason", T),
+            ("last_failure_sent_at", I),
+            ("last_success_fingerprint", T),
+            ("suppressed_count", I),
+            ("suppressed_failures", I),
+            ("suppressed_since", I),
+            ("last_settled_run_id", T),
+            ("last_success_at", I),
+        ],
+    },
     Table {
         name: "deliveries",
         columns: &[
@@ -251,11 +268,28 @@ pub fn raw_task(row: &Map<String, Value>) -> RawTask {
     }
 }
 
+/// The memory of each task an export from before memory was exported
+/// brings (none of its lines is `task_memory`), rebuilt from its runs as
+/// the migration that added the table did: the last settled run and the
+/// last success; the notice policy's streak starts over.
+pub const REBUILD_MEMORY_SQL: &str = "
+    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
+    SELECT t.task_id,
+        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
+            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
+        (SELECT max(r.finished_at) FROM runs r
+            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
+    FROM tasks t
+    WHERE EXISTS (SELECT 1 FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL)";
+
 pub trait TransferTx {
     /// Every row of the table as a JSON object keyed by column.
     fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>>;
     /// Inserts one row (values in column order, from `Table::values`).
     fn load_row(&mut self, table: &Table, values: &[Value]) -> Result<()>;
+    /// Runs `REBUILD_MEMORY_SQL`.
+    fn rebuild_task_memory(&mut self) -> Result<()>;
     /// Whether the store holds no tasks, runs or events yet.
     fn is_empty(&mut self) -> Result<bool>;
 }

@@ -37,6 +37,7 @@ use crate::store::{shared::SharedStore, Store};
 use crate::wire as json;
 
 use super::deliver::{self, Delivery, Notifier};
+use super::release;
 use super::settle::{self, NoticeClaim, Outcome};
 
 /// How to run the executor.
@@ -78,6 +79,9 @@ pub enum Finished {
         error: String,
         notice: Notice,
     },
+    /// The tick was told to stop before the executor started: the run was
+    /// taken back and what it was claimed for is due again (tick/release.rs).
+    Released { run: Run },
 }
 
 /// What the tick's threads tell its main loop.
@@ -107,7 +111,7 @@ impl Finished {
     pub fn notice(&self) -> Option<&Notice> {
         match self {
             Finished::Recorded { notice, .. } | Finished::NotStarted { notice, .. } => Some(notice),
-            Finished::LeaseLost { .. } => None,
+            Finished::LeaseLost { .. } | Finished::Released { .. } => None,
         }
     }
 }
@@ -116,8 +120,11 @@ impl Finished {
 enum Failure {
     NotStarted(String),
     Lost(String),
-    /// A stop signal: the executor was killed (or never spawned).
+    /// A stop signal: the executor was killed (or, for a continuation,
+    /// never spawned).
     Interrupted,
+    /// A stop signal seen before the spawn: nothing ran.
+    NotSpawned,
 }
 
 /// The reason recorded on a run whose tick was told to stop.
@@ -450,6 +457,15 @@ fn run_one(
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
     let now = clock.now();
+    if matches!(result, Err(Failure::NotSpawned)) {
+        let taken = store.write(|tx| {
+            release::take_back(tx, &job.task, &job.run, &job.token, clock.now().max(now))
+        });
+        let finished = taken.map(|()| Finished::Released {
+            run: job.run.clone(),
+        });
+        return (finished, None);
+    }
     let (outcome, not_started) = match &result {
         Ok((r, stderr)) => (
             Outcome {
@@ -464,7 +480,7 @@ fn run_one(
             None,
         ),
         // Killed mid-run because this tick must stop: uncertain too.
-        Err(Failure::Interrupted) => (
+        Err(Failure::Interrupted | Failure::NotSpawned) => (
             Outcome::settled(RunStatus::Unknown, None, Some(INTERRUPTED.into())),
             None,
         ),
@@ -593,9 +609,15 @@ fn execute(
         output_cap: executor.output_cap,
     };
     let run_id = job.run.run_id.clone();
-    // Claimed, but the tick was told to stop before the spawn.
+    // Claimed, but the tick was told to stop before the spawn: a
+    // continuation stays uncertain (its approval is spent), anything else
+    // is taken back.
     if crate::interrupt::received().is_some() {
-        return Err(Failure::Interrupted);
+        return Err(if job.continuation.is_null() {
+            Failure::NotSpawned
+        } else {
+            Failure::Interrupted
+        });
     }
     let mut interrupted = false;
     let mut heartbeat = || {

@@ -26,6 +26,7 @@ pub mod deliver;
 pub mod execute;
 pub mod notice_policy;
 pub mod queue;
+pub mod release;
 pub mod settle;
 
 use std::collections::HashSet;
@@ -67,6 +68,9 @@ pub struct TickOptions {
     /// A notice still not sent this long after it was created is undeliverable.
     pub delivery_give_up: Duration,
     pub dry_run: bool,
+    /// This host's name, recorded with this build at each tick for
+    /// `status` (docs/CONTRACT.md §21).
+    pub host: String,
 }
 
 /// Which task an event concerns, so that every line cron mails names it
@@ -261,6 +265,7 @@ pub fn run(
         nothing_due: !agenda.claims,
         at_limit: false,
         last_mark: None,
+        last_note: None,
         problems: Vec::new(),
     };
     let mut renewals = execute::Renewals::new(options.executor.lease);
@@ -435,6 +440,8 @@ struct Scheduler<'a> {
     /// The last claim found `--max-running` runs running.
     at_limit: bool,
     last_mark: Option<Instant>,
+    /// When `note_if_locked` last looked.
+    last_note: Option<Instant>,
     /// Failures after the tick began its work, reported at its end.
     problems: Vec<anyhow::Error>,
 }
@@ -498,7 +505,13 @@ impl Scheduler<'_> {
             let rr = &mut self.round_robin;
             let max_running = self.options.max_running;
             let batch = store
-                .write(|tx| queue::claim_batch(tx, rr, tenant, slots, max_running, settings))
+                .write(|tx| {
+                    let batch = queue::claim_batch(tx, rr, tenant, slots, max_running, settings);
+                    // Inside the claim's transaction, before its commit.
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::at("during_claim");
+                    batch
+                })
                 .busy_during("claiming due runs")?;
             // Claimed and committed; no executor started yet.
             #[cfg(feature = "test-hooks")]
@@ -563,7 +576,10 @@ impl Scheduler<'_> {
                 }
             }
             match batch.stop {
-                queue::Stop::NothingDue => self.nothing_due = true,
+                queue::Stop::NothingDue => {
+                    self.nothing_due = true;
+                    self.note_if_locked(store, report);
+                }
                 queue::Stop::AtLimit => self.at_limit = true,
                 queue::Stop::Enough => {}
             }
@@ -607,6 +623,40 @@ impl Scheduler<'_> {
             Ok(0) => {}
             Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
             // Not fatal: a later pass (or tick) marks them while within grace.
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
+            Err(e) => self.problems.push(e),
+        }
+    }
+
+    /// The claims found nothing due: any due work still unclaimed was
+    /// skipped because another session held its row locked (PostgreSQL).
+    /// It was seen due all the same; note it (at most once a second, one
+    /// read when there is none).
+    fn note_if_locked(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        if !store.skips_locked_rows() || self.last_note.is_some_and(|t| t.elapsed() < RECHECK) {
+            return;
+        }
+        self.last_note = Some(Instant::now());
+        let now = self.clock.now();
+        let tenant = self.options.tenant.as_deref();
+        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
+            Ok(due) if due.is_empty() => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match store.write(|tx| queue::note_locked(tx, tenant, now, MARK_LIMIT)) {
+            Ok(0) => {}
+            Ok(count) => self.tell(
+                report,
+                &TickEvent::Queued {
+                    count,
+                    reason: queue::LOCKED_ROWS,
+                },
+            ),
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
             Err(e) => self.problems.push(e),
         }
@@ -806,6 +856,7 @@ fn record_tick(
         if previous.is_none_or(|p| now > p) {
             tx.set_meta("last_tick_at", &now.to_string())?;
         }
+        tx.record_host(&options.host, &crate::store::schema::build(), now)?;
         let limit = options
             .max_running
             .map(|n| n.to_string())

@@ -147,12 +147,14 @@ fn same_skip(facts: &Facts<'_>, key: &str) -> Option<&'static str> {
 }
 
 /// Suppressed as a duplicate when, within the streak, the last failure
-/// sent had the same key less than a window ago.
+/// sent had the same key less than a window ago. A failure before the last
+/// sent one is new: the clock went back, and the window measured from a
+/// time that was wrong would hold notices back for as long as it was wrong.
 fn duplicate(memory: &TaskMemory, key: &str, realert: i64, now: i64) -> Option<&'static str> {
     let same = memory.last_failure_reason.as_deref() == Some(key);
     let recent = memory
         .last_failure_sent_at
-        .is_some_and(|sent| now - sent < realert);
+        .is_some_and(|sent| (0..realert).contains(&(now - sent)));
     (same && recent).then_some(DUPLICATE_FAILURE)
 }
 
@@ -220,6 +222,20 @@ fn remember(
     }
     if run.status == RunStatus::Succeeded {
         m.last_success_at = Some(run.finished_at.unwrap_or(facts.now));
+    }
+    m
+}
+
+/// The memory after a person settled an unknown run (`reconcile`): no
+/// notice goes out (its notice went out when it became unknown), but a
+/// confirmed success is the task's last success and ends the failure
+/// streak, as a success the executor reported would.
+pub fn reconciled(mut m: TaskMemory, run: &Run, now: i64) -> TaskMemory {
+    m.last_settled_run_id = Some(run.run_id.clone());
+    if run.status == RunStatus::Succeeded {
+        m.last_failure_reason = None;
+        m.last_failure_sent_at = None;
+        m.last_success_at = Some(run.finished_at.unwrap_or(now));
     }
     m
 }

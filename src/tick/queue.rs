@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use super::claim::{self, ClaimSettings, Claimed};
-use crate::model::{RunStatus, TaskState};
+use crate::model::{RunStatus, Task, TaskState};
 use crate::schedule;
 use crate::store::{QueueMark, Tx};
 
@@ -135,43 +135,8 @@ pub fn claim_batch(
 pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
     let mut marked = 0;
     for due in tx.unmarked_due(now, tenant, limit)? {
-        let Some(Ok(task)) = tx.task(&due.task_id)? else {
+        let Some((task, mark)) = seen(tx, &due.task_id, now)? else {
             continue;
-        };
-        if task.state != TaskState::Active {
-            continue;
-        }
-        let (due_at, superseded_at) = match task.next_run_at.filter(|at| *at <= now) {
-            Some(first) => {
-                let (_, last) = schedule::count_between(
-                    &task.schedule,
-                    task.timezone,
-                    first - 1,
-                    now,
-                    u64::MAX,
-                );
-                let latest = last.unwrap_or(first).max(first);
-                let next =
-                    schedule::next_after(&task.schedule, task.timezone, latest).map(|o| o.at);
-                (latest, next)
-            }
-            // A due retry is superseded by the task's next occurrence.
-            None => match task.next_retry_at.filter(|at| *at <= now) {
-                Some(retry_at) => (retry_at, task.next_run_at),
-                // A manual trigger is never superseded: it runs once.
-                None => match tx.pending_trigger(&task.task_id)? {
-                    Some(trigger) if trigger.at <= now => (trigger.at, None),
-                    _ => continue,
-                },
-            },
-        };
-        if now - due_at > task.grace_seconds {
-            continue;
-        }
-        let mark = QueueMark {
-            due_at,
-            seen_at: now,
-            superseded_at,
         };
         match tx.set_queue_mark(&task.task_id, task.next_run_at, task.next_retry_at, &mark) {
             Ok(()) => marked += 1,
@@ -182,4 +147,64 @@ pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
         }
     }
     Ok(marked)
+}
+
+/// Why due work was noted by `note_locked`.
+pub const LOCKED_ROWS: &str = "their task rows were locked by another session";
+
+/// Notes as seen the due work a claim that found nothing due left behind:
+/// on PostgreSQL, rows another session held locked (a `zone set`, another
+/// host's claim, a person's `SELECT … FOR UPDATE`), which the claim skips
+/// rather than waits for. Their rows cannot be marked while locked, so the
+/// sighting goes beside them (`note_seen`), read by the claim as the mark
+/// is: a row locked at every tick of its grace is not "missed". Returns how
+/// many it noted; reads the rows without locking them, never waits.
+pub fn note_locked(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
+    let mut noted = 0;
+    for due in tx.unmarked_due(now, tenant, limit)? {
+        if let Some((task, mark)) = seen(tx, &due.task_id, now)? {
+            tx.note_seen(&task.task_id, &mark)?;
+            noted += 1;
+        }
+    }
+    Ok(noted)
+}
+
+/// The mark a tick seeing the task at `now` gives it: its latest due
+/// instant (occurrence, else retry, else manual trigger), when that is
+/// still within grace.
+fn seen(tx: &mut dyn Tx, task_id: &str, now: i64) -> Result<Option<(Task, QueueMark)>> {
+    let Some(Ok(task)) = tx.task(task_id)? else {
+        return Ok(None);
+    };
+    if task.state != TaskState::Active {
+        return Ok(None);
+    }
+    let (due_at, superseded_at) = match task.next_run_at.filter(|at| *at <= now) {
+        Some(first) => {
+            let (_, last) =
+                schedule::count_between(&task.schedule, task.timezone, first - 1, now, u64::MAX);
+            let latest = last.unwrap_or(first).max(first);
+            let next = schedule::next_after(&task.schedule, task.timezone, latest).map(|o| o.at);
+            (latest, next)
+        }
+        // A due retry is superseded by the task's next occurrence.
+        None => match task.next_retry_at.filter(|at| *at <= now) {
+            Some(retry_at) => (retry_at, task.next_run_at),
+            // A manual trigger is never superseded: it runs once.
+            None => match tx.pending_trigger(&task.task_id)? {
+                Some(trigger) if trigger.at <= now => (trigger.at, None),
+                _ => return Ok(None),
+            },
+        },
+    };
+    if now - due_at > task.grace_seconds {
+        return Ok(None);
+    }
+    let mark = QueueMark {
+        due_at,
+        seen_at: now,
+        superseded_at,
+    };
+    Ok(Some((task, mark)))
 }

@@ -167,7 +167,12 @@ fn bookkeep(
     let mut failures = task.consecutive_failures;
     let mut next_retry_at = task.next_retry_at;
     let mut retry_run_id = task.retry_run_id.clone();
+    // A run of a payload since replaced says nothing of the current one:
+    // its outcome is neither the new payload's streak nor worth a retry
+    // (which would run the new payload for the old one's failure).
+    let current = run.payload_hash == task.payload_hash;
     match status {
+        _ if !current => {}
         RunStatus::Succeeded | RunStatus::DeliveryFailed => failures = 0,
         RunStatus::Failed => {
             failures += 1;
@@ -179,7 +184,7 @@ fn bookkeep(
         _ => {}
     }
     let pause_after = task.notice.pause_after;
-    if status == RunStatus::Failed && pause_after.is_some_and(|n| failures >= n) {
+    if current && status == RunStatus::Failed && pause_after.is_some_and(|n| failures >= n) {
         return pause_for_failures(tx, task, outcome, failures, now).map(Some);
     }
     let finished = task.next_run_at.is_none() && next_retry_at.is_none() && status.is_settled();

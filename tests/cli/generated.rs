@@ -24,7 +24,7 @@ runtime failure: I/O, database, a child process that could not start
 usage error: a bad flag or value
 .TP
 \fB3\fR
-not found: task, draft or run (also: a command that only reads, on a database that does not exist)
+not found: task, draft or run (also: no store where \-\-db points, for a command that does not create one; a command that only reads, on a store at an older schema: run `agentcron migrate`)
 .TP
 \fB4\fR
 permission denied: not an owner, or another tenant
@@ -37,6 +37,9 @@ draft expired or payload hash mismatch
 .TP
 \fB75\fR
 database busy past busy_timeout: nothing changed, safe to retry
+.TP
+\fB78\fR
+PostgreSQL store at an older schema than this build writes: nothing changed; run `agentcron migrate` once every host runs this build
 .SH ENVIRONMENT
 .TP
 \fBAGENTCRON_DB\fR
@@ -121,6 +124,11 @@ fn examples(path: &str) -> &'static [&'static str] {
         "status" => &["agentcron status --max-tick-age 5m || echo \"agentcron: ticks are stale\""],
         "prune" => &["agentcron prune --older-than 90d --dry-run"],
         "check" => &["agentcron check"],
+        "migrate" => &[
+            "agentcron backup /var/backups/agentcron-before-0.2.0.db",
+            "agentcron migrate --dry-run",
+            "agentcron migrate",
+        ],
         "backup" => &[
             "agentcron backup /var/backups/agentcron-$(date +%F).db",
             "agentcron --db /var/backups/agentcron-2026-12-04.db check",

@@ -4,7 +4,7 @@
 #![cfg(feature = "test-hooks")]
 
 use crate::support::T0;
-use crate::support::{journal, Rig};
+use crate::support::{journal, kill, spawn_tick, wait_for, Rig};
 
 const HOUR: i64 = 3600;
 
@@ -109,4 +109,58 @@ fn crash_after_the_notifier_exits_sends_the_notice_once() {
         crash_at("after_notifier_exit"),
         ("succeeded".into(), "unknown".into(), 1, 1)
     );
+}
+
+#[test]
+fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the_next_tick() {
+    // Issue 33 item 11: the signal arrives inside the claim's transaction;
+    // the claim commits, the executor never starts. Nothing ran, so nothing
+    // is frozen unknown: the occurrence is due again, seen in time.
+    let rig = Rig::new();
+    rig.with_notifier(0);
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    rig.env.set_now(T0 + HOUR + 30);
+    let ready = rig.env.path("in-claim");
+    rig.env.set_env(
+        "AGENTCRON_TEST_HOOK",
+        &format!("during_claim:signal:{}", ready.display()),
+    );
+    let tick = spawn_tick(&rig, &["--verbose"]);
+    wait_for("the tick to be inside its claim", || ready.exists());
+    kill(tick.id() as i32, libc::SIGTERM);
+    let out = tick.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("taken back"),
+        "{out:?}"
+    );
+    assert!(stderr.contains("taken back and are due again"), "{stderr}");
+    rig.env.set_env("AGENTCRON_TEST_HOOK", "");
+    assert!(rig.runs("c").is_empty(), "{:?}", rig.runs("c"));
+    assert!(rig.starts().is_empty());
+    assert_eq!(
+        rig.env.json(&["reconcile"]).as_array().map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(rig.env.json(&["check"])["ok"], true);
+    // Past its grace (90 s) now, but a tick saw it due in time: it runs.
+    rig.env.set_now(T0 + HOUR + 200);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("c");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    assert_eq!(runs[0]["scheduled_for"], "2026-12-02T09:00:00Z");
+    assert_eq!(rig.starts().len(), 1);
+    let log = rig.env.json(&["log", "c"]);
+    assert!(
+        log.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "release" && e["actor"] == "agentcron:tick"),
+        "{log}"
+    );
+    let log = rig.env.run(&["log", "c"]).ok().stdout;
+    assert!(log.contains("took back the run it had claimed"), "{log}");
 }

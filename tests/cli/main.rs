@@ -36,5 +36,6 @@ mod tables;
 mod tasks;
 mod tick;
 mod transfer;
+mod upgrade;
 mod wiring;
 mod zones;

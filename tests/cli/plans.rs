@@ -276,7 +276,7 @@ mod tests {
     fn a_full_scan_or_a_sort_is_caught() {
         // The check itself can fail: a statement that reads every run.
         let mut migrated = Connection::open_in_memory().unwrap();
-        agentcron::store::sqlite::schema::migrate(&mut migrated).unwrap();
+        agentcron::store::sqlite::schema::migrate(&mut migrated, &mut |_| Ok(())).unwrap();
         assert_eq!(
             full_scans(
                 &migrated,

@@ -33,7 +33,18 @@ fn hosts_migrating_a_new_schema_at_once_migrate_it_exactly_once() {
     let children: Vec<_> = (0..6)
         .map(|_| {
             std::process::Command::new(BIN)
-                .args(["--db", &url, "--json", "list"])
+                // A command that creates stores (`list` only reads: no store
+                // there is "no store", docs/CONTRACT.md §21).
+                .args([
+                    "--db",
+                    &url,
+                    "--json",
+                    "draft",
+                    "--instruction",
+                    "x",
+                    "--daily",
+                    "09:00",
+                ])
                 .env("AGENTCRON_NOW", T0.to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -70,6 +81,7 @@ fn status_reports_the_clock_skew_to_the_server() {
         return;
     }
     let env = TestEnv::new();
+    env.draft(&["--instruction", "x", "--daily", "09:00"]);
     let status = env.json(&["status"]);
     let skew = status["clock_skew_seconds"]
         .as_i64()
@@ -132,6 +144,8 @@ fn a_sqlite_store_moves_to_postgresql_and_back_unchanged() {
     env.set_env("AGENTCRON_EXECUTOR", "true");
     env.run(&["--db", sqlite, "tick"]).ok();
     let dump = env.run(&["--db", sqlite, "export"]).ok().stdout;
+    // The task's memory moves too (the round trip below compares it).
+    assert!(dump.contains(r#""table":"task_memory""#), "{dump}");
     let schema = format!("x_{}", uuid::Uuid::new_v4().simple());
     client
         .batch_execute(&format!("CREATE SCHEMA {schema}"))
@@ -319,4 +333,40 @@ fn a_tick_with_four_executors_running_holds_one_connection() {
         env.count("SELECT count(*) FROM runs WHERE status = 'succeeded'"),
         4
     );
+}
+
+#[test]
+fn a_task_row_locked_at_every_tick_of_its_grace_runs_late_instead_of_missed() {
+    // Issue 33 item 10: another session (here a person's FOR UPDATE; in the
+    // field a `zone set`) holds the task's row at two consecutive ticks,
+    // then lets go. The ticks skip the row, but they saw it due in time.
+    if !on_postgres() {
+        return;
+    }
+    let rig = crate::support::Rig::new();
+    rig.env
+        .task(&["--instruction", "x", "--every", "1h", "--name", "held"]);
+    let mut holder = postgres::Client::connect(&rig.env.db_arg(), postgres::NoTls).unwrap();
+    let mut lock = holder.transaction().unwrap();
+    lock.query("SELECT 1 FROM tasks WHERE name = 'held' FOR UPDATE", &[])
+        .unwrap();
+    rig.env.set_now(T0 + 3600 + 5);
+    let out = rig.tick(&["--verbose"]).ok();
+    assert!(
+        out.stdout
+            .contains("1 due run(s) queued: their task rows were locked"),
+        "{out:?}"
+    );
+    rig.env.set_now(T0 + 3600 + 65);
+    rig.tick(&[]).ok();
+    assert!(rig.starts().is_empty());
+    lock.rollback().unwrap();
+    // Past its grace (90 s) now.
+    rig.env.set_now(T0 + 3600 + 125);
+    rig.tick(&[]).ok();
+    let runs = rig.runs("held");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    assert_eq!(runs[0]["queued_seconds"], 125, "{runs:?}");
+    assert_eq!(rig.starts().len(), 1);
 }

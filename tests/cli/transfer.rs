@@ -121,3 +121,116 @@ fn a_store_holding_text_that_is_not_utf8_fails_export_and_check_with_an_error_no
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
 }
+
+/// The executor's saved stdin for `run_id`.
+fn stdin_of(rig: &Rig, run_id: &str) -> serde_json::Value {
+    let path = rig.env.path("stdin").join(format!("{run_id}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_tasks_memory_survives_export_and_import() {
+    // Issue 33 item 8: the previous run, the failure streak, the last
+    // success and the held-back count move with the store.
+    let rig = Rig::new();
+    rig.with_notifier(0);
+    let env = &rig.env;
+    env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "a",
+        "--notify",
+        "attention",
+        "--realert",
+        "1d",
+        "--max-retries",
+        "0",
+    ]);
+    let reply = |at: i64, line: &str| {
+        env.set_now(at);
+        env.set_env("FIXTURE_MODE", &format!("json:{line}"));
+    };
+    reply(T0 + 3600, r#"{"status":"succeeded","summary":"digest"}"#);
+    rig.tick(&[]).ok();
+    let first_finished = rig.runs("a")[0]["finished_at"].clone();
+    for hour in [2, 3] {
+        reply(
+            T0 + hour * 3600,
+            r#"{"status":"failed","summary":"feed down"}"#,
+        );
+        rig.tick(&[]).ok();
+    }
+    let last = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(env.json(&["show", "a"])["notices_held_back"]["count"], 1);
+    let dump = export(&rig, None);
+    assert!(dump.contains(r#""table":"task_memory""#), "{dump}");
+
+    let target = env.path("copy.db");
+    let target = target.to_str().unwrap();
+    env.run_with_stdin(&["--db", target, "import"], dump.as_bytes())
+        .ok();
+    assert_eq!(
+        export(&rig, Some(target)),
+        dump,
+        "a round trip changes nothing"
+    );
+    let shown = env.json(&["--db", target, "show", "a"]);
+    assert_eq!(shown["notices_held_back"]["count"], 1, "{shown}");
+    // The copy's next run knows the past, and the same failure is still
+    // the streak's duplicate (a store without memory would send it).
+    let notices = rig.notices().len();
+    reply(
+        T0 + 4 * 3600,
+        r#"{"status":"failed","summary":"feed down"}"#,
+    );
+    env.run(&["--db", target, "tick"]).ok();
+    let runs = env.json(&["--db", target, "show", "a"])["runs"].clone();
+    let next = runs[0]["run_id"].as_str().unwrap();
+    let previous = &stdin_of(&rig, next)["previous"];
+    assert_eq!(previous["run_id"], last.as_str(), "{previous}");
+    assert_eq!(previous["status"], "failed");
+    assert_eq!(previous["last_success_at"], first_finished);
+    assert_eq!(rig.notices().len(), notices, "{:?}", rig.notices());
+
+    // An export from before the memory was exported: the runs tell the
+    // last settled run and the last success.
+    let old: String = dump
+        .lines()
+        .filter(|l| !l.contains(r#""table":"task_memory""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let older = env.path("older.db");
+    let older = older.to_str().unwrap();
+    env.run_with_stdin(&["--db", older, "import"], old.as_bytes())
+        .ok();
+    let rebuilt = export(&rig, Some(older));
+    let memory = rebuilt
+        .lines()
+        .find(|l| l.contains(r#""table":"task_memory""#))
+        .expect("memory rebuilt");
+    let memory: serde_json::Value = serde_json::from_str(memory).unwrap();
+    assert_eq!(memory["last_settled_run_id"], last.as_str());
+    assert!(memory["last_success_at"].is_i64(), "{memory}");
+    // A memory line whose task is not in the import is refused.
+    let orphan = format!(
+        "{old}{{\"table\":\"task_memory\",\"task_id\":\"nobody\",\"suppressed_count\":0,\"suppressed_failures\":0}}\n"
+    );
+    let out = env
+        .run_with_stdin(
+            &[
+                "--db",
+                &env.path("orphan.db").display().to_string(),
+                "import",
+            ],
+            orphan.as_bytes(),
+        )
+        .fails(2);
+    assert!(
+        out.stderr.contains("orphan task_memory row"),
+        "{}",
+        out.stderr
+    );
+}

@@ -100,7 +100,8 @@ fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Resu
     // Only a draft creates the store; until then the reading tools find none.
     ctx.create_store_if_missing(drafts);
     if let Err(e) = ctx.store() {
-        if !drafts && classify(&e).0 == ErrorKind::NotFound {
+        let missing = classify(&e).0 == ErrorKind::NotFound && !crate::store::schema::is_behind(&e);
+        if !drafts && missing {
             // Its error names the path, which is none of the agent's business.
             return fail(
                 CmdError::not_found("there is no agentcron store yet: nothing was drafted")

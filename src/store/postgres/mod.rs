@@ -27,6 +27,7 @@ use std::ops::ControlFlow;
 use anyhow::{Context, Result};
 use postgres::{Client, Config, IsolationLevel, NoTls};
 
+use super::schema::Opening;
 use super::{OpenOptions, Store, Tx};
 use statements::{CachedTx, Statements};
 
@@ -76,13 +77,14 @@ impl PgStore {
         }
         let shown = redact(&config);
         let (mut client, session) = connect(&config, options, &shown)?;
-        if options.never_write {
-            // An older schema is not migrated, a newer one not guessed at.
-            schema::require_latest(&mut client)
-                .with_context(|| format!("reading the database {shown}"))?;
-        } else {
-            schema::migrate(&mut client)
-                .with_context(|| format!("preparing the database {shown}"))?;
+        let found = schema::current(&mut client)
+            .with_context(|| format!("reading the schema version of {shown}"))?;
+        // Only a store being created is migrated here: an older schema
+        // waits for `agentcron migrate` (docs/CONTRACT.md §21).
+        match super::schema::on_open(found, schema::LATEST, options, false, &shown)? {
+            Opening::Ready => {}
+            Opening::Create | Opening::Migrate => schema::migrate(&mut client, &mut |_| Ok(()))
+                .with_context(|| format!("preparing the database {shown}"))?,
         }
         Ok(PgStore {
             client,
@@ -341,6 +343,10 @@ impl Store for PgStore {
             .and_then(|row| row.try_get::<_, i64>(0).ok())
     }
 
+    fn skips_locked_rows(&self) -> bool {
+        true
+    }
+
     fn server_time_micros(&mut self) -> Option<i64> {
         self.client
             .query_one(
@@ -359,6 +365,23 @@ impl Store for PgStore {
         )
         .with_hint("run `pg_dump` on the database (or `agentcron export > FILE`, which `import` reads back)")
         .into())
+    }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        self.reconnect_if_closed()?;
+        schema::current(&mut self.client).context("reading the schema version")
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        schema::DESCRIPTIONS
+    }
+
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
+        self.reconnect_if_closed()?;
+        schema::migrate(&mut self.client, applied)?;
+        // Statements prepared against the older tables are stale.
+        self.statements.clear();
+        Ok(())
     }
 
     fn compact(&mut self) -> Result<()> {

@@ -156,7 +156,10 @@ impl QueueTx for PgTx<'_, '_> {
             .tx
             .query(
                 "SELECT queued_for, queued_since, queued_next FROM tasks
-                 WHERE task_id = $1 AND queued_for IS NOT NULL",
+                 WHERE task_id = $1 AND queued_for IS NOT NULL
+                 UNION ALL
+                 SELECT due_at, seen_at, NULL::bigint FROM seen_due WHERE task_id = $1
+                 ORDER BY 1 DESC, 2 LIMIT 1",
                 &[&task_id],
             )
             .context("reading the task's queue mark")?;
@@ -169,6 +172,19 @@ impl QueueTx for PgTx<'_, '_> {
                 })
             })
             .transpose()
+    }
+
+    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
+                     seen_at = excluded.seen_at
+                 WHERE seen_due.due_at <> excluded.due_at",
+                &[&task_id, &mark.due_at, &mark.seen_at],
+            )
+            .context("noting a due task seen")?;
+        Ok(())
     }
 
     fn set_queue_mark(

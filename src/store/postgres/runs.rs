@@ -306,6 +306,24 @@ impl RunTx for PgTx<'_, '_> {
         })
     }
 
+    fn release_unstarted(&mut self, run_id: &str, token: &str, now: i64) -> Result<()> {
+        self.lock_run(run_id)?;
+        let changed = self
+            .tx
+            .execute(
+                &format!(
+                    "DELETE FROM runs
+                     WHERE run_id = $1 AND status = 'running' AND lease_token = $2
+                       AND lease_until >= $3::bigint + {WAITED}"
+                ),
+                &[&run_id, &token, &now],
+            )
+            .context("taking back a run that never started")?;
+        expect_one(changed, || {
+            format!("run {run_id} is no longer running under this lease")
+        })
+    }
+
     fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
         self.runs_where(
             "WHERE r.status IN ('awaiting_confirmation', 'awaiting_authorization')

@@ -1,13 +1,11 @@
 //! The PostgreSQL schema, as an append-only list of migrations tracked in
-//! `agentcron_schema`, applied in one transaction under an advisory lock so
-//! that two hosts starting at once migrate exactly once.
+//! `agentcron_schema`, applied one transaction per step under an advisory
+//! lock so that two `migrate`s at once apply each step exactly once.
 //!
 //! Never change or reorder an entry: databases in the field applied it.
 
 use anyhow::{Context, Result};
 use postgres::Client;
-
-use crate::error::{CmdError, ErrorKind};
 
 /// Migration `i` takes the schema from version `i` to `i + 1`. The tables
 /// mirror the SQLite schema column for column (BIGINT seconds, TEXT JSON).
@@ -288,11 +286,54 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_hash TEXT, ADD COLUMN code_salt TEXT,
         ADD COLUMN code_wrong_attempts BIGINT NOT NULL DEFAULT 0;
 "#,
+    r#"
+    -- 16: the hosts that tick the store and the build each last ran, as
+    -- SQLite's migration 14: `status` warns when they differ.
+    CREATE TABLE hosts (
+        host TEXT PRIMARY KEY, build TEXT NOT NULL, last_tick_at BIGINT NOT NULL);
+"#,
+    r#"
+    -- 17: a due instant a tick saw but could not mark on its task's row,
+    -- which another session held locked, as SQLite's migration 15: beside
+    -- the row, with no key to it (a foreign key check would wait for the lock).
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  BIGINT NOT NULL,
+        seen_at BIGINT NOT NULL);
+"#,
 ];
+
+/// What each migration does, one line each, for `agentcron migrate`: entry
+/// `i` describes `MIGRATIONS[i]`. Append one with each migration.
+pub const DESCRIPTIONS: &[&str] = &[
+    "create every table: drafts, tasks, runs, deliveries, reconciliations, events",
+    "add indexes for run history, pending retries and rare states",
+    "remember queued occurrences (capacity) and back off failed deliveries",
+    "commit markers, to settle a commit whose acknowledgement was lost",
+    "keep the end of the executor's stderr with each run",
+    "day-2 operations: replacing drafts, manual triggers, why a run was due",
+    "declarative tasks: the file an `apply` came from",
+    "approvals handed to the next tick",
+    "what an `apply` declared for each task",
+    "index the task listing in its own order",
+    "index the audit events `metrics` and `explain` look for",
+    "count tasks per state and tenant for `status`",
+    "the notice policy: held-back notices, task memory, run totals",
+    "zones that follow their owner",
+    "one-time codes for agent drafts",
+    "record the hosts that tick the store and the build each ran",
+    "note due work a tick saw on a task row another session held locked",
+];
+
+const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
+
+/// The advisory lock every migration takes: `migrate` for all its steps
+/// (session), a store being created for its one transaction.
+const MIGRATION_LOCK: i64 = 7415906301;
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
-fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
+pub fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
     let exists: bool = client
         .query_one("SELECT to_regclass('agentcron_schema') IS NOT NULL", &[])?
         .get(0);
@@ -306,51 +347,60 @@ fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
     Ok(row.get(0))
 }
 
-/// Refuses, changing nothing, a store at any schema but this build's: for
-/// a store opened never to write, which is not migrated.
-pub fn require_latest(client: &mut Client) -> Result<()> {
-    let seen = current(client).context("reading the schema version")?;
-    if seen != LATEST {
-        anyhow::bail!("the database has schema version {seen}, not {LATEST}, and is not migrated when opened never to write");
-    }
-    Ok(())
-}
-
-pub fn migrate(client: &mut Client) -> Result<()> {
-    // The common case costs one query and takes no lock.
+/// Brings the schema up to date, one transaction per step, under the
+/// migration lock held for every step (a second `migrate` waits, then finds
+/// nothing left), calling `applied` with each version committed; a store
+/// being created gets every step in one transaction, so that no half-made
+/// store is left behind. One query and no lock when it is up to date.
+pub fn migrate(client: &mut Client, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
     let seen = current(client).context("reading the schema version")?;
     if seen == LATEST {
         return Ok(());
     }
     refuse_newer(seen)?;
-    let mut tx = client
-        .transaction()
-        .context("starting the schema migration")?;
-    // Serialises hosts migrating at once; released at commit.
-    tx.execute("SELECT pg_advisory_xact_lock(7415906301)", &[])
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .context("locking for migration")?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS agentcron_schema (version BIGINT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")?;
-    let version = current(&mut tx)?;
-    refuse_newer(version)?;
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.batch_execute(sql)
-            .with_context(|| format!("applying schema migration {}", index + 1))?;
-        tx.execute(
-            "INSERT INTO agentcron_schema (version) VALUES ($1)",
-            &[&((index + 1) as i64)],
-        )?;
+    let stepped = steps(client, applied);
+    // A connection that broke released its session's lock with it.
+    let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    stepped
+}
+
+fn steps(client: &mut Client, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
+    loop {
+        let mut tx = client
+            .transaction()
+            .context("starting the schema migration")?;
+        // Re-entrant for this session; a host creating the store at once
+        // without `migrate` waits here.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .context("locking for migration")?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS agentcron_schema (version BIGINT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")?;
+        let version = current(&mut tx)?;
+        refuse_newer(version)?;
+        if version == LATEST {
+            return Ok(());
+        }
+        let to = if version == 0 { LATEST } else { version + 1 };
+        for index in version..to {
+            tx.batch_execute(MIGRATIONS[index as usize])
+                .with_context(|| format!("applying schema migration {}", index + 1))?;
+            tx.execute(
+                "INSERT INTO agentcron_schema (version) VALUES ($1)",
+                &[&(index + 1)],
+            )?;
+        }
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::at("migrate_step");
+        tx.commit().context("committing the schema migration")?;
+        applied(to)?;
     }
-    tx.commit().context("committing the schema migration")
 }
 
 fn refuse_newer(version: i64) -> Result<()> {
     if !(0..=LATEST).contains(&version) {
-        return Err(CmdError::new(
-            ErrorKind::Runtime,
-            format!("the database has schema version {version}, newer than this agentcron understands ({LATEST})"),
-        )
-        .with_hint("upgrade agentcron; nothing was changed")
-        .into());
+        return Err(crate::store::schema::newer(version, LATEST).into());
     }
     Ok(())
 }

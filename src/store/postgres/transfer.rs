@@ -5,7 +5,7 @@ use postgres::types::ToSql;
 use serde_json::{Map, Value};
 
 use super::{col, PgTx};
-use crate::store::transfer::{Table, TransferTx};
+use crate::store::transfer::{Table, TransferTx, REBUILD_MEMORY_SQL};
 
 impl TransferTx for PgTx<'_, '_> {
     fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
@@ -52,6 +52,13 @@ impl TransferTx for PgTx<'_, '_> {
         self.tx
             .execute(&sql, &refs)
             .with_context(|| format!("importing a row into {}", table.name))?;
+        Ok(())
+    }
+
+    fn rebuild_task_memory(&mut self) -> Result<()> {
+        self.tx
+            .execute(REBUILD_MEMORY_SQL, &[])
+            .context("rebuilding the tasks' memory")?;
         Ok(())
     }
 

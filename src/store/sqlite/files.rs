@@ -124,6 +124,28 @@ pub fn check_database(db: &Path) -> Result<Owner> {
     })
 }
 
+/// Whether `db` holds no agentcron store, read from its header without
+/// opening it as a database (which could switch another program's file to
+/// WAL): 0 bytes, or a SQLite header whose `user_version` is 0, with no
+/// WAL beside it that could hold a store the file does not yet.
+pub fn holds_no_store(db: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut header = Vec::with_capacity(100);
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(db)
+        .and_then(|file| file.take(100).read_to_end(&mut header))
+        .with_context(|| format!("reading {}", db.display()))?;
+    let no_schema = match header.len() {
+        0 => true,
+        // Not SQLite (or damaged): opening it says so.
+        100 if header.starts_with(b"SQLite format 3\0") => header[60..64] == [0; 4],
+        _ => false,
+    };
+    Ok(no_schema && fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len()) == 0)
+}
+
 /// Creates `-wal` and `-shm` 0600 for the database's owner, or checks the
 /// ones that exist. A file that cannot be created (a read-only file system)
 /// is left to SQLite, which then reports what it cannot do.

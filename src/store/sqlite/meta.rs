@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteTx;
-use crate::store::MetaTx;
+use crate::store::{Host, MetaTx};
 
 impl MetaTx for SqliteTx<'_> {
     fn meta(&mut self, key: &str) -> Result<Option<String>> {
@@ -24,5 +24,34 @@ impl MetaTx for SqliteTx<'_> {
             .execute(params![key, value])
             .context("writing store metadata")?;
         Ok(())
+    }
+
+    fn record_host(&mut self, host: &str, build: &str, at: i64) -> Result<()> {
+        // A clock set back never moves a host's last tick back.
+        self.conn
+            .prepare_cached(
+                "INSERT INTO hosts (host, build, last_tick_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (host) DO UPDATE SET build = excluded.build,
+                     last_tick_at = max(last_tick_at, excluded.last_tick_at)",
+            )?
+            .execute(params![host, build, at])
+            .context("recording this host's build")?;
+        Ok(())
+    }
+
+    fn hosts(&mut self) -> Result<Vec<Host>> {
+        self.conn
+            .prepare_cached(
+                "SELECT host, build, last_tick_at FROM hosts ORDER BY last_tick_at DESC, host",
+            )?
+            .query_map([], |row| {
+                Ok(Host {
+                    host: row.get(0)?,
+                    build: row.get(1)?,
+                    last_tick_at: row.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .context("reading the hosts")
     }
 }

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
+use super::schema::Opening;
 use super::{OpenOptions, Store, Tx};
 
 pub struct SqliteStore {
@@ -79,18 +80,22 @@ pub struct SqliteTx<'c> {
 impl SqliteStore {
     pub fn open(path: &Path, options: &OpenOptions) -> Result<SqliteStore> {
         let mut conn = open::connect(path, options)?;
-        let migrated = if options.never_write {
-            // An older schema is not migrated, a newer one not guessed at.
-            schema::require_latest(&conn)
-                .with_context(|| format!("reading the database {}", path.display()))?;
-            false
-        } else {
-            // A first use races other first uses (creating the schema,
-            // switching to WAL): a lock they hold is waited for like any
-            // write's.
-            busy::retry_while_busy(options.busy_timeout, || schema::migrate(&mut conn))
-                .with_context(|| format!("preparing the database {}", path.display()))?
-        };
+        let shown = path.display().to_string();
+        let found =
+            schema::user_version(&conn).with_context(|| format!("reading the database {shown}"))?;
+        let migrated =
+            match crate::store::schema::on_open(found, schema::LATEST, options, true, &shown)? {
+                Opening::Ready => false,
+                // A first use races other first uses (creating the schema,
+                // switching to WAL): a lock they hold is waited for like any
+                // write's.
+                Opening::Create | Opening::Migrate => {
+                    busy::retry_while_busy(options.busy_timeout, || {
+                        schema::migrate(&mut conn, &mut |_| Ok(()))
+                    })
+                    .with_context(|| format!("preparing the database {shown}"))?
+                }
+            };
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
@@ -163,6 +168,25 @@ impl Store for SqliteStore {
         self.conn
             .execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
             .context("compacting the database")
+    }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        schema::user_version(&self.conn)
+    }
+
+    fn migrations(&self) -> &'static [&'static str] {
+        schema::DESCRIPTIONS
+    }
+
+    fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()> {
+        // BEGIN IMMEDIATE waits for another migrate's step (busy_timeout).
+        let migrated = schema::migrate(&mut self.conn, applied)
+            .map_err(|e| open::read_only_store(&self.path, e))?;
+        if migrated {
+            // A migration is a change the file alone must hold too.
+            self.note_change();
+        }
+        Ok(())
     }
 }
 

@@ -64,6 +64,11 @@ fn open_resolved(path: &Path, options: &OpenOptions, create: bool) -> Result<Con
         ensure_file(path)?;
     }
     let owner = files::check_database(path)?;
+    // A 0-byte file (what `touch` leaves) or another program's database is
+    // no store: only a command that creates stores makes one of it.
+    if !create && files::holds_no_store(path)? {
+        return Err(crate::store::schema::no_store(&path.display().to_string()).into());
+    }
     // Never to write: read-only even where this user could write, with no
     // sidecar prepared and no WAL switch.
     if options.never_write || (options.read_only && !writable(path)) {

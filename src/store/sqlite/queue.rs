@@ -137,7 +137,10 @@ impl QueueTx for SqliteTx<'_> {
             .conn
             .prepare_cached(
                 "SELECT queued_for, queued_since, queued_next FROM tasks
-                 WHERE task_id = ?1 AND queued_for IS NOT NULL",
+                 WHERE task_id = ?1 AND queued_for IS NOT NULL
+                 UNION ALL
+                 SELECT due_at, seen_at, NULL FROM seen_due WHERE task_id = ?1
+                 ORDER BY 1 DESC, 2 LIMIT 1",
             )?
             .query_row(params![task_id], |row| {
                 Ok(QueueMark {
@@ -149,6 +152,19 @@ impl QueueTx for SqliteTx<'_> {
             .optional()
             .context("reading the task's queue mark")?;
         Ok(mark)
+    }
+
+    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
+                     seen_at = excluded.seen_at
+                 WHERE seen_due.due_at <> excluded.due_at",
+            )?
+            .execute(params![task_id, mark.due_at, mark.seen_at])
+            .context("noting a due task seen")?;
+        Ok(())
     }
 
     fn set_queue_mark(

@@ -308,6 +308,20 @@ impl RunTx for SqliteTx<'_> {
         })
     }
 
+    fn release_unstarted(&mut self, run_id: &str, token: &str, now: i64) -> Result<()> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "DELETE FROM runs
+                 WHERE run_id = ?1 AND status = 'running' AND lease_token = ?2 AND lease_until >= ?3",
+            )?
+            .execute(params![run_id, token, now])
+            .context("taking back a run that never started")?;
+        expect_one(changed, || {
+            format!("run {run_id} is no longer running under this lease")
+        })
+    }
+
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
         self.conn
             .prepare_cached(

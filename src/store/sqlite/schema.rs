@@ -7,8 +7,6 @@
 use anyhow::{Context, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::error::CmdError;
-
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: every table the product needs, designed up front so later features
@@ -435,60 +433,102 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_salt TEXT;
     ALTER TABLE drafts ADD COLUMN code_wrong_attempts INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 14: the hosts that tick the store and the build each last ran, which
+    // `status` compares (docs/CONTRACT.md §21).
+    r#"
+    CREATE TABLE hosts (
+        host         TEXT PRIMARY KEY,
+        build        TEXT NOT NULL,     -- "0.2.0 (commit)"
+        last_tick_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    "#,
+    // 15: a due instant a tick saw but could not mark on its task's row
+    // because another session held that row locked (PostgreSQL's SKIP
+    // LOCKED; docs/CONTRACT.md §6, "Capacity is not lateness"): kept beside
+    // the row, one per task, with no key to it (a foreign key would wait for
+    // that very lock). Stale rows are harmless: a claim heeds one only for
+    // an instant it is deciding. SQLite has no row locks; the table is here
+    // so both stores have one schema.
+    r#"
+    CREATE TABLE seen_due (
+        task_id TEXT PRIMARY KEY,
+        due_at  INTEGER NOT NULL,
+        seen_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
+
+/// What each migration does, one line each, for `agentcron migrate`: entry
+/// `i` describes `MIGRATIONS[i]`. Append one with each migration.
+pub const DESCRIPTIONS: &[&str] = &[
+    "create every table: drafts, tasks, runs, deliveries, reconciliations, events",
+    "add indexes for run history, pending retries and rare states",
+    "remember queued occurrences (capacity) and back off failed deliveries",
+    "keep the end of the executor's stderr with each run",
+    "day-2 operations: replacing drafts, manual triggers, why a run was due",
+    "declarative tasks: the file an `apply` came from",
+    "approvals handed to the next tick",
+    "what an `apply` declared for each task",
+    "index the task listing in its own order",
+    "count tasks per state and tenant for `status`",
+    "the notice policy: held-back notices, task memory, run totals",
+    "zones that follow their owner",
+    "one-time codes for agent drafts",
+    "record the hosts that tick the store and the build each ran",
+    "note due work a tick saw on a task row another session held locked",
+];
+
+const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
 
 /// The schema version this binary writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
-fn user_version(conn: &Connection) -> Result<i64> {
+/// The schema the store is at: 0 for a file without agentcron's schema.
+pub fn user_version(conn: &Connection) -> Result<i64> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
         .context("reading the schema version")
 }
 
-/// Refuses, changing nothing, a store at any schema but this build's: for
-/// a store opened never to write, which is not migrated.
-pub fn require_latest(conn: &Connection) -> Result<()> {
-    let seen = user_version(conn)?;
-    if seen != LATEST {
-        anyhow::bail!("the database has schema version {seen}, not {LATEST}, and is not migrated when opened never to write");
-    }
-    Ok(())
-}
-
-/// Brings the schema up to date; a no-op read of `user_version` when it is.
-/// Says whether it committed a migration.
-pub fn migrate(conn: &mut Connection) -> Result<bool> {
+/// Brings the schema up to date, one IMMEDIATE transaction per step (the
+/// write lock is the migration lock), calling `applied` with each version
+/// committed; a store being created gets every step in one transaction, so
+/// that no half-made store is left behind. A no-op read of `user_version`
+/// when it is up to date. Says whether it committed anything.
+pub fn migrate(conn: &mut Connection, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<bool> {
     let seen = user_version(conn)?;
     if seen == LATEST {
         return Ok(false);
     }
     refuse_newer(seen)?;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .context("starting the schema migration")?;
-    // Another process may have migrated while we waited for the lock.
-    let current = user_version(&tx)?;
-    refuse_newer(current)?;
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-        tx.execute_batch(sql)
-            .with_context(|| format!("applying schema migration {}", index + 1))?;
+    let mut changed = false;
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .context("starting the schema migration")?;
+        // Another process may have migrated while we waited for the lock.
+        let current = user_version(&tx)?;
+        refuse_newer(current)?;
+        if current == LATEST {
+            return Ok(changed);
+        }
+        let to = if current == 0 { LATEST } else { current + 1 };
+        for index in current..to {
+            tx.execute_batch(MIGRATIONS[index as usize])
+                .with_context(|| format!("applying schema migration {}", index + 1))?;
+        }
+        tx.pragma_update(None, "user_version", to)
+            .context("recording the schema version")?;
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::at("migrate_step");
+        tx.commit().context("committing the schema migration")?;
+        changed = true;
+        applied(to)?;
     }
-    tx.pragma_update(None, "user_version", LATEST)
-        .context("recording the schema version")?;
-    tx.commit().context("committing the schema migration")?;
-    Ok(true)
 }
 
 fn refuse_newer(version: i64) -> Result<()> {
     if !(0..=LATEST).contains(&version) {
-        return Err(CmdError::new(
-            crate::error::ErrorKind::Runtime,
-            format!(
-                "the database has schema version {version}, newer than this agentcron understands ({LATEST})"
-            ),
-        )
-        .with_hint("upgrade agentcron; nothing was changed")
-        .into());
+        return Err(crate::store::schema::newer(version, LATEST).into());
     }
     Ok(())
 }
@@ -500,9 +540,9 @@ mod tests {
     #[test]
     fn migrates_an_empty_database_once() {
         let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn).unwrap();
+        migrate(&mut conn, &mut |_| Ok(())).unwrap();
         assert_eq!(user_version(&conn).unwrap(), LATEST);
-        migrate(&mut conn).unwrap();
+        migrate(&mut conn, &mut |_| Ok(())).unwrap();
         let tables: i64 = conn
             .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
@@ -536,7 +576,7 @@ mod tests {
             )
             .unwrap();
         }
-        migrate(&mut conn).unwrap();
+        migrate(&mut conn, &mut |_| Ok(())).unwrap();
         let counts = |conn: &Connection| -> Vec<(String, String, i64)> {
             let mut stmt = conn
                 .prepare("SELECT state, tenant_key, n FROM task_counts WHERE n <> 0")
@@ -575,7 +615,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         conn.pragma_update(None, "user_version", LATEST + 1)
             .unwrap();
-        let err = migrate(&mut conn).unwrap_err();
+        let err = migrate(&mut conn, &mut |_| Ok(())).unwrap_err();
         assert!(err.to_string().contains("newer"), "{err}");
     }
 }

@@ -5,7 +5,7 @@ use rusqlite::types::{Type, Value as Sql, ValueRef};
 use serde_json::{Map, Value};
 
 use super::SqliteTx;
-use crate::store::transfer::{Table, TransferTx};
+use crate::store::transfer::{Table, TransferTx, REBUILD_MEMORY_SQL};
 
 impl TransferTx for SqliteTx<'_> {
     fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
@@ -53,6 +53,13 @@ impl TransferTx for SqliteTx<'_> {
             .prepare_cached(&table.insert_sql(|i, _| format!("?{i}")))?
             .execute(rusqlite::params_from_iter(params))
             .with_context(|| format!("importing a row into {}", table.name))?;
+        Ok(())
+    }
+
+    fn rebuild_task_memory(&mut self) -> Result<()> {
+        self.conn
+            .execute(REBUILD_MEMORY_SQL, [])
+            .context("rebuilding the tasks' memory")?;
         Ok(())
     }
 

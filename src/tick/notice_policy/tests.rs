@@ -299,3 +299,47 @@ fn skips_behind_the_same_unknown_run_are_one_piece_of_news_per_window() {
     assert!(sent(&p.settle(60, RunStatus::SkippedOverlap, "", None)));
     assert!(sent(&p.settle(120, RunStatus::SkippedOverlap, "", None)));
 }
+
+#[test]
+fn a_failure_before_the_last_sent_one_is_new() {
+    // The clock was 10 h ahead when a failure was sent, then set right:
+    // the same failure, now "earlier" than the one sent, is sent again
+    // and starts the window from its own time.
+    let mut p = Player::new(NotifyMode::Attention);
+    let ahead = 10 * HOUR;
+    assert!(sent(&p.settle(ahead, RunStatus::Failed, "timeout", None)));
+    assert!(sent(&p.settle(60, RunStatus::Failed, "timeout", None)));
+    assert_eq!(p.memory.last_failure_sent_at, Some(60));
+    assert_eq!(
+        p.settle(120, RunStatus::Failed, "timeout", None).suppressed,
+        Some(DUPLICATE_FAILURE)
+    );
+    // A failure at the very time of the last sent one is a duplicate.
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Failed, "timeout", None);
+    assert!(!sent(&p.settle(60, RunStatus::Failed, "timeout", None)));
+}
+
+#[test]
+fn a_reconciled_success_is_the_last_success_and_ends_the_streak() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.settle(60, RunStatus::Succeeded, "fine", None);
+    p.settle(120, RunStatus::Failed, "timeout", None);
+    p.settle(180, RunStatus::Unknown, "", None);
+    let decided = |status| {
+        Run::new(&p.task, 180, 180, 1, status, 180, |r| {
+            r.finished_at = Some(300);
+        })
+    };
+    let failed = reconciled(p.memory.clone(), &decided(RunStatus::Failed), 300);
+    assert_eq!(failed.last_success_at, Some(60));
+    assert!(failed.last_failure_reason.is_some());
+    let run = decided(RunStatus::Succeeded);
+    let m = reconciled(p.memory.clone(), &run, 300);
+    assert_eq!(m.last_success_at, Some(300));
+    assert_eq!(m.last_settled_run_id, Some(run.run_id.clone()));
+    assert_eq!(m.last_failure_reason, None);
+    // The next failure is the first of a new streak: sent.
+    p.memory = m;
+    assert!(sent(&p.settle(360, RunStatus::Failed, "timeout", None)));
+}

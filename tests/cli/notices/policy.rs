@@ -2,7 +2,7 @@
 //! payload (draft, show, replace, files, old hashes).
 
 use super::*;
-use crate::support::{TestEnv, T0};
+use crate::support::{spawn_tick, wait_for, write_script, TestEnv, T0};
 
 #[test]
 fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() {
@@ -158,6 +158,33 @@ fn the_decision_survives_a_restart_and_is_the_ledgers() {
 }
 
 #[test]
+fn a_failure_sent_while_the_clock_was_ahead_holds_back_nothing_once_it_is_set_right() {
+    // Issue 33 item 9: the clock 10 h ahead at one failure, then set right.
+    // The same failure, before the last one sent, is new; it is sent and the
+    // window restarts from it.
+    let rig = rig_with_task(&["--notify", "failures"]);
+    rig.env
+        .set_env("FIXTURE_MODE", &format!("json:{}", failed("timeout")));
+    rig.env.set_now(T0 + 10 * 3600 + 5);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.notices().len(), 1, "{:?}", rig.notices());
+    // Nothing is due before 18:05 now: a person's trigger runs it again.
+    let triggered = |at: i64| {
+        rig.env.set_now(at);
+        rig.env.run(&["trigger", "job"]).ok();
+        let before = rig.notices().len();
+        rig.tick(&[]).ok();
+        rig.notices()[before..].to_vec()
+    };
+    let sent = triggered(T0 + 2 * STEP);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["kind"], "failure");
+    // And the window now runs from 08:10: the next one is held back.
+    assert!(triggered(T0 + 3 * STEP).is_empty());
+    assert_eq!(rig.starts().len(), 3);
+}
+
+#[test]
 fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
     let rig = rig_with_task(&["--pause-after", "3", "--max-retries", "0"]);
     tick_replying(&rig, &failed("no route"));
@@ -196,6 +223,58 @@ fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
             .any(|e| e["action"] == "pause" && e["actor"] == "agentcron:tick"),
         "{log}"
     );
+}
+
+#[test]
+fn a_failure_of_the_replaced_payload_is_not_the_new_payloads_streak() {
+    // Issue 33 item 12: a replacement confirmed while a run of the old
+    // payload executes; that run then fails. Its failure counts toward
+    // neither the new payload's `--pause-after` streak nor a retry.
+    let rig = rig_with_task(&["--pause-after", "2", "--max-retries", "1"]);
+    let env = &rig.env;
+    let gate = env.path("go");
+    let slow = env.path("slow-failure.sh");
+    write_script(
+        &slow,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\ntouch {started}\n\
+             while [ ! -e {gate} ]; do sleep 0.05; done\n\
+             echo '{{\"status\":\"failed\",\"summary\":\"old words broke\"}}'\n",
+            started = env.path("started").display(),
+            gate = gate.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", slow.to_str().unwrap());
+    env.advance(STEP);
+    let tick = spawn_tick(&rig, &[]);
+    wait_for("the old payload's run to start", || {
+        env.path("started").exists()
+    });
+    let draft = env.json(&["draft", "--replace", "job", "--instruction", "new words"]);
+    let hash = draft["payload_hash"].as_str().unwrap();
+    env.run(&[
+        "confirm",
+        draft["draft_id"].as_str().unwrap(),
+        "--hash",
+        hash,
+    ])
+    .ok();
+    std::fs::write(&gate, "").unwrap();
+    let out = tick.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(rig.runs("job")[0]["status"], "failed");
+    let task = env.json(&["show", "job"]);
+    assert_eq!(task["consecutive_failures"], 0, "{task}");
+    assert!(task["next_retry_at"].is_null(), "{task}");
+    // The new payload's first failure is the first of its streak.
+    env.set_env(
+        "AGENTCRON_EXECUTOR",
+        &crate::support::fixture("executor.sh"),
+    );
+    tick_replying(&rig, &failed("new words broke"));
+    let task = env.json(&["show", "job"]);
+    assert_eq!(task["state"], "active", "{task}");
+    assert_eq!(task["consecutive_failures"], 1, "{task}");
 }
 
 #[test]

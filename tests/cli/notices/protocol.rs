@@ -43,6 +43,40 @@ fn the_executor_is_told_the_previous_run_and_the_last_success() {
 }
 
 #[test]
+fn a_run_reconciled_as_succeeded_is_the_last_success_the_executor_is_told() {
+    // Issue 33 item 13: `reconcile --decision confirmed_succeeded` is a
+    // success in the task's memory too.
+    let rig = rig_with_task(&[]);
+    tick_replying(&rig, &succeeded("first digest"));
+    let first_finished = rig.runs("job")[0]["finished_at"].clone();
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.advance(STEP);
+    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
+    let frozen = latest_run_id(&rig);
+    assert_eq!(rig.runs("job")[0]["status"], "unknown");
+    rig.env.advance(60);
+    rig.env
+        .run(&[
+            "reconcile",
+            &frozen,
+            "--decision",
+            "confirmed_succeeded",
+            "--reason",
+            "the report was sent",
+        ])
+        .ok();
+    let reconciled = rig.runs("job")[0].clone();
+    assert_eq!(reconciled["status"], "succeeded");
+    assert_ne!(reconciled["finished_at"], first_finished);
+    tick_replying(&rig, &succeeded("third"));
+    let previous = &stdin_of(&rig, &latest_run_id(&rig))["previous"];
+    assert_eq!(previous["run_id"], frozen.as_str());
+    assert_eq!(previous["status"], "succeeded");
+    assert_eq!(previous["last_success_at"], reconciled["finished_at"]);
+}
+
+#[test]
 fn the_manual_documents_every_key_the_executor_and_notifier_receive() {
     let rig = rig_with_task(&["--notify", "always"]);
     tick_replying(&rig, &succeeded("one"));

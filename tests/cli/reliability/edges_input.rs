@@ -321,11 +321,11 @@ fn a_database_under_proc_is_one_error_line() {
 #[test]
 fn sqlite_failures_to_open_are_one_error_line() {
     let env = TestEnv::new();
-    // SQLite cannot use it (it cannot open it, or, where this user may
-    // write the file, cannot write a schema into it): one line either way.
+    // SQLite reads it as an empty database (its size is 0): no store, for a
+    // command that creates none (docs/CONTRACT.md §1), in one line.
     let out = env
         .run(&["--db", "/proc/sys/kernel/hostname", "list"])
-        .fails(1);
+        .fails(3);
     assert_one_line(&out.stderr, &["/proc/sys/kernel/hostname"]);
     assert!(!out.stderr.contains("Error code"), "{}", out.stderr);
     // Or a symlink (which /proc/self is) it refuses to follow.
