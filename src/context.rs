@@ -108,6 +108,9 @@ pub struct Ctx {
     pub default_zone: Tz,
     pub location: Location,
     pub out: Output,
+    /// `AGENTCRON_RUN_ID`: set by the tick for what a run runs, so the
+    /// commands that change schedules refuse (docs/CONTRACT.md §19).
+    pub run_marker: Option<String>,
     busy_timeout: Duration,
     store: Option<Box<dyn Store>>,
     /// False for read-only commands: a missing SQLite file is "not found".
@@ -171,6 +174,9 @@ impl Ctx {
             default_zone: default_zone()?,
             location: location(args.db.as_deref())?,
             out: Output::new(args.json, now),
+            run_marker: std::env::var("AGENTCRON_RUN_ID")
+                .ok()
+                .filter(|id| !id.is_empty()),
             busy_timeout: busy_timeout()?,
             store: None,
             create_store: true,

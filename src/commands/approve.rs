@@ -222,10 +222,16 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     // live lease: the signal is noted and the run settled unknown.
     crate::interrupt::catch_stop_signals()
         .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    // As a tick: nothing the executor leaves behind outlives its run.
+    let _subreaper = crate::process::become_subreaper(executor.kill_grace)
+        .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?;
     let (task, run, previous) = ctx.store()?.write(|tx| {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
+        if let Some(runner) = crate::process::runner_identity() {
+            tx.mark_runner(&run.run_id, runner)?;
+        }
         tx.append_event(&approve_event(&run, &identity[0], now, "here"))?;
         run.status = RunStatus::Running;
         let previous = crate::tick::claim::previous_run(tx, &task.task_id)?;

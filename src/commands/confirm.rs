@@ -24,6 +24,9 @@ use crate::output::terminal;
 /// notifier sent it to the task's target (`--code NNNNNN`), or, run at your own
 /// terminal without --code, confirm shows a code there for you to type back. Three
 /// wrong codes void the draft; the agent's own key cannot confirm it (exit 4).
+///
+/// Refused inside a run (exit 4), as are the other commands that change schedules: a run
+/// cannot confirm its own. Confirm from your own shell.
 #[derive(Debug, Args)]
 pub struct ConfirmArgs {
     /// The draft id printed by `agentcron draft`

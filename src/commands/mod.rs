@@ -96,6 +96,10 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
     } else if acts_on_what_exists(&command) {
         ctx.open_existing_store_only();
     }
+    if changes_schedules(&command) {
+        let marker = ctx.run_marker.clone();
+        crate::ops::inside_run::refuse_inside_run(marker.as_deref(), ctx.store()?)?;
+    }
     match command {
         Command::Draft(args) => draft::run(ctx, args),
         Command::Confirm(args) => confirm::run(ctx, args),
@@ -152,6 +156,23 @@ fn only_reads(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Lease(_)
     ) || matches!(command, Command::Zone(args) if args.only_reads())
+}
+
+/// Commands that confirm or change schedules: refused inside a run, the
+/// speed bump of docs/CONTRACT.md §19 (`pause` and `delete` only take work
+/// away; `reconcile` without a run only lists).
+fn changes_schedules(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Confirm(_)
+            | Command::Apply(_)
+            | Command::Resume(_)
+            | Command::Trigger(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
+            | Command::Import(_)
+    ) || matches!(command, Command::Zone(args) if !args.only_reads())
+        || matches!(command, Command::Reconcile(args) if args.run.is_some())
 }
 
 /// Commands that change what a store already holds, so must not create

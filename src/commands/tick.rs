@@ -10,9 +10,10 @@ use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
 use crate::output::logfile::LogFile;
 use crate::schedule;
+use crate::store::Location;
 use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
-use crate::tick::{self, Executor, Notifier, TickEvent, TickOptions};
+use crate::tick::{self, Executor, Notifier, RunAuthority, TickEvent, TickOptions};
 use crate::wire::{run as run_json, time};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
@@ -30,7 +31,10 @@ use crate::wire::{run as run_json, time};
 /// configured (nothing is claimed); 75 when the database was busy before the tick
 /// changed anything. SIGTERM, SIGINT or SIGHUP: the tick stops claiming, kills its
 /// executors and notifiers, settles their runs `unknown` ("tick interrupted") and
-/// exits 128 + the signal.
+/// exits 128 + the signal. Nothing a run starts outlives it: the tick is the child
+/// subreaper, and kills (TERM, then KILL) what a run `setsid`s or double-forks away
+/// when that run ends, at the latest when the tick exits. Each tick records the uid
+/// its runs ran as, for `status`.
 #[derive(Debug, Args)]
 pub struct TickArgs {
     /// The executor command, split by shell word rules (no shell is run)
@@ -124,6 +128,24 @@ pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
     )
 }
 
+/// Who runs the runs (`runs_uid`: this tick's uid, or the one `--run-as`
+/// names) against who holds the store at `location`.
+pub fn authority(location: &Location, runs_uid: u32) -> RunAuthority {
+    use std::os::unix::fs::MetadataExt;
+    let own = crate::process::own_uid();
+    let store_uid = match location {
+        // The tick opens the file, so it exists; were it unreadable, the
+        // tick's own uid is the owner it would have checked.
+        Location::Sqlite(path) => std::fs::metadata(path).map_or(own, |m| m.uid()),
+        // The tick's environment and files hold the credentials.
+        Location::Postgres(_) => own,
+    };
+    RunAuthority {
+        runs_uid,
+        store_uid,
+    }
+}
+
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let options = TickOptions {
         tenant: ctx.explicit_tenant(),
@@ -133,11 +155,20 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         max_running: args.max_running,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
+        authority: authority(&ctx.location, crate::process::own_uid()),
     };
     let clock = ctx.clock;
+    // Whatever a run leaves behind is reparented to this tick, and killed
+    // at the run's end or, at the latest, when the guard drops at the
+    // tick's (docs/CONTRACT.md §19).
+    let mut _subreaper = None;
     if !options.dry_run {
         crate::interrupt::catch_stop_signals()
             .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+        _subreaper = Some(
+            crate::process::become_subreaper(options.executor.kill_grace)
+                .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?,
+        );
     }
     let mut log = args.log.as_deref().map(LogFile::open).transpose()?;
     let store = ctx.shared_store().busy_during("opening the database")?;

@@ -9,8 +9,9 @@
 //! - No shell is ever involved: the command line is split by shell word rules here
 //!   and the program is executed directly.
 //! - The child leads its own process group, and when `run_child` returns that group
-//!   has been sent SIGKILL, so nothing the child started (except a process that
-//!   deliberately left the group) outlives the run and its recorded result.
+//!   has been sent SIGKILL, so nothing the child started outlives the run and its
+//!   recorded result; in a child subreaper (the tick), what left the group is
+//!   killed too (`reaper`).
 //! - The child inherits no file descriptor besides 0, 1 and 2.
 //! - Pipes are always drained to the end, so a child never blocks on output; at most
 //!   `output_cap` bytes of each stream are kept, and they are the last ones.
@@ -18,11 +19,17 @@
 //!   heartbeat callback, whatever the child does.
 //! - Nothing here panics on anything a child or the OS can do.
 
+mod ancestry;
 mod capture;
 mod group;
+mod procfs;
+mod reaper;
 #[cfg(test)]
 mod tests;
 mod wake;
+
+pub use ancestry::{descends_from, runner_identity};
+pub use reaper::{become_subreaper, Subreaper};
 
 use std::fmt;
 use std::io::{self, Write};
@@ -33,6 +40,12 @@ use std::time::{Duration, Instant};
 
 use capture::Capture;
 use wake::Waker;
+
+/// The uid this process runs as, and so the uid of what it runs unless
+/// told otherwise.
+pub fn own_uid() -> u32 {
+    group::effective_uid()
+}
 
 /// Heartbeats come at most this often, whatever the caller asks.
 const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
@@ -158,7 +171,12 @@ pub fn run_child(
 ) -> Result<ChildOutcome, SpawnError> {
     let program = spec.argv.first().ok_or(SpawnError::Empty)?;
     let started = Instant::now();
-    let mut child = spawn(spec, program)?;
+    let marker = spec
+        .env
+        .iter()
+        .find(|(key, _)| key == "AGENTCRON_RUN_ID")
+        .map(|(_, value)| value.clone());
+    let mut child = reaper::start(marker.clone(), || spawn(spec, program), Child::id)?;
     let pid = child.id();
     // Every wait below wakes on the child's exit or a stream's end, not on
     // a poll: a quick child costs no sleeping.
@@ -169,6 +187,7 @@ pub fn run_child(
             group::signal_group(pid, libc::SIGKILL);
             // Reaping only; the run never really started.
             let _ = child.wait();
+            reaper::ended(pid);
             return Err(SpawnError::Other(format!(
                 "could not start `{program}`: {e}"
             )));
@@ -189,6 +208,11 @@ pub fn run_child(
     );
     group::signal_group(pid, libc::SIGKILL);
     let status = child.wait();
+    reaper::ended(pid);
+    // What left the group (setsid, double-fork) and was reparented to a
+    // subreaper tick goes now: it must not outlive the run either, nor hold
+    // our pipes open.
+    reaper::sweep(marker.as_deref(), spec.kill_grace);
     let linger_until = later(Instant::now(), spec.kill_grace);
     loop {
         let now = Instant::now();

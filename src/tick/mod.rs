@@ -43,6 +43,11 @@ use crate::store::{shared::SharedStore, Agenda, Store};
 pub use deliver::Notifier;
 pub use execute::Executor;
 
+/// Meta keys: the uid the last tick's runs ran as, and the uid that held
+/// the store then (`RunAuthority`).
+pub const RUNS_UID: &str = "runs_uid";
+pub const STORE_UID: &str = "store_uid";
+
 /// Ticks further apart than this mean system cron was not running.
 pub const SCHEDULER_GAP_SECONDS: i64 = 300;
 
@@ -67,6 +72,29 @@ pub struct TickOptions {
     /// A notice still not sent this long after it was created is undeliverable.
     pub delivery_give_up: Duration,
     pub dry_run: bool,
+    /// Who the runs run as, against who holds the store (recorded for
+    /// `status`, docs/CONTRACT.md §19).
+    pub authority: RunAuthority,
+}
+
+/// The unix users behind a tick's runs and its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAuthority {
+    /// The uid executor and notifier run as: the tick's own, or the user
+    /// `--run-as` names.
+    pub runs_uid: u32,
+    /// The uid that holds the store's authority: the SQLite file's owner;
+    /// on PostgreSQL the tick's own uid, whose environment and files hold
+    /// the credentials.
+    pub store_uid: u32,
+}
+
+impl RunAuthority {
+    /// Whether a run can reach the store with the store's own authority:
+    /// it runs as the user who holds it, or as root.
+    pub fn runs_hold_store(self) -> bool {
+        self.runs_uid == self.store_uid || self.runs_uid == 0
+    }
 }
 
 /// Something the tick did, reported to the person (or script) as it happens.
@@ -444,6 +472,7 @@ impl Scheduler<'_> {
             let settings = claim::ClaimSettings {
                 now: self.clock.now(),
                 lease_seconds: self.options.executor.lease.as_secs().max(1) as i64,
+                runner: crate::process::runner_identity(),
             };
             let slots = self.free_slots();
             let tenant = self.options.tenant.as_deref();
@@ -747,6 +776,17 @@ fn record_tick(
         if tx.meta("max_running")?.unwrap_or_default() != limit {
             tx.set_meta("max_running", &limit)?;
         }
+        // What `status` says of the deployment: the uids this tick's runs
+        // ran as and that hold the store. Written when they change only.
+        for (key, uid) in [
+            (RUNS_UID, options.authority.runs_uid),
+            (STORE_UID, options.authority.store_uid),
+        ] {
+            let uid = uid.to_string();
+            if tx.meta(key)?.as_deref() != Some(uid.as_str()) {
+                tx.set_meta(key, &uid)?;
+            }
+        }
         let waiting = options.notifier.is_some() && !tx.notices_to_send(now, tenant, 1)?.is_empty();
         let duration = match idle_for {
             Some(elapsed) if !waiting => {
@@ -833,7 +873,11 @@ fn dry_run(
             if running >= options.max_runs {
                 break;
             }
-            let settings = claim::ClaimSettings { now, lease_seconds };
+            let settings = claim::ClaimSettings {
+                now,
+                lease_seconds,
+                runner: None,
+            };
             match claim::prepare(tx, &due, settings)? {
                 Some(Ok((task, plan))) => {
                     for run in plan.runs {

@@ -196,6 +196,14 @@ whatever the task's notice policy; it is ignored for anything but a success.
 Killed by a signal, past \fB\-\-timeout\fR (the whole process group is killed: TERM, then KILL) or
 after losing its lease, the run is \fBunknown\fR and waits for \fBagentcron reconcile\fR.
 .PP
+Nothing a run starts outlives it: the tick is the child subreaper, so a process that leaves the
+group (\fBsetsid\fR, a double fork) comes back to the tick when its parent exits, and is killed
+(TERM, then KILL) and reaped when its run ends, or when the tick exits. Inside a run, \fBconfirm\fR,
+\fBapply\fR, \fBresume\fR, \fBtrigger\fR, \fBapprove\fR, \fBdeny\fR, \fBzone set\fR, \fBimport\fR
+and \fBreconcile\fR \fIRUN\fR refuse with exit 4 (the run's \fBAGENTCRON_RUN_ID\fR, or descent from
+the tick that runs it, tells). At the same unix user this is a speed bump: the wall is running the
+runs as another user.
+.PP
 An executor fences its side effects with
 .PP
 .nf

@@ -288,6 +288,12 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_hash TEXT, ADD COLUMN code_salt TEXT,
         ADD COLUMN code_wrong_attempts BIGINT NOT NULL DEFAULT 0;
 "#,
+    r#"
+    -- 16: who runs a running run, as SQLite's migration 14: the claiming
+    -- process ("BOOT PID START"), so that commands that confirm or change
+    -- schedules can tell they were started inside a run.
+    ALTER TABLE runs ADD COLUMN runner TEXT;
+"#,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -435,6 +435,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE drafts ADD COLUMN code_salt TEXT;
     ALTER TABLE drafts ADD COLUMN code_wrong_attempts INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 14: who runs a running run (docs/CONTRACT.md §19): the process that
+    // claimed it, "BOOT PID START" (this machine's boot id, its pid and
+    // start time). Commands that confirm or change schedules refuse when
+    // they descend from the runner of a running run: read along
+    // runs_leased, the few running rows.
+    r#"
+    ALTER TABLE runs ADD COLUMN runner TEXT;
+    "#,
 ];
 
 /// The schema version this binary writes.
