@@ -79,16 +79,16 @@ pub(super) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Sends `signal` to the one process `pid` (never to 0, 1 or ourselves).
-/// A process already gone is not an error.
-pub(super) fn signal_pid(pid: i32, signal: libc::c_int) {
+/// Sends `signal` to the one process `pid` (never to 0, 1 or ourselves);
+/// false when it is not ours to signal (EPERM: another user's). A process
+/// already gone counts as signalled.
+pub(super) fn signal_pid(pid: i32, signal: libc::c_int) -> bool {
     if pid <= 1 || pid == std::process::id() as i32 {
-        return;
+        return false;
     }
     // SAFETY: kill has no memory-safety preconditions.
-    unsafe {
-        libc::kill(pid, signal);
-    }
+    let rc = unsafe { libc::kill(pid, signal) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EPERM)
 }
 
 /// Reaps the child `pid` if it has exited; true once it is reaped (or is

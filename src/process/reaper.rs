@@ -149,6 +149,12 @@ pub(super) fn sweep(marker: Option<&str>, grace: Duration) {
             group::signal_pid(pid, libc::SIGTERM);
             group::signal_pid(pid, libc::SIGCONT);
         }
+        // An orphan that is not ours to signal (a run under another user,
+        // through sudo) is not waited for: waiting cannot end it.
+        let roots: Vec<i32> = roots
+            .into_iter()
+            .filter(|&pid| group::signal_pid(pid, 0))
+            .collect();
         let deadline = Instant::now() + grace;
         while roots.iter().any(|&pid| !gone(pid)) && Instant::now() < deadline {
             std::thread::sleep(POLL);

@@ -438,3 +438,33 @@ fn status_says_whether_runs_hold_the_store_authority() {
     rig.tick(&[]).ok();
     assert_eq!(env.json(&["status"])["runs_hold_store_authority"], true);
 }
+
+/// Item 5 for `approve --here`: the continuation it runs in the person's
+/// shell is a run too; its executor, even without its marker, cannot
+/// confirm (the approving process recorded itself as the run's runner).
+#[test]
+fn a_continuation_run_here_cannot_confirm_either() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    let run_id = crate::support::parked_run(&rig, "agent");
+    let executor = escaping_executor(env, true);
+    env.run(&[
+        "approve",
+        &run_id,
+        "--wait-id",
+        "w1",
+        "--here",
+        "--executor",
+        &executor,
+    ])
+    .ok();
+    let journal = std::fs::read_to_string(env.path("escape.journal")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(env.path("escape.journal.err")).unwrap_or_default();
+    assert_eq!(journal.trim(), "confirm 4", "{stderr}");
+    assert!(
+        stderr.contains(&format!("refused inside run {}", &run_id[..8])),
+        "{stderr}"
+    );
+    let tasks = env.json(&["list", "--all"]);
+    assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
+}
