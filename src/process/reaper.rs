@@ -143,7 +143,7 @@ pub(super) fn sweep(marker: Option<&str>, grace: Duration) {
             return;
         }
         tried.extend(&roots);
-        let mut tree = descendants(&roots);
+        let tree = descendants(&roots);
         ours.extend(&tree);
         for &pid in &tree {
             group::signal_pid(pid, libc::SIGTERM);
@@ -159,10 +159,18 @@ pub(super) fn sweep(marker: Option<&str>, grace: Duration) {
         while roots.iter().any(|&pid| !gone(pid)) && Instant::now() < deadline {
             std::thread::sleep(POLL);
         }
-        // What was forked meanwhile is below the same roots.
-        tree.extend(descendants(&roots));
-        ours.extend(&tree);
-        for &pid in &tree {
+        // KILL what is left, found afresh (a pid of the first walk may have
+        // ended and been given to another process since): below a root
+        // still alive, or reparented here from below one that is not.
+        let alive: Vec<i32> = roots.iter().copied().filter(|&pid| !gone(pid)).collect();
+        let mut left = descendants(&alive);
+        for pid in procfs::children(me, true) {
+            if ours.contains(&pid) && !gone(pid) && !live().iter().any(|l| l.pid == pid) {
+                left.extend(descendants(&[pid]));
+            }
+        }
+        ours.extend(&left);
+        for &pid in &left {
             group::signal_pid(pid, libc::SIGKILL);
         }
         let deadline = Instant::now() + grace;

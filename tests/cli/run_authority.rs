@@ -468,3 +468,35 @@ fn a_continuation_run_here_cannot_confirm_either() {
     let tasks = env.json(&["list", "--all"]);
     assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
 }
+
+/// Item 4: an orphan that ignores TERM (and its child, which inherits
+/// that) is killed after the kill grace.
+#[test]
+fn an_orphan_that_ignores_term_is_killed_after_the_grace() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    let (shell, child) = (env.path("stubborn.pid"), env.path("stubborn-child.pid"));
+    let path = env.path("executor");
+    write_script(
+        &path,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\n\
+             setsid sh -c 'trap \"\" TERM; echo $$ > \"{shell}\"; sleep 6377 & echo $! > \"{child}\"; wait; sleep 6377' &\n\
+             while [ ! -s '{child}' ]; do sleep 0.01; done\n\
+             echo done\n",
+            shell = shell.display(),
+            child = child.display(),
+        ),
+    );
+    let orphans = Orphans(vec![(shell, "sh"), (child, "6377")]);
+    env.set_env("AGENTCRON_EXECUTOR", &path.display().to_string());
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    env.set_now(T0 + HOUR);
+    let started = Instant::now();
+    rig.tick(&["--kill-grace", "1s"]).ok();
+    let took = started.elapsed();
+    orphans.assert_gone("after the tick exited");
+    assert!(took >= Duration::from_secs(1), "TERM was ignored: {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert_eq!(rig.runs("x")[0]["status"], "succeeded");
+}
