@@ -227,6 +227,15 @@ impl Ctx {
         self.read_only = true;
     }
 
+    /// Whether there may be a store to read: false only for a SQLite file
+    /// that does not exist (yet).
+    pub fn store_may_exist(&self) -> bool {
+        match &self.location {
+            Location::Sqlite(path) => self.store.is_some() || path.exists(),
+            Location::Postgres(_) => true,
+        }
+    }
+
     /// The store, opened on first use so that commands which fail validation
     /// never touch (or create) the database.
     pub fn store(&mut self) -> Result<&mut dyn Store> {

@@ -97,8 +97,12 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         ctx.open_existing_store_only();
     }
     if changes_schedules(&command) {
-        let marker = ctx.run_marker.clone();
-        crate::ops::inside_run::refuse_inside_run(marker.as_deref(), ctx.store()?)?;
+        crate::ops::inside_run::refuse_marked(ctx.run_marker.as_deref())?;
+        // A store not made yet runs nothing; the command says what it
+        // lacks (or makes it) in its own order.
+        if ctx.store_may_exist() {
+            crate::ops::inside_run::refuse_by_ancestry(ctx.store()?)?;
+        }
     }
     match command {
         Command::Draft(args) => draft::run(ctx, args),

@@ -26,12 +26,18 @@ use crate::error::CmdError;
 use crate::model::short_id;
 use crate::store::Store;
 
-/// Refuses (exit 4) when this process is inside a run: `marker` is
-/// `AGENTCRON_RUN_ID` from the environment.
-pub fn refuse_inside_run(marker: Option<&str>, store: &mut dyn Store) -> Result<()> {
-    if let Some(run_id) = marker {
-        return Err(refused(run_id));
+/// Refuses (exit 4) when `marker`, `AGENTCRON_RUN_ID` from the
+/// environment, says this process is inside a run.
+pub fn refuse_marked(marker: Option<&str>) -> Result<()> {
+    match marker {
+        Some(run_id) => Err(refused(run_id)),
+        None => Ok(()),
     }
+}
+
+/// Refuses (exit 4) when this process descends from the process running a
+/// running run of `store`.
+pub fn refuse_by_ancestry(store: &mut dyn Store) -> Result<()> {
     let runners = store.read(|tx| tx.running_runners())?;
     if runners.is_empty() {
         return Ok(());
