@@ -19,7 +19,7 @@ use crate::wire::time;
 /// when the last tick ran its runs as the unix user who holds the store (the
 /// SQLite file's owner; on PostgreSQL the tick's own user, who has the
 /// credentials) or as root: a run could then change its own schedules
-/// (`runs_hold_store_authority` in --json; null before any tick). With
+/// (`runs_hold_store_authority` in the JSON output; null before any tick). With
 /// --max-tick-age, exit 1 when the last tick is older than that (or there was
 /// none): a health check for cron or a systemd timer.
 #[derive(Debug, Args, schemars::JsonSchema)]
