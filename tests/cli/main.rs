@@ -28,6 +28,7 @@ mod postgres;
 mod races;
 mod readme;
 mod reliability;
+mod run_authority;
 mod shell;
 mod tasks;
 mod tick;
