@@ -560,3 +560,33 @@ echo "read $?" >> '{out}'
         "{ran:?}"
     );
 }
+
+/// `agentcron mcp`'s confirmation-code notifier gets the allowlist too.
+#[test]
+fn the_code_notifier_of_mcp_receives_none_of_the_stores_names() {
+    let env = TestEnv::new();
+    let saved = env.path("code.env");
+    let notifier = env_saver(&env, "code-notify.sh", &saved);
+    for (k, v) in DENIED {
+        env.set_env(k, v);
+    }
+    env.set_env("AGENTCRON_PASS_ENV", "API_KEY");
+    env.set_env("API_KEY", "for-the-notifier");
+    let flag = format!("--notifier={notifier}");
+    let mut session = crate::mcp::RawSession::start(&env, &["mcp", &flag], "host");
+    session.call("draft", serde_json::json!({"instruction": "x", "in": "2h"}));
+    session.finish();
+    let got = names(&saved);
+    let agentcron: Vec<&String> = got.iter().filter(|k| k.starts_with("AGENTCRON_")).collect();
+    assert_eq!(
+        agentcron,
+        [
+            "AGENTCRON_DRAFT_ID",
+            "AGENTCRON_NOTICE_KIND",
+            "AGENTCRON_TENANT"
+        ],
+        "{got:?}"
+    );
+    assert!(!got.iter().any(|k| k.starts_with("PG")), "{got:?}");
+    assert!(got.contains(&"API_KEY".to_string()), "{got:?}");
+}
