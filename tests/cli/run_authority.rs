@@ -590,3 +590,38 @@ fn the_code_notifier_of_mcp_receives_none_of_the_stores_names() {
     assert!(!got.iter().any(|k| k.starts_with("PG")), "{got:?}");
     assert!(got.contains(&"API_KEY".to_string()), "{got:?}");
 }
+
+/// A tick told to stop settles its runs and removes their endpoints.
+#[test]
+fn a_signalled_tick_removes_the_endpoints_of_its_runs() {
+    let env = TestEnv::new();
+    let saved = env.path("endpoint");
+    let script = env.path("sleeper.sh");
+    write_script(
+        &script,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\necho \"$AGENTCRON_LEASE_ENDPOINT\" > '{}.tmp'\nmv '{0}.tmp' '{0}'\nsleep 30\n",
+            saved.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    env.advance(3600);
+    let tick = env
+        .command(&["tick", "--kill-grace", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the run to start", || saved.exists());
+    let endpoint = PathBuf::from(std::fs::read_to_string(&saved).unwrap().trim());
+    assert!(endpoint.exists(), "{endpoint:?}");
+    crate::support::kill(tick.id() as i32, libc::SIGTERM);
+    let out = tick.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    assert!(
+        !endpoint.exists() && !endpoint.parent().unwrap().exists(),
+        "{endpoint:?} is left behind"
+    );
+    assert_eq!(env.json(&["runs", "s"])[0]["status"], "unknown");
+}
