@@ -26,6 +26,7 @@ mod capture;
 pub mod endpoint;
 pub mod environment;
 mod group;
+mod launch;
 #[cfg(test)]
 mod tests;
 pub mod user;
@@ -34,13 +35,14 @@ mod wake;
 use std::fmt;
 use std::io::{self, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use capture::Capture;
 use wake::Waker;
 
+pub use launch::{resolve, Launch};
 pub use user::{RunAs, Switch};
 
 /// Heartbeats come at most this often, whatever the caller asks.
@@ -66,105 +68,6 @@ pub struct ChildSpec {
     pub kill_grace: Duration,
     /// Most bytes kept per stream (the tail).
     pub output_cap: usize,
-}
-
-/// How every child of one invocation starts (docs/CONTRACT.md §19).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Launch {
-    /// The whole environment a child starts from: the caller's allowlisted
-    /// variables (`environment::select`).
-    pub env: Vec<(String, String)>,
-    /// Run the child as this user.
-    pub run_as: Option<RunAs>,
-}
-
-impl Launch {
-    /// The environment of a child: `env`, with the run-as user's HOME, USER
-    /// and LOGNAME, then the run's own `extra`.
-    pub fn environment(&self, extra: &[(String, String)]) -> Vec<(String, String)> {
-        let mut vars = self.env.clone();
-        if let Some(user) = &self.run_as {
-            vars.retain(|(k, _)| !matches!(k.as_str(), "HOME" | "USER" | "LOGNAME"));
-            vars.push(("HOME".into(), user.home.display().to_string()));
-            vars.push(("USER".into(), user.name.clone()));
-            vars.push(("LOGNAME".into(), user.name.clone()));
-        }
-        for (key, value) in extra {
-            vars.retain(|(k, _)| k != key);
-            vars.push((key.clone(), value.clone()));
-        }
-        vars
-    }
-
-    /// Refuses (one line) when sudo would not run `program` as the run-as
-    /// user without a password; nothing to check as root or without one.
-    pub fn preflight(&self, program: &str) -> Result<(), String> {
-        let Some(user) = self.run_as.as_ref().filter(|u| u.switch == Switch::Sudo) else {
-            return Ok(());
-        };
-        let path = self.path();
-        let absolute = resolve(program, &path)
-            .ok_or_else(|| format!("`{program}` was not found in PATH ({path})"))?;
-        let out = Command::new("sudo")
-            .args(["-n", "-l", "-u", &user.name, "--"])
-            .arg(&absolute)
-            .env_clear()
-            .env("PATH", &path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| format!("--run-as {}: cannot run sudo: {e}", user.name))?;
-        if out.status.success() {
-            return Ok(());
-        }
-        Err(format!(
-            "--run-as {}: sudo would ask for a password (or refuses) to run {} as {}; \
-             install the rule `agentcron sudoers --run-as {}` prints, or run the tick as root",
-            user.name,
-            absolute.display(),
-            user.name,
-            user.name
-        ))
-    }
-
-    /// Where endpoints are made: the caller's TMPDIR, else /tmp (always
-    /// /tmp under `--run-as`: the caller's may be closed to the user).
-    pub fn temp_dir(&self) -> std::path::PathBuf {
-        let tmpdir = self
-            .env
-            .iter()
-            .find(|(k, v)| k == "TMPDIR" && v.starts_with('/'))
-            .filter(|_| self.run_as.is_none());
-        match tmpdir {
-            Some((_, dir)) => dir.into(),
-            None => "/tmp".into(),
-        }
-    }
-
-    fn path(&self) -> String {
-        self.env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
-    }
-}
-
-/// `program` as an absolute path: as given when it holds a `/`, else the
-/// first executable file of that name in `path`.
-pub fn resolve(program: &str, path: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    if program.contains('/') {
-        return std::path::absolute(program).ok();
-    }
-    path.split(':')
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| std::path::Path::new(dir).join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// The heartbeat callback's answer.
@@ -335,39 +238,7 @@ pub fn run_child(
 
 fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
     let env = spec.launch.environment(&spec.env);
-    let mut command = match &spec.launch.run_as {
-        None => Command::new(program),
-        Some(user) if user.switch == Switch::Ids => {
-            let mut command = Command::new(program);
-            user.set_ids(&mut command);
-            command
-        }
-        Some(user) => {
-            // sudo resets the environment: it keeps exactly the names
-            // listed (its SETENV rule allows that) and sets HOME, USER and
-            // LOGNAME to the user's; the program is found here, in the
-            // run's PATH, as it would be without sudo.
-            let path = spec.launch.path();
-            let absolute =
-                resolve(program, &path).ok_or_else(|| SpawnError::NotFound(program.into()))?;
-            let keep: Vec<&str> = env
-                .iter()
-                .map(|(k, _)| k.as_str())
-                .filter(|k| !matches!(*k, "HOME" | "USER" | "LOGNAME"))
-                .collect();
-            let mut command = Command::new("sudo");
-            command.args(["-n", "-u", &user.name]);
-            if !keep.is_empty() {
-                command.arg(format!("--preserve-env={}", keep.join(",")));
-            }
-            command.arg("--").arg(absolute);
-            command
-        }
-    };
-    if spec.launch.run_as.is_some() {
-        // The tick's folder may be closed to the user: every run starts at /.
-        command.current_dir("/");
-    }
+    let mut command = spec.launch.command(program, &env)?;
     command
         .args(&spec.argv[1..])
         .env_clear()
