@@ -243,6 +243,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
         tx.append_event(&approve_event(&run, &identity[0], now, "here"))?;
         run.status = RunStatus::Running;
+        run.lease_until = Some(lease_until);
         let previous = crate::tick::claim::previous_run(tx, &task.task_id)?;
         Ok((task, run, previous))
     })?;

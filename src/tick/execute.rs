@@ -141,8 +141,14 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn holds(&self, token: &str) -> bool {
-        !self.lost && self.token == token && Instant::now() <= self.until
+    /// The endpoint's answer. A lease past its deadline is lost for good
+    /// once it was answered so, whatever a late renewal would say: a lease
+    /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
+    fn answer(&mut self, token: &str) -> bool {
+        if !self.lost && Instant::now() > self.until {
+            self.lost = true;
+        }
+        !self.lost && self.token == token
     }
 }
 
@@ -234,7 +240,9 @@ impl Workers {
     /// Hands a claimed run to an idle worker, starting one when none is idle.
     pub fn dispatch(&mut self, job: Job) {
         // The stored deadline, on the monotonic clock.
-        let left = job.run.lease_until.unwrap_or(0) - self.shared.clock.now();
+        let lease = self.shared.executor.lease.as_secs().max(1) as i64;
+        let now = self.shared.clock.now();
+        let left = job.run.lease_until.unwrap_or(now + lease) - now;
         let until = Instant::now() + Duration::from_secs(left.max(0) as u64);
         if let Ok(mut leases) = self.shared.leases.lock() {
             leases.insert(
@@ -470,7 +478,7 @@ fn open_endpoint(shared: &Shared, job: &Job) -> Option<Endpoint> {
         crate::interrupt::received().is_none()
             && leases
                 .lock()
-                .is_ok_and(|l| l.get(&run_id).is_some_and(|s| s.holds(token)))
+                .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
     });
     let launch = &shared.executor.launch;
     Endpoint::open(

@@ -225,7 +225,7 @@ fn lease_answers(env: &TestEnv, dir: &Path, bin: &str, extra: &[&str]) -> Vec<St
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
     env.task(&["--instruction", "x", "--every", "1h", "--name", "f"]);
     env.set_now(T0 + 3600);
-    let mut args = vec!["tick", "--lease", "3s"];
+    let mut args = vec!["tick", "--lease", "6s"];
     args.extend_from_slice(extra);
     let tick = env
         .command(&args)
