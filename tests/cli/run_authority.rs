@@ -625,3 +625,33 @@ fn a_signalled_tick_removes_the_endpoints_of_its_runs() {
     );
     assert_eq!(env.json(&["runs", "s"])[0]["status"], "unknown");
 }
+
+/// `approve --here` runs the continuation under a lease its endpoint
+/// answers too.
+#[test]
+fn lease_check_inside_an_approve_here_run_is_answered() {
+    let rig = Rig::new();
+    let run = crate::support::parked_run(&rig, "p");
+    let said = rig.env.path("said");
+    let script = rig.env.path("continue.sh");
+    write_script(
+        &script,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\n'{BIN}' lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\"\necho \"$? ${{AGENTCRON_DB:-none}}\" > '{}'\n",
+            said.display()
+        ),
+    );
+    rig.env
+        .run(&[
+            "approve",
+            &run,
+            "--wait-id",
+            "w1",
+            "--here",
+            "--executor",
+            script.to_str().unwrap(),
+        ])
+        .ok();
+    assert_eq!(std::fs::read_to_string(&said).unwrap(), "0 none\n");
+    assert_eq!(rig.runs("p")[0]["status"], "succeeded");
+}
