@@ -91,9 +91,9 @@ impl Launch {
         env: &[(String, String)],
     ) -> Result<Command, SpawnError> {
         let mut command = match &self.run_as {
-            None => Command::new(program),
+            None => self.direct(program),
             Some(user) if user.switch == Switch::Ids => {
-                let mut command = Command::new(program);
+                let mut command = self.direct(program);
                 user.set_ids(&mut command);
                 command
             }
@@ -110,7 +110,7 @@ impl Launch {
                     .map(|(k, _)| k.as_str())
                     .filter(|k| !matches!(*k, "HOME" | "USER" | "LOGNAME"))
                     .collect();
-                let mut command = Command::new("sudo");
+                let mut command = self.direct("sudo");
                 command.args(["-n", "-u", &user.name]);
                 if !keep.is_empty() {
                     command.arg(format!("--preserve-env={}", keep.join(",")));
@@ -124,6 +124,26 @@ impl Launch {
             command.current_dir("/");
         }
         Ok(command)
+    }
+
+    /// A command for `program`, found in the child's PATH here: given a
+    /// PATH of its own and a bare name, std would fork (copying the tick's
+    /// page tables for every run) instead of using posix_spawn. Its argv[0]
+    /// stays the name given. A name not found is left to the spawn, which
+    /// says why.
+    fn direct(&self, program: &str) -> Command {
+        use std::os::unix::process::CommandExt;
+        match program.contains('/') {
+            true => Command::new(program),
+            false => match resolve(program, &self.path()) {
+                Some(absolute) => {
+                    let mut command = Command::new(absolute);
+                    command.arg0(program);
+                    command
+                }
+                None => Command::new(program),
+            },
+        }
     }
 
     fn path(&self) -> String {
