@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::commands::flags::{command_argv, duration, notifier_from};
+use crate::commands::flags::{command_argv, duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
@@ -103,9 +103,12 @@ pub struct TickArgs {
     /// How long the notifier may take before its notice becomes unknown
     #[arg(long, value_name = "DUR", default_value = "60s", hide = true)]
     pub notify_timeout: String,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
-pub fn executor(args: &TickArgs) -> Result<Executor> {
+pub fn executor(args: &TickArgs, launch: &crate::process::Launch) -> Result<Executor> {
     Ok(Executor {
         argv: args
             .executor
@@ -117,14 +120,16 @@ pub fn executor(args: &TickArgs) -> Result<Executor> {
         lease: duration("--lease", &args.lease)?,
         jobs: args.jobs as usize,
         output_cap: 1 << 20,
+        launch: launch.clone(),
     })
 }
 
-pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
+pub fn notifier(args: &TickArgs, launch: &crate::process::Launch) -> Result<Option<Notifier>> {
     notifier_from(
         args.notifier.as_deref(),
         duration("--notify-timeout", &args.notify_timeout)?,
         duration("--kill-grace", &args.kill_grace)?,
+        launch,
     )
 }
 
@@ -146,16 +151,26 @@ pub fn authority(location: &Location, runs_uid: u32) -> RunAuthority {
     }
 }
 
+/// The uid executor and notifier run as: the `--run-as` user's, else this
+/// tick's own.
+fn runs_uid(launch: &crate::process::Launch) -> u32 {
+    launch
+        .run_as
+        .as_ref()
+        .map_or_else(crate::process::own_uid, |user| user.uid)
+}
+
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    let launch = args.launch.launch()?;
     let options = TickOptions {
         tenant: ctx.explicit_tenant(),
-        executor: executor(&args)?,
-        notifier: notifier(&args)?,
+        executor: executor(&args, &launch)?,
+        notifier: notifier(&args, &launch)?,
         max_runs: args.max_runs as usize,
         max_running: args.max_running,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
-        authority: authority(&ctx.location, crate::process::own_uid()),
+        authority: authority(&ctx.location()?, runs_uid(&launch)),
     };
     let clock = ctx.clock;
     // Whatever a run leaves behind is reparented to this tick, and killed

@@ -13,6 +13,10 @@
 //!   recorded result; in a child subreaper (the tick), what left the group is
 //!   killed too (`reaper`).
 //! - The child inherits no file descriptor besides 0, 1 and 2.
+//! - The child inherits no environment: it gets exactly `Launch::env` (the
+//!   caller's allowlisted variables, `environment`) and the spec's own.
+//! - With `Launch::run_as`, the child runs as that user (`user`): its ids set
+//!   before exec as root, else through `sudo -n -u USER`.
 //! - Pipes are always drained to the end, so a child never blocks on output; at most
 //!   `output_cap` bytes of each stream are kept, and they are the last ones.
 //! - `run_child` returns within `timeout + 2 × kill_grace` plus the time spent in the
@@ -21,11 +25,15 @@
 
 mod ancestry;
 mod capture;
+pub mod endpoint;
+pub mod environment;
 mod group;
+mod launch;
 mod procfs;
 mod reaper;
 #[cfg(test)]
 mod tests;
+pub mod user;
 mod wake;
 
 pub use ancestry::{descends_from, runner_identity};
@@ -34,12 +42,15 @@ pub use reaper::{become_subreaper, Subreaper};
 use std::fmt;
 use std::io::{self, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use capture::Capture;
 use wake::Waker;
+
+pub use launch::{resolve, Launch};
+pub use user::{RunAs, Switch};
 
 /// The uid this process runs as, and so the uid of what it runs unless
 /// told otherwise.
@@ -60,8 +71,10 @@ pub struct ChildSpec {
     pub argv: Vec<String>,
     /// Written to the child's stdin in full, then stdin is closed.
     pub stdin: Vec<u8>,
-    /// Added to the inherited environment.
+    /// The run's own variables, added to `launch.env`.
     pub env: Vec<(String, String)>,
+    /// The environment every child starts from, and as whom it runs.
+    pub launch: Launch,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL; also how long output may trail the exit.
@@ -248,10 +261,12 @@ pub fn run_child(
 }
 
 fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
-    let mut command = Command::new(program);
+    let env = spec.launch.environment(&spec.env);
+    let mut command = spec.launch.command(program, &env)?;
     command
         .args(&spec.argv[1..])
-        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .env_clear()
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

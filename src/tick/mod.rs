@@ -201,6 +201,11 @@ pub fn run(
     let recorded =
         record_tick(store, options, clock.now(), idle, report).busy_during("recording the tick")?;
     let mut notices_waiting = recorded.notices_waiting;
+    if agenda.claims || agenda.expiries || notices_waiting {
+        // Under `--run-as` through sudo: refused before anything is claimed
+        // or sent.
+        preflight(options)?;
+    }
     // Runs frozen or failed here have notices: they go out in this tick.
     let mut changed = false;
     if agenda.expiries {
@@ -357,6 +362,23 @@ pub fn run(
         let _ = store.write_relaxed(|tx| tx.set_meta("last_tick_seconds", &seconds));
     }
     Ok(summary)
+}
+
+/// Refuses (exit 2) when a child could not be started as the `--run-as`
+/// user without a password (docs/CONTRACT.md §19).
+fn preflight(options: &TickOptions) -> Result<()> {
+    let executor = options
+        .executor
+        .argv
+        .as_ref()
+        .map(|a| (&options.executor.launch, a));
+    let notifier = options.notifier.as_ref().map(|n| (&n.launch, &n.argv));
+    for (launch, argv) in executor.into_iter().chain(notifier) {
+        launch
+            .preflight(&argv[0])
+            .map_err(|e| CmdError::usage(format!("{e}; nothing was claimed")))?;
+    }
+    Ok(())
 }
 
 /// The pending-notice lane, started the first time something waits.

@@ -29,6 +29,7 @@ mod races;
 mod readme;
 mod reliability;
 mod run_authority;
+mod run_environment;
 mod shell;
 mod tasks;
 mod tick;

@@ -340,8 +340,8 @@ fn a_zone_change_while_a_run_is_in_flight_lets_it_finish_and_moves_the_next() {
     // The host learns the zone while the run holds its lease: the executor
     // says it started and waits for the test to set the zone from outside
     // the run (a run may not change schedules itself, docs/CONTRACT.md §19).
-    let (started, go) = (env.path("started"), env.path("go"));
     let executor = env.path("moving-executor.sh");
+    let (started, go) = (env.path("inflight.started"), env.path("inflight.go"));
     write_script(
         &executor,
         &format!(
@@ -356,21 +356,12 @@ fn a_zone_change_while_a_run_is_in_flight_lets_it_finish_and_moves_the_next() {
     );
     env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
     env.set_now(SHANGHAI_0930 + 20);
-    let mut tick = env
-        .command(&["tick"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn tick");
+    let tick = crate::support::spawn_tick(&rig, &[]);
     crate::support::wait_for("the run to start", || started.exists());
-    let out = env
-        .run(&["--json", "zone", "set", "unix:tester", "Europe/Berlin"])
-        .ok();
-    std::fs::write(env.path("zone-set.json"), &out.stdout).unwrap();
+    let moved = env.json(&["zone", "set", "unix:tester", "Europe/Berlin"]);
     std::fs::write(&go, "").unwrap();
-    assert!(tick.wait().expect("wait for the tick").success());
-    let moved: Value =
-        serde_json::from_str(&std::fs::read_to_string(env.path("zone-set.json")).unwrap()).unwrap();
+    let out = tick.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
     // The claim had moved next_run_at to tomorrow's Shanghai 09:30; the
     // zone change moved it to today's Berlin 09:30.
     assert_eq!(

@@ -192,8 +192,22 @@ impl TestEnv {
             .env("AGENTCRON_TZ", "UTC")
             .env("AGENTCRON_DB", self.db_arg())
             .env("AGENTCRON_NOW", self.now.get().to_string());
-        for (k, v) in self.env.borrow().iter() {
+        let env = self.env.borrow();
+        for (k, v) in env.iter() {
             cmd.env(k, v);
+        }
+        // A run receives only the allowlist and what the tick passes
+        // (docs/CONTRACT.md §19): the variables a test sets for its
+        // fixtures are passed, unless the test says what to pass itself.
+        if !env.iter().any(|(k, _)| k == "AGENTCRON_PASS_ENV") {
+            let pass: Vec<&str> = env
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| !k.starts_with("AGENTCRON_") && !k.starts_with("PG"))
+                .collect();
+            if !pass.is_empty() {
+                cmd.env("AGENTCRON_PASS_ENV", pass.join(","));
+            }
         }
         cmd
     }
