@@ -107,8 +107,14 @@ pub struct Ctx {
     pub identity: Vec<String>,
     /// The zone for drafts that name none.
     pub default_zone: Tz,
-    pub location: Location,
+    /// Where the store is; None when there is no place for it (no --db,
+    /// no HOME): an error for every command that opens it, not for one
+    /// that never does (`lease check` inside a run).
+    location: Option<Location>,
     pub out: Output,
+    /// `AGENTCRON_RUN_ID`: set by the tick for what a run runs, so the
+    /// commands that change schedules refuse (docs/CONTRACT.md §19).
+    pub run_marker: Option<String>,
     busy_timeout: Duration,
     store: Option<Box<dyn Store>>,
     /// False for read-only commands: a missing SQLite file is "not found".
@@ -121,6 +127,8 @@ pub struct Ctx {
     /// What opening does with a store at an older schema.
     upgrade: Upgrade,
     tenant_given: bool,
+    /// `--db` (or AGENTCRON_DB) was given, not the default location.
+    db_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
 }
@@ -167,13 +175,17 @@ impl Ctx {
             system_now: system_now(),
             clock: Clock::starting_at(now),
             tenant_given: args.tenant.is_some(),
+            db_given: args.db.is_some(),
             followup,
             now,
             tenant,
             identity,
             default_zone: default_zone()?,
-            location: location(args.db.as_deref())?,
+            location: location(args.db.as_deref()).ok(),
             out: Output::new(args.json, now),
+            run_marker: std::env::var("AGENTCRON_RUN_ID")
+                .ok()
+                .filter(|id| !id.is_empty()),
             busy_timeout: busy_timeout()?,
             store: None,
             create_store: true,
@@ -191,16 +203,29 @@ impl Ctx {
         Ok((store, &self.out))
     }
 
+    /// Whether the store was named (`--db` or AGENTCRON_DB): inside a run,
+    /// where it is not, `lease check` asks the run's endpoint instead.
+    pub fn db_given(&self) -> bool {
+        self.db_given
+    }
+
     /// The tenant when one was named (`--tenant` or AGENTCRON_TENANT); the
     /// tick serves every tenant otherwise.
     pub fn explicit_tenant(&self) -> Option<String> {
         self.tenant_given.then(|| self.tenant.clone())
     }
 
-    /// Where the store is and how to open it.
-    fn opener(&self) -> StoreOpener {
-        StoreOpener {
-            location: self.location.clone(),
+    /// Where the store is (`--db`, AGENTCRON_DB, else the default file).
+    pub fn location(&self) -> Result<Location> {
+        match &self.location {
+            Some(location) => Ok(location.clone()),
+            None => location(None),
+        }
+    }
+
+    fn opener(&self) -> Result<StoreOpener> {
+        Ok(StoreOpener {
+            location: self.location()?,
             options: OpenOptions {
                 busy_timeout: self.busy_timeout,
                 create: self.create_store,
@@ -209,7 +234,7 @@ impl Ctx {
                 postgres_password: self.postgres_password.clone(),
                 upgrade: self.upgrade,
             },
-        }
+        })
     }
 
     /// Makes `store()` refuse to create a missing database: for commands that
@@ -248,11 +273,24 @@ impl Ctx {
         self.upgrade = Upgrade::Explicit;
     }
 
+    /// Whether there may be a store to read: false only for a SQLite file
+    /// that does not exist (yet).
+    pub fn store_may_exist(&self) -> bool {
+        match &self.location {
+            _ if self.store.is_some() => true,
+            Some(Location::Sqlite(path)) => path.exists(),
+            Some(Location::Postgres(_)) => true,
+            // No place for a store (no --db, no HOME): the command says so
+            // when it needs one.
+            None => false,
+        }
+    }
+
     /// The store, opened on first use so that commands which fail validation
     /// never touch (or create) the database.
     pub fn store(&mut self) -> Result<&mut dyn Store> {
         if self.store.is_none() {
-            self.store = Some(self.opener().open()?);
+            self.store = Some(self.opener()?.open()?);
         }
         Ok(self.store.as_deref_mut().expect("store was just opened"))
     }
@@ -261,7 +299,7 @@ impl Ctx {
     /// `approve --here`), taken out of the context: the command's own
     /// transactions go through it too.
     pub fn shared_store(&mut self) -> Result<SharedStore> {
-        let opener = self.opener();
+        let opener = self.opener()?;
         let store = match self.store.take() {
             Some(store) => store,
             None => opener.open()?,
@@ -378,6 +416,19 @@ pub fn location(db: Option<&Path>) -> Result<Location> {
     Ok(Location::Sqlite(
         state_home.join("agentcron").join("agentcron.db"),
     ))
+}
+
+/// The variables of this process's environment a child gets: the
+/// allowlist and the names passed (docs/CONTRACT.md §19).
+pub fn child_environment(pass: &[String]) -> Vec<(String, String)> {
+    crate::process::environment::select(std::env::vars_os(), pass)
+}
+
+/// The run's lease endpoint (AGENTCRON_LEASE_ENDPOINT), inside a run.
+pub fn lease_endpoint() -> Option<PathBuf> {
+    std::env::var_os(crate::process::endpoint::VARIABLE)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 /// An environment variable, None when unset; a value that is not UTF-8 is

@@ -309,6 +309,9 @@ pub struct Run {
     /// continuation: when, and by whom. Cleared when a tick claims it.
     pub approved_at: Option<i64>,
     pub approved_by: Option<String>,
+    /// The process running it ("BOOT PID START", `process::runner_identity`),
+    /// written when a tick claims it; never read back into a `Run`.
+    pub runner: Option<String>,
 }
 
 impl Run {
@@ -350,6 +353,7 @@ impl Run {
             stderr_tail: None,
             approved_at: None,
             approved_by: None,
+            runner: None,
             delivery_status: None,
             trigger: if attempt > 1 {
                 RunTrigger::Retry

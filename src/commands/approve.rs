@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::commands::flags::{command_argv, duration, notifier_from};
+use crate::commands::flags::{command_argv, duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::model::{Event, Run, RunStatus, Task, TaskState};
@@ -52,6 +52,9 @@ pub struct ApproveArgs {
     /// With --here: kill the executor's process group after this long
     #[arg(long, value_name = "DUR", default_value = "30m")]
     pub timeout: String,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 /// Deny a parked run: it is recorded failed ("denied"); the next tick sends its notice
@@ -73,6 +76,9 @@ pub struct DenyArgs {
     /// With --here: the notifier command, split by shell word rules
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 /// Finds the parked run, checks ownership and the wait id.
@@ -142,9 +148,9 @@ fn approve_event(run: &Run, actor: &str, now: i64, ran: &str) -> Event {
     }
 }
 
-fn notifier_of(cmd: Option<&str>) -> Result<Option<Notifier>> {
+fn notifier_of(cmd: Option<&str>, launch: &crate::process::Launch) -> Result<Option<Notifier>> {
     use std::time::Duration;
-    notifier_from(cmd, Duration::from_secs(60), Duration::from_secs(5))
+    notifier_from(cmd, Duration::from_secs(60), Duration::from_secs(5), launch)
 }
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
@@ -189,6 +195,7 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
 /// `approve --here`: claims the continuation and runs the executor in this
 /// process, under a lease, as a tick would.
 fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
+    let launch = args.launch.launch()?;
     let executor = Executor {
         argv: args
             .executor
@@ -200,6 +207,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
         lease: duration("--lease", &args.lease)?,
         jobs: 1,
         output_cap: 1 << 20,
+        launch: launch.clone(),
     };
     if executor.argv.is_none() {
         return fail(
@@ -207,7 +215,14 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
                 .with_hint("pass --executor CMD or set AGENTCRON_EXECUTOR, or leave out --here so that the next tick runs it"),
         );
     }
-    let notifier = notifier_of(args.notifier.as_deref())?;
+    let notifier = notifier_of(args.notifier.as_deref(), &launch)?;
+    // sudo that would ask for a password refuses here, before the claim.
+    for argv in [executor.argv.as_ref(), notifier.as_ref().map(|n| &n.argv)]
+        .into_iter()
+        .flatten()
+    {
+        launch.preflight(&argv[0]).map_err(CmdError::usage)?;
+    }
     // Opened before the clock is read: on PostgreSQL the lease deadline is
     // on the server's clock, which opening measures.
     ctx.store()?;
@@ -222,12 +237,19 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     // live lease: the signal is noted and the run settled unknown.
     crate::interrupt::catch_stop_signals()
         .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    // As a tick: nothing the executor leaves behind outlives its run.
+    let _subreaper = crate::process::become_subreaper(executor.kill_grace)
+        .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?;
     let (task, run, previous) = ctx.store()?.write(|tx| {
         let (task, mut run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, &args.wait_id, &token, lease_until, now)?;
+        if let Some(runner) = crate::process::runner_identity() {
+            tx.mark_runner(&run.run_id, runner)?;
+        }
         tx.append_event(&approve_event(&run, &identity[0], now, "here"))?;
         run.status = RunStatus::Running;
+        run.lease_until = Some(lease_until);
         let previous = crate::tick::claim::previous_run(tx, &task.task_id)?;
         Ok((task, run, previous))
     })?;
@@ -278,7 +300,7 @@ fn approve_here(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
 pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
     // Without --here the notice stays pending for the tick's notifier.
     let notifier = match args.here {
-        true => notifier_of(args.notifier.as_deref())?,
+        true => notifier_of(args.notifier.as_deref(), &args.launch.launch()?)?,
         false => None,
     };
     let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());

@@ -11,13 +11,20 @@ use crate::context::Ctx;
 /// One run per occurrence attempt, no stale running run, settled runs finished once,
 /// reconciled runs settled, at most one notice being sent per run, retries that point
 /// at real runs, every task readable and matching the payload it was confirmed with,
-/// the task counts status reads, and SQLite's own integrity check.
+/// the task counts status reads, and SQLite's own integrity check. Warns, one line,
+/// when the last tick ran its runs as the user who holds the store (see `status`).
 #[derive(Debug, Args)]
 pub struct CheckArgs {}
 
 pub fn run(ctx: &mut Ctx, _args: CheckArgs) -> Result<i32> {
     let now = ctx.now;
-    let violations = ctx.store()?.read(|tx| tx.violations(now))?;
+    let (violations, authority) = ctx
+        .store()?
+        .read(|tx| Ok((tx.violations(now)?, super::status::recorded_authority(tx)?)))?;
+    // Not a violation of the store: a fact about the deployment, one line.
+    if let Some(authority) = authority.filter(|a| a.runs_hold_store()) {
+        ctx.out.warn(&super::status::authority_warning(authority));
+    }
     if ctx.out.json {
         ctx.out
             .document(&json!({"ok": violations.is_empty(), "violations": violations}))?;

@@ -25,6 +25,9 @@ use crate::output::terminal;
 /// terminal without --code, confirm shows a code there for you to type back. Three
 /// wrong codes void the draft; the agent's own key cannot confirm it (exit 4). At a
 /// terminal, confirm first prints the draft in full, as `agentcron show DRAFT` does.
+///
+/// Refused inside a run (exit 4), as are the other commands that change schedules: a run
+/// cannot confirm its own. Confirm from your own shell.
 #[derive(Debug, Args)]
 pub struct ConfirmArgs {
     /// The draft id printed by `agentcron draft`

@@ -4,11 +4,14 @@
 //! binary, an absolute `--db`, and the executor and notifier in force now,
 //! with the environment they need: `--env KEY=VALUE` and a PATH that holds
 //! the binary's folder (an executor calls `agentcron lease check`).
+//! `agentcron sudoers` prints the rule a tick that is not root needs for
+//! `--run-as USER` (docs/CONTRACT.md §19).
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
+use crate::commands::flags::LaunchArgs;
 use crate::context::Ctx;
 use crate::error::CmdError;
 use crate::store::Location;
@@ -48,6 +51,9 @@ pub struct CrontabArgs {
     /// PGPASSFILE, or PGPASSWORD in the environment) instead.
     #[arg(long)]
     pub allow_password_in_argv: bool,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 /// Print a systemd .service and .timer pair that run `agentcron tick` every minute
@@ -86,6 +92,37 @@ pub struct SystemdArgs {
     /// PGPASSFILE, or PGPASSWORD in the environment) instead.
     #[arg(long)]
     pub allow_password_in_argv: bool,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// Print the sudoers rule a tick needs to run its children as USER without a password
+///
+/// For `tick --run-as USER` when the tick is not root: it runs the executor
+/// and notifier through `sudo -n -u USER --preserve-env=…`, which needs a
+/// rule with NOPASSWD and SETENV for the tick's user. The rule names the
+/// executor and notifier programs when they are known (an absolute path,
+/// found in PATH), else allows any command as USER. `!use_pty` keeps the
+/// command in the tick's process group, so a timeout or a lost lease kills
+/// it. Check it with `visudo -cf FILE`, install it 0440 under /etc/sudoers.d/.
+#[derive(Debug, Args)]
+pub struct SudoersArgs {
+    /// The user the runs execute as (the tick's --run-as)
+    #[arg(long, value_name = "USER", value_parser = parse_user)]
+    pub run_as: String,
+
+    /// The user the tick runs as [default: the user running this command]
+    #[arg(long, value_name = "NAME", value_parser = parse_user)]
+    pub user: Option<String>,
+
+    /// The executor the tick runs [default: $AGENTCRON_EXECUTOR]
+    #[arg(long, env = "AGENTCRON_EXECUTOR", value_name = "CMD")]
+    pub executor: Option<String>,
+
+    /// The notifier the tick runs [default: $AGENTCRON_NOTIFIER]
+    #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
+    pub notifier: Option<String>,
 }
 
 /// A user name as systemd accepts it in `User=`.
@@ -153,9 +190,18 @@ fn tick_words(
     executor: Option<&str>,
     notifier: Option<&str>,
     allow_password: bool,
+    launch: &LaunchArgs,
 ) -> Result<Vec<String>> {
+    for name in &launch.pass_env {
+        if let Some(why) = crate::process::environment::refused_pass(name) {
+            return Err(CmdError::usage(why).into());
+        }
+    }
+    if let Some(user) = &launch.run_as {
+        parse_user(user).map_err(|e| CmdError::usage(format!("--run-as: {e}")))?;
+    }
     let binary = std::env::current_exe().context("finding the agentcron binary")?;
-    let db = match &ctx.location {
+    let db = match &ctx.location()? {
         Location::Sqlite(path) => std::path::absolute(path)
             .context("resolving the database path")?
             .display()
@@ -185,6 +231,7 @@ fn tick_words(
             words.extend([flag.to_string(), value.to_string()]);
         }
     }
+    words.extend(launch.words());
     Ok(words)
 }
 
@@ -194,6 +241,7 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
         args.executor.as_deref(),
         args.notifier.as_deref(),
         args.allow_password_in_argv,
+        &args.launch,
     )?;
     // The narrative goes to the log; stdout, which cron mails, keeps only
     // what needs a person (docs/CONTRACT.md §6).
@@ -234,6 +282,7 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
         args.executor.as_deref(),
         args.notifier.as_deref(),
         args.allow_password_in_argv,
+        &args.launch,
     )?;
     let vars = environment(&args.env)?;
     let user = args
@@ -282,7 +331,7 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
              run as root: pass --user NAME of an unprivileged account that owns the database",
         );
     }
-    if let Some(problem) = store_problem(&ctx.location, &user) {
+    if let Some(problem) = store_problem(&ctx.location()?, &user) {
         ctx.out.warn(&problem);
     }
     for warning in commands_warnings(&args.executor, &args.notifier, &vars) {
@@ -335,6 +384,73 @@ fn store_problem(location: &Location, user: &str) -> Option<String> {
             path.display()
         )),
     }
+}
+
+pub fn sudoers(ctx: &mut Ctx, args: SudoersArgs) -> Result<()> {
+    let tick_user = args
+        .user
+        .clone()
+        .unwrap_or_else(crate::context::effective_user);
+    let path = environment(&[])?
+        .into_iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    let mut programs = Vec::new();
+    for (flag, command) in [
+        ("--executor", &args.executor),
+        ("--notifier", &args.notifier),
+    ] {
+        let Some(command) = command else { continue };
+        let argv = crate::commands::flags::command_argv(flag, command)?;
+        let program = crate::process::resolve(&argv[0], &path).ok_or_else(|| {
+            CmdError::usage(format!(
+                "{flag}: `{}` is not found in PATH ({path}); give an absolute path",
+                argv[0]
+            ))
+        })?;
+        programs.push(program.display().to_string());
+    }
+    let commands = match programs.is_empty() {
+        true => "ALL".to_string(),
+        false => programs
+            .iter()
+            .map(|p| sudoers_escape(p))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let (user, run_as) = (&tick_user, &args.run_as);
+    let file = format!("/etc/sudoers.d/agentcron-{run_as}");
+    let text = format!(
+        "# {file}: lets {user}'s `agentcron tick --run-as {run_as}` run its executor and\n\
+         # notifier as {run_as} without a password, keeping the run's variables\n\
+         # (SETENV: sudo -n -u {run_as} --preserve-env=…). !use_pty keeps the command in\n\
+         # the tick's process group, so a timeout or a lost lease kills it.\n\
+         # Check with `visudo -cf FILE`; install with `install -m 0440 FILE {file}`.\n\
+         Defaults:{user} !use_pty\n\
+         {user} ALL=({run_as}) NOPASSWD:SETENV: {commands}\n"
+    );
+    if programs.is_empty() {
+        ctx.out.warn(
+            "no executor is given: the rule lets the tick's user run any command as the \
+             run-as user; pass --executor (and --notifier) to name only those programs",
+        );
+    }
+    if ctx.out.json {
+        return ctx.out.document(&json!({"path": file, "text": text}));
+    }
+    ctx.out.line(text.trim_end())
+}
+
+/// A path as a sudoers command: its special characters backslashed.
+fn sudoers_escape(path: &str) -> String {
+    path.chars().fold(String::new(), |mut out, c| {
+        if matches!(c, '\\' | ',' | ':' | '=' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
 }
 
 /// What would make the printed line fail later, said now: no executor, or

@@ -1,4 +1,8 @@
 //! `agentcron lease check`: lets an executor fence its side effects.
+//!
+//! Inside a run (AGENTCRON_LEASE_ENDPOINT set, no --db) it asks the tick
+//! that holds the lease through the run's endpoint, with no access to the
+//! store (docs/CONTRACT.md §19); an operator's check reads the store.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -8,6 +12,10 @@ use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::ops::access::{run_in_tenant, Caller};
 
 /// Inspect a run's lease (for executors fencing their side effects)
+///
+/// Inside a run (AGENTCRON_LEASE_ENDPOINT set, and neither --db nor
+/// AGENTCRON_DB) the tick holding the lease answers through the run's
+/// endpoint, without the store; otherwise the store is read.
 #[derive(Debug, Args)]
 pub struct LeaseArgs {
     #[command(subcommand)]
@@ -30,32 +38,10 @@ pub enum LeaseAction {
 
 pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
     let LeaseAction::Check { run, token } = args.action;
-    // Opened before the clock is read: on PostgreSQL, opening corrects our
-    // clock to the server's, the one the tick's lease deadline is on.
-    ctx.store()?;
-    // The tick's clock moves on while it runs; so does ours.
-    let now = ctx.clock.now();
-    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
-    let caller = Caller {
-        tenant: &tenant,
-        identity: &identity,
+    let (run, holds) = match crate::context::lease_endpoint().filter(|_| !ctx.db_given()) {
+        Some(endpoint) => ask_endpoint(&endpoint, &run, &token),
+        None => ask_store(ctx, run, &token)?,
     };
-    let (run, holds) = ctx.store()?.read(|tx| {
-        // A full id is checked as given, whatever the tenant: the token is
-        // the credential, and the answer says only whether it holds. A run
-        // that is not there (pruned, mistyped) holds no lease: exit 5, as
-        // the executor protocol promises, rather than "not found".
-        let run_id = match tx.run(&run)? {
-            Some(found) => found.run_id,
-            None => match run_in_tenant(tx, &caller, &run) {
-                Ok(found) => found.run_id,
-                Err(e) if classify(&e).0 == ErrorKind::NotFound => run.clone(),
-                Err(e) => return Err(e),
-            },
-        };
-        let holds = tx.lease_holds(&run_id, &token, now)?;
-        Ok((run_id, holds))
-    })?;
     if ctx.out.json {
         ctx.out
             .document(&serde_json::json!({"run_id": run, "lease_holds": holds}))?;
@@ -71,4 +57,43 @@ pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
             .with_hint("stop: another tick owns this run now, or it was settled"),
         )
     }
+}
+
+/// The tick's answer. An endpoint that does not answer belongs to a tick
+/// that is gone: the lease does not hold (its run will end `unknown`).
+fn ask_endpoint(endpoint: &std::path::Path, run: &str, token: &str) -> (String, bool) {
+    match crate::process::endpoint::ask(endpoint, run, token) {
+        Ok((holds, run_id)) => (run_id, holds),
+        Err(_) => (run.to_string(), false),
+    }
+}
+
+/// The store's answer, for an operator (or a run given --db).
+fn ask_store(ctx: &mut Ctx, run: String, token: &str) -> Result<(String, bool)> {
+    // Opened before the clock is read: on PostgreSQL, opening corrects our
+    // clock to the server's, the one the tick's lease deadline is on.
+    ctx.store()?;
+    // The tick's clock moves on while it runs; so does ours.
+    let now = ctx.clock.now();
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    ctx.store()?.read(|tx| {
+        // A full id is checked as given, whatever the tenant: the token is
+        // the credential, and the answer says only whether it holds. A run
+        // that is not there (pruned, mistyped) holds no lease: exit 5, as
+        // the executor protocol promises, rather than "not found".
+        let run_id = match tx.run(&run)? {
+            Some(found) => found.run_id,
+            None => match run_in_tenant(tx, &caller, &run) {
+                Ok(found) => found.run_id,
+                Err(e) if classify(&e).0 == ErrorKind::NotFound => run.clone(),
+                Err(e) => return Err(e),
+            },
+        };
+        let holds = tx.lease_holds(&run_id, token, now)?;
+        Ok((run_id, holds))
+    })
 }

@@ -77,6 +77,7 @@ pub enum Command {
     Metrics(metrics::MetricsArgs),
     Crontab(install::CrontabArgs),
     Systemd(install::SystemdArgs),
+    Sudoers(install::SudoersArgs),
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Zone(zone::ZoneArgs),
@@ -106,6 +107,14 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Mcp(_) => ctx.never_migrate(),
         _ => {}
     }
+    if changes_schedules(&command) {
+        crate::ops::inside_run::refuse_marked(ctx.run_marker.as_deref())?;
+        // A store not made yet runs nothing; the command says what it
+        // lacks (or makes it) in its own order.
+        if ctx.store_may_exist() {
+            crate::ops::inside_run::refuse_by_ancestry(ctx.store()?)?;
+        }
+    }
     match command {
         Command::Draft(args) => draft::run(ctx, args),
         Command::Confirm(args) => confirm::run(ctx, args),
@@ -134,6 +143,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Metrics(args) => metrics::run(ctx, args),
         Command::Crontab(args) => install::crontab(ctx, args),
         Command::Systemd(args) => install::systemd(ctx, args),
+        Command::Sudoers(args) => install::sudoers(ctx, args),
         Command::Completions(args) => completions::run(ctx, args),
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
@@ -163,6 +173,23 @@ fn only_reads(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Lease(_)
     ) || matches!(command, Command::Zone(args) if args.only_reads())
+}
+
+/// Commands that confirm or change schedules: refused inside a run, the
+/// speed bump of docs/CONTRACT.md §19 (`pause` and `delete` only take work
+/// away; `reconcile` without a run only lists).
+fn changes_schedules(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Confirm(_)
+            | Command::Apply(_)
+            | Command::Resume(_)
+            | Command::Trigger(_)
+            | Command::Approve(_)
+            | Command::Deny(_)
+            | Command::Import(_)
+    ) || matches!(command, Command::Zone(args) if !args.only_reads())
+        || matches!(command, Command::Reconcile(args) if args.run.is_some())
 }
 
 /// Commands that change what a store already holds, so must not create

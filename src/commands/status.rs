@@ -6,14 +6,20 @@ use serde_json::json;
 
 use crate::commands::flags::duration;
 use crate::context::Ctx;
+use crate::store::Tx;
 use crate::text::human_bytes;
 use crate::text::relative;
+use crate::tick::{self, RunAuthority};
 use crate::wire::time;
 
 /// Report the last tick, the due backlog, stuck runs and undelivered notices
 ///
 /// Warns when no tick ran for more than 2 minutes while a task is active (cron
-/// stopped?), and names the last scheduler gap of the past day. With
+/// stopped?), and names the last scheduler gap of the past day. Warns, one line,
+/// when the last tick ran its runs as the unix user who holds the store (the
+/// SQLite file's owner; on PostgreSQL the tick's own user, who has the
+/// credentials) or as root: a run could then change its own schedules
+/// (`runs_hold_store_authority` in the JSON output; null before any tick). With
 /// --max-tick-age, exit 1 when the last tick is older than that (or there was
 /// none): a health check for cron or a systemd timer.
 #[derive(Debug, Args, schemars::JsonSchema)]
@@ -33,7 +39,7 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
     let store = ctx.store()?;
     let schema = store.schema_version()?;
     let written = store.migrations().len() as i64;
-    let (stats, queue, limit, last_tick, gap, places, hosts) = store.read(|tx| {
+    let (stats, queue, limit, last_tick, gap, places, hosts, authority) = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         // The limit the last tick ran with (the tick's flag, not stored elsewhere).
@@ -47,8 +53,12 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             _ => tx.unknown_places(tenant.as_deref(), PLACES_SHOWN)?,
         };
         let hosts = tx.hosts()?;
-        Ok((stats, queue, limit, last_tick, gap, places, hosts))
+        let authority = recorded_authority(tx)?;
+        Ok((
+            stats, queue, limit, last_tick, gap, places, hosts, authority,
+        ))
     })?;
+    let holds = authority.map(RunAuthority::runs_hold_store);
     let oldest_wait = queue.oldest_queued_due.map(|due| (now - due).max(0));
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
@@ -80,6 +90,8 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             "last_gap": gap.as_ref().map(|g| json!({"until": time(Some(g.until)),
                 "seconds": g.seconds, "due_tasks": g.due_tasks})),
             "clock_skew_seconds": skew,
+            // From what the last tick recorded; null before any tick.
+            "runs_hold_store_authority": holds,
             "tasks": {"active": stats.tasks_active, "paused": stats.tasks_paused, "error": stats.tasks_error},
             "due": stats.due,
             "queue": {"due_now": stats.due, "queued": queue.queued,
@@ -233,6 +245,9 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
             builds.iter().map(|b| crate::text::escape(b)).collect::<Vec<_>>().join(", ")
         ));
     }
+    if let Some(authority) = authority.filter(|a| a.runs_hold_store()) {
+        ctx.out.warn(&authority_warning(authority));
+    }
     if let Some(skew) = skew.filter(|s| s.abs() > MAX_SKEW_SECONDS) {
         ctx.out.warn(&format!(
             "{}; run NTP on both (leases must be much longer than the skew)",
@@ -241,6 +256,36 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
     }
     // Only a health check asks for an exit code: plain `status` informs.
     Ok(if stale && max_age.is_some() { 1 } else { 0 })
+}
+
+/// The uids the last tick recorded: its runs' and the store's holder's.
+pub fn recorded_authority(tx: &mut dyn Tx) -> Result<Option<RunAuthority>> {
+    let uid = |tx: &mut dyn Tx, key| -> Result<Option<u32>> {
+        Ok(tx.meta(key)?.and_then(|v| v.parse().ok()))
+    };
+    let runs_uid = uid(tx, tick::RUNS_UID)?;
+    let store_uid = uid(tx, tick::STORE_UID)?;
+    Ok(runs_uid
+        .zip(store_uid)
+        .map(|(runs_uid, store_uid)| RunAuthority {
+            runs_uid,
+            store_uid,
+        }))
+}
+
+/// The one line `status` and `check` warn with when runs hold the store.
+pub fn authority_warning(authority: RunAuthority) -> String {
+    let who = if authority.runs_uid == authority.store_uid {
+        "the user who holds the store"
+    } else {
+        "root"
+    };
+    format!(
+        "runs hold the store's authority: the last tick ran them as uid {} ({who}), so a run \
+         could change its own schedules; run them as another user (`tick --run-as`, README \
+         \"Deployment\")",
+        authority.runs_uid
+    )
 }
 
 /// Above this, hosts sharing a PostgreSQL store disagree on "now" enough to

@@ -4,15 +4,16 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::commands::flags::{command_argv, duration, notifier_from};
+use crate::commands::flags::{command_argv, duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::BusyStep;
 use crate::model::{short_id, RunStatus};
 use crate::output::logfile::LogFile;
 use crate::schedule;
+use crate::store::Location;
 use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
-use crate::tick::{self, Executor, Notifier, TaskRef, TickEvent, TickOptions};
+use crate::tick::{self, Executor, Notifier, RunAuthority, TaskRef, TickEvent, TickOptions};
 use crate::wire::{run as run_json, time};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
@@ -30,7 +31,10 @@ use crate::wire::{run as run_json, time};
 /// configured (nothing is claimed); 75 when the database was busy before the tick
 /// changed anything. SIGTERM, SIGINT or SIGHUP: the tick stops claiming, kills its
 /// executors and notifiers, settles their runs `unknown` ("tick interrupted") and
-/// exits 128 + the signal.
+/// exits 128 + the signal. Nothing a run starts outlives it: the tick is the child
+/// subreaper, and kills (TERM, then KILL) what a run `setsid`s or double-forks away
+/// when that run ends, at the latest when the tick exits. Each tick records the uid
+/// its runs ran as, for `status`.
 #[derive(Debug, Args)]
 pub struct TickArgs {
     /// The executor command, split by shell word rules (no shell is run)
@@ -99,9 +103,12 @@ pub struct TickArgs {
     /// How long the notifier may take before its notice becomes unknown
     #[arg(long, value_name = "DUR", default_value = "60s", hide = true)]
     pub notify_timeout: String,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
-pub fn executor(args: &TickArgs) -> Result<Executor> {
+pub fn executor(args: &TickArgs, launch: &crate::process::Launch) -> Result<Executor> {
     Ok(Executor {
         argv: args
             .executor
@@ -113,32 +120,71 @@ pub fn executor(args: &TickArgs) -> Result<Executor> {
         lease: duration("--lease", &args.lease)?,
         jobs: args.jobs as usize,
         output_cap: 1 << 20,
+        launch: launch.clone(),
     })
 }
 
-pub fn notifier(args: &TickArgs) -> Result<Option<Notifier>> {
+pub fn notifier(args: &TickArgs, launch: &crate::process::Launch) -> Result<Option<Notifier>> {
     notifier_from(
         args.notifier.as_deref(),
         duration("--notify-timeout", &args.notify_timeout)?,
         duration("--kill-grace", &args.kill_grace)?,
+        launch,
     )
 }
 
+/// Who runs the runs (`runs_uid`: this tick's uid, or the one `--run-as`
+/// names) against who holds the store at `location`.
+pub fn authority(location: &Location, runs_uid: u32) -> RunAuthority {
+    use std::os::unix::fs::MetadataExt;
+    let own = crate::process::own_uid();
+    let store_uid = match location {
+        // The tick opens the file, so it exists; were it unreadable, the
+        // tick's own uid is the owner it would have checked.
+        Location::Sqlite(path) => std::fs::metadata(path).map_or(own, |m| m.uid()),
+        // The tick's environment and files hold the credentials.
+        Location::Postgres(_) => own,
+    };
+    RunAuthority {
+        runs_uid,
+        store_uid,
+    }
+}
+
+/// The uid executor and notifier run as: the `--run-as` user's, else this
+/// tick's own.
+fn runs_uid(launch: &crate::process::Launch) -> u32 {
+    launch
+        .run_as
+        .as_ref()
+        .map_or_else(crate::process::own_uid, |user| user.uid)
+}
+
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    let launch = args.launch.launch()?;
     let options = TickOptions {
         tenant: ctx.explicit_tenant(),
-        executor: executor(&args)?,
-        notifier: notifier(&args)?,
+        executor: executor(&args, &launch)?,
+        notifier: notifier(&args, &launch)?,
         max_runs: args.max_runs as usize,
         max_running: args.max_running,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
         host: crate::context::host_name(),
+        authority: authority(&ctx.location()?, runs_uid(&launch)),
     };
     let clock = ctx.clock;
+    // Whatever a run leaves behind is reparented to this tick, and killed
+    // at the run's end or, at the latest, when the guard drops at the
+    // tick's (docs/CONTRACT.md §19).
+    let mut _subreaper = None;
     if !options.dry_run {
         crate::interrupt::catch_stop_signals()
             .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+        _subreaper = Some(
+            crate::process::become_subreaper(options.executor.kill_grace)
+                .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?,
+        );
     }
     let mut log = args.log.as_deref().map(LogFile::open).transpose()?;
     let store = ctx.shared_store().busy_during("opening the database")?;

@@ -7,6 +7,7 @@
 //! - `access`: who may act on which task or run (tenant, owner, revision);
 //! - `lifecycle`: pause, resume, delete;
 //! - `explain`: why an occurrence did or did not run;
+//! - `inside_run`: the commands that change schedules refuse inside a run;
 //! - `draft`: the payload a draft's values describe;
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
@@ -18,6 +19,7 @@ pub mod confirm;
 pub mod confirm_code;
 pub mod draft;
 pub mod explain;
+pub mod inside_run;
 pub mod lifecycle;
 pub mod plan;
 pub mod zones;

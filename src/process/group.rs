@@ -1,6 +1,7 @@
 //! The few raw system calls the runner needs that std does not offer: signalling a
-//! whole process group, noticing that a child exited without reaping it, and
-//! keeping inherited file descriptors out of the child.
+//! whole process group, noticing that a child exited without reaping it,
+//! keeping inherited file descriptors out of the child, and the subreaper's
+//! own (becoming one, signalling and reaping one orphan by pid).
 //!
 //! Invariants: every `unsafe` block of the runner lives here; no signal is ever
 //! sent to a group id of 0 or 1 (that would mean our own group or every process
@@ -55,6 +56,56 @@ pub(super) fn has_exited(pid: u32) -> io::Result<bool> {
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
+        }
+    }
+}
+
+/// Makes this process the child subreaper of its descendants: an orphan
+/// among them (its parent exited: `setsid` and double-fork included) is
+/// reparented here instead of to init.
+pub(super) fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// This process's effective uid: what its children run as, unless told otherwise.
+pub(super) fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Sends `signal` to the one process `pid` (never to 0, 1 or ourselves);
+/// false when it is not ours to signal (EPERM: another user's). A process
+/// already gone counts as signalled.
+pub(super) fn signal_pid(pid: i32, signal: libc::c_int) -> bool {
+    if pid <= 1 || pid == std::process::id() as i32 {
+        return false;
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    let rc = unsafe { libc::kill(pid, signal) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EPERM)
+}
+
+/// Reaps the child `pid` if it has exited; true once it is reaped (or is
+/// not our child at all). Never blocks, and never touches any other child:
+/// std's `Child` reaps its own.
+pub(super) fn reap(pid: i32) -> bool {
+    if pid <= 1 {
+        return true;
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid, writable int.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        match rc {
+            0 => return false,
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => return true,
         }
     }
 }

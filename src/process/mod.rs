@@ -9,30 +9,54 @@
 //! - No shell is ever involved: the command line is split by shell word rules here
 //!   and the program is executed directly.
 //! - The child leads its own process group, and when `run_child` returns that group
-//!   has been sent SIGKILL, so nothing the child started (except a process that
-//!   deliberately left the group) outlives the run and its recorded result.
+//!   has been sent SIGKILL, so nothing the child started outlives the run and its
+//!   recorded result; in a child subreaper (the tick), what left the group is
+//!   killed too (`reaper`).
 //! - The child inherits no file descriptor besides 0, 1 and 2.
+//! - The child inherits no environment: it gets exactly `Launch::env` (the
+//!   caller's allowlisted variables, `environment`) and the spec's own.
+//! - With `Launch::run_as`, the child runs as that user (`user`): its ids set
+//!   before exec as root, else through `sudo -n -u USER`.
 //! - Pipes are always drained to the end, so a child never blocks on output; at most
 //!   `output_cap` bytes of each stream are kept, and they are the last ones.
 //! - `run_child` returns within `timeout + 2 × kill_grace` plus the time spent in the
 //!   heartbeat callback, whatever the child does.
 //! - Nothing here panics on anything a child or the OS can do.
 
+mod ancestry;
 mod capture;
+pub mod endpoint;
+pub mod environment;
 mod group;
+mod launch;
+mod procfs;
+mod reaper;
 #[cfg(test)]
 mod tests;
+pub mod user;
 mod wake;
+
+pub use ancestry::{descends_from, runner_identity};
+pub use reaper::{become_subreaper, Subreaper};
 
 use std::fmt;
 use std::io::{self, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use capture::Capture;
 use wake::Waker;
+
+pub use launch::{resolve, Launch};
+pub use user::{RunAs, Switch};
+
+/// The uid this process runs as, and so the uid of what it runs unless
+/// told otherwise.
+pub fn own_uid() -> u32 {
+    group::effective_uid()
+}
 
 /// Heartbeats come at most this often, whatever the caller asks.
 const MIN_HEARTBEAT: Duration = Duration::from_millis(10);
@@ -47,8 +71,10 @@ pub struct ChildSpec {
     pub argv: Vec<String>,
     /// Written to the child's stdin in full, then stdin is closed.
     pub stdin: Vec<u8>,
-    /// Added to the inherited environment.
+    /// The run's own variables, added to `launch.env`.
     pub env: Vec<(String, String)>,
+    /// The environment every child starts from, and as whom it runs.
+    pub launch: Launch,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL; also how long output may trail the exit.
@@ -158,7 +184,12 @@ pub fn run_child(
 ) -> Result<ChildOutcome, SpawnError> {
     let program = spec.argv.first().ok_or(SpawnError::Empty)?;
     let started = Instant::now();
-    let mut child = spawn(spec, program)?;
+    let marker = spec
+        .env
+        .iter()
+        .find(|(key, _)| key == "AGENTCRON_RUN_ID")
+        .map(|(_, value)| value.clone());
+    let mut child = reaper::start(marker.clone(), || spawn(spec, program), Child::id)?;
     let pid = child.id();
     // Every wait below wakes on the child's exit or a stream's end, not on
     // a poll: a quick child costs no sleeping.
@@ -169,6 +200,7 @@ pub fn run_child(
             group::signal_group(pid, libc::SIGKILL);
             // Reaping only; the run never really started.
             let _ = child.wait();
+            reaper::ended(pid);
             return Err(SpawnError::Other(format!(
                 "could not start `{program}`: {e}"
             )));
@@ -189,6 +221,11 @@ pub fn run_child(
     );
     group::signal_group(pid, libc::SIGKILL);
     let status = child.wait();
+    reaper::ended(pid);
+    // What left the group (setsid, double-fork) and was reparented to a
+    // subreaper tick goes now: it must not outlive the run either, nor hold
+    // our pipes open.
+    reaper::sweep(marker.as_deref(), spec.kill_grace);
     let linger_until = later(Instant::now(), spec.kill_grace);
     loop {
         let now = Instant::now();
@@ -224,10 +261,12 @@ pub fn run_child(
 }
 
 fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
-    let mut command = Command::new(program);
+    let env = spec.launch.environment(&spec.env);
+    let mut command = spec.launch.command(program, &env)?;
     command
         .args(&spec.argv[1..])
-        .envs(spec.env.iter().map(|(key, value)| (key, value)))
+        .env_clear()
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

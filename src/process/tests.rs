@@ -18,6 +18,7 @@ fn spec(argv: &[&str]) -> ChildSpec {
         argv: argv.iter().map(|arg| arg.to_string()).collect(),
         stdin: Vec::new(),
         env: Vec::new(),
+        launch: Launch::default(),
         timeout: Duration::from_secs(10),
         kill_grace: GRACE,
         output_cap: 1 << 20,
@@ -103,15 +104,18 @@ fn a_child_that_never_reads_stdin_does_not_block_us() {
 }
 
 #[test]
-fn env_vars_are_added_to_the_inherited_environment() {
+fn the_child_gets_exactly_the_launch_environment_and_its_own() {
     let dir = dir();
     let mut spec = sh(
         &dir,
-        "printf '%s|%s' \"$AGENTCRON_TEST_VALUE\" \"${PATH:+inherited}\"",
+        "printf '%s|%s|%s' \"$AGENTCRON_TEST_VALUE\" \"$PATH\" \"${CARGO:-none}\"",
         dir.path(),
     );
     spec.env = vec![("AGENTCRON_TEST_VALUE".into(), "a b $HOME 'q'".into())];
-    assert_eq!(text(&run(&spec).stdout), "a b $HOME 'q'|inherited");
+    spec.launch.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    // CARGO is in this test's own environment: the child does not inherit it.
+    assert!(std::env::var_os("CARGO").is_some());
+    assert_eq!(text(&run(&spec).stdout), "a b $HOME 'q'|/usr/bin:/bin|none");
 }
 
 #[test]

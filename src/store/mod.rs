@@ -185,18 +185,6 @@ pub enum Location {
     Postgres(String),
 }
 
-impl Location {
-    /// The whole connection string, password and options included: what a
-    /// child process (the executor's `AGENTCRON_DB`) needs to reach this very
-    /// store. Never for display; `Store::location` is the redacted form.
-    pub fn connection_string(&self) -> String {
-        match self {
-            Location::Sqlite(path) => path.display().to_string(),
-            Location::Postgres(url) => url.clone(),
-        }
-    }
-}
-
 /// As printed: a PostgreSQL URL never shows its password (`ps`, a pasted
 /// command line, a crontab all show what is printed).
 impl std::fmt::Display for Location {

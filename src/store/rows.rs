@@ -107,6 +107,7 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
         trigger,
         approved_at: row.opt_int(25)?,
         approved_by: row.opt_text(26)?,
+        runner: None,
     })
 }
 

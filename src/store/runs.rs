@@ -132,6 +132,12 @@ pub trait RunTx {
     fn approved_continuations(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Run>>;
     /// awaiting → running under a new lease, once (the approval, if any, is
     /// used up): Conflict when the run is no longer parked on `wait_id`.
+    /// Records which process runs the running run (a continuation claimed
+    /// back; claims write it with the run).
+    fn mark_runner(&mut self, run_id: &str, runner: &str) -> Result<()>;
+    /// The runners of every running run that has one: the few rows of
+    /// runs_leased.
+    fn running_runners(&mut self) -> Result<Vec<(String, String)>>;
     fn reclaim_parked(
         &mut self,
         run_id: &str,

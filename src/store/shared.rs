@@ -50,12 +50,6 @@ impl SharedStore {
         }
     }
 
-    /// The whole connection string, for a child that must reach this very
-    /// store (the executor's `AGENTCRON_DB`); never for display.
-    pub fn connection_string(&self) -> String {
-        self.lock().location.connection_string()
-    }
-
     /// A handle to give a thread that expects a store of its own.
     pub fn handle(&self) -> Box<dyn Store> {
         Box::new(self.clone())

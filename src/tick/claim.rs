@@ -53,6 +53,9 @@ impl Plan {
 pub struct ClaimSettings {
     pub now: i64,
     pub lease_seconds: i64,
+    /// The process that will run what is claimed (`process::runner_identity`),
+    /// recorded on each running run.
+    pub runner: Option<&'static str>,
 }
 
 /// Decides what the due task gets. `blocking` is a run of the task that
@@ -325,6 +328,7 @@ fn decided(
             |r| {
                 r.lease_token = Some(uuid::Uuid::new_v4().to_string());
                 r.lease_until = Some(s.now + s.lease_seconds);
+                r.runner = s.runner.map(str::to_string);
                 // Claimed only when a slot is free: its executor starts now.
                 r.started_at = Some(s.now);
                 r.queued_seconds = Some((s.now - due_at).max(0));
@@ -408,6 +412,9 @@ pub fn continue_approved(
             return Ok(None)
         }
         Err(e) => return Err(e),
+    }
+    if let Some(runner) = s.runner {
+        tx.mark_runner(&run.run_id, runner)?;
     }
     tx.append_event(&Event {
         at: s.now,

@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::model::{DeliveryState, Event, Notice};
-use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
+use crate::process::{self, ChildExit, ChildSpec, Heartbeat, Launch};
 use crate::store::{shared::SharedStore, NoticeFinish, Store};
 use crate::wire as json;
 
@@ -60,6 +60,8 @@ pub struct Notifier {
     pub argv: Vec<String>,
     pub timeout: Duration,
     pub kill_grace: Duration,
+    /// The environment it starts from, and as whom it runs (§19).
+    pub launch: Launch,
 }
 
 /// What became of one notice.
@@ -158,6 +160,7 @@ pub fn deliver_claimed(
             ("AGENTCRON_RUN_ID".into(), notice.run_id.clone()),
             ("AGENTCRON_DELIVERY_ID".into(), notice.delivery_id.clone()),
         ],
+        launch: notifier.launch.clone(),
         timeout: notifier.timeout,
         kill_grace: notifier.kill_grace,
         output_cap: 64 * 1024,

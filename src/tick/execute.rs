@@ -17,6 +17,12 @@
 //! finish). A stop signal (`crate::interrupt`) aborts the executors at
 //! their next heartbeat; their runs are recorded `unknown` ("tick
 //! interrupted") and their notices left pending.
+//!
+//! A run holds no key to the store (docs/CONTRACT.md §19): the executor
+//! gets the allowlisted environment of `Executor::launch` and the run's own
+//! variables, never the store's location, and asks `lease check` through
+//! the run's lease endpoint, which this tick answers from its memory of
+//! the leases (held, lost, settled) until the run is settled.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +37,7 @@ use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::executor_result::{self, ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
-use crate::process::{self, ChildSpec, Heartbeat};
+use crate::process::{self, endpoint::Endpoint, ChildSpec, Heartbeat, Launch};
 use crate::schedule;
 use crate::store::{shared::SharedStore, Store};
 use crate::wire as json;
@@ -50,6 +56,8 @@ pub struct Executor {
     pub lease: Duration,
     pub jobs: usize,
     pub output_cap: usize,
+    /// The environment the executor starts from, and as whom it runs.
+    pub launch: Launch,
 }
 
 /// One claimed run to execute.
@@ -132,7 +140,23 @@ pub const INTERRUPTED: &str = "tick interrupted";
 
 pub struct Slot {
     token: String,
+    /// Lost, or settled: `lease check` answers 5 from then on.
     lost: bool,
+    /// When the lease expires unless renewed, on the monotonic clock (never
+    /// later than the stored `lease_until`).
+    until: Instant,
+}
+
+impl Slot {
+    /// The endpoint's answer. A lease past its deadline is lost for good
+    /// once it was answered so, whatever a late renewal would say: a lease
+    /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
+    fn answer(&mut self, token: &str) -> bool {
+        if !self.lost && Instant::now() > self.until {
+            self.lost = true;
+        }
+        !self.lost && self.token == token
+    }
 }
 
 /// The leases this tick holds, by run id.
@@ -170,10 +194,6 @@ impl Lanes {
 struct Shared {
     /// The tick's one connection.
     store: SharedStore,
-    /// Where the executor's `lease check` finds this store: the full
-    /// connection string (schema, password, sslmode), not the redacted
-    /// display.
-    db: String,
     executor: Executor,
     notifier: Option<Notifier>,
     leases: Leases,
@@ -205,7 +225,6 @@ impl Workers {
         Workers {
             shared: Arc::new(Shared {
                 store: store.clone(),
-                db: store.connection_string(),
                 executor: executor.clone(),
                 notifier: notifier.cloned(),
                 leases: Arc::new(Mutex::new(HashMap::new())),
@@ -227,12 +246,18 @@ impl Workers {
 
     /// Hands a claimed run to an idle worker, starting one when none is idle.
     pub fn dispatch(&mut self, job: Job) {
+        // The stored deadline, on the monotonic clock.
+        let lease = self.shared.executor.lease.as_secs().max(1) as i64;
+        let now = self.shared.clock.now();
+        let left = job.run.lease_until.unwrap_or(now + lease) - now;
+        let until = Instant::now() + Duration::from_secs(left.max(0) as u64);
         if let Ok(mut leases) = self.shared.leases.lock() {
             leases.insert(
                 job.run.run_id.clone(),
                 Slot {
                     token: job.token.clone(),
                     lost: false,
+                    until,
                 },
             );
         }
@@ -415,6 +440,8 @@ fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_second
     if held.is_empty() {
         return;
     }
+    // Before the write: a renewal's `now` is never earlier than this.
+    let started = Instant::now();
     let renewed = store.write(|tx| {
         // Read once the write lock is held: a renewal that waited for it
         // must not revive a lease that expired meanwhile.
@@ -430,11 +457,44 @@ fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_second
     });
     if let (Ok(renewed), Ok(mut l)) = (renewed, leases.lock()) {
         for (id, ok) in renewed {
-            if let (false, Some(slot)) = (ok, l.get_mut(&id)) {
-                slot.lost = true;
+            if let Some(slot) = l.get_mut(&id) {
+                match ok {
+                    true => slot.until = started + Duration::from_secs(lease_seconds as u64),
+                    false => slot.lost = true,
+                }
             }
         }
     }
+}
+
+/// Marks the run's lease over in memory: settled, or lost.
+fn end_lease(leases: &Leases, run_id: &str) {
+    if let Ok(mut l) = leases.lock() {
+        if let Some(slot) = l.get_mut(run_id) {
+            slot.lost = true;
+        }
+    }
+}
+
+/// The run's lease endpoint, answered from `leases`; None (the executor
+/// then has no endpoint, and its `lease check` answers 5) when the system
+/// refuses one.
+fn open_endpoint(shared: &Shared, job: &Job) -> Option<Endpoint> {
+    let (leases, run_id) = (shared.leases.clone(), job.run.run_id.clone());
+    let answer = Box::new(move |token: &str| {
+        crate::interrupt::received().is_none()
+            && leases
+                .lock()
+                .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
+    });
+    let launch = &shared.executor.launch;
+    Endpoint::open(
+        &launch.temp_dir(),
+        &job.run.run_id,
+        launch.run_as.as_ref(),
+        answer,
+    )
+    .ok()
 }
 
 fn lease_lost(leases: &Leases, run_id: &str) -> bool {
@@ -452,7 +512,9 @@ fn run_one(
     shared: &Shared,
     job: &Job,
 ) -> (Result<Finished>, Option<(Notice, String)>) {
-    let result = execute(shared.db.clone(), shared, job);
+    // Removed when this function returns: the run is settled by then.
+    let endpoint = open_endpoint(shared, job);
+    let result = execute(endpoint.as_ref().map(Endpoint::path), shared, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -550,6 +612,9 @@ fn run_one(
             other => break other,
         }
     };
+    // Settled (or not recordable): `lease check` answers 5 from now on.
+    end_lease(&shared.leases, &job.run.run_id);
+    drop(endpoint);
     let notice = match recorded {
         Ok(notice) => notice,
         Err(e) if deliver::is_conflict(&e) => {
@@ -590,7 +655,7 @@ fn run_one(
 /// Spawns the executor and waits for it, watching the lease.
 /// What the executor answered, and the end of its stderr.
 fn execute(
-    location: String,
+    endpoint: Option<&std::path::Path>,
     shared: &Shared,
     job: &Job,
 ) -> Result<(ExecResult, Option<String>), Failure> {
@@ -603,7 +668,8 @@ fn execute(
     let spec = ChildSpec {
         argv: argv.clone(),
         stdin: format!("{}\n", stdin_for(job)).into_bytes(),
-        env: environment(location, job),
+        env: environment(endpoint, job),
+        launch: executor.launch.clone(),
         timeout: executor.timeout,
         kill_grace: executor.kill_grace,
         output_cap: executor.output_cap,
@@ -751,12 +817,20 @@ fn stdin_for(job: &Job) -> Value {
     })
 }
 
-fn environment(db: String, job: &Job) -> Vec<(String, String)> {
-    vec![
-        ("AGENTCRON_DB".into(), db),
+/// The run's own variables (docs/CONTRACT.md §6, §19), added to the
+/// allowlisted environment of `Executor::launch`.
+fn environment(endpoint: Option<&std::path::Path>, job: &Job) -> Vec<(String, String)> {
+    let mut vars = vec![
         ("AGENTCRON_TENANT".into(), job.task.tenant_key.clone()),
         ("AGENTCRON_TASK_ID".into(), job.task.task_id.clone()),
         ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
         ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),
-    ]
+    ];
+    if let Some(path) = endpoint {
+        vars.push((
+            crate::process::endpoint::VARIABLE.into(),
+            path.display().to_string(),
+        ));
+    }
+    vars
 }

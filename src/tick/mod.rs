@@ -44,6 +44,11 @@ use crate::store::{shared::SharedStore, Agenda, Store};
 pub use deliver::Notifier;
 pub use execute::Executor;
 
+/// Meta keys: the uid the last tick's runs ran as, and the uid that held
+/// the store then (`RunAuthority`).
+pub const RUNS_UID: &str = "runs_uid";
+pub const STORE_UID: &str = "store_uid";
+
 /// Ticks further apart than this mean system cron was not running.
 pub const SCHEDULER_GAP_SECONDS: i64 = 300;
 
@@ -71,6 +76,9 @@ pub struct TickOptions {
     /// This host's name, recorded with this build at each tick for
     /// `status` (docs/CONTRACT.md §21).
     pub host: String,
+    /// Who the runs run as, against who holds the store (recorded for
+    /// `status`, docs/CONTRACT.md §19).
+    pub authority: RunAuthority,
 }
 
 /// Which task an event concerns, so that every line cron mails names it
@@ -110,6 +118,26 @@ impl TaskRef {
             Some(name) => format!("{name} ({id})"),
             None => id.to_string(),
         }
+    }
+}
+
+/// The unix users behind a tick's runs and its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAuthority {
+    /// The uid executor and notifier run as: the tick's own, or the user
+    /// `--run-as` names.
+    pub runs_uid: u32,
+    /// The uid that holds the store's authority: the SQLite file's owner;
+    /// on PostgreSQL the tick's own uid, whose environment and files hold
+    /// the credentials.
+    pub store_uid: u32,
+}
+
+impl RunAuthority {
+    /// Whether a run can reach the store with the store's own authority:
+    /// it runs as the user who holds it, or as root.
+    pub fn runs_hold_store(self) -> bool {
+        self.runs_uid == self.store_uid || self.runs_uid == 0
     }
 }
 
@@ -225,6 +253,11 @@ pub fn run(
     let recorded =
         record_tick(store, options, clock.now(), idle, report).busy_during("recording the tick")?;
     let mut notices_waiting = recorded.notices_waiting;
+    if agenda.claims || agenda.expiries || notices_waiting {
+        // Under `--run-as` through sudo: refused before anything is claimed
+        // or sent.
+        preflight(options)?;
+    }
     // Runs frozen or failed here have notices: they go out in this tick.
     let mut changed = false;
     if agenda.expiries {
@@ -384,6 +417,23 @@ pub fn run(
     Ok(summary)
 }
 
+/// Refuses (exit 2) when a child could not be started as the `--run-as`
+/// user without a password (docs/CONTRACT.md §19).
+fn preflight(options: &TickOptions) -> Result<()> {
+    let executor = options
+        .executor
+        .argv
+        .as_ref()
+        .map(|a| (&options.executor.launch, a));
+    let notifier = options.notifier.as_ref().map(|n| (&n.launch, &n.argv));
+    for (launch, argv) in executor.into_iter().chain(notifier) {
+        launch
+            .preflight(&argv[0])
+            .map_err(|e| CmdError::usage(format!("{e}; nothing was claimed")))?;
+    }
+    Ok(())
+}
+
 /// The pending-notice lane, started the first time something waits.
 struct Lane<'a> {
     notifier: Option<&'a Notifier>,
@@ -499,6 +549,7 @@ impl Scheduler<'_> {
             let settings = claim::ClaimSettings {
                 now: self.clock.now(),
                 lease_seconds: self.options.executor.lease.as_secs().max(1) as i64,
+                runner: crate::process::runner_identity(),
             };
             let slots = self.free_slots();
             let tenant = self.options.tenant.as_deref();
@@ -864,6 +915,17 @@ fn record_tick(
         if tx.meta("max_running")?.unwrap_or_default() != limit {
             tx.set_meta("max_running", &limit)?;
         }
+        // What `status` says of the deployment: the uids this tick's runs
+        // ran as and that hold the store. Written when they change only.
+        for (key, uid) in [
+            (RUNS_UID, options.authority.runs_uid),
+            (STORE_UID, options.authority.store_uid),
+        ] {
+            let uid = uid.to_string();
+            if tx.meta(key)?.as_deref() != Some(uid.as_str()) {
+                tx.set_meta(key, &uid)?;
+            }
+        }
         let waiting = options.notifier.is_some() && !tx.notices_to_send(now, tenant, 1)?.is_empty();
         let duration = match idle_for {
             Some(elapsed) if !waiting => {
@@ -955,7 +1017,11 @@ fn dry_run(
             if running >= options.max_runs {
                 break;
             }
-            let settings = claim::ClaimSettings { now, lease_seconds };
+            let settings = claim::ClaimSettings {
+                now,
+                lease_seconds,
+                runner: None,
+            };
             match claim::prepare(tx, &due, settings)? {
                 Some(Ok((task, plan))) => {
                     for run in plan.runs {

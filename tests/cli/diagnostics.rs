@@ -95,15 +95,17 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
     );
     env.task(&["--instruction", "x", "--every", "1h", "--name", "oncall"]);
     env.advance(HOUR);
-    let scripts_arg = format!("AGENTCRON_SCRIPTS={}", scripts.display());
+    let scripts_arg = format!("TASK_SCRIPTS={}", scripts.display());
     let now_arg = format!("AGENTCRON_NOW={}", env.now());
     let out = env
         .run(&[
             "crontab",
             "--executor",
-            &format!("{}/examples/executor.sh", env!("CARGO_MANIFEST_DIR")),
-            "--env",
-            &scripts_arg,
+            &format!(
+                "{}/examples/executor.sh {}",
+                env!("CARGO_MANIFEST_DIR"),
+                scripts.display()
+            ),
             "--env",
             &now_arg,
         ])

@@ -142,6 +142,10 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron crontab --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent --log /var/log/agentcron.log",
         ],
         "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent"],
+        "sudoers" => &[
+            "agentcron sudoers --run-as agent --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify > agentcron-agent",
+            "visudo -cf agentcron-agent && install -m 0440 agentcron-agent /etc/sudoers.d/agentcron-agent",
+        ],
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],
         "mcp" => &[
@@ -188,8 +192,15 @@ own: \fBrun_id\fR, \fBscheduled_for\fR (the occurrence), \fBstatus\fR, \fBfinish
 \fBsummary\fR, and \fBlast_success_at\fR (null when it never succeeded). Times are RFC 3339 in
 UTC; when the last run was pruned, only \fBlast_success_at\fR is left.
 .PP
-The environment adds \fBAGENTCRON_DB\fR, \fBAGENTCRON_TENANT\fR, \fBAGENTCRON_TASK_ID\fR,
-\fBAGENTCRON_RUN_ID\fR and \fBAGENTCRON_LEASE_TOKEN\fR.
+The environment is exactly this, nothing else of the tick's: \fBPATH\fR, \fBHOME\fR, \fBUSER\fR,
+\fBLOGNAME\fR, \fBLANG\fR, \fBLC_*\fR, \fBTZ\fR and \fBTMPDIR\fR as the tick has them (under
+\fB\-\-run\-as USER\fR, \fBHOME\fR, \fBUSER\fR and \fBLOGNAME\fR are USER's); the names the operator
+passes with \fBtick \-\-pass\-env NAME\fR (or \fBAGENTCRON_PASS_ENV\fR); and the run's own
+\fBAGENTCRON_TENANT\fR, \fBAGENTCRON_TASK_ID\fR, \fBAGENTCRON_RUN_ID\fR, \fBAGENTCRON_LEASE_TOKEN\fR and
+\fBAGENTCRON_LEASE_ENDPOINT\fR (the socket through which the tick answers \fBlease check\fR). A run
+never receives the store's location or credentials: no \fBAGENTCRON_DB\fR, \fBAGENTCRON_AS\fR,
+\fBPGPASSWORD\fR, \fBPGPASSFILE\fR, \fBPGSERVICEFILE\fR, nor any other \fBAGENTCRON_*\fR or \fBPG*\fR
+name (\fB\-\-pass\-env\fR refuses them). Under \fB\-\-run\-as\fR the run starts in \fB/\fR.
 .PP
 The result is the last non\-empty stdout line when it is a JSON object with \fBstatus\fR
 (\fBsucceeded\fR, \fBfailed\fR, \fBdelivery_failed\fR, \fBawaiting_confirmation\fR,
@@ -209,13 +220,23 @@ short and put long output before them.
 Killed by a signal, past \fB\-\-timeout\fR (the whole process group is killed: TERM, then KILL) or
 after losing its lease, the run is \fBunknown\fR and waits for \fBagentcron reconcile\fR.
 .PP
+Nothing a run starts outlives it: the tick is the child subreaper, so a process that leaves the
+group (\fBsetsid\fR, a double fork) comes back to the tick when its parent exits, and is killed
+(TERM, then KILL) and reaped when its run ends, or when the tick exits. Inside a run, \fBconfirm\fR,
+\fBapply\fR, \fBresume\fR, \fBtrigger\fR, \fBapprove\fR, \fBdeny\fR, \fBzone set\fR, \fBimport\fR
+and \fBreconcile\fR \fIRUN\fR refuse with exit 4 (the run's \fBAGENTCRON_RUN_ID\fR, or descent from
+the tick that runs it, tells). At the same unix user this is a speed bump: the wall is running the
+runs as another user.
+.PP
 An executor fences its side effects with
 .PP
 .nf
 agentcron lease check "$AGENTCRON_RUN_ID" \-\-token "$AGENTCRON_LEASE_TOKEN"
 .fi
 .PP
-which exits 0 while the lease holds and 5 when it does not.
+which exits 0 while the lease holds and 5 when it does not (lost, or the run settled). Inside a
+run it asks the tick that holds the lease, through \fBAGENTCRON_LEASE_ENDPOINT\fR, and needs no
+access to the store; the answer comes within milliseconds.
 .SH NOTIFIER
 Every settled run (also \fBmissed\fR and \fBskipped_overlap\fR runs, which never ran) has a notice,
 which the task's notice policy (\fBdraft \-\-notify\fR: always, attention, failures, never) sends or
@@ -239,6 +260,11 @@ task paused itself after \fB\-\-pause\-after\fR failures); null for notices writ
 \fBsuppressed_since_last\fR
 how many notices of the task the policy held back since the last one sent; \fBmessage\fR then says
 so ("3 similar failures since 09:00 were not sent").
+.PP
+The notifier's environment is the executor's allowlist and passed names, with the run's
+\fBAGENTCRON_TENANT\fR, \fBAGENTCRON_RUN_ID\fR and \fBAGENTCRON_DELIVERY_ID\fR (for a confirmation code
+sent by \fBagentcron mcp\fR: \fBAGENTCRON_TENANT\fR, \fBAGENTCRON_DRAFT_ID\fR and
+\fBAGENTCRON_NOTICE_KIND\fR).
 .PP
 Exit 0: delivered. Exit 75 (EX_TEMPFAIL, "nothing was sent"): pending again, for a later tick.
 Anything else, a crash, or the deadline passing: \fBunknown\fR, never resent.

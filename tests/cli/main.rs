@@ -30,6 +30,8 @@ mod read_truth;
 mod readme;
 mod reliability;
 mod restore;
+mod run_authority;
+mod run_environment;
 mod shell;
 mod small_lies;
 mod tables;

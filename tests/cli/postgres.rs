@@ -211,11 +211,11 @@ fn a_server_restart_mid_tick_leaves_every_run_legal() {
     assert_eq!(rig.env.json(&["check"])["ok"], true);
 }
 
-/// The executor's `AGENTCRON_DB` is the tick's whole connection string (its
-/// schema option included), so `lease check` inside it reaches the same
-/// store: exit 0 while the lease is live, and nothing created in `public`.
+/// A run never sees the store's URL (docs/CONTRACT.md §19): its `lease
+/// check` asks the tick through the run's endpoint, exit 0 while the lease
+/// is live, and creates nothing in `public`.
 #[test]
-fn lease_check_inside_the_executor_reaches_the_ticks_schema() {
+fn lease_check_inside_the_executor_asks_the_tick_and_sees_no_url() {
     if server().is_none() || !on_postgres() {
         eprintln!("skipped: runs with AGENTCRON_TEST_STORE=postgres");
         return;
@@ -237,13 +237,14 @@ fn lease_check_inside_the_executor_reaches_the_ticks_schema() {
 cat > /dev/null
 "$FENCE_BIN" lease check "$AGENTCRON_RUN_ID" --token "$AGENTCRON_LEASE_TOKEN" > "$FENCE_OUT.said" 2>&1
 echo "check $?" >> "$FENCE_OUT"
-printf 'db %s\n' "$AGENTCRON_DB" >> "$FENCE_OUT"
+printf 'db %s pg %s\n' "${AGENTCRON_DB:-none}" "$(env | grep -c '^PG')" >> "$FENCE_OUT"
 "#,
     );
     rig.env
         .set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
     rig.env.set_env("FENCE_BIN", BIN);
     rig.env.set_env("FENCE_OUT", out.to_str().unwrap());
+    rig.env.set_env("PGPASSWORD", "not-for-runs");
     rig.env
         .task(&["--instruction", "fence", "--every", "1h", "--name", "f"]);
     rig.env.set_now(T0 + 3600);
@@ -251,7 +252,7 @@ printf 'db %s\n' "$AGENTCRON_DB" >> "$FENCE_OUT"
     let said = std::fs::read_to_string(rig.env.path("fence.out.said")).unwrap();
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        format!("check 0\ndb {}\n", rig.env.db_arg()),
+        "check 0\ndb none pg 0\n",
         "lease check said: {said}"
     );
     assert_eq!(said, "");

@@ -133,16 +133,16 @@ fn the_example_executor_runs_the_tasks_script_and_the_file_notifier_appends() {
         &scripts.join("broken"),
         "#!/bin/sh\necho no disk >&1\nexit 4\n",
     );
-    rig.env
-        .set_env("AGENTCRON_SCRIPTS", scripts.to_str().unwrap());
-    rig.env
-        .set_env("AGENTCRON_EXECUTOR", &example("executor.sh"));
+    // The folder is the executor's argument: a run receives no AGENTCRON_*
+    // setting of the tick's (docs/CONTRACT.md §19).
+    rig.env.set_env(
+        "AGENTCRON_EXECUTOR",
+        &format!("'{}' '{}'", example("executor.sh"), scripts.display()),
+    );
     rig.env
         .set_env("AGENTCRON_NOTIFIER", &example("notifier-file.sh"));
-    rig.env.set_env(
-        "AGENTCRON_NOTICE_FILE",
-        rig.env.path("notices.log").to_str().unwrap(),
-    );
+    rig.env
+        .set_env("NOTICE_FILE", rig.env.path("notices.log").to_str().unwrap());
     rig.env.task(&[
         "--instruction",
         "write the {\"name\":\"broken\"} report",
@@ -240,7 +240,7 @@ fn the_webhook_notifier_posts_and_maps_failures() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}/hook", closed.local_addr().unwrap());
     drop(closed);
-    rig.env.set_env("AGENTCRON_WEBHOOK_URL", &dead);
+    rig.env.set_env("WEBHOOK_URL", &dead);
     rig.env
         .task(&["--instruction", "x", "--every", "1h", "--name", "w"]);
     rig.env.set_now(T0 + 3600);
@@ -248,7 +248,7 @@ fn the_webhook_notifier_posts_and_maps_failures() {
     assert_eq!(rig.runs("w")[0]["delivery_status"], "pending");
     // A server that accepts: delivered, with the notice JSON as the body.
     let (url, server) = serve(200, 1);
-    rig.env.set_env("AGENTCRON_WEBHOOK_URL", &url);
+    rig.env.set_env("WEBHOOK_URL", &url);
     // After the first "try later" (exit 75) the next attempt waits 60 s.
     rig.env.advance(61);
     rig.tick(&[]).ok();
@@ -258,7 +258,7 @@ fn the_webhook_notifier_posts_and_maps_failures() {
     assert_eq!(body["run"]["status"], "succeeded");
     // A server error after sending: uncertain, never resent.
     let (url, server) = serve(500, 1);
-    rig.env.set_env("AGENTCRON_WEBHOOK_URL", &url);
+    rig.env.set_env("WEBHOOK_URL", &url);
     rig.env.set_now(T0 + 7200);
     rig.tick(&[]).ok();
     server.join().unwrap();

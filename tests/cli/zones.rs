@@ -337,24 +337,31 @@ fn a_zone_change_while_a_run_is_in_flight_lets_it_finish_and_moves_the_next() {
     let env = &rig.env;
     set_zone_in_new_store(env, "unix:tester", "Asia/Shanghai");
     follow_task(env, "standup", "09:30");
-    // The executor itself asks for the move while its run holds the lease:
-    // the host learning the zone mid-run, with no sleep to arrange it.
+    // The host learns the zone while the run holds its lease: the executor
+    // says it started and waits for the test to set the zone from outside
+    // the run (a run may not change schedules itself, docs/CONTRACT.md §19).
     let executor = env.path("moving-executor.sh");
+    let (started, go) = (env.path("inflight.started"), env.path("inflight.go"));
     write_script(
         &executor,
         &format!(
-            "#!/bin/sh\ncat > {stdin}\n'{BIN}' --json zone set unix:tester Europe/Berlin > {out}\n\
+            "#!/bin/sh\ncat > {stdin}\ntouch '{started}'\n\
+             i=0; while [ ! -e '{go}' ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done\n\
              '{BIN}' lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" \
              && echo '{{\"status\":\"succeeded\",\"summary\":\"done in flight\"}}'\n",
             stdin = env.path("inflight.json").display(),
-            out = env.path("zone-set.json").display(),
+            started = started.display(),
+            go = go.display(),
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
     env.set_now(SHANGHAI_0930 + 20);
-    rig.tick(&[]).ok();
-    let moved: Value =
-        serde_json::from_str(&std::fs::read_to_string(env.path("zone-set.json")).unwrap()).unwrap();
+    let tick = crate::support::spawn_tick(&rig, &[]);
+    crate::support::wait_for("the run to start", || started.exists());
+    let moved = env.json(&["zone", "set", "unix:tester", "Europe/Berlin"]);
+    std::fs::write(&go, "").unwrap();
+    let out = tick.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
     // The claim had moved next_run_at to tomorrow's Shanghai 09:30; the
     // zone change moved it to today's Berlin 09:30.
     assert_eq!(

@@ -471,6 +471,7 @@ impl Harness {
         let settings = ClaimSettings {
             now,
             lease_seconds: lease,
+            runner: None,
         };
         let got = self
             .store

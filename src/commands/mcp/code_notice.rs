@@ -240,6 +240,7 @@ fn run_notifier(
             ("AGENTCRON_DRAFT_ID".into(), draft.draft_id.clone()),
             ("AGENTCRON_NOTICE_KIND".into(), "confirm_code".into()),
         ],
+        launch: notifier.launch.clone(),
         timeout: notifier.timeout,
         kill_grace: notifier.kill_grace,
         output_cap: 64 * 1024,

@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::commands::flags::{duration, notifier_from};
+use crate::commands::flags::{duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 
@@ -82,6 +82,9 @@ pub struct McpArgs {
     /// Time between SIGTERM and SIGKILL when the notifier is stopped
     #[arg(long, value_name = "DUR", default_value = "5s", hide = true)]
     pub kill_grace: String,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
@@ -92,6 +95,7 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
             args.notifier.as_deref(),
             duration("--notify-timeout", &args.notify_timeout)?,
             duration("--kill-grace", &args.kill_grace)?,
+            &args.launch.launch()?,
         )?,
         confirm_prefix: confirm_prefix(ctx, args.confirm_prefix.as_deref())?,
         max_drafts: args.max_drafts,

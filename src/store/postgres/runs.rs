@@ -83,9 +83,9 @@ impl RunTx for PgTx<'_, '_> {
                 "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
                     attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
                     lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger)
+                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                    $17, $18, $19, $20, $21, $22, $23)",
+                    $17, $18, $19, $20, $21, $22, $23, $24)",
                 &[
                     &r.run_id,
                     &r.task_id,
@@ -110,6 +110,7 @@ impl RunTx for PgTx<'_, '_> {
                     &r.wait_deadline,
                     &r.queued_seconds,
                     &r.trigger.as_str(),
+                    &r.runner,
                 ],
             )
             .context("recording the run")?;
@@ -358,6 +359,28 @@ impl RunTx for PgTx<'_, '_> {
              ORDER BY r.approved_at, r.run_id LIMIT $2 FOR UPDATE OF r SKIP LOCKED",
             &[&tenant, &i64::from(limit)],
         )
+    }
+
+    fn mark_runner(&mut self, run_id: &str, runner: &str) -> Result<()> {
+        self.tx
+            .execute(
+                "UPDATE runs SET runner = $1 WHERE run_id = $2 AND status = 'running'",
+                &[&runner, &run_id],
+            )
+            .context("recording who runs the run")?;
+        Ok(())
+    }
+
+    fn running_runners(&mut self) -> Result<Vec<(String, String)>> {
+        let rows = self
+            .tx
+            .query(
+                // runs_leased is partial on status = 'running'.
+                "SELECT run_id, runner FROM runs WHERE status = 'running' AND runner IS NOT NULL",
+                &[],
+            )
+            .context("reading who runs the running runs")?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     fn reclaim_parked(

@@ -301,6 +301,12 @@ const MIGRATIONS: &[&str] = &[
         due_at  BIGINT NOT NULL,
         seen_at BIGINT NOT NULL);
 "#,
+    r#"
+    -- 18: who runs a running run, as SQLite's migration 16: the claiming
+    -- process ("BOOT PID START"), so that commands that confirm or change
+    -- schedules can tell they were started inside a run.
+    ALTER TABLE runs ADD COLUMN runner TEXT;
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -323,6 +329,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "one-time codes for agent drafts",
     "record the hosts that tick the store and the build each ran",
     "note due work a tick saw on a task row another session held locked",
+    "record which process runs a running run, for the speed bump inside runs",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

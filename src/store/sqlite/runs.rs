@@ -59,9 +59,9 @@ impl RunTx for SqliteTx<'_> {
                 "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
                     attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
                     lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger)
+                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             )?
             .execute(params![
                 r.run_id,
@@ -86,7 +86,8 @@ impl RunTx for SqliteTx<'_> {
                 r.wait_id,
                 r.wait_deadline,
                 r.queued_seconds,
-                r.trigger.as_str()
+                r.trigger.as_str(),
+                r.runner
             ])
             .context("recording the run")?;
         Ok(())
@@ -380,6 +381,28 @@ impl RunTx for SqliteTx<'_> {
             .collect::<Result<Vec<_>, _>>()
             .context("finding approved continuations")?;
         Ok(runs)
+    }
+
+    fn mark_runner(&mut self, run_id: &str, runner: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE runs SET runner = ?1 WHERE run_id = ?2 AND status = 'running'")?
+            .execute(params![runner, run_id])
+            .context("recording who runs the run")?;
+        Ok(())
+    }
+
+    fn running_runners(&mut self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            // Along runs_leased (partial on status = 'running'): the few
+            // running rows, whatever the history.
+            "SELECT run_id, runner FROM runs INDEXED BY runs_leased
+             WHERE status = 'running' AND runner IS NOT NULL",
+        )?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading who runs the running runs")?;
+        Ok(rows)
     }
 
     fn reclaim_parked(

@@ -456,6 +456,14 @@ const MIGRATIONS: &[&str] = &[
         seen_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 16: who runs a running run (docs/CONTRACT.md §19): the process that
+    // claimed it, "BOOT PID START" (this machine's boot id, its pid and
+    // start time). Commands that confirm or change schedules refuse when
+    // they descend from the runner of a running run: read along
+    // runs_leased, the few running rows.
+    r#"
+    ALTER TABLE runs ADD COLUMN runner TEXT;
+    "#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -476,6 +484,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "one-time codes for agent drafts",
     "record the hosts that tick the store and the build each ran",
     "note due work a tick saw on a task row another session held locked",
+    "record which process runs a running run, for the speed bump inside runs",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

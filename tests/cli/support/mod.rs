@@ -192,8 +192,22 @@ impl TestEnv {
             .env("AGENTCRON_TZ", "UTC")
             .env("AGENTCRON_DB", self.db_arg())
             .env("AGENTCRON_NOW", self.now.get().to_string());
-        for (k, v) in self.env.borrow().iter() {
+        let env = self.env.borrow();
+        for (k, v) in env.iter() {
             cmd.env(k, v);
+        }
+        // A run receives only the allowlist and what the tick passes
+        // (docs/CONTRACT.md §19): the variables a test sets for its
+        // fixtures are passed, unless the test says what to pass itself.
+        if !env.iter().any(|(k, _)| k == "AGENTCRON_PASS_ENV") {
+            let pass: Vec<&str> = env
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .filter(|k| !k.starts_with("AGENTCRON_") && !k.starts_with("PG"))
+                .collect();
+            if !pass.is_empty() {
+                cmd.env("AGENTCRON_PASS_ENV", pass.join(","));
+            }
         }
         cmd
     }
@@ -371,6 +385,17 @@ impl TestEnv {
     pub fn count(&self, sql: &str) -> i64 {
         self.sql(sql)[0][0].parse().expect("an integer")
     }
+}
+
+/// `stderr` without the one-line warning `status` and `check` give once a
+/// tick ran its runs as the store's user (docs/CONTRACT.md §19): every
+/// test's store, whose runs run as the test's own user.
+pub fn besides_authority(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.contains("runs hold the store's authority"))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 pub fn write_script(path: &Path, body: &str) {
