@@ -181,7 +181,13 @@ impl Ctx {
             tenant,
             identity,
             default_zone: default_zone()?,
-            location: location(args.db.as_deref()).ok(),
+            // A --db given must be one (a quoted `~` is refused at once); the
+            // default may be missing (no HOME inside a run), which only a
+            // command that opens the store then reports.
+            location: match args.db.as_deref() {
+                Some(db) => Some(location(Some(db))?),
+                None => location(None).ok(),
+            },
             out: Output::new(args.json, now),
             run_marker: std::env::var("AGENTCRON_RUN_ID")
                 .ok()

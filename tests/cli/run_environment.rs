@@ -387,8 +387,9 @@ echo "confirm $?" >> '{out}'
     let drafts = env.count("SELECT count(*) FROM drafts");
     env.run(&["tick", "--run-as", &user.name]).ok();
     let said = std::fs::read_to_string(&out).unwrap();
-    assert!(said.contains("Permission denied"), "{said}");
-    assert!(said.contains("draft 1\n"), "{said}");
+    // The store's folder is the store owner's alone: refused, naming it.
+    assert!(said.contains("permission denied by the folder"), "{said}");
+    assert!(said.contains("draft 2\n"), "{said}");
     assert!(!said.contains("confirm 0"), "{said}");
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 1, "{said}");
     assert_eq!(env.count("SELECT count(*) FROM drafts"), drafts, "{said}");

@@ -42,6 +42,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     // SQLITE_OPEN_NOFOLLOW refuses a symlink anywhere in the path, so the
     // folders are resolved here; the final component stays unresolved (and
     // check_path refused it as a symlink).
+    let given = path;
     let resolved = files::resolve_folder(path)?;
     let path = resolved.as_path();
     // Who may write these files decides who chooses what the tick runs.
@@ -55,6 +56,10 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
         if crate::error::classify(e).0 != crate::error::ErrorKind::Busy {
             made.remove_new();
         }
+    }
+    // Errors name the resolved path; the person typed the other one.
+    if path != given {
+        return conn.with_context(|| format!("--db {}", given.display()));
     }
     conn
 }
