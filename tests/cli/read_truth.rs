@@ -9,6 +9,24 @@ const HOUR: i64 = 3600;
 /// 2026-12-03 09:30 in Shanghai.
 const SHANGHAI_0930: i64 = T0 + 17 * HOUR + 30 * 60;
 
+/// A store (made by a first draft) where unix:tester is in Shanghai and
+/// task `standup` follows them, daily at 09:30.
+fn standup_following_shanghai(env: &TestEnv) {
+    env.draft(&["--instruction", "first", "--every", "1h"]);
+    env.run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
+        .ok();
+    env.task(&[
+        "--instruction",
+        "stand-up",
+        "--daily",
+        "09:30",
+        "--tz",
+        "follow",
+        "--name",
+        "standup",
+    ]);
+}
+
 #[test]
 fn show_says_an_approved_run_waits_for_the_tick_not_for_a_person() {
     let rig = Rig::new();
@@ -93,19 +111,7 @@ fn explain_names_a_triggered_run_that_blocks_the_task() {
 fn explain_right_after_a_zone_move_explains_the_run_that_happened() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.draft(&["--instruction", "first", "--every", "1h"]);
-    env.run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
-        .ok();
-    env.task(&[
-        "--instruction",
-        "stand-up",
-        "--daily",
-        "09:30",
-        "--tz",
-        "follow",
-        "--name",
-        "standup",
-    ]);
+    standup_following_shanghai(env);
     env.set_now(SHANGHAI_0930 + 20);
     rig.tick(&[]).ok();
     let ran = &rig.runs("standup")[0];
@@ -158,19 +164,7 @@ fn empty_results_say_so_and_name_the_tenants_the_caller_has() {
 fn log_says_zone_moves_applies_and_denials_in_words() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.draft(&["--instruction", "first", "--every", "1h"]);
-    env.run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
-        .ok();
-    env.task(&[
-        "--instruction",
-        "stand-up",
-        "--daily",
-        "09:30",
-        "--tz",
-        "follow",
-        "--name",
-        "standup",
-    ]);
+    standup_following_shanghai(env);
     env.run(&["zone", "set", "unix:tester", "Europe/Berlin"])
         .ok();
     env.run(&["zone", "unset", "unix:tester"]).ok();
@@ -214,19 +208,7 @@ fn log_says_zone_moves_applies_and_denials_in_words() {
 #[test]
 fn a_time_in_the_future_is_never_now_and_list_says_who_a_task_follows() {
     let env = TestEnv::new();
-    env.draft(&["--instruction", "first", "--every", "1h"]);
-    env.run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
-        .ok();
-    env.task(&[
-        "--instruction",
-        "stand-up",
-        "--daily",
-        "09:30",
-        "--tz",
-        "follow",
-        "--name",
-        "standup",
-    ]);
+    standup_following_shanghai(&env);
     env.set_now(SHANGHAI_0930 - 30);
     let list = env.run(&["list"]).ok().stdout;
     assert!(list.contains("(in 30 s)"), "{list}");
