@@ -7,9 +7,9 @@ use std::process::Stdio;
 
 use crate::support::{Rig, T0};
 
-/// Runs `args` with stdin, stdout and stderr on a pseudo-terminal `columns`
-/// wide (Python's pty module sets the size before exec); returns the screen
-/// text with `\r\n` made `\n`.
+/// Runs `args` with stdin and stdout on a pseudo-terminal `columns` wide
+/// (Python's pty module sets the size before exec; stderr goes to
+/// /dev/null); returns the screen text with `\r\n` made `\n`.
 fn on_terminal(rig: &Rig, columns: u16, args: &[&str]) -> String {
     const SCRIPT: &str = r#"
 import fcntl, os, pty, struct, sys, termios
@@ -17,6 +17,8 @@ columns, argv = int(sys.argv[1]), sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
     fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    # The screen compared is stdout's: warnings go elsewhere.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     os.execv(argv[0], argv)
 out = b""
 while True:
