@@ -472,6 +472,16 @@ impl Model {
         let (task_id, run_id, attempt) = (r.task_id.clone(), r.id.clone(), r.attempt);
         let ti = self.task_index(&task_id);
         let t = &mut self.tasks[ti];
+        // A run that settles while a person has the task paused still counts
+        // in (or ends) the failure streak; it is never retried.
+        if t.state == TaskState::Paused {
+            match outcome.status {
+                RunStatus::Succeeded | RunStatus::DeliveryFailed => t.failures = 0,
+                RunStatus::Failed => t.failures += 1,
+                _ => {}
+            }
+            return Ok(());
+        }
         if t.state != TaskState::Active {
             return Ok(());
         }
