@@ -158,7 +158,13 @@ fn bookkeep(
     now: i64,
 ) -> Result<Option<String>> {
     let status = outcome.status;
+    // A run of a payload since replaced says nothing of the current one
+    // (below), paused or not.
+    let current = run.payload_hash == task.payload_hash;
     if task.state == TaskState::Paused {
+        if !current {
+            return Ok(None);
+        }
         return count_while_paused(tx, task, status, now).map(|()| None);
     }
     if task.state != TaskState::Active {
@@ -170,7 +176,6 @@ fn bookkeep(
     // A run of a payload since replaced says nothing of the current one:
     // its outcome is neither the new payload's streak nor worth a retry
     // (which would run the new payload for the old one's failure).
-    let current = run.payload_hash == task.payload_hash;
     match status {
         _ if !current => {}
         RunStatus::Succeeded | RunStatus::DeliveryFailed => failures = 0,

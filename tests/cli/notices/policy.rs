@@ -230,6 +230,19 @@ fn a_failure_of_the_replaced_payload_is_not_the_new_payloads_streak() {
     // Issue 33 item 12: a replacement confirmed while a run of the old
     // payload executes; that run then fails. Its failure counts toward
     // neither the new payload's `--pause-after` streak nor a retry.
+    replaced_payload_fails(false);
+}
+
+#[test]
+fn a_failure_of_the_replaced_payload_is_not_the_streak_of_a_paused_task_either() {
+    // Item 14i counts a run that settles while the task is paused; item 12
+    // holds there too: the old payload's failure is not the new one's.
+    replaced_payload_fails(true);
+}
+
+/// The old payload's run fails after a replacement (and, with `pause`, a
+/// person's pause) was confirmed while it ran.
+fn replaced_payload_fails(pause: bool) {
     let rig = rig_with_task(&["--pause-after", "2", "--max-retries", "1"]);
     let env = &rig.env;
     let gate = env.path("go");
@@ -259,6 +272,10 @@ fn a_failure_of_the_replaced_payload_is_not_the_new_payloads_streak() {
         hash,
     ])
     .ok();
+    if pause {
+        env.run(&["pause", "job", "--reason", "looking at the new words"])
+            .ok();
+    }
     std::fs::write(&gate, "").unwrap();
     let out = tick.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -266,6 +283,9 @@ fn a_failure_of_the_replaced_payload_is_not_the_new_payloads_streak() {
     let task = env.json(&["show", "job"]);
     assert_eq!(task["consecutive_failures"], 0, "{task}");
     assert!(task["next_retry_at"].is_null(), "{task}");
+    if pause {
+        env.run(&["resume", "job"]).ok();
+    }
     // The new payload's first failure is the first of its streak.
     env.set_env(
         "AGENTCRON_EXECUTOR",
