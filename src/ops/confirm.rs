@@ -106,7 +106,7 @@ fn draft_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Resu
 }
 
 /// How far back in the tenant's audit trail a gone draft is looked for.
-const EVENTS_SEARCHED: u64 = 2000;
+pub const EVENTS_SEARCHED: u64 = 2000;
 
 /// The confirm, replace or void event that ended a draft no longer in the
 /// store (a confirmed or voided draft leaves its table; the audit trail

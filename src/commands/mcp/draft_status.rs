@@ -10,12 +10,10 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::ops::access::{ensure_owner, Caller};
+use crate::ops::confirm::{draft_fate, EVENTS_SEARCHED};
 use crate::payload::Payload;
 use crate::store::Tx;
 use crate::wire::time;
-
-/// How far back in the tenant's audit trail a gone draft is looked for.
-const EVENTS_SEARCHED: u64 = 2000;
 
 /// The draft's state as a JSON document.
 pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
@@ -48,12 +46,7 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
                 "task_id": draft.replaces.as_ref().map(|r| r.task_id.clone()),
             }));
         }
-        let events = tx.events(&tenant, &identity, None, EVENTS_SEARCHED)?;
-        let ended = events.iter().find(|e| {
-            matches!(e.event.action.as_str(), "confirm" | "replace" | "void")
-                && e.event.detail["draft_id"] == draft_id.as_str()
-        });
-        match ended {
+        match draft_fate(tx, &caller, draft_id)? {
             Some(e) => Ok(json!({
                 "draft_id": draft_id,
                 "state": if e.event.action == "void" { "void" } else { "confirmed" },
