@@ -1,5 +1,7 @@
-//! The README's examples run: every `agentcron` line of its `sh` blocks, in
-//! order, through `sh` with the built binary first on PATH. `DRAFT_ID` and
+//! The README's examples run, and those of the guides under `docs/` after
+//! them (`GUIDED`): every `agentcron` line of their `sh` blocks, in order,
+//! through `sh` with the built binary first on PATH, in one store, so a
+//! guide may use the tasks the quick start made. `DRAFT_ID` and
 //! `HASH` are filled in from the confirm line the latest draft printed,
 //! `PLAN_HASH` from the apply line the latest plan printed;
 //! `export` lines carry over to later lines; other lines (cargo, crontab
@@ -9,6 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{BIN, T0};
+
+/// The documents whose examples run, in this order, one after the other.
+const GUIDED: [&str; 5] = [
+    "README.md",
+    "docs/GUIDE.md",
+    "docs/PROTOCOLS.md",
+    "docs/OPERATIONS.md",
+    "docs/POSTGRESQL.md",
+];
 
 fn sh_blocks(readme: &str) -> Vec<Vec<String>> {
     let mut blocks = Vec::new();
@@ -34,9 +45,12 @@ fn sh_blocks(readme: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn every_readme_example_runs() {
+fn every_example_of_the_readme_and_the_guides_runs() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme: String = GUIDED
+        .iter()
+        .map(|doc| std::fs::read_to_string(root.join(doc)).unwrap() + "\n")
+        .collect();
     let home = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
@@ -76,7 +90,7 @@ fn every_readme_example_runs() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success(),
-                "README command failed: {command}\n{stdout}\n{}",
+                "documented command failed: {command}\n{stdout}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
             if let Some(confirm) = stdout
@@ -96,7 +110,7 @@ fn every_readme_example_runs() {
             ran += 1;
         }
     }
-    assert!(ran >= 10, "only {ran} README commands found");
+    assert!(ran >= 10, "only {ran} documented commands found");
     assert!(home
         .path()
         .join(".local/state/agentcron/agentcron.db")
