@@ -185,3 +185,63 @@ fn the_quick_start_installs_the_crontab_without_an_editor_keeping_what_was_there
         "{crontab}"
     );
 }
+
+/// A heading's anchor as GitHub spells it: lower case, spaces as dashes,
+/// punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The targets of a document's inline links (`[text](target)`) that stay
+/// inside the repository: no scheme.
+fn local_links(text: &str) -> Vec<String> {
+    text.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')').map(|(target, _)| target.to_string()))
+        .filter(|target| !target.contains("://") && !target.starts_with("mailto:"))
+        .collect()
+}
+
+/// Issue 37 item 7 moved the README's reference into docs/: every link
+/// between the README, the map and the guides names a file that exists
+/// and, with `#anchor`, one of its headings.
+#[test]
+fn every_link_between_the_documents_leads_somewhere() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            documents.push(path);
+        }
+    }
+    let mut broken = Vec::new();
+    for document in &documents {
+        let text = std::fs::read_to_string(document).unwrap();
+        for target in local_links(&text) {
+            let (file, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let path = match file {
+                "" => document.clone(),
+                file => document.parent().unwrap().join(file),
+            };
+            let found = match std::fs::read_to_string(&path) {
+                Err(_) => path.is_dir(),
+                Ok(_) if fragment.is_empty() => true,
+                Ok(linked) => linked
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .any(|h| anchor(h.trim_start_matches('#')) == fragment),
+            };
+            if !found {
+                broken.push(format!("{}: {target}", document.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
+}
