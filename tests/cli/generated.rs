@@ -1,5 +1,7 @@
-//! `completions/` and `man/` are generated from the clap definitions and
-//! committed. This test fails when they are stale; run it with
+//! `completions/` and `man/` are generated and committed: the commands'
+//! pages and the scripts from the clap definitions, the protocols' page
+//! (agentcron-executor(7)) from its markdown source under `man/src/`. This
+//! test fails when they are stale; run it with
 //! `UPDATE_GENERATED=1 cargo test --test cli generated` to rewrite them.
 
 use std::path::{Path, PathBuf};
@@ -163,115 +165,85 @@ fn examples(path: &str) -> &'static [&'static str] {
     }
 }
 
-/// The executor and notifier protocols, agentcron-executor(7).
-const EXECUTOR_PAGE: &str = r#".TH agentcron-executor 7 "agentcron 0.1.0"
-.SH NAME
-agentcron\-executor \- the executor and notifier protocols of agentcron
-.SH EXECUTOR
-\fBagentcron tick\fR splits \fB\-\-executor\fR (or \fBAGENTCRON_EXECUTOR\fR) into argv by shell word
-rules and runs it without a shell, in its own process group. Task data arrives only on stdin, as
-one JSON object:
-.TP
-\fBtask\fR, \fBrun\fR
-the task and the run, as \fBagentcron show \-\-json\fR and \fBagentcron runs \-\-json\fR print them.
-.TP
-\fBinstruction\fR, \fBpolicy\fR, \fBtimezone\fR
-what the person confirmed, from the task's canonical payload (checked against its hash at the claim).
-.TP
-\fBlease_token\fR, \fBpayload_hash\fR
-the run's lease and the confirmed payload's SHA\-256.
-.TP
-\fBcontinuation\fR
-null, or for a parked run that a person approved:
-\fB{"kind":"confirmation"|"authorization","wait_id":W,"decision":"approved"}\fR.
-.TP
-\fBprevious\fR
-null when the task has no settled run, else the task's last settled run (any outcome but running
-or parked) and when it last succeeded, so "what changed since the last run" needs no memory of its
-own: \fBrun_id\fR, \fBscheduled_for\fR (the occurrence), \fBstatus\fR, \fBfinished_at\fR,
-\fBsummary\fR, and \fBlast_success_at\fR (null when it never succeeded). Times are RFC 3339 in
-UTC; when the last run was pruned, only \fBlast_success_at\fR is left.
-.PP
-The environment is exactly this, nothing else of the tick's: \fBPATH\fR, \fBHOME\fR, \fBUSER\fR,
-\fBLOGNAME\fR, \fBLANG\fR, \fBLC_*\fR, \fBTZ\fR and \fBTMPDIR\fR as the tick has them (under
-\fB\-\-run\-as USER\fR, \fBHOME\fR, \fBUSER\fR and \fBLOGNAME\fR are USER's); the names the operator
-passes with \fBtick \-\-pass\-env NAME\fR (or \fBAGENTCRON_PASS_ENV\fR); and the run's own
-\fBAGENTCRON_TENANT\fR, \fBAGENTCRON_TASK_ID\fR, \fBAGENTCRON_RUN_ID\fR, \fBAGENTCRON_LEASE_TOKEN\fR and
-\fBAGENTCRON_LEASE_ENDPOINT\fR (the socket through which the tick answers \fBlease check\fR). A run
-never receives the store's location or credentials: no \fBAGENTCRON_DB\fR, \fBAGENTCRON_AS\fR,
-\fBPGPASSWORD\fR, \fBPGPASSFILE\fR, \fBPGSERVICEFILE\fR, nor any other \fBAGENTCRON_*\fR or \fBPG*\fR
-name (\fB\-\-pass\-env\fR refuses them). Under \fB\-\-run\-as\fR the run starts in \fB/\fR.
-.PP
-The result is the last non\-empty stdout line when it is a JSON object with \fBstatus\fR
-(\fBsucceeded\fR, \fBfailed\fR, \fBdelivery_failed\fR, \fBawaiting_confirmation\fR,
-\fBawaiting_authorization\fR) and an optional \fBsummary\fR; otherwise exit 0 is \fBsucceeded\fR and
-anything else \fBfailed\fR, with the tail of stdout as summary. The two awaiting statuses need
-\fBwait_id\fR (a non\-empty string) and \fBwait_deadline\fR, an RFC 3339 time with its offset
-(\fB2026\-12\-04T10:00:00Z\fR, \fB2026\-12\-04T18:00:00+08:00\fR); anything else is refused: the run
-is \fBfailed\fR with a summary naming the malformed field. A reply may say \fB"notify":false\fR to
-silence the notice of a success whose news is not worth telling, or \fB"notify":true\fR to send it
-whatever the task's notice policy; it is ignored for anything but a success.
-.PP
-Of stdout and of stderr the last 1 MiB is kept (the rest is read and dropped). A last line longer
-than that lost its beginning: when what is left ends with \fB}\fR (it may have been a reply, a
-failure too) the run is \fBfailed\fR as a malformed reply, whatever the exit code; keep replies
-short and put long output before them.
-.PP
-Killed by a signal, past \fB\-\-timeout\fR (the whole process group is killed: TERM, then KILL) or
-after losing its lease, the run is \fBunknown\fR and waits for \fBagentcron reconcile\fR.
-.PP
-Nothing a run starts outlives it: the tick is the child subreaper, so a process that leaves the
-group (\fBsetsid\fR, a double fork) comes back to the tick when its parent exits, and is killed
-(TERM, then KILL) and reaped when its run ends, or when the tick exits. Inside a run, \fBconfirm\fR,
-\fBapply\fR, \fBresume\fR, \fBtrigger\fR, \fBapprove\fR, \fBdeny\fR, \fBzone set\fR, \fBimport\fR
-and \fBreconcile\fR \fIRUN\fR refuse with exit 4 (the run's \fBAGENTCRON_RUN_ID\fR, or descent from
-the tick that runs it, tells). At the same unix user this is a speed bump: the wall is running the
-runs as another user.
-.PP
-An executor fences its side effects with
-.PP
-.nf
-agentcron lease check "$AGENTCRON_RUN_ID" \-\-token "$AGENTCRON_LEASE_TOKEN"
-.fi
-.PP
-which exits 0 while the lease holds and 5 when it does not (lost, or the run settled). Inside a
-run it asks the tick that holds the lease, through \fBAGENTCRON_LEASE_ENDPOINT\fR, and needs no
-access to the store; the answer comes within milliseconds.
-.SH NOTIFIER
-Every settled run (also \fBmissed\fR and \fBskipped_overlap\fR runs, which never ran) has a notice,
-which the task's notice policy (\fBdraft \-\-notify\fR: always, attention, failures, never) sends or
-holds back as \fBsuppressed\fR with its reason. The notifier (\fB\-\-notifier\fR or
-\fBAGENTCRON_NOTIFIER\fR) gets on stdin one JSON object:
-.TP
-\fBtask\fR, \fBrun\fR
-as for the executor.
-.TP
-\fBtarget\fR
-where to deliver, as the task's payload says (\fBdraft \-\-target\fR).
-.TP
-\fBmessage\fR
-one line of human text about the outcome.
-.TP
-\fBkind\fR
-\fBfailure\fR, \fBrecovery\fR (the first success after failures), \fBsuccess\fR, \fBunknown\fR,
-\fBmissed\fR, \fBskipped\fR, \fBparked\fR (waiting for \fBagentcron approve\fR), \fBpaused\fR (the
-task paused itself after \fB\-\-pause\-after\fR failures); null for notices written before the policy.
-.TP
-\fBsuppressed_since_last\fR
-how many notices of the task the policy held back since the last one sent; \fBmessage\fR then says
-so ("3 similar failures since 09:00 were not sent").
-.PP
-The notifier's environment is the executor's allowlist and passed names, with the run's
-\fBAGENTCRON_TENANT\fR, \fBAGENTCRON_RUN_ID\fR and \fBAGENTCRON_DELIVERY_ID\fR (for a confirmation code
-sent by \fBagentcron mcp\fR: \fBAGENTCRON_TENANT\fR, \fBAGENTCRON_DRAFT_ID\fR and
-\fBAGENTCRON_NOTICE_KIND\fR).
-.PP
-Exit 0: delivered. Exit 75 (EX_TEMPFAIL, "nothing was sent"): pending again, for a later tick.
-Anything else, a crash, or the deadline passing: \fBunknown\fR, never resent.
-.SH "SEE ALSO"
-agentcron(1), agentcron\-tick(1), agentcron\-draft(1), agentcron\-lease\-check(1),
-agentcron\-reconcile(1)
-"#;
+/// The executor and notifier protocols, agentcron-executor(7): its text is
+/// `man/src/agentcron-executor.7.md`, in the little markdown `roff_page` reads.
+const EXECUTOR_SOURCE: &str = include_str!("../../man/src/agentcron-executor.7.md");
+
+/// A section 7 page from its markdown source: a leading `<!-- … -->` note is
+/// dropped; `## NAME` is a section; a line `- tag` followed by lines indented
+/// two spaces is a tagged paragraph (`.TP`); a fenced block is kept as typed
+/// (`.nf`); any block after a blank line opens a paragraph (`.PP`). In text,
+/// `code` is bold and *word* italic; every dash is a roff `\-`.
+fn roff_page(name: &str, source: &str) -> String {
+    let mut out = format!(".TH {name} 7 \"agentcron {}\"\n", env!("CARGO_PKG_VERSION"));
+    let body = match source.strip_prefix("<!--") {
+        Some(rest) => rest.split_once("-->\n").map_or("", |(_, body)| body),
+        None => source,
+    };
+    let (mut fenced, mut after_blank, mut after_heading) = (false, false, true);
+    for line in body.lines() {
+        if line.starts_with("```") {
+            if !fenced && after_blank && !after_heading {
+                out.push_str(".PP\n");
+            }
+            out.push_str(if fenced { ".fi\n" } else { ".nf\n" });
+            fenced = !fenced;
+            (after_blank, after_heading) = (false, false);
+            continue;
+        }
+        if fenced {
+            out.push_str(&roff_text(line));
+            out.push('\n');
+            continue;
+        }
+        if line.is_empty() {
+            after_blank = true;
+            continue;
+        }
+        if let Some(heading) = line.strip_prefix("## ") {
+            let heading = if heading.contains(' ') {
+                format!("\"{heading}\"")
+            } else {
+                heading.to_string()
+            };
+            out.push_str(&format!(".SH {heading}\n"));
+            (after_blank, after_heading) = (false, true);
+            continue;
+        }
+        if after_blank && !after_heading {
+            out.push_str(".PP\n");
+        }
+        if let Some(tag) = line.strip_prefix("- ") {
+            out.push_str(".TP\n");
+            out.push_str(&roff_inline(tag));
+        } else {
+            out.push_str(&roff_inline(line.strip_prefix("  ").unwrap_or(line)));
+        }
+        out.push('\n');
+        (after_blank, after_heading) = (false, false);
+    }
+    out
+}
+
+/// One line of markdown text as roff: `code` bold, *word* italic (outside
+/// code), dashes escaped.
+fn roff_inline(text: &str) -> String {
+    let (mut out, mut bold, mut italic) = (String::new(), false, false);
+    for c in text.chars() {
+        match c {
+            '`' => {
+                out.push_str(if bold { "\\fR" } else { "\\fB" });
+                bold = !bold;
+            }
+            '*' if !bold => {
+                out.push_str(if italic { "\\fR" } else { "\\fI" });
+                italic = !italic;
+            }
+            _ => out.push_str(&roff_text(&c.to_string())),
+        }
+    }
+    out
+}
 
 /// roff for text that may hold dashes.
 fn roff_text(text: &str) -> String {
@@ -410,7 +382,7 @@ fn expected_files() -> Vec<(PathBuf, Vec<u8>)> {
     }
     files.push((
         root().join("man/agentcron-executor.7"),
-        EXECUTOR_PAGE.as_bytes().to_vec(),
+        roff_page("agentcron-executor", EXECUTOR_SOURCE).into_bytes(),
     ));
     files
 }

@@ -1,5 +1,7 @@
-//! The README's examples run: every `agentcron` line of its `sh` blocks, in
-//! order, through `sh` with the built binary first on PATH. `DRAFT_ID` and
+//! The README's examples run, and those of the guides under `docs/` after
+//! them (`GUIDED`): every `agentcron` line of their `sh` blocks, in order,
+//! through `sh` with the built binary first on PATH, in one store, so a
+//! guide may use the tasks the quick start made. `DRAFT_ID` and
 //! `HASH` are filled in from the confirm line the latest draft printed,
 //! `PLAN_HASH` from the apply line the latest plan printed;
 //! `export` lines carry over to later lines; other lines (cargo, crontab
@@ -9,6 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{BIN, T0};
+
+/// The documents whose examples run, in this order, one after the other.
+const GUIDED: [&str; 5] = [
+    "README.md",
+    "docs/GUIDE.md",
+    "docs/PROTOCOLS.md",
+    "docs/OPERATIONS.md",
+    "docs/POSTGRESQL.md",
+];
 
 fn sh_blocks(readme: &str) -> Vec<Vec<String>> {
     let mut blocks = Vec::new();
@@ -34,9 +45,12 @@ fn sh_blocks(readme: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn every_readme_example_runs() {
+fn every_example_of_the_readme_and_the_guides_runs() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme: String = GUIDED
+        .iter()
+        .map(|doc| std::fs::read_to_string(root.join(doc)).unwrap() + "\n")
+        .collect();
     let home = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
@@ -76,7 +90,7 @@ fn every_readme_example_runs() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success(),
-                "README command failed: {command}\n{stdout}\n{}",
+                "documented command failed: {command}\n{stdout}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             );
             if let Some(confirm) = stdout
@@ -96,7 +110,7 @@ fn every_readme_example_runs() {
             ran += 1;
         }
     }
-    assert!(ran >= 10, "only {ran} README commands found");
+    assert!(ran >= 10, "only {ran} documented commands found");
     assert!(home
         .path()
         .join(".local/state/agentcron/agentcron.db")
@@ -170,4 +184,64 @@ fn the_quick_start_installs_the_crontab_without_an_editor_keeping_what_was_there
             .any(|l| l.starts_with("* * * * * ") && l.contains(" tick")),
         "{crontab}"
     );
+}
+
+/// A heading's anchor as GitHub spells it: lower case, spaces as dashes,
+/// punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The targets of a document's inline links (`[text](target)`) that stay
+/// inside the repository: no scheme.
+fn local_links(text: &str) -> Vec<String> {
+    text.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')').map(|(target, _)| target.to_string()))
+        .filter(|target| !target.contains("://") && !target.starts_with("mailto:"))
+        .collect()
+}
+
+/// Issue 37 item 7 moved the README's reference into docs/: every link
+/// between the README, the map and the guides names a file that exists
+/// and, with `#anchor`, one of its headings.
+#[test]
+fn every_link_between_the_documents_leads_somewhere() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "md") {
+            documents.push(path);
+        }
+    }
+    let mut broken = Vec::new();
+    for document in &documents {
+        let text = std::fs::read_to_string(document).unwrap();
+        for target in local_links(&text) {
+            let (file, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let path = match file {
+                "" => document.clone(),
+                file => document.parent().unwrap().join(file),
+            };
+            let found = match std::fs::read_to_string(&path) {
+                Err(_) => path.is_dir(),
+                Ok(_) if fragment.is_empty() => true,
+                Ok(linked) => linked
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .any(|h| anchor(h.trim_start_matches('#')) == fragment),
+            };
+            if !found {
+                broken.push(format!("{}: {target}", document.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
 }
