@@ -14,6 +14,7 @@ pub mod logfile;
 pub mod metrics;
 pub mod status_report;
 pub mod terminal;
+pub mod upcoming_report;
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
