@@ -12,6 +12,7 @@ mod fit;
 pub mod human;
 pub mod logfile;
 pub mod metrics;
+pub mod metrics_report;
 pub mod status_report;
 pub mod terminal;
 pub mod upcoming_report;
