@@ -13,6 +13,7 @@ pub mod human;
 pub mod logfile;
 pub mod metrics;
 pub mod metrics_report;
+pub mod run_table;
 pub mod status_report;
 pub mod terminal;
 pub mod upcoming_report;
