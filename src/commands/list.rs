@@ -49,22 +49,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     };
     let out = ctx.out.clone();
     if out.json {
-        // Each task is printed as the store yields it, in the listing's
-        // order: nothing grows with the number of tasks.
-        let mut array = out.json_array();
-        ctx.store()?.read(|tx| {
-            tx.each_listed_task(&filter, &mut |tx, row| {
-                let Some(task) = readable(Some(&out), row) else {
-                    return Ok(Continue(()));
-                };
-                let mut value = json::task(&task);
-                value["blocked_by"] =
-                    human::blocked_by_json(tx.blocking_run(&task.task_id)?.as_ref());
-                array.push(&value)?;
-                Ok(Continue(()))
-            })
-        })?;
-        return array.finish();
+        return print_json(ctx, &filter, &out);
     }
     // A table's columns are as wide as their widest cell. On a terminal
     // the table is fitted to it, so its cells are gathered first; into a
@@ -118,6 +103,24 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
             lines.finish().map(Some)
         })?
         .map_or_else(|| say_none(ctx, &filter), Ok)
+}
+
+/// `list --json`: each task is printed as the store yields it, in the
+/// listing's order: nothing grows with the number of tasks.
+fn print_json(ctx: &mut Ctx, filter: &TaskFilter<'_>, out: &Output) -> Result<()> {
+    let mut array = out.json_array();
+    ctx.store()?.read(|tx| {
+        tx.each_listed_task(filter, &mut |tx, row| {
+            let Some(task) = readable(Some(out), row) else {
+                return Ok(Continue(()));
+            };
+            let mut value = json::task(&task);
+            value["blocked_by"] = human::blocked_by_json(tx.blocking_run(&task.task_id)?.as_ref());
+            array.push(&value)?;
+            Ok(Continue(()))
+        })
+    })?;
+    array.finish()
 }
 
 /// An empty listing says so on stderr (stdout stays empty for scripts),

@@ -1,14 +1,16 @@
 //! `agentcron runs`: run history, newest first.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 use clap::Args;
 
 use crate::context::Ctx;
-use crate::model::{short_id, RunStatus};
+use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
-use crate::output::human;
-use crate::store::RunFilter;
-use crate::text::{escape, relative, wall_time};
+use crate::output::run_table::{run_row, RUN_HEADER};
+use crate::output::JsonArray;
+use crate::store::{RunFilter, Tx};
 use crate::wire as json;
 
 /// Show run history, newest first
@@ -58,25 +60,8 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
             status: args.status,
             limit: args.limit,
         };
-        // JSON is printed run by run as the store yields them; the table
-        // needs every row first to size its columns (at most --limit).
-        let mut runs = Vec::new();
-        tx.each_run(&filter, &mut |run| match array.as_mut() {
-            Some(array) => array.push(&json::run(&run)),
-            None => {
-                runs.push(run);
-                Ok(())
-            }
-        })?;
-        // Each run's task, for its zone and label.
-        let mut tasks = std::collections::HashMap::new();
-        for run in &runs {
-            if !tasks.contains_key(&run.task_id) {
-                if let Some(Ok(task)) = tx.task(&run.task_id)? {
-                    tasks.insert(run.task_id.clone(), task);
-                }
-            }
-        }
+        let runs = print_or_keep(tx, &filter, array.as_mut())?;
+        let tasks = tasks_of(tx, &runs)?;
         Ok((runs, tasks))
     })?;
     if let Some(array) = array {
@@ -88,41 +73,39 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
     let now = ctx.out.now();
     let rows = runs
         .iter()
-        .map(|r| {
-            let task = tasks.get(&r.task_id);
-            let zone = task.map(|t| t.timezone).unwrap_or(chrono_tz::UTC);
-            vec![
-                short_id(&r.run_id).to_string(),
-                task.map(|t| escape(&t.label()))
-                    .unwrap_or_else(|| short_id(&r.task_id).into()),
-                wall_time(r.scheduled_for, zone),
-                r.status.to_string(),
-                r.attempt.to_string(),
-                // Which confirmed payload the run ran under (a replace changes it).
-                r.payload_hash
-                    .get(..8)
-                    .unwrap_or(&r.payload_hash)
-                    .to_string(),
-                r.delivery_status
-                    .map(|d| d.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
-                crate::text::clip(&human::run_summary(r), 50),
-            ]
-        })
+        .map(|r| run_row(r, tasks.get(&r.task_id), now))
         .collect();
-    ctx.out.table(
-        &[
-            "run",
-            "task",
-            "occurrence",
-            "status",
-            "attempt",
-            "payload",
-            "delivery",
-            "when",
-            "summary",
-        ],
-        rows,
-    )
+    ctx.out.table(&RUN_HEADER, rows)
+}
+
+/// The runs `filter` selects: with `array` (JSON), printed run by run as
+/// the store yields them, keeping none; else kept, since the table needs
+/// every row first to size its columns (at most --limit).
+fn print_or_keep(
+    tx: &mut dyn Tx,
+    filter: &RunFilter<'_>,
+    mut array: Option<&mut JsonArray>,
+) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    tx.each_run(filter, &mut |run| match array.as_mut() {
+        Some(array) => array.push(&json::run(&run)),
+        None => {
+            runs.push(run);
+            Ok(())
+        }
+    })?;
+    Ok(runs)
+}
+
+/// Each run's task, for its zone and label, by task id.
+fn tasks_of(tx: &mut dyn Tx, runs: &[Run]) -> Result<HashMap<String, Task>> {
+    let mut tasks = HashMap::new();
+    for run in runs {
+        if !tasks.contains_key(&run.task_id) {
+            if let Some(Ok(task)) = tx.task(&run.task_id)? {
+                tasks.insert(run.task_id.clone(), task);
+            }
+        }
+    }
+    Ok(tasks)
 }

@@ -138,6 +138,23 @@ pub fn change_lines(made: &Made, instruction_chars: usize) -> Vec<String> {
 /// The draft in full, for a person.
 pub fn detail(ctx: &Ctx, made: &Made, now: i64) -> String {
     let (draft, payload, zone) = (&made.draft, &made.payload, made.zone);
+    let mut text = heading(made, now);
+    for (label, value) in field_rows(made, now) {
+        text.push_str(&format!("{label:<13} {value}\n"));
+    }
+    text.push_str(&format!("\nNext runs ({}):\n", zone.name()));
+    text.push_str(&next_runs(payload, zone, &made.upcoming, now));
+    text.push_str(&format!(
+        "\nTo confirm, run:\n  {}",
+        confirm_line(ctx, draft)
+    ));
+    text
+}
+
+/// What the draft is and whether it still waits; for a replacement, the
+/// task's state when not active and the changes, step-ups first.
+fn heading(made: &Made, now: i64) -> String {
+    let draft = &made.draft;
     let what = match (&draft.replaces, &made.replacing) {
         (Some(r), Some(task)) => format!(
             "a change to task {} ({}) at revision {}",
@@ -169,6 +186,12 @@ pub fn detail(ctx: &Ctx, made: &Made, now: i64) -> String {
         }
         text.push('\n');
     }
+    text
+}
+
+/// (label, value) for every field a person confirms, and the hashes.
+fn field_rows(made: &Made, now: i64) -> Vec<(&'static str, String)> {
+    let (draft, payload, zone) = (&made.draft, &made.payload, made.zone);
     let mut rows: Vec<(&str, String)> = vec![
         (
             "drafted by",
@@ -219,16 +242,7 @@ pub fn detail(ctx: &Ctx, made: &Made, now: i64) -> String {
     {
         rows.push(("wrong codes", format!("{wrong} of 3")));
     }
-    for (label, value) in rows {
-        text.push_str(&format!("{label:<13} {value}\n"));
-    }
-    text.push_str(&format!("\nNext runs ({}):\n", zone.name()));
-    text.push_str(&next_runs(payload, zone, &made.upcoming, now));
-    text.push_str(&format!(
-        "\nTo confirm, run:\n  {}",
-        confirm_line(ctx, draft)
-    ));
-    text
+    rows
 }
 
 /// "1234 bytes, 1200 characters, SHA-256 …": how to tell that what one

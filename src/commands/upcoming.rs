@@ -8,15 +8,14 @@ use std::rc::Rc;
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{short_id, Run, Task, TaskState};
+use crate::model::{Run, Task, TaskState};
+use crate::output::upcoming_report::{self, Coming};
 use crate::schedule;
 use crate::store::{TaskFilter, Tx};
-use crate::text::{escape, relative, wall_time};
-use crate::wire::time;
+use crate::text::escape;
 
 /// Show coming occurrences of all your tasks, merged in time order
 ///
@@ -53,48 +52,14 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     let limit = args.limit as usize;
     let end = now.saturating_add(within);
     let (rows, last_runs) = ctx.store()?.read(|tx| {
-        let mut rows: Vec<(i64, Rc<Task>, bool)> = earliest_occurrences(tx, &filter, end, limit)?
-            .into_iter()
-            .map(|(at, task)| (at, task, false))
-            .collect();
-        // A pending retry runs before the schedule's next occurrence: it is
-        // the task's next run, and a person looking ahead must see it.
-        for task in tx.pending_retries(&filter, end, limit as i64)? {
-            let Ok(task) = task else { continue };
-            if let Some(at) = task.next_retry_at {
-                rows.push((at, Rc::new(task), true));
-            }
-        }
-        rows.sort_by_key(|(at, _, retry)| (*at, !*retry));
-        rows.truncate(limit);
-        let mut last_runs = HashMap::new();
-        for (_, task, _) in &rows {
-            if !last_runs.contains_key(&task.task_id) {
-                if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
-                    last_runs.insert(task.task_id.clone(), run);
-                }
-            }
-        }
+        let rows = coming(tx, &filter, end, limit)?;
+        let last_runs = last_runs(tx, &rows)?;
         Ok((rows, last_runs))
     })?;
     if ctx.out.json {
-        return ctx.out.document(&json!(rows
-            .iter()
-            .map(|(at, task, retry)| {
-                let last = last_runs.get(&task.task_id);
-                json!({
-                    "at": time(Some(*at)),
-                    "retry": retry,
-                    "local": schedule::format_local(*at, task.timezone),
-                    "left_seconds": at - now,
-                    "task_id": task.task_id,
-                    "name": task.name,
-                    "last_run_id": last.map(|r| r.run_id.clone()),
-                    "last_scheduled_for": time(last.map(|r| r.scheduled_for)),
-                    "last_status": last.map(|r| r.status.as_str()),
-                })
-            })
-            .collect::<Vec<_>>()));
+        return ctx
+            .out
+            .document(&upcoming_report::document(&rows, &last_runs, now));
     }
     if rows.is_empty() {
         ctx.out.note(&format!(
@@ -105,42 +70,41 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         return Ok(());
     }
     let shown_now = ctx.out.now();
-    // Rows are in instant order; in several zones their wall times are
-    // not, so UTC is shown first for the order to read.
-    let zones: std::collections::HashSet<_> = rows.iter().map(|(_, t, _)| t.timezone).collect();
-    let with_utc = zones.len() > 1;
-    let table = rows
-        .iter()
-        .map(|(at, task, retry)| {
-            let last: Option<&Run> = last_runs.get(&task.task_id);
-            let mut next = wall_time(*at, task.timezone);
-            if *retry {
-                next.push_str(" (retry)");
-            }
-            let mut row = Vec::with_capacity(6);
-            if with_utc {
-                row.push(schedule::format_wall(*at, chrono_tz::UTC));
-            }
-            row.extend([
-                next,
-                relative(*at, shown_now),
-                last.map(|r| wall_time(r.scheduled_for, task.timezone))
-                    .unwrap_or_else(|| "-".into()),
-                last.map(|r| r.status.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                match &task.name {
-                    Some(name) => escape(name),
-                    None => short_id(&task.task_id).to_string(),
-                },
-            ]);
-            row
-        })
-        .collect();
-    let header: &[&str] = match with_utc {
-        true => &["utc", "next", "left", "last", "result", "task"],
-        false => &["next", "left", "last", "result", "task"],
-    };
+    let (header, table) = upcoming_report::table(&rows, &last_runs, shown_now);
     ctx.out.table(header, table)
+}
+
+/// The first `limit` occurrences and pending retries up to `end`, in time
+/// order (at one time, a retry first).
+fn coming(tx: &mut dyn Tx, filter: &TaskFilter<'_>, end: i64, limit: usize) -> Result<Vec<Coming>> {
+    let mut rows: Vec<Coming> = earliest_occurrences(tx, filter, end, limit)?
+        .into_iter()
+        .map(|(at, task)| (at, task, false))
+        .collect();
+    // A pending retry runs before the schedule's next occurrence: it is
+    // the task's next run, and a person looking ahead must see it.
+    for task in tx.pending_retries(filter, end, limit as i64)? {
+        let Ok(task) = task else { continue };
+        if let Some(at) = task.next_retry_at {
+            rows.push((at, Rc::new(task), true));
+        }
+    }
+    rows.sort_by_key(|(at, _, retry)| (*at, !*retry));
+    rows.truncate(limit);
+    Ok(rows)
+}
+
+/// The latest run of each task among `rows`, by task id.
+fn last_runs(tx: &mut dyn Tx, rows: &[Coming]) -> Result<HashMap<String, Run>> {
+    let mut last_runs = HashMap::new();
+    for (_, task, _) in rows {
+        if !last_runs.contains_key(&task.task_id) {
+            if let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() {
+                last_runs.insert(task.task_id.clone(), run);
+            }
+        }
+    }
+    Ok(last_runs)
 }
 
 /// The first `limit` occurrences up to `end` of the tasks `filter` selects,

@@ -31,16 +31,7 @@ pub fn explain_named(
     now: i64,
 ) -> Result<Explained> {
     let (task, run_at) = task_or_run(tx, caller, arg)?;
-    let at = match (at_text, run_at) {
-        (Some(_), Some(_)) => {
-            return fail(CmdError::usage(
-                "--at is for a task; a run already names its occurrence",
-            ))
-        }
-        (Some(text), None) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
-        (None, Some(occurrence)) => occurrence,
-        (None, None) => now,
-    };
+    let at = instant_asked(&task, at_text, run_at, now)?;
     // A following task's occurrences before a re-time were in the zone
     // then in force (docs/CONTRACT.md §18).
     let retimes = retimes(tx, &task)?;
@@ -51,6 +42,40 @@ pub fn explain_named(
             schedule::format_utc(at)
         )));
     };
+    let facts = gather(tx, &task, occurrence.clone(), retimes, now)?;
+    let explanation = explain(&facts);
+    let final_run = facts.runs.last().cloned().or(facts.covering.clone());
+    Ok(Explained {
+        task: task.clone(),
+        occurrence,
+        run: final_run,
+        explanation,
+    })
+}
+
+/// The instant whose occurrence is explained: `--at` for a task (RFC 3339,
+/// or local in the task's zone), a run's own occurrence, else `now`.
+fn instant_asked(task: &Task, at_text: Option<&str>, run_at: Option<i64>, now: i64) -> Result<i64> {
+    Ok(match (at_text, run_at) {
+        (Some(_), Some(_)) => {
+            return fail(CmdError::usage(
+                "--at is for a task; a run already names its occurrence",
+            ))
+        }
+        (Some(text), None) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
+        (None, Some(occurrence)) => occurrence,
+        (None, None) => now,
+    })
+}
+
+/// What the store recorded about the task's `occurrence`.
+fn gather<'a>(
+    tx: &mut dyn Tx,
+    task: &'a Task,
+    occurrence: Occurrence,
+    retimes: Vec<Retime>,
+    now: i64,
+) -> Result<Facts<'a>> {
     let runs = tx.occurrence_runs(&task.task_id, occurrence.at)?;
     let covering = if runs.is_empty() {
         tx.run_at_or_before(&task.task_id, occurrence.at)?
@@ -86,25 +111,17 @@ pub fn explain_named(
     let queued = tx
         .queue_mark(&task.task_id)?
         .filter(|m| m.due_at == occurrence.at);
-    let facts = Facts {
+    Ok(Facts {
         retime: retimes.into_iter().rfind(|r| r.at <= now),
         queued,
-        task: &task,
-        occurrence: occurrence.clone(),
+        task,
+        occurrence,
         runs,
         covering,
         blocker,
         pause,
         last_tick,
         now,
-    };
-    let explanation = explain(&facts);
-    let final_run = facts.runs.last().cloned().or(facts.covering.clone());
-    Ok(Explained {
-        task: task.clone(),
-        occurrence,
-        run: final_run,
-        explanation,
     })
 }
 
@@ -255,23 +272,42 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
         );
     }
     if let Some(last) = f.runs.last() {
-        let mut text = String::new();
-        for earlier in &f.runs[..f.runs.len() - 1] {
-            text.push_str(&format!(
-                "attempt {} {}{} and was superseded by a retry; ",
-                earlier.attempt,
-                earlier.status,
-                detail(earlier)
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ));
-        }
-        let (rule, body) = describe_run(f, last, when);
-        text.push_str(&body);
-        return (rule, text);
+        return describe_runs(f, last, when);
     }
+    if let Some(verdict) = held_back(f, when) {
+        return verdict;
+    }
+    unclaimed(f, when)
+}
+
+/// The occurrence's runs: earlier attempts superseded by a retry, then
+/// the last one in full.
+fn describe_runs(
+    f: &Facts<'_>,
+    last: &Run,
+    when: &dyn Fn(i64) -> String,
+) -> (&'static str, String) {
+    let mut text = String::new();
+    for earlier in &f.runs[..f.runs.len() - 1] {
+        text.push_str(&format!(
+            "attempt {} {}{} and was superseded by a retry; ",
+            earlier.attempt,
+            earlier.status,
+            detail(earlier)
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ));
+    }
+    let (rule, body) = describe_run(f, last, when);
+    text.push_str(&body);
+    (rule, text)
+}
+
+/// An occurrence without a run of its own that something held back: a
+/// coalesced missed run, a blocking run, a full queue, a pause.
+fn held_back(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> Option<(&'static str, String)> {
     if let Some(cover) = &f.covering {
-        return (
+        return Some((
             "missed_coalesced",
             format!(
                 "was not run: it is one of {} occurrences recorded together as missed run {} ({})",
@@ -279,33 +315,33 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
                 cover.run_id,
                 cover.reason.as_deref().unwrap_or("late")
             ),
-        );
+        ));
     }
     if let (Some(b), true) = (&f.blocker, f.runs.is_empty()) {
         let how = match b.trigger {
             crate::model::RunTrigger::Schedule => String::new(),
             other => format!(", a {} trigger's run", other.as_str()),
         };
-        return (
+        return Some((
             "blocked",
             format!(
                 "has not run: run {} ({}{how}) blocks the task until a person settles it \
                  (`agentcron reconcile`, or approve/deny for a parked run)",
                 b.run_id, b.status
             ),
-        );
+        ));
     }
     if let Some(mark) = &f.queued {
-        return (
+        return Some((
             "queued",
             format!(
                 "is queued: a tick saw it due at {} (within its grace of {} s) but had no free slot; \
                  it runs when one frees, however long that takes (waiting {} so far)",
                 when(mark.seen_at),
                 f.task.grace_seconds,
-                crate::text::human_duration(f.now - occ)
+                crate::text::human_duration(f.now - f.occurrence.at)
             ),
-        );
+        ));
     }
     if let Some((action, at, reason)) = &f.pause {
         if action == "pause" {
@@ -313,17 +349,23 @@ fn decide(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String)
                 .as_deref()
                 .map(|r| format!(" with reason \"{r}\""))
                 .unwrap_or_default();
-            return (
+            return Some((
                 "paused",
                 format!(
                     "did not run because the task was paused since {}{why}",
                     when(*at)
                 ),
-            );
+            ));
         }
     }
+    None
+}
+
+/// Nothing recorded for the occurrence: no tick since it, or none ever,
+/// or its run is gone.
+fn unclaimed(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> (&'static str, String) {
     match f.last_tick {
-        Some(tick) if tick < occ => (
+        Some(tick) if tick < f.occurrence.at => (
             "no_tick",
             format!(
                 "has not been claimed: no tick has run since it (the last tick was at {})",

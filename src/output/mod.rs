@@ -2,7 +2,8 @@
 //! it writes them, escapes what came from the database or a child, and treats
 //! a closed pipe (`agentcron list | head -1`) as success. The words and
 //! shapes it prints come from below: `crate::text` (escaping, times,
-//! clipping) and `crate::wire` (JSON shapes); `human`, `events` and `metrics`
+//! clipping) and `crate::wire` (JSON shapes); `human`, `events`, `metrics`
+//! and the per-command reports (`status_report`, …)
 //! here lay out what only the printer shows.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -11,7 +12,11 @@ mod fit;
 pub mod human;
 pub mod logfile;
 pub mod metrics;
+pub mod metrics_report;
+pub mod run_table;
+pub mod status_report;
 pub mod terminal;
+pub mod upcoming_report;
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};

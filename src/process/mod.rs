@@ -226,27 +226,12 @@ pub fn run_child(
     // subreaper tick goes now: it must not outlive the run either, nor hold
     // our pipes open.
     reaper::sweep(marker.as_deref(), spec.kill_grace);
-    let linger_until = later(Instant::now(), spec.kill_grace);
-    loop {
-        let now = Instant::now();
-        if (stdout.is_done() && stderr.is_done()) || now >= linger_until {
-            break;
-        }
-        waker.wait(linger_until - now, false);
-    }
+    linger(&mut waker, &[&stdout, &stderr], spec.kill_grace);
     let elapsed = started.elapsed();
 
     let exit = match stopped {
         Some(exit) => exit,
-        None => {
-            let status =
-                status.map_err(|e| SpawnError::Lost(format!("lost track of `{program}`: {e}")))?;
-            exit_of(status).ok_or_else(|| {
-                SpawnError::Lost(format!(
-                    "`{program}` ended with an unrecognised wait status"
-                ))
-            })?
-        }
+        None => exit_observed(status, program)?,
     };
     let (stdout, stdout_truncated) = stdout.finish();
     let (stderr, stderr_truncated) = stderr.finish();
@@ -257,6 +242,30 @@ pub fn run_child(
         stdout_truncated,
         stderr_truncated,
         elapsed,
+    })
+}
+
+/// Waits for the streams to close, at most `grace`: output still unread
+/// then (a process that left the group keeps a pipe open) is abandoned to
+/// its reader thread.
+fn linger(waker: &mut Waker, streams: &[&Capture], grace: Duration) {
+    let until = later(Instant::now(), grace);
+    loop {
+        let now = Instant::now();
+        if streams.iter().all(|stream| stream.is_done()) || now >= until {
+            break;
+        }
+        waker.wait(until - now, false);
+    }
+}
+
+/// How a child we did not stop ended, from its wait status.
+fn exit_observed(status: io::Result<ExitStatus>, program: &str) -> Result<ChildExit, SpawnError> {
+    let status = status.map_err(|e| SpawnError::Lost(format!("lost track of `{program}`: {e}")))?;
+    exit_of(status).ok_or_else(|| {
+        SpawnError::Lost(format!(
+            "`{program}` ended with an unrecognised wait status"
+        ))
     })
 }
 

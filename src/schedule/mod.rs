@@ -13,7 +13,7 @@ mod vectors;
 
 use chrono::{Datelike, NaiveDate, Offset, TimeZone};
 pub use chrono_tz::Tz;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 pub use cron::CronExpr;
 pub use parse::{parse_days, parse_duration, parse_hhmm, parse_instant, parse_time, parse_zone};
@@ -175,42 +175,58 @@ impl Schedule {
         let obj = value
             .as_object()
             .ok_or_else(|| ScheduleError::new("schedule is not a JSON object"))?;
-        if obj.contains_key("until") {
-            let mut plain = obj.clone();
-            let until = plain
-                .remove("until")
-                .and_then(|v| v.as_i64())
-                .ok_or_else(|| ScheduleError::new("schedule field 'until' is not an integer"))?;
-            let count = match plain.remove("count") {
+        let schedule = if obj.contains_key("until") {
+            Schedule::ends_from_json(obj)?
+        } else if obj.contains_key("spread") {
+            Schedule::spread_from_json(obj)?
+        } else {
+            Schedule::kind_from_json(obj)?
+        };
+        schedule.validate()?;
+        Ok(schedule)
+    }
+
+    /// An end (`until`, and `count` if any) around the schedule the other
+    /// fields make.
+    fn ends_from_json(obj: &Map<String, Value>) -> Result<Schedule, ScheduleError> {
+        let mut plain = obj.clone();
+        let until = plain
+            .remove("until")
+            .and_then(|v| v.as_i64())
+            .ok_or_else(|| ScheduleError::new("schedule field 'until' is not an integer"))?;
+        let count =
+            match plain.remove("count") {
                 None => None,
                 Some(v) => Some(v.as_i64().ok_or_else(|| {
                     ScheduleError::new("schedule field 'count' is not an integer")
                 })?),
             };
-            let schedule = Schedule::Ends {
-                inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
-                until,
-                count,
-            };
-            schedule.validate()?;
-            return Ok(schedule);
-        }
-        if obj.contains_key("spread") {
-            let mut plain = obj.clone();
-            let mut take = |key: &str| {
-                plain.remove(key).and_then(|v| v.as_i64()).ok_or_else(|| {
-                    ScheduleError::new(format!("schedule field '{key}' is not an integer"))
-                })
-            };
-            let (spread, offset) = (take("spread")?, take("offset")?);
-            let schedule = Schedule::Spread {
-                inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
-                spread,
-                offset,
-            };
-            schedule.validate()?;
-            return Ok(schedule);
-        }
+        Ok(Schedule::Ends {
+            inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
+            until,
+            count,
+        })
+    }
+
+    /// A spread (`spread` and `offset`) around the schedule the other
+    /// fields make.
+    fn spread_from_json(obj: &Map<String, Value>) -> Result<Schedule, ScheduleError> {
+        let mut plain = obj.clone();
+        let mut take = |key: &str| {
+            plain.remove(key).and_then(|v| v.as_i64()).ok_or_else(|| {
+                ScheduleError::new(format!("schedule field '{key}' is not an integer"))
+            })
+        };
+        let (spread, offset) = (take("spread")?, take("offset")?);
+        Ok(Schedule::Spread {
+            inner: Box::new(Schedule::from_json(&Value::Object(plain))?),
+            spread,
+            offset,
+        })
+    }
+
+    /// One of the plain kinds, with exactly its fields.
+    fn kind_from_json(obj: &Map<String, Value>) -> Result<Schedule, ScheduleError> {
         let int = |key: &str| {
             obj.get(key).and_then(Value::as_i64).ok_or_else(|| {
                 ScheduleError::new(format!("schedule field '{key}' is not an integer"))
@@ -229,7 +245,7 @@ impl Schedule {
             u32::try_from(int(key)?)
                 .map_err(|_| ScheduleError::new(format!("schedule field '{key}' is out of range")))
         };
-        let schedule = match obj.get("kind").and_then(Value::as_str) {
+        Ok(match obj.get("kind").and_then(Value::as_str) {
             Some("once") => {
                 keys(&["kind", "run_at"])?;
                 Schedule::Once {
@@ -245,17 +261,10 @@ impl Schedule {
             }
             Some("calendar") => {
                 keys(&["kind", "hour", "minute", "weekdays"])?;
-                let weekdays = obj["weekdays"]
-                    .as_array()
-                    .ok_or_else(|| ScheduleError::new("weekdays is not a list"))?
-                    .iter()
-                    .map(|d| d.as_u64().filter(|d| *d <= 6).map(|d| d as u32))
-                    .collect::<Option<Vec<u32>>>()
-                    .ok_or_else(|| ScheduleError::new("weekdays must be integers 0 to 6"))?;
                 Schedule::Calendar {
                     hour: small("hour")?,
                     minute: small("minute")?,
-                    weekdays,
+                    weekdays: weekdays_from_json(&obj["weekdays"])?,
                 }
             }
             Some("cron") => {
@@ -268,9 +277,7 @@ impl Schedule {
                 }
             }
             _ => return Err(ScheduleError::new("unknown schedule kind")),
-        };
-        schedule.validate()?;
-        Ok(schedule)
+        })
     }
 
     pub fn validate(&self) -> Result<(), ScheduleError> {
@@ -297,18 +304,7 @@ impl Schedule {
                 hour,
                 minute,
                 weekdays,
-            } => {
-                if *hour > 23 || *minute > 59 {
-                    return Err(ScheduleError::new(format!(
-                        "{hour:02}:{minute:02} is not a time of day"
-                    )));
-                }
-                if weekdays.iter().any(|d| *d > 6) || weekdays.windows(2).any(|w| w[0] >= w[1]) {
-                    return Err(ScheduleError::new(
-                        "weekdays must be sorted, distinct, 0 (Monday) to 6 (Sunday)",
-                    ));
-                }
-            }
+            } => validate_calendar(*hour, *minute, weekdays)?,
             Schedule::Cron { expr } => {
                 CronExpr::parse(expr)?;
             }
@@ -316,47 +312,12 @@ impl Schedule {
                 inner,
                 until,
                 count,
-            } => {
-                if matches!(**inner, Schedule::Once { .. } | Schedule::Ends { .. })
-                    || matches!(&**inner, Schedule::Spread { inner, .. } if matches!(**inner, Schedule::Once { .. }))
-                {
-                    return Err(ScheduleError::new(
-                        "--until and --count only go with a recurring schedule",
-                    ));
-                }
-                inner.validate()?;
-                if !(0..=MAX_INSTANT).contains(until) {
-                    return Err(ScheduleError::new("the end is outside 1970 to 9999"));
-                }
-                if count.is_some_and(|n| n < 1) {
-                    return Err(ScheduleError::new("--count must be at least 1"));
-                }
-            }
+            } => validate_ends(inner, *until, *count)?,
             Schedule::Spread {
                 inner,
                 spread,
                 offset,
-            } => {
-                if matches!(
-                    **inner,
-                    Schedule::Once { .. } | Schedule::Ends { .. } | Schedule::Spread { .. }
-                ) {
-                    return Err(ScheduleError::new(
-                        "--spread only goes with a recurring schedule",
-                    ));
-                }
-                inner.validate()?;
-                if !(1..=3600).contains(spread) {
-                    return Err(ScheduleError::new(format!(
-                        "--spread must be 1 s to 1 h (got {spread} s)"
-                    )));
-                }
-                if !(0..*spread).contains(offset) {
-                    return Err(ScheduleError::new(
-                        "the spread's offset is not below the spread",
-                    ));
-                }
-            }
+            } => validate_spread(inner, *spread, *offset)?,
         }
         Ok(())
     }
@@ -364,6 +325,75 @@ impl Schedule {
     pub fn describe(&self, tz: Tz) -> String {
         describe::describe(self, tz)
     }
+}
+
+/// A calendar schedule's weekdays: integers 0 (Monday) to 6.
+fn weekdays_from_json(value: &Value) -> Result<Vec<u32>, ScheduleError> {
+    value
+        .as_array()
+        .ok_or_else(|| ScheduleError::new("weekdays is not a list"))?
+        .iter()
+        .map(|d| d.as_u64().filter(|d| *d <= 6).map(|d| d as u32))
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| ScheduleError::new("weekdays must be integers 0 to 6"))
+}
+
+fn validate_calendar(hour: u32, minute: u32, weekdays: &[u32]) -> Result<(), ScheduleError> {
+    if hour > 23 || minute > 59 {
+        return Err(ScheduleError::new(format!(
+            "{hour:02}:{minute:02} is not a time of day"
+        )));
+    }
+    if weekdays.iter().any(|d| *d > 6) || weekdays.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(ScheduleError::new(
+            "weekdays must be sorted, distinct, 0 (Monday) to 6 (Sunday)",
+        ));
+    }
+    Ok(())
+}
+
+/// An end goes around a recurring schedule only (a spread one included).
+fn validate_ends(inner: &Schedule, until: i64, count: Option<i64>) -> Result<(), ScheduleError> {
+    if matches!(*inner, Schedule::Once { .. } | Schedule::Ends { .. })
+        || matches!(inner, Schedule::Spread { inner, .. } if matches!(**inner, Schedule::Once { .. }))
+    {
+        return Err(ScheduleError::new(
+            "--until and --count only go with a recurring schedule",
+        ));
+    }
+    inner.validate()?;
+    if !(0..=MAX_INSTANT).contains(&until) {
+        return Err(ScheduleError::new("the end is outside 1970 to 9999"));
+    }
+    if count.is_some_and(|n| n < 1) {
+        return Err(ScheduleError::new("--count must be at least 1"));
+    }
+    Ok(())
+}
+
+/// A spread goes around a plain recurring schedule, and its offset is
+/// below it.
+fn validate_spread(inner: &Schedule, spread: i64, offset: i64) -> Result<(), ScheduleError> {
+    if matches!(
+        *inner,
+        Schedule::Once { .. } | Schedule::Ends { .. } | Schedule::Spread { .. }
+    ) {
+        return Err(ScheduleError::new(
+            "--spread only goes with a recurring schedule",
+        ));
+    }
+    inner.validate()?;
+    if !(1..=3600).contains(&spread) {
+        return Err(ScheduleError::new(format!(
+            "--spread must be 1 s to 1 h (got {spread} s)"
+        )));
+    }
+    if !(0..spread).contains(&offset) {
+        return Err(ScheduleError::new(
+            "the spread's offset is not below the spread",
+        ));
+    }
+    Ok(())
 }
 
 /// The first occurrence strictly later than `after`.
