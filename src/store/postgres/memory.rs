@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use super::{col, PgTx};
+use super::PgTx;
 use crate::store::memory::{MemoryTx, TaskMemory, MEMORY_COLUMNS};
 
 impl MemoryTx for PgTx<'_, '_> {
@@ -14,18 +14,7 @@ impl MemoryTx for PgTx<'_, '_> {
                 &[&task_id],
             )
             .context("reading the task's memory")?;
-        let Some(r) = row else { return Ok(None) };
-        Ok(Some(TaskMemory {
-            task_id: col(&r, 0)?,
-            last_failure_reason: col(&r, 1)?,
-            last_failure_sent_at: col(&r, 2)?,
-            last_success_fingerprint: col(&r, 3)?,
-            suppressed_count: col(&r, 4)?,
-            suppressed_failures: col(&r, 5)?,
-            suppressed_since: col(&r, 6)?,
-            last_settled_run_id: col(&r, 7)?,
-            last_success_at: col(&r, 8)?,
-        }))
+        row.as_ref().map(crate::store::rows::memory).transpose()
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {

@@ -17,47 +17,9 @@ pub(super) fn owned(alias: &str, param: usize) -> String {
     format!("({alias}.owner_keys::jsonb ?| ${param}::text[])")
 }
 
+/// A task row, by the decoder both stores share.
 pub(super) fn decode_task(row: &Row) -> Result<Result<Task, CorruptRow>> {
-    let task_id: String = col(row, 0)?;
-    let tenant_key: String = col(row, 1)?;
-    let raw = (|| -> Result<RawTask> {
-        Ok(RawTask {
-            task_id: task_id.clone(),
-            tenant_key: tenant_key.clone(),
-            name: col(row, 2)?,
-            owner_keys: col(row, 3)?,
-            target: col(row, 4)?,
-            instruction: col(row, 5)?,
-            schedule: col(row, 6)?,
-            timezone: col(row, 7)?,
-            policy: col(row, 8)?,
-            grace_seconds: col(row, 9)?,
-            max_retries: col(row, 10)?,
-            retry_backoff_seconds: col(row, 11)?,
-            payload_hash: col(row, 12)?,
-            state: col(row, 13)?,
-            state_reason: col(row, 14)?,
-            state_changed_at: col(row, 15)?,
-            next_run_at: col(row, 16)?,
-            revision: col(row, 17)?,
-            created_at: col(row, 18)?,
-            updated_at: col(row, 19)?,
-            consecutive_failures: col(row, 20)?,
-            next_retry_at: col(row, 21)?,
-            retry_run_id: col(row, 22)?,
-            payload: col(row, 23)?,
-            follow_key: col(row, 24)?,
-            zone_in_force: col(row, 25)?,
-        })
-    })();
-    Ok(match raw {
-        Ok(raw) => raw.decode(),
-        Err(e) => Err(CorruptRow {
-            id: task_id,
-            tenant_key,
-            problem: e.to_string(),
-        }),
-    })
+    crate::store::rows::task(row)
 }
 
 fn is_unique_violation(e: &postgres::Error) -> bool {

@@ -6,18 +6,9 @@ use rusqlite::{params, OptionalExtension, Row};
 use super::SqliteTx;
 use crate::store::memory::{MemoryTx, TaskMemory, MEMORY_COLUMNS};
 
+/// A memory row, by the decoder both stores share.
 fn decode(row: &Row<'_>) -> rusqlite::Result<TaskMemory> {
-    Ok(TaskMemory {
-        task_id: row.get(0)?,
-        last_failure_reason: row.get(1)?,
-        last_failure_sent_at: row.get(2)?,
-        last_success_fingerprint: row.get(3)?,
-        suppressed_count: row.get(4)?,
-        suppressed_failures: row.get(5)?,
-        suppressed_since: row.get(6)?,
-        last_settled_run_id: row.get(7)?,
-        last_success_at: row.get(8)?,
-    })
+    crate::store::rows::memory(row)
 }
 
 impl MemoryTx for SqliteTx<'_> {

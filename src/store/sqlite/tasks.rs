@@ -30,49 +30,9 @@ pub(super) const LISTED_TASKS: &str = "SELECT task_id, tenant_key, name, owner_k
                   WHERE o.value IN (SELECT value FROM json_each(?4)))
     ORDER BY next_run_at IS NULL, next_run_at, created_at, task_id";
 
-/// Reads the columns as stored; a column of the wrong type (which STRICT
-/// tables make unlikely) is reported like any other damage.
+/// A task row, by the decoder both stores share.
 pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, CorruptRow>> {
-    let task_id: String = row.get(0)?;
-    let tenant_key: String = row.get(1)?;
-    let raw = (|| -> rusqlite::Result<RawTask> {
-        Ok(RawTask {
-            task_id: task_id.clone(),
-            tenant_key: tenant_key.clone(),
-            name: row.get(2)?,
-            owner_keys: row.get(3)?,
-            target: row.get(4)?,
-            instruction: row.get(5)?,
-            schedule: row.get(6)?,
-            timezone: row.get(7)?,
-            policy: row.get(8)?,
-            grace_seconds: row.get(9)?,
-            max_retries: row.get(10)?,
-            retry_backoff_seconds: row.get(11)?,
-            payload_hash: row.get(12)?,
-            state: row.get(13)?,
-            state_reason: row.get(14)?,
-            state_changed_at: row.get(15)?,
-            next_run_at: row.get(16)?,
-            revision: row.get(17)?,
-            created_at: row.get(18)?,
-            updated_at: row.get(19)?,
-            consecutive_failures: row.get(20)?,
-            next_retry_at: row.get(21)?,
-            retry_run_id: row.get(22)?,
-            payload: row.get(23)?,
-            follow_key: row.get(24)?,
-            zone_in_force: row.get(25)?,
-        })
-    })();
-    Ok(match raw {
-        Ok(raw) => raw.decode(),
-        Err(e) => Err(CorruptRow {
-            id: task_id,
-            tenant_key,
-            problem: e.to_string(),
-        }),
-    })
+    crate::store::rows::task(row)
 }
 
 /// A unique-constraint failure on a task write is its name being taken in
