@@ -45,6 +45,12 @@ pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, Ta
 pub use transfer::TransferTx;
 pub use zones::ZoneTx;
 
+/// What either store's driver says `cause` was, when it is a driver's
+/// error of a kind a caller acts on (`error.rs` matches on the kind).
+pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error::Fault> {
+    sqlite::fault::fault(cause).or_else(|| postgres::fault::fault(cause))
+}
+
 /// Everything one transaction can do.
 pub trait Tx:
     DraftTx

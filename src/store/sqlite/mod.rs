@@ -21,6 +21,7 @@ mod completion;
 mod deliveries;
 mod drafts;
 mod events;
+pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
 mod maintenance;
