@@ -1,5 +1,6 @@
 //! PostgreSQL side of the tasks' memory.
 
+use crate::store::sql::memory as sql;
 use anyhow::{Context, Result};
 
 use super::PgTx;
@@ -9,10 +10,7 @@ impl MemoryTx for PgTx<'_, '_> {
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
         let row = self
             .tx
-            .query_opt(
-                &format!("SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = $1"),
-                &[&task_id],
-            )
+            .query_opt(&sql::TASK_MEMORY, &[&task_id])
             .context("reading the task's memory")?;
         row.as_ref().map(crate::store::rows::memory).transpose()
     }

@@ -1,5 +1,7 @@
 //! SQLite side of the tasks' memory.
 
+use super::numbered;
+use crate::store::sql::memory as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -14,9 +16,7 @@ fn decode(row: &Row<'_>) -> rusqlite::Result<TaskMemory> {
 impl MemoryTx for SqliteTx<'_> {
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = ?1"
-            ))?
+            .prepare_cached(&numbered(&sql::TASK_MEMORY))?
             .query_row([task_id], decode)
             .optional()
             .context("reading the task's memory")
