@@ -3,7 +3,9 @@
 //!
 //! Commands, the tick and shell completion see only these traits; `sqlite`
 //! and `postgres` implement them, and `shared` lets a tick's threads use one
-//! connection. Completion opens the store never to write
+//! connection. A backend is its dialect: the statements both run as written
+//! are in `sql`, the row decoders in `rows`, and each maps its driver's
+//! errors to the kinds `error.rs` acts on (`fault`). Completion opens the store never to write
 //! (`OpenOptions::never_writing`): no file created, no migration.
 //! Every write runs inside `Store::write`, which SQLite opens with `BEGIN
 //! IMMEDIATE` and PostgreSQL as a READ COMMITTED transaction; every state

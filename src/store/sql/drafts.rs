@@ -1,5 +1,4 @@
-//! The statements of drafts that both stores run as written (see
-//! `store::sql`).
+//! The statements of drafts that both stores run as written (see `store::sql`).
 
 /// Run by `DraftTx::insert_draft`.
 pub const INSERT_DRAFT: &str = "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,

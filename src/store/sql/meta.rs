@@ -1,5 +1,5 @@
-//! The statements of the meta and hosts tables that both stores run as written (see
-//! `store::sql`).
+//! The statements of the meta and hosts tables that both stores run as written
+//! (see `store::sql`).
 
 /// Run by `MetaTx::meta`.
 pub const META: &str = "SELECT value FROM meta WHERE key = $1";

@@ -1,5 +1,5 @@
-//! The statements of runs and reconciliations that both stores run as written (see
-//! `store::sql`).
+//! The statements of runs and reconciliations that both stores run as written
+//! (see `store::sql`).
 
 /// Run by `RunTx::insert_run`.
 pub const INSERT_RUN: &str =
