@@ -1,8 +1,8 @@
 //! Typed leaf errors and their exit codes (docs/CONTRACT.md §10).
 //!
 //! Everything else travels as `anyhow::Error` with context; `main` finds the
-//! first `CmdError` in the chain (or a busy SQLite error) and maps it to the
-//! exit code. A command never exits the process itself. Also here, the
+//! first `CmdError` in the chain (or a busy database) and maps it to the
+//! exit code. What a driver's error was is each store's to say (`Fault`). A command never exits the process itself. Also here, the
 //! reading of an error that does not depend on a command: the one-line
 //! sentence it is reported as, and the schema constraint a write broke.
 
@@ -159,6 +159,32 @@ pub fn fail<T>(e: CmdError) -> anyhow::Result<T> {
     Err(anyhow::Error::new(e))
 }
 
+/// What a store's driver says a failure was. Each backend reads its own
+/// driver's errors (the `fault` module of each store); the functions below
+/// match on these kinds, so this file names no driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Waiting on another's lock past the timeout, or losing a
+    /// serialization race: nothing was changed, safe to retry (exit 75).
+    Busy,
+    /// The disk (or quota) holding the database ran out of space.
+    DiskFull,
+    /// The connection to the database went away (a server restarting):
+    /// worth reconnecting for, unlike a damaged file. With the server's
+    /// words on how, when it said (see `connection_loss`).
+    ConnectionLost(Option<String>),
+    /// A write refused by a rule of the schema, in the database's words.
+    Violation(Violation, String),
+    /// A cause that only repeats, as a code, the message of the one above
+    /// it (SQLite's numbered code: its driver shows both).
+    Restatement,
+}
+
+/// The kind of `cause` by whichever store's driver made it.
+fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
+    crate::store::fault(cause)
+}
+
 /// The classification `main` reports: the first `CmdError` in the chain, a
 /// busy database anywhere in it, or a plain runtime failure.
 pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
@@ -166,62 +192,33 @@ pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
         if let Some(e) = cause.downcast_ref::<CmdError>() {
             return (e.kind, Some(e));
         }
-        if let Some(e) = cause.downcast_ref::<postgres::Error>() {
-            use postgres::error::SqlState;
-            // Waiting on another host's lock past lock_timeout, or losing a
-            // serialization race: nothing was changed, safe to retry.
-            let busy = [
-                SqlState::LOCK_NOT_AVAILABLE,
-                SqlState::T_R_SERIALIZATION_FAILURE,
-                SqlState::T_R_DEADLOCK_DETECTED,
-            ];
-            if e.code().is_some_and(|c| busy.contains(c)) {
-                return (ErrorKind::Busy, None);
-            }
-        }
-        if let Some(rusqlite::Error::SqliteFailure(code, _)) =
-            cause.downcast_ref::<rusqlite::Error>()
-        {
-            if matches!(
-                code.code,
-                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-            ) {
-                return (ErrorKind::Busy, None);
-            }
+        if fault(cause) == Some(Fault::Busy) {
+            return (ErrorKind::Busy, None);
         }
     }
     (ErrorKind::Runtime, None)
 }
 
 /// Whether the error is the disk (or quota) holding the database running
-/// out of space: SQLite's SQLITE_FULL, ENOSPC/EDQUOT from a file, or
-/// PostgreSQL's disk_full.
+/// out of space: the store's driver says so, or a file said ENOSPC/EDQUOT.
 pub fn is_disk_full(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        if let Some(rusqlite::Error::SqliteFailure(code, _)) =
-            cause.downcast_ref::<rusqlite::Error>()
-        {
-            return code.code == rusqlite::ErrorCode::DiskFull;
-        }
         if let Some(e) = cause.downcast_ref::<std::io::Error>() {
             return matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
         }
-        if let Some(e) = cause.downcast_ref::<postgres::Error>() {
-            return e.code() == Some(&postgres::error::SqlState::DISK_FULL);
-        }
-        false
+        fault(cause) == Some(Fault::DiskFull)
     })
 }
 
 /// The error and its causes as one sentence for the one error line (SPEC
 /// section 10): the context, then each cause that adds words, joined by
-/// ": ". Left out: SQLite's numbered code behind its own message (rusqlite
-/// shows both), a cause the sentence already says (PostgreSQL's "db error:
+/// ": ". Left out: a cause that restates the one above it as a code
+/// (`Fault::Restatement`), a cause the sentence already says (PostgreSQL's "db error:
 /// FATAL: …" and then "FATAL: …"), and line breaks inside a cause.
 pub fn sentence(err: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in err.chain() {
-        if cause.is::<rusqlite::ffi::Error>() && !line.is_empty() {
+        if !line.is_empty() && fault(cause) == Some(Fault::Restatement) {
             continue;
         }
         let text = cause.to_string();
@@ -256,35 +253,9 @@ pub enum Violation {
 /// Whether the error is a write refused by a constraint of the schema, on
 /// either store, with the database's own words for it.
 pub fn constraint_violation(err: &anyhow::Error) -> Option<(Violation, String)> {
-    err.chain().find_map(|cause| {
-        if let Some(rusqlite::Error::SqliteFailure(code, message)) =
-            cause.downcast_ref::<rusqlite::Error>()
-        {
-            if code.code != rusqlite::ErrorCode::ConstraintViolation {
-                return None;
-            }
-            let kind = match code.extended_code {
-                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-                | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => Violation::Duplicate,
-                rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => Violation::Orphan,
-                _ => Violation::Invalid,
-            };
-            let words = message.clone().unwrap_or_else(|| code.to_string());
-            return Some((kind, words));
-        }
-        let db = cause.downcast_ref::<postgres::Error>()?.as_db_error()?;
-        use postgres::error::SqlState;
-        let kind = match db.code() {
-            c if *c == SqlState::UNIQUE_VIOLATION => Violation::Duplicate,
-            c if *c == SqlState::FOREIGN_KEY_VIOLATION => Violation::Orphan,
-            c if c.code().starts_with("23") => Violation::Invalid,
-            _ => return None,
-        };
-        let words = match db.detail() {
-            Some(detail) => format!("{}: {detail}", db.message()),
-            None => db.message().to_string(),
-        };
-        Some((kind, words))
+    err.chain().find_map(|cause| match fault(cause)? {
+        Fault::Violation(kind, words) => Some((kind, words)),
+        _ => None,
     })
 }
 
@@ -312,22 +283,11 @@ pub fn connection_loss(err: &anyhow::Error) -> String {
     if let Some(still) = err.downcast_ref::<StillDisconnected>() {
         return still.0.clone();
     }
-    let found = err
-        .chain()
-        .find_map(|c| c.downcast_ref::<postgres::Error>());
-    match found {
-        Some(e) => match e.as_db_error() {
-            Some(db) => format!(
-                "{}: {}, SQLSTATE {}",
-                db.severity(),
-                db.message(),
-                db.code().code()
-            ),
-            None if e.is_closed() => "the server closed it without a word".into(),
-            None => sentence(err),
-        },
-        None => sentence(err),
-    }
+    let found = err.chain().find_map(|cause| match fault(cause)? {
+        Fault::ConnectionLost(words) => Some(words),
+        _ => None,
+    });
+    found.flatten().unwrap_or_else(|| sentence(err))
 }
 
 impl std::error::Error for StillDisconnected {}
@@ -340,20 +300,8 @@ pub fn is_connection_lost(err: &anyhow::Error) -> bool {
     if err.downcast_ref::<StillDisconnected>().is_some() {
         return true;
     }
-    err.chain().any(|cause| {
-        let Some(e) = cause.downcast_ref::<postgres::Error>() else {
-            return false;
-        };
-        if e.is_closed() {
-            return true;
-        }
-        match e.code() {
-            // Class 08 (connection exception) and 57P01-57P03 (shutdown, crash, cannot connect now).
-            Some(code) => code.code().starts_with("08") || code.code().starts_with("57P0"),
-            // No SQLSTATE: the socket itself failed.
-            None => e.as_db_error().is_none(),
-        }
-    })
+    err.chain()
+        .any(|cause| matches!(fault(cause), Some(Fault::ConnectionLost(_))))
 }
 
 #[cfg(test)]
@@ -362,11 +310,8 @@ mod tests {
 
     #[test]
     fn only_a_busy_error_is_given_its_step() {
-        let busy = anyhow::Error::new(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
-            None,
-        ))
-        .busy_during("claiming due runs");
+        let busy = anyhow::Error::new(CmdError::new(ErrorKind::Busy, "database is locked"))
+            .busy_during("claiming due runs");
         assert_eq!(
             busy.downcast_ref::<Step>().map(|s| s.0),
             Some("claiming due runs")
@@ -399,15 +344,6 @@ mod tests {
 
     #[test]
     fn a_sentence_is_the_chain_without_repeats_or_codes() {
-        let sqlite = anyhow::Error::new(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-            Some("unable to open database file".into()),
-        ))
-        .context("setting up the database /proc/version");
-        assert_eq!(
-            sentence(&sqlite),
-            "setting up the database /proc/version: unable to open database file"
-        );
         let repeated = anyhow::anyhow!("FATAL: terminating connection\nDETAIL: by an admin")
             .context("db error: FATAL: terminating connection; DETAIL: by an admin")
             .context("recording the outcome");

@@ -3,7 +3,9 @@
 //!
 //! Commands, the tick and shell completion see only these traits; `sqlite`
 //! and `postgres` implement them, and `shared` lets a tick's threads use one
-//! connection. Completion opens the store never to write
+//! connection. A backend is its dialect: the statements both run as written
+//! are in `sql`, the row decoders in `rows`, and each maps its driver's
+//! errors to the kinds `error.rs` acts on (`fault`). Completion opens the store never to write
 //! (`OpenOptions::never_writing`): no file created, no migration.
 //! Every write runs inside `Store::write`, which SQLite opens with `BEGIN
 //! IMMEDIATE` and PostgreSQL as a READ COMMITTED transaction; every state
@@ -14,6 +16,7 @@ pub mod completion;
 pub mod deliveries;
 pub mod drafts;
 pub mod events;
+pub mod invariants;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;
@@ -23,6 +26,7 @@ pub mod rows;
 pub mod runs;
 pub mod schema;
 pub mod shared;
+pub mod sql;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;
@@ -44,6 +48,12 @@ pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
 pub use zones::ZoneTx;
+
+/// What either store's driver says `cause` was, when it is a driver's
+/// error of a kind a caller acts on (`error.rs` matches on the kind).
+pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error::Fault> {
+    sqlite::fault::fault(cause).or_else(|| postgres::fault::fault(cause))
+}
 
 /// Everything one transaction can do.
 pub trait Tx:

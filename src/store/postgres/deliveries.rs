@@ -1,6 +1,7 @@
 //! PostgreSQL side of the delivery ledger.
 
 use crate::store::deliveries::{SkipSent, LAST_SKIP_SENT, NOTICE_COLUMNS};
+use crate::store::sql::deliveries as sql;
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -17,7 +18,7 @@ impl DeliveryTx for PgTx<'_, '_> {
     fn insert_notice(&mut self, n: &Notice) -> Result<()> {
         self.tx
             .execute(
-                &format!("INSERT INTO deliveries ({NOTICE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"),
+                &sql::INSERT_NOTICE,
                 &[
                     &n.delivery_id,
                     &n.run_id,
@@ -58,18 +59,12 @@ impl DeliveryTx for PgTx<'_, '_> {
     }
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
-        let row = self.tx.query_one(
-            "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1)",
-            &[&run_id],
-        )?;
+        let row = self.tx.query_one(sql::NOTICE_SENDING, &[&run_id])?;
         col(&row, 0)
     }
 
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
-        let row = self.tx.query_one(
-            "SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1",
-            &[&run_id],
-        )?;
+        let row = self.tx.query_one(sql::NEXT_NOTICE_SEQ, &[&run_id])?;
         col(&row, 0)
     }
 
@@ -140,15 +135,7 @@ impl DeliveryTx for PgTx<'_, '_> {
     ) -> Result<()> {
         let changed = self
             .tx
-            .execute(
-                "UPDATE deliveries SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
-                     attempts = attempts + 1
-                 WHERE delivery_id = $4 AND state = 'pending'
-                   AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
-                                   WHERE earlier.state = 'sending'
-                                     AND earlier.run_id = deliveries.run_id)",
-                &[&token, &deadline, &now, &delivery_id],
-            )
+            .execute(sql::CLAIM_NOTICE, &[&token, &deadline, &now, &delivery_id])
             .context("claiming the notice")?;
         expect_one(changed, || {
             format!(

@@ -1,5 +1,6 @@
 //! PostgreSQL side of the drafts table.
 
+use crate::store::sql::drafts as sql;
 use anyhow::{Context, Result};
 
 use super::{col, expect_one, PgTx};
@@ -10,12 +11,20 @@ impl DraftTx for PgTx<'_, '_> {
     fn insert_draft(&mut self, d: &Draft) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by, created_at, expires_at,
-                                     replaces_task_id, replaces_revision, code_hash, code_salt)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                &[&d.draft_id, &d.tenant_key, &d.payload, &d.payload_hash, &d.created_by, &d.created_at, &d.expires_at,
-                  &d.replaces.as_ref().map(|r| r.task_id.as_str()), &d.replaces.as_ref().map(|r| r.revision),
-                  &d.code.as_ref().map(|c| c.hash.as_str()), &d.code.as_ref().map(|c| c.salt.as_str())],
+                sql::INSERT_DRAFT,
+                &[
+                    &d.draft_id,
+                    &d.tenant_key,
+                    &d.payload,
+                    &d.payload_hash,
+                    &d.created_by,
+                    &d.created_at,
+                    &d.expires_at,
+                    &d.replaces.as_ref().map(|r| r.task_id.as_str()),
+                    &d.replaces.as_ref().map(|r| r.revision),
+                    &d.code.as_ref().map(|c| c.hash.as_str()),
+                    &d.code.as_ref().map(|c| c.salt.as_str()),
+                ],
             )
             .context("saving the draft")?;
         Ok(())
@@ -55,20 +64,16 @@ impl DraftTx for PgTx<'_, '_> {
     }
 
     fn consume_draft(&mut self, draft_id: &str) -> Result<()> {
-        let changed = self
-            .tx
-            .execute("DELETE FROM drafts WHERE draft_id = $1", &[&draft_id])?;
+        let changed = self.tx.execute(sql::CONSUME_DRAFT, &[&draft_id])?;
         expect_one(changed, || {
             format!("draft {draft_id} was confirmed by someone else")
         })
     }
 
     fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()> {
-        let changed = self.tx.execute(
-            "UPDATE drafts SET code_wrong_attempts = code_wrong_attempts + 1
-             WHERE draft_id = $1 AND code_wrong_attempts = $2",
-            &[&draft_id, &seen],
-        )?;
+        let changed = self
+            .tx
+            .execute(sql::COUNT_WRONG_CODE, &[&draft_id, &seen])?;
         expect_one(changed, || {
             format!("draft {draft_id} changed while its code was checked")
         })
@@ -115,12 +120,7 @@ impl DraftTx for PgTx<'_, '_> {
     fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
         let row = self
             .tx
-            .query_one(
-                "SELECT count(*) FROM drafts
-                 WHERE expires_at > $1 AND tenant_key = $2 AND created_by = $3
-                   AND code_hash IS NOT NULL",
-                &[&now, &tenant_key, &actor],
-            )
+            .query_one(sql::AGENT_DRAFTS_WAITING, &[&now, &tenant_key, &actor])
             .context("counting an agent's waiting drafts")?;
         col(&row, 0)
     }

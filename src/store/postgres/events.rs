@@ -1,5 +1,6 @@
 //! PostgreSQL side of the audit trail.
 
+use crate::store::sql::events as sql;
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -18,8 +19,7 @@ impl EventTx for PgTx<'_, '_> {
     fn append_event(&mut self, e: &Event) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO events (at, tenant_key, actor, action, task_id, run_id, detail)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                sql::APPEND_EVENT,
                 &[
                     &e.at,
                     &e.tenant_key,
@@ -73,14 +73,9 @@ impl EventTx for PgTx<'_, '_> {
     }
 
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>> {
-        let row = self.tx.query_opt(
-            &format!(
-                "SELECT {EVENT_COLUMNS} FROM events
-             WHERE task_id = $1 AND action IN ('pause', 'resume') AND at <= $2
-             ORDER BY event_id DESC LIMIT 1"
-            ),
-            &[&task_id, &at],
-        )?;
+        let row = self
+            .tx
+            .query_opt(&sql::LAST_PAUSE_CHANGE, &[&task_id, &at])?;
         row.map(|r| decode_event(&r)).transpose()
     }
 

@@ -1,15 +1,12 @@
 //! PostgreSQL side of status, prune and check.
 
+use crate::store::sql::maintenance as sql;
 use anyhow::{Context, Result};
-use postgres::Row;
 
 use super::tasks::decode_task;
 use super::{col, PgTx};
+use crate::store::invariants::{self, Describe};
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
-use crate::store::tasks::TASK_COLUMNS;
-
-/// Turns one offending row into the sentence `check` prints.
-type Describe = fn(&Row) -> Result<String>;
 
 const PRUNABLE_RUNS: &str = "
     SELECT r.run_id FROM runs r
@@ -195,81 +192,17 @@ impl MaintenanceTx for PgTx<'_, '_> {
 
     fn violations(&mut self, now: i64) -> Result<Vec<String>> {
         let mut found = Vec::new();
-        let checks: [(&str, Describe); 6] = [
-            (
-                "SELECT task_id, scheduled_for::text, count(*)::text FROM runs WHERE attempt = 1 AND $1::bigint = $1
-                 GROUP BY task_id, scheduled_for HAVING count(*) > 1",
-                |r| Ok(format!("task {} has {} first runs for occurrence {}", col::<String>(r, 0)?, col::<String>(r, 2)?, col::<String>(r, 1)?)),
-            ),
-            (
-                "SELECT run_id, lease_until::text FROM runs WHERE status = 'running' AND lease_until < $1",
-                |r| Ok(format!("run {} is running with a lease that expired at {} (a tick will mark it unknown)", col::<String>(r, 0)?, col::<String>(r, 1)?)),
-            ),
-            (
-                "SELECT run_id, status FROM runs WHERE status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
-                   AND finished_at IS NULL AND $1::bigint = $1",
-                |r| Ok(format!("run {} is {} but has no finish time", col::<String>(r, 0)?, col::<String>(r, 1)?)),
-            ),
-            (
-                "SELECT r.run_id, r.status FROM runs r JOIN reconciliations c ON c.run_id = r.run_id
-                 WHERE r.status NOT IN ('succeeded', 'failed') AND $1::bigint = $1",
-                |r| Ok(format!("run {} was reconciled but is {}", col::<String>(r, 0)?, col::<String>(r, 1)?)),
-            ),
-            (
-                "SELECT run_id, count(*)::text FROM deliveries WHERE state = 'sending' AND $1::bigint = $1
-                 GROUP BY run_id HAVING count(*) > 1",
-                |r| Ok(format!("run {} has {} notices being sent at once", col::<String>(r, 0)?, col::<String>(r, 1)?)),
-            ),
-            (
-                // Once per entry into running: the claim and each approval.
-                "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND $1::bigint = $1 AND
-                   (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
-                      AND e.detail::jsonb->>'from' = 'running')
-                   > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
-                            AND e.action = 'approve')",
-                |r| Ok(format!("run {} left running more than once", col::<String>(r, 0)?)),
-            ),
-        ];
-        for (sql, describe) in checks {
+        for (sql, describe) in INVARIANTS {
             for row in self.tx.query(sql, &[&now]).context("checking invariants")? {
-                found.push(describe(&row)?);
+                let row = (0..row.len())
+                    .map(|i| col::<String>(&row, i))
+                    .collect::<Result<Vec<_>>>()?;
+                found.push(describe(&row));
             }
-        }
-        for row in self.tx.query(
-            "SELECT task_id, retry_run_id FROM tasks t WHERE retry_run_id IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.retry_run_id)",
-            &[],
-        )? {
-            found.push(format!(
-                "task {} retries run {}, which does not exist",
-                col::<String>(&row, 0)?,
-                col::<String>(&row, 1)?
-            ));
-        }
-        for row in self.tx.query(
-            // Both ways round, as on SQLite.
-            "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
-                    coalesce(k.n, 0)::text, coalesce(c.n, 0)::text
-               FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
-               FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
-              WHERE coalesce(k.n, 0) <> coalesce(c.n, 0)
-              ORDER BY c.n IS NULL, 2, 1",
-            &[],
-        )? {
-            found.push(format!(
-                "tenant {} has {} {} tasks but status counts {}",
-                col::<String>(&row, 0)?,
-                col::<String>(&row, 3)?,
-                col::<String>(&row, 1)?,
-                col::<String>(&row, 2)?
-            ));
         }
         let tasks = self
             .tx
-            .query(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks ORDER BY task_id"),
-                &[],
-            )
+            .query(&sql::ALL_TASKS, &[])
             .context("checking every task against its payload")?;
         for row in &tasks {
             if let Err(bad) = decode_task(row)? {
@@ -279,3 +212,54 @@ impl MaintenanceTx for PgTx<'_, '_> {
         Ok(found)
     }
 }
+
+/// The rules `check` verifies (store/invariants.rs), each with the query
+/// that finds the rows breaking it, every column cast to text.
+const INVARIANTS: [(&str, Describe); 8] = [
+    (
+        "SELECT task_id, scheduled_for::text, count(*)::text FROM runs WHERE attempt = 1 AND $1::bigint = $1
+         GROUP BY task_id, scheduled_for HAVING count(*) > 1",
+        invariants::DUPLICATE_FIRST_RUNS,
+    ),
+    (
+        "SELECT run_id, lease_until::text FROM runs WHERE status = 'running' AND lease_until < $1",
+        invariants::EXPIRED_LEASE,
+    ),
+    (
+        "SELECT run_id, status FROM runs WHERE status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+           AND finished_at IS NULL AND $1::bigint = $1",
+        invariants::UNFINISHED_END,
+    ),
+    (
+        "SELECT r.run_id, r.status FROM runs r JOIN reconciliations c ON c.run_id = r.run_id
+         WHERE r.status NOT IN ('succeeded', 'failed') AND $1::bigint = $1",
+        invariants::RECONCILED_UNSETTLED,
+    ),
+    (
+        "SELECT run_id, count(*)::text FROM deliveries WHERE state = 'sending' AND $1::bigint = $1
+         GROUP BY run_id HAVING count(*) > 1",
+        invariants::NOTICES_SENT_AT_ONCE,
+    ),
+    (
+        "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND $1::bigint = $1 AND
+           (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
+              AND e.detail::jsonb->>'from' = 'running')
+           > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
+                    AND e.action = 'approve')",
+        invariants::LEFT_RUNNING_TWICE,
+    ),
+    (
+        "SELECT task_id, retry_run_id FROM tasks t WHERE retry_run_id IS NOT NULL AND $1::bigint = $1
+           AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = t.retry_run_id)",
+        invariants::RETRY_OF_NOTHING,
+    ),
+    (
+        "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
+                coalesce(k.n, 0)::text, coalesce(c.n, 0)::text
+           FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
+           FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
+          WHERE coalesce(k.n, 0) <> coalesce(c.n, 0) AND $1::bigint = $1
+          ORDER BY c.n IS NULL, 2, 1",
+        invariants::WRONG_TASK_COUNT,
+    ),
+];

@@ -1,31 +1,18 @@
 //! PostgreSQL side of the tasks' memory.
 
+use crate::store::sql::memory as sql;
 use anyhow::{Context, Result};
 
-use super::{col, PgTx};
+use super::PgTx;
 use crate::store::memory::{MemoryTx, TaskMemory, MEMORY_COLUMNS};
 
 impl MemoryTx for PgTx<'_, '_> {
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
         let row = self
             .tx
-            .query_opt(
-                &format!("SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = $1"),
-                &[&task_id],
-            )
+            .query_opt(&sql::TASK_MEMORY, &[&task_id])
             .context("reading the task's memory")?;
-        let Some(r) = row else { return Ok(None) };
-        Ok(Some(TaskMemory {
-            task_id: col(&r, 0)?,
-            last_failure_reason: col(&r, 1)?,
-            last_failure_sent_at: col(&r, 2)?,
-            last_success_fingerprint: col(&r, 3)?,
-            suppressed_count: col(&r, 4)?,
-            suppressed_failures: col(&r, 5)?,
-            suppressed_since: col(&r, 6)?,
-            last_settled_run_id: col(&r, 7)?,
-            last_success_at: col(&r, 8)?,
-        }))
+        row.as_ref().map(crate::store::rows::memory).transpose()
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {

@@ -1,5 +1,6 @@
 //! PostgreSQL side of the meta table.
 
+use crate::store::sql::meta as sql;
 use anyhow::{Context, Result};
 
 use super::{col, PgTx};
@@ -7,18 +8,13 @@ use crate::store::{Host, MetaTx};
 
 impl MetaTx for PgTx<'_, '_> {
     fn meta(&mut self, key: &str) -> Result<Option<String>> {
-        let row = self
-            .tx
-            .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])?;
+        let row = self.tx.query_opt(sql::META, &[&key])?;
         row.map(|r| col(&r, 0)).transpose()
     }
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
         self.tx
-            .execute(
-                "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                &[&key, &value],
-            )
+            .execute(sql::SET_META, &[&key, &value])
             .context("writing store metadata")?;
         Ok(())
     }
@@ -37,10 +33,7 @@ impl MetaTx for PgTx<'_, '_> {
     }
 
     fn hosts(&mut self) -> Result<Vec<Host>> {
-        let rows = self.tx.query(
-            "SELECT host, build, last_tick_at FROM hosts ORDER BY last_tick_at DESC, host",
-            &[],
-        )?;
+        let rows = self.tx.query(sql::HOSTS, &[])?;
         rows.iter()
             .map(|r| {
                 Ok(Host {

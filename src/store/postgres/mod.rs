@@ -10,6 +10,7 @@ mod completion;
 mod deliveries;
 mod drafts;
 mod events;
+pub(super) mod fault;
 mod maintenance;
 mod memory;
 mod meta;

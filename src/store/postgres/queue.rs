@@ -1,5 +1,6 @@
 //! PostgreSQL side of the claim queue.
 
+use crate::store::sql::queue as sql;
 use anyhow::{Context, Result};
 
 use super::{col, expect_one, PgTx};
@@ -27,7 +28,7 @@ impl PgTx<'_, '_> {
     fn count_running(&mut self) -> Result<i64> {
         let row = self
             .tx
-            .query_one("SELECT count(*) FROM runs WHERE status = 'running'", &[])
+            .query_one(sql::RUNNING_COUNT, &[])
             .context("counting running runs")?;
         col(&row, 0)
     }
@@ -176,13 +177,7 @@ impl QueueTx for PgTx<'_, '_> {
 
     fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
         self.tx
-            .execute(
-                "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES ($1, $2, $3)
-                 ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
-                     seen_at = excluded.seen_at
-                 WHERE seen_due.due_at <> excluded.due_at",
-                &[&task_id, &mark.due_at, &mark.seen_at],
-            )
+            .execute(sql::NOTE_SEEN, &[&task_id, &mark.due_at, &mark.seen_at])
             .context("noting a due task seen")?;
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! PostgreSQL side of the runs and reconciliations tables.
 
 use crate::store::runs::RUN_COLUMNS;
+use crate::store::sql::runs as sql;
 use std::ops::ControlFlow;
 
 use anyhow::{Context, Result};
@@ -80,12 +81,7 @@ impl RunTx for PgTx<'_, '_> {
     fn insert_run(&mut self, r: &Run) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
-                    attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
-                    lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                    $17, $18, $19, $20, $21, $22, $23, $24)",
+                sql::INSERT_RUN,
                 &[
                     &r.run_id,
                     &r.task_id,
@@ -165,9 +161,16 @@ impl RunTx for PgTx<'_, '_> {
     fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO reconciliations (run_id, tenant_key, actor, decision, reason, prior_reason, decided_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[&r.run_id, &r.tenant_key, &r.actor, &r.decision, &r.reason, &r.prior_reason, &r.decided_at],
+                sql::INSERT_RECONCILIATION,
+                &[
+                    &r.run_id,
+                    &r.tenant_key,
+                    &r.actor,
+                    &r.decision,
+                    &r.reason,
+                    &r.prior_reason,
+                    &r.decided_at,
+                ],
             )
             .context("recording the reconciliation")?;
         Ok(())
@@ -259,11 +262,9 @@ impl RunTx for PgTx<'_, '_> {
     }
 
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
-        let row = self.tx.query_one(
-            "SELECT count(*) FROM runs
-             WHERE run_id = $1 AND lease_token = $2 AND status = 'running' AND lease_until >= $3",
-            &[&run_id, &token, &now],
-        )?;
+        let row = self
+            .tx
+            .query_one(sql::LEASE_HOLDS, &[&run_id, &token, &now])?;
         Ok(col::<i64>(&row, 0)? == 1)
     }
 
@@ -338,12 +339,7 @@ impl RunTx for PgTx<'_, '_> {
     fn approve_parked(&mut self, run_id: &str, wait_id: &str, actor: &str, now: i64) -> Result<()> {
         let changed = self
             .tx
-            .execute(
-                "UPDATE runs SET approved_at = $1, approved_by = $2
-                 WHERE run_id = $3 AND wait_id = $4 AND approved_at IS NULL
-                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
-                &[&now, &actor, &run_id, &wait_id],
-            )
+            .execute(sql::APPROVE_PARKED, &[&now, &actor, &run_id, &wait_id])
             .context("approving the continuation")?;
         expect_one(changed, || {
             format!("run {run_id} is already approved; the next tick continues it")
@@ -363,10 +359,7 @@ impl RunTx for PgTx<'_, '_> {
 
     fn mark_runner(&mut self, run_id: &str, runner: &str) -> Result<()> {
         self.tx
-            .execute(
-                "UPDATE runs SET runner = $1 WHERE run_id = $2 AND status = 'running'",
-                &[&runner, &run_id],
-            )
+            .execute(sql::MARK_RUNNER, &[&runner, &run_id])
             .context("recording who runs the run")?;
         Ok(())
     }
@@ -394,10 +387,7 @@ impl RunTx for PgTx<'_, '_> {
         let changed = self
             .tx
             .execute(
-                "UPDATE runs SET status = 'running', lease_token = $1, lease_until = $2, started_at = $3,
-                     approved_at = NULL, approved_by = NULL
-                 WHERE run_id = $4 AND wait_id = $5
-                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+                sql::RECLAIM_PARKED,
                 &[&token, &lease_until, &now, &run_id, &wait_id],
             )
             .context("claiming the continuation")?;

@@ -1,5 +1,6 @@
 //! PostgreSQL side of the tasks table.
 
+use crate::store::sql::tasks as sql;
 use crate::store::tasks::TASK_COLUMNS;
 use std::collections::HashMap;
 
@@ -17,47 +18,9 @@ pub(super) fn owned(alias: &str, param: usize) -> String {
     format!("({alias}.owner_keys::jsonb ?| ${param}::text[])")
 }
 
+/// A task row, by the decoder both stores share.
 pub(super) fn decode_task(row: &Row) -> Result<Result<Task, CorruptRow>> {
-    let task_id: String = col(row, 0)?;
-    let tenant_key: String = col(row, 1)?;
-    let raw = (|| -> Result<RawTask> {
-        Ok(RawTask {
-            task_id: task_id.clone(),
-            tenant_key: tenant_key.clone(),
-            name: col(row, 2)?,
-            owner_keys: col(row, 3)?,
-            target: col(row, 4)?,
-            instruction: col(row, 5)?,
-            schedule: col(row, 6)?,
-            timezone: col(row, 7)?,
-            policy: col(row, 8)?,
-            grace_seconds: col(row, 9)?,
-            max_retries: col(row, 10)?,
-            retry_backoff_seconds: col(row, 11)?,
-            payload_hash: col(row, 12)?,
-            state: col(row, 13)?,
-            state_reason: col(row, 14)?,
-            state_changed_at: col(row, 15)?,
-            next_run_at: col(row, 16)?,
-            revision: col(row, 17)?,
-            created_at: col(row, 18)?,
-            updated_at: col(row, 19)?,
-            consecutive_failures: col(row, 20)?,
-            next_retry_at: col(row, 21)?,
-            retry_run_id: col(row, 22)?,
-            payload: col(row, 23)?,
-            follow_key: col(row, 24)?,
-            zone_in_force: col(row, 25)?,
-        })
-    })();
-    Ok(match raw {
-        Ok(raw) => raw.decode(),
-        Err(e) => Err(CorruptRow {
-            id: task_id,
-            tenant_key,
-            problem: e.to_string(),
-        }),
-    })
+    crate::store::rows::task(row)
 }
 
 fn is_unique_violation(e: &postgres::Error) -> bool {
@@ -84,11 +47,7 @@ impl TaskTx for PgTx<'_, '_> {
         let r = RawTask::encode(t);
         self.tx
             .execute(
-                &format!(
-                    "INSERT INTO tasks ({TASK_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                             $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
-                ),
+                &sql::INSERT_TASK,
                 &[
                     &r.task_id,
                     &r.tenant_key,
@@ -125,10 +84,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>> {
         let row = self
             .tx
-            .query_opt(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"),
-                &[&task_id],
-            )
+            .query_opt(&sql::TASK, &[&task_id])
             .context("reading the task")?;
         row.map(|r| decode_task(&r)).transpose()
     }
@@ -154,10 +110,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
         let row = self
             .tx
-            .query_opt(
-                "SELECT task_id FROM tasks WHERE tenant_key = $1 AND name = $2 AND state <> 'deleted'",
-                &[&tenant_key, &name],
-            )
+            .query_opt(sql::TASK_ID_NAMED, &[&tenant_key, &name])
             .context("looking up the task by name")?;
         row.map(|r| col(&r, 0)).transpose()
     }
@@ -322,16 +275,7 @@ impl TaskTx for PgTx<'_, '_> {
         let changed = self
             .tx
             .execute(
-                "UPDATE tasks
-                 SET name = $1, target = $2, instruction = $3, schedule = $4, timezone = $5,
-                     policy = $6, grace_seconds = $7, max_retries = $8,
-                     retry_backoff_seconds = $9, payload = $10, payload_hash = $11,
-                     next_run_at = $12, updated_at = $13, revision = revision + 1,
-                     next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
-                     follow_key = $18, zone_in_force = $19
-                 WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
-                   AND tenant_key = $16 AND owner_keys = $17",
+                sql::REPLACE_TASK,
                 &[
                     &r.name,
                     &r.target,
@@ -367,9 +311,7 @@ impl TaskTx for PgTx<'_, '_> {
         let changed = self
             .tx
             .execute(
-                "UPDATE tasks SET trigger_at = $1, trigger_actor = $2, trigger_reason = $3
-                 WHERE task_id = $4 AND state = 'active' AND revision = $5
-                   AND trigger_at IS NULL",
+                sql::SET_TRIGGER,
                 &[&t.at, &t.actor, &t.reason, &task_id, &revision],
             )
             .context("recording the trigger")?;
@@ -381,11 +323,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
         let row = self
             .tx
-            .query_opt(
-                "SELECT trigger_at, trigger_actor, trigger_reason FROM tasks
-                 WHERE task_id = $1 AND trigger_at IS NOT NULL",
-                &[&task_id],
-            )
+            .query_opt(sql::PENDING_TRIGGER, &[&task_id])
             .context("reading the task's trigger")?;
         row.map(|r| {
             Ok(Trigger {
@@ -400,11 +338,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
         let changed = self
             .tx
-            .execute(
-                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
-                 WHERE task_id = $1 AND trigger_at = $2",
-                &[&task_id, &at],
-            )
+            .execute(sql::CLEAR_TRIGGER, &[&task_id, &at])
             .context("consuming the trigger")?;
         expect_one(changed, || {
             format!("the trigger of task {task_id} was claimed by another tick")
@@ -414,10 +348,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
         let changed = self
             .tx
-            .execute(
-                "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
-                &[&file, &task_id],
-            )
+            .execute(sql::SET_MANAGED_BY, &[&file, &task_id])
             .context("recording the task's file")?;
         expect_one(changed, || format!("task {task_id} vanished"))
     }
@@ -425,10 +356,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
         let changed = self
             .tx
-            .execute(
-                "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
-                &[&declared_hash, &task_id],
-            )
+            .execute(sql::SET_DECLARED, &[&declared_hash, &task_id])
             .context("recording what the file declared")?;
         expect_one(changed, || format!("task {task_id} vanished"))
     }
@@ -436,11 +364,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
         let rows = self
             .tx
-            .query(
-                "SELECT task_id, declared_hash FROM tasks
-                 WHERE tenant_key = $1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
-                &[&tenant_key],
-            )
+            .query(sql::DECLARED, &[&tenant_key])
             .context("reading what the file declared")?;
         rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     }
@@ -448,12 +372,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
         let rows = self
             .tx
-            .query(
-                "SELECT task_id FROM tasks
-                 WHERE tenant_key = $1 AND managed_by = $2 AND state <> 'deleted'
-                 ORDER BY task_id",
-                &[&tenant_key, &file],
-            )
+            .query(sql::MANAGED_TASKS, &[&tenant_key, &file])
             .context("reading the file's tasks")?;
         rows.iter().map(|r| col(r, 0)).collect()
     }
@@ -499,11 +418,7 @@ impl TaskTx for PgTx<'_, '_> {
     fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
         let rows = self
             .tx
-            .query(
-                "SELECT task_id, managed_by FROM tasks
-                 WHERE tenant_key = $1 AND managed_by IS NOT NULL AND state <> 'deleted'",
-                &[&tenant_key],
-            )
+            .query(sql::MANAGERS, &[&tenant_key])
             .context("reading which source created each task")?;
         rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     }

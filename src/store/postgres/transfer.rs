@@ -1,5 +1,6 @@
 //! PostgreSQL side of export and import.
 
+use crate::store::sql::transfer as sql;
 use anyhow::{Context, Result};
 use postgres::types::ToSql;
 use serde_json::{Map, Value};
@@ -63,10 +64,7 @@ impl TransferTx for PgTx<'_, '_> {
     }
 
     fn is_empty(&mut self) -> Result<bool> {
-        let row = self.tx.query_one(
-            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM runs) + (SELECT count(*) FROM events)",
-            &[],
-        )?;
+        let row = self.tx.query_one(sql::IS_EMPTY, &[])?;
         Ok(col::<i64>(&row, 0)? == 0)
     }
 }

@@ -1,5 +1,6 @@
 //! PostgreSQL side of the owners' zones and of re-timing following tasks.
 
+use crate::store::sql::zones as sql;
 use anyhow::{Context, Result};
 use postgres::Row;
 
@@ -38,11 +39,7 @@ impl ZoneTx for PgTx<'_, '_> {
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>> {
         let row = self
             .tx
-            .query_opt(
-                "SELECT identity_key, zone, set_at, set_by FROM zones
-                 WHERE tenant_key = $1 AND identity_key = $2",
-                &[&tenant_key, &identity_key],
-            )
+            .query_opt(sql::OWNER_ZONE, &[&tenant_key, &identity_key])
             .context("reading the owner's zone")?;
         row.map(|r| decode_zone(&r)).transpose()
     }
@@ -69,13 +66,11 @@ impl ZoneTx for PgTx<'_, '_> {
     ) -> Result<()> {
         let changed = match (from, to) {
             (None, Some(to)) => self.tx.execute(
-                "INSERT INTO zones (tenant_key, identity_key, zone, set_at, set_by)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                sql::INSERT_OWNER_ZONE,
                 &[&tenant_key, &identity_key, &to.zone, &to.set_at, &to.set_by],
             ),
             (Some(from), Some(to)) => self.tx.execute(
-                "UPDATE zones SET zone = $1, set_at = $2, set_by = $3
-                 WHERE tenant_key = $4 AND identity_key = $5 AND zone = $6",
+                sql::UPDATE_OWNER_ZONE,
                 &[
                     &to.zone,
                     &to.set_at,
@@ -85,10 +80,9 @@ impl ZoneTx for PgTx<'_, '_> {
                     &from,
                 ],
             ),
-            (Some(from), None) => self.tx.execute(
-                "DELETE FROM zones WHERE tenant_key = $1 AND identity_key = $2 AND zone = $3",
-                &[&tenant_key, &identity_key, &from],
-            ),
+            (Some(from), None) => self
+                .tx
+                .execute(sql::DELETE_OWNER_ZONE, &[&tenant_key, &identity_key, &from]),
             (None, None) => return Ok(()),
         }
         .context("writing the owner's zone")?;

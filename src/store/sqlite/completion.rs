@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 
-use super::SqliteTx;
+use super::{numbered, SqliteTx};
 use crate::store::completion::{CompletionTx, LIMIT};
 
 impl CompletionTx for SqliteTx<'_> {
@@ -14,9 +14,7 @@ impl CompletionTx for SqliteTx<'_> {
         prefix: &str,
         columns: usize,
     ) -> Result<Vec<Vec<Option<String>>>> {
-        // rusqlite numbers its parameters ?1, ?2…
-        let sql = sql.replace('$', "?");
-        let mut stmt = self.conn.prepare(&sql)?;
+        let mut stmt = self.conn.prepare(&numbered(sql))?;
         let rows = stmt.query_map(rusqlite::params![tenant_key, prefix, LIMIT], |row| {
             (0..columns).map(|i| row.get(i)).collect()
         })?;

@@ -1,6 +1,8 @@
 //! SQLite side of the delivery ledger.
 
+use super::numbered;
 use crate::store::deliveries::{SkipSent, LAST_SKIP_SENT, NOTICE_COLUMNS};
+use crate::store::sql::deliveries as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, Row};
 
@@ -16,10 +18,7 @@ fn decode_notice(row: &Row<'_>) -> rusqlite::Result<Notice> {
 impl DeliveryTx for SqliteTx<'_> {
     fn insert_notice(&mut self, n: &Notice) -> Result<()> {
         self.conn
-            .prepare_cached(&format!(
-                "INSERT INTO deliveries ({NOTICE_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
-            ))?
+            .prepare_cached(&numbered(&sql::INSERT_NOTICE))?
             .execute(params![
                 n.delivery_id,
                 n.run_id,
@@ -45,7 +44,7 @@ impl DeliveryTx for SqliteTx<'_> {
     fn last_skip_sent(&mut self, task_id: &str, since: i64) -> Result<Option<SkipSent>> {
         use rusqlite::OptionalExtension;
         self.conn
-            .prepare_cached(&LAST_SKIP_SENT.replace('$', "?"))?
+            .prepare_cached(&numbered(LAST_SKIP_SENT))?
             .query_row(rusqlite::params![task_id, since], |row| {
                 Ok(SkipSent {
                     status: row.get(0)?,
@@ -60,16 +59,14 @@ impl DeliveryTx for SqliteTx<'_> {
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
         self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = ?1)",
-            )?
+            .prepare_cached(&numbered(sql::NOTICE_SENDING))?
             .query_row([run_id], |row| row.get(0))
             .context("looking for a notice being sent")
     }
 
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
         self.conn
-            .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = ?1")?
+            .prepare_cached(&numbered(sql::NEXT_NOTICE_SEQ))?
             .query_row([run_id], |row| row.get(0))
             .context("numbering the notice")
     }
@@ -133,15 +130,7 @@ impl DeliveryTx for SqliteTx<'_> {
     ) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE deliveries
-                 SET state = 'sending', claim_token = ?1, deadline = ?2, updated_at = ?3,
-                     attempts = attempts + 1
-                 WHERE delivery_id = ?4 AND state = 'pending'
-                   AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
-                                   WHERE earlier.state = 'sending'
-                                     AND earlier.run_id = deliveries.run_id)",
-            )?
+            .prepare_cached(&numbered(sql::CLAIM_NOTICE))?
             .execute(params![token, deadline, now, delivery_id])
             .context("claiming the notice")?;
         expect_one(changed, || {

@@ -1,5 +1,7 @@
 //! SQLite side of the drafts table.
 
+use super::numbered;
+use crate::store::sql::drafts as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
@@ -10,12 +12,7 @@ use crate::store::DraftTx;
 impl DraftTx for SqliteTx<'_> {
     fn insert_draft(&mut self, d: &Draft) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO drafts (draft_id, tenant_key, payload, payload_hash, created_by,
-                                     created_at, expires_at, replaces_task_id, replaces_revision,
-                                     code_hash, code_salt)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )?
+            .prepare_cached(&numbered(sql::INSERT_DRAFT))?
             .execute(params![
                 d.draft_id,
                 d.tenant_key,
@@ -71,7 +68,7 @@ impl DraftTx for SqliteTx<'_> {
     fn consume_draft(&mut self, draft_id: &str) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached("DELETE FROM drafts WHERE draft_id = ?1")?
+            .prepare_cached(&numbered(sql::CONSUME_DRAFT))?
             .execute([draft_id])
             .context("removing the confirmed draft")?;
         expect_one(changed, || {
@@ -82,10 +79,7 @@ impl DraftTx for SqliteTx<'_> {
     fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE drafts SET code_wrong_attempts = code_wrong_attempts + 1
-                 WHERE draft_id = ?1 AND code_wrong_attempts = ?2",
-            )?
+            .prepare_cached(&numbered(sql::COUNT_WRONG_CODE))?
             .execute(params![draft_id, seen])
             .context("counting a wrong confirmation code")?;
         expect_one(changed, || {
@@ -131,11 +125,7 @@ impl DraftTx for SqliteTx<'_> {
 
     fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
         self.conn
-            .prepare_cached(
-                "SELECT count(*) FROM drafts
-                 WHERE expires_at > ?1 AND tenant_key = ?2 AND created_by = ?3
-                   AND code_hash IS NOT NULL",
-            )?
+            .prepare_cached(&numbered(sql::AGENT_DRAFTS_WAITING))?
             .query_row(params![now, tenant_key, actor], |row| row.get(0))
             .context("counting an agent's waiting drafts")
     }

@@ -1,5 +1,7 @@
 //! SQLite side of the audit trail.
 
+use super::numbered;
+use crate::store::sql::events as sql;
 use anyhow::{Context, Result};
 use rusqlite::params;
 
@@ -53,10 +55,7 @@ const TASK_EVENTS: &str = concat!(
 impl EventTx for SqliteTx<'_> {
     fn append_event(&mut self, e: &Event) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO events (at, tenant_key, actor, action, task_id, run_id, detail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
+            .prepare_cached(&numbered(sql::APPEND_EVENT))?
             .execute(params![
                 e.at,
                 e.tenant_key,
@@ -97,11 +96,7 @@ impl EventTx for SqliteTx<'_> {
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>> {
         use rusqlite::OptionalExtension;
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events
-                 WHERE task_id = ?1 AND action IN ('pause', 'resume') AND at <= ?2
-                 ORDER BY event_id DESC LIMIT 1"
-            ))?
+            .prepare_cached(&numbered(&sql::LAST_PAUSE_CHANGE))?
             .query_row(params![task_id, at], decode_event)
             .optional()
             .context("reading the task's pauses")

@@ -1,5 +1,7 @@
 //! SQLite side of status, prune and check.
 
+use super::numbered;
+use crate::store::sql::maintenance as sql;
 use anyhow::{Context, Result};
 use rusqlite::params;
 use rusqlite::types::ValueRef;
@@ -7,8 +9,8 @@ use rusqlite::types::ValueRef;
 use super::tasks::decode_task;
 use super::SqliteTx;
 use crate::model::TaskState;
+use crate::store::invariants::{self, Describe};
 use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
-use crate::store::tasks::TASK_COLUMNS;
 
 /// Runs `prune` may remove: settled long enough ago, every notice delivered
 /// or held back by the policy (or none), not the subject of a pending retry.
@@ -227,95 +229,12 @@ impl MaintenanceTx for SqliteTx<'_> {
         if integrity != "ok" {
             found.push(format!("integrity_check: {integrity}"));
         }
-        let mut check = |sql: &str, describe: &dyn Fn(&[String]) -> String| -> Result<()> {
-            let mut stmt = self.conn.prepare(sql)?;
-            let width = stmt.column_count();
-            let rows = stmt.query_map(params![now], |row| {
-                (0..width)
-                    .map(|i| {
-                        // By reference: a damaged store may hold text that is
-                        // not UTF-8, which rusqlite's owned `Value` panics on.
-                        row.get_ref(i).map(|v| match v {
-                            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                            ValueRef::Integer(n) => n.to_string(),
-                            ValueRef::Real(f) => f.to_string(),
-                            ValueRef::Null => "null".into(),
-                            ValueRef::Blob(b) => format!("<{} bytes>", b.len()),
-                        })
-                    })
-                    .collect::<rusqlite::Result<Vec<String>>>()
-            })?;
-            for row in rows {
-                found.push(describe(&row?));
+        for (sql, describe) in INVARIANTS {
+            for row in self.rows_as_text(sql, now)? {
+                found.push(describe(&row));
             }
-            Ok(())
-        };
-        check(
-            "SELECT task_id, scheduled_for, count(*) FROM runs WHERE attempt = 1 AND ?1 = ?1
-             GROUP BY task_id, scheduled_for HAVING count(*) > 1",
-            &|r| {
-                format!(
-                    "task {} has {} first runs for occurrence {}",
-                    r[0], r[2], r[1]
-                )
-            },
-        )?;
-        check(
-            "SELECT run_id, lease_until FROM runs WHERE status = 'running' AND lease_until < ?1",
-            &|r| {
-                format!("run {} is running with a lease that expired at {} (a tick will mark it unknown)", r[0], r[1])
-            },
-        )?;
-        check(
-            "SELECT run_id, status FROM runs
-             WHERE status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization') AND finished_at IS NULL AND ?1 = ?1",
-            &|r| format!("run {} is {} but has no finish time", r[0], r[1]),
-        )?;
-        check(
-            "SELECT r.run_id, r.status FROM runs r JOIN reconciliations c ON c.run_id = r.run_id
-             WHERE r.status NOT IN ('succeeded', 'failed') AND ?1 = ?1",
-            &|r| format!("run {} was reconciled but is {}", r[0], r[1]),
-        )?;
-        check(
-            "SELECT run_id, count(*) FROM deliveries WHERE state = 'sending' AND ?1 = ?1
-             GROUP BY run_id HAVING count(*) > 1",
-            &|r| format!("run {} has {} notices being sent at once", r[0], r[1]),
-        )?;
-        check(
-            // A run enters running when claimed and again at each approval
-            // (recorded in the same transaction as the reclaim); it may
-            // leave running once per entry.
-            "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND ?1 = ?1 AND
-               (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
-                  AND json_extract(e.detail, '$.from') = 'running')
-               > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
-                        AND e.action = 'approve')",
-            &|r| format!("run {} left running more than once", r[0]),
-        )?;
-        check(
-            "SELECT task_id, retry_run_id FROM tasks WHERE retry_run_id IS NOT NULL AND ?1 = ?1
-               AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.retry_run_id)",
-            &|r| format!("task {} retries run {}, which does not exist", r[0], r[1]),
-        )?;
-        check(
-            // Both ways round: a state a tenant has tasks in with no count
-            // (or a wrong one), and a count of tasks that are not there.
-            "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
-                    coalesce(k.n, 0), coalesce(c.n, 0)
-               FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
-               FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
-              WHERE coalesce(k.n, 0) <> coalesce(c.n, 0) AND ?1 = ?1
-              ORDER BY c.n IS NULL, 2, 1",
-            &|r| {
-                format!(
-                    "tenant {} has {} {} tasks but status counts {}",
-                    r[0], r[3], r[1], r[2]
-                )
-            },
-        )?;
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks ORDER BY task_id"
-        ))?;
+        }
+        let mut stmt = self.conn.prepare(&numbered(&sql::ALL_TASKS))?;
         let tasks = stmt
             .query_map([], decode_task)?
             .collect::<Result<Vec<_>, _>>()
@@ -329,3 +248,78 @@ impl MaintenanceTx for SqliteTx<'_> {
         Ok(found)
     }
 }
+
+impl SqliteTx<'_> {
+    /// The rows of `sql` (given `now` as ?1), every column as text.
+    fn rows_as_text(&self, sql: &str, now: i64) -> Result<Vec<Vec<String>>> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let width = stmt.column_count();
+        let rows = stmt.query_map(params![now], |row| {
+            (0..width)
+                .map(|i| {
+                    // By reference: a damaged store may hold text that is
+                    // not UTF-8, which rusqlite's owned `Value` panics on.
+                    row.get_ref(i).map(|v| match v {
+                        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                        ValueRef::Integer(n) => n.to_string(),
+                        ValueRef::Real(f) => f.to_string(),
+                        ValueRef::Null => "null".into(),
+                        ValueRef::Blob(b) => format!("<{} bytes>", b.len()),
+                    })
+                })
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+/// The rules `check` verifies (store/invariants.rs), each with the query
+/// that finds the rows breaking it.
+const INVARIANTS: [(&str, Describe); 8] = [
+    (
+        "SELECT task_id, scheduled_for, count(*) FROM runs WHERE attempt = 1 AND ?1 = ?1
+         GROUP BY task_id, scheduled_for HAVING count(*) > 1",
+        invariants::DUPLICATE_FIRST_RUNS,
+    ),
+    (
+        "SELECT run_id, lease_until FROM runs WHERE status = 'running' AND lease_until < ?1",
+        invariants::EXPIRED_LEASE,
+    ),
+    (
+        "SELECT run_id, status FROM runs
+         WHERE status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization') AND finished_at IS NULL AND ?1 = ?1",
+        invariants::UNFINISHED_END,
+    ),
+    (
+        "SELECT r.run_id, r.status FROM runs r JOIN reconciliations c ON c.run_id = r.run_id
+         WHERE r.status NOT IN ('succeeded', 'failed') AND ?1 = ?1",
+        invariants::RECONCILED_UNSETTLED,
+    ),
+    (
+        "SELECT run_id, count(*) FROM deliveries WHERE state = 'sending' AND ?1 = ?1
+         GROUP BY run_id HAVING count(*) > 1",
+        invariants::NOTICES_SENT_AT_ONCE,
+    ),
+    (
+        "SELECT r.run_id FROM runs r WHERE r.status <> 'running' AND ?1 = ?1 AND
+           (SELECT count(*) FROM events e WHERE e.run_id = r.run_id AND e.action = 'finish'
+              AND json_extract(e.detail, '$.from') = 'running')
+           > 1 + (SELECT count(*) FROM events e WHERE e.run_id = r.run_id
+                    AND e.action = 'approve')",
+        invariants::LEFT_RUNNING_TWICE,
+    ),
+    (
+        "SELECT task_id, retry_run_id FROM tasks WHERE retry_run_id IS NOT NULL AND ?1 = ?1
+           AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = tasks.retry_run_id)",
+        invariants::RETRY_OF_NOTHING,
+    ),
+    (
+        "SELECT coalesce(c.tenant_key, k.tenant_key), coalesce(c.state, k.state),
+                coalesce(k.n, 0), coalesce(c.n, 0)
+           FROM (SELECT state, tenant_key, count(*) AS n FROM tasks GROUP BY state, tenant_key) c
+           FULL JOIN task_counts k ON k.state = c.state AND k.tenant_key = c.tenant_key
+          WHERE coalesce(k.n, 0) <> coalesce(c.n, 0) AND ?1 = ?1
+          ORDER BY c.n IS NULL, 2, 1",
+        invariants::WRONG_TASK_COUNT,
+    ),
+];

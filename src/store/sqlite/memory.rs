@@ -1,31 +1,22 @@
 //! SQLite side of the tasks' memory.
 
+use super::numbered;
+use crate::store::sql::memory as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::SqliteTx;
 use crate::store::memory::{MemoryTx, TaskMemory, MEMORY_COLUMNS};
 
+/// A memory row, by the decoder both stores share.
 fn decode(row: &Row<'_>) -> rusqlite::Result<TaskMemory> {
-    Ok(TaskMemory {
-        task_id: row.get(0)?,
-        last_failure_reason: row.get(1)?,
-        last_failure_sent_at: row.get(2)?,
-        last_success_fingerprint: row.get(3)?,
-        suppressed_count: row.get(4)?,
-        suppressed_failures: row.get(5)?,
-        suppressed_since: row.get(6)?,
-        last_settled_run_id: row.get(7)?,
-        last_success_at: row.get(8)?,
-    })
+    crate::store::rows::memory(row)
 }
 
 impl MemoryTx for SqliteTx<'_> {
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = ?1"
-            ))?
+            .prepare_cached(&numbered(&sql::TASK_MEMORY))?
             .query_row([task_id], decode)
             .optional()
             .context("reading the task's memory")

@@ -1,5 +1,7 @@
 //! SQLite side of the meta table.
 
+use super::numbered;
+use crate::store::sql::meta as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
@@ -9,7 +11,7 @@ use crate::store::{Host, MetaTx};
 impl MetaTx for SqliteTx<'_> {
     fn meta(&mut self, key: &str) -> Result<Option<String>> {
         self.conn
-            .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+            .prepare_cached(&numbered(sql::META))?
             .query_row([key], |row| row.get(0))
             .optional()
             .context("reading store metadata")
@@ -17,10 +19,7 @@ impl MetaTx for SqliteTx<'_> {
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            )?
+            .prepare_cached(&numbered(sql::SET_META))?
             .execute(params![key, value])
             .context("writing store metadata")?;
         Ok(())
@@ -41,9 +40,7 @@ impl MetaTx for SqliteTx<'_> {
 
     fn hosts(&mut self) -> Result<Vec<Host>> {
         self.conn
-            .prepare_cached(
-                "SELECT host, build, last_tick_at FROM hosts ORDER BY last_tick_at DESC, host",
-            )?
+            .prepare_cached(&numbered(sql::HOSTS))?
             .query_map([], |row| {
                 Ok(Host {
                     host: row.get(0)?,

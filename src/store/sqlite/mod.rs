@@ -21,6 +21,7 @@ mod completion;
 mod deliveries;
 mod drafts;
 mod events;
+pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
 mod maintenance;
@@ -70,6 +71,19 @@ const WAL_TRUNCATE_BYTES: u64 = 1 << 20;
 
 /// The suffix of the file that says a fold is owed (docs/CONTRACT.md §11).
 const FOLD_MARKER: &str = "-fold";
+
+/// A statement both stores share (`store::sql`, written with PostgreSQL's
+/// `$1`, `$2`…) with SQLite's numbered parameters (`?1`, `?2`…). Only a `$`
+/// before a digit is a parameter: a `$` in a JSON path stays.
+pub(crate) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        let parameter = c == '$' && chars.peek().is_some_and(char::is_ascii_digit);
+        out.push(if parameter { '?' } else { c });
+    }
+    out
+}
 
 /// A transaction's view of the connection; the table-family modules
 /// implement the store traits on it.

@@ -1,5 +1,7 @@
 //! SQLite side of the claim queue.
 
+use super::numbered;
+use crate::store::sql::queue as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension};
 
@@ -156,12 +158,7 @@ impl QueueTx for SqliteTx<'_> {
 
     fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
-                     seen_at = excluded.seen_at
-                 WHERE seen_due.due_at <> excluded.due_at",
-            )?
+            .prepare_cached(&numbered(sql::NOTE_SEEN))?
             .execute(params![task_id, mark.due_at, mark.seen_at])
             .context("noting a due task seen")?;
         Ok(())
@@ -197,7 +194,7 @@ impl QueueTx for SqliteTx<'_> {
 
     fn running_count(&mut self) -> Result<i64> {
         self.conn
-            .prepare_cached("SELECT count(*) FROM runs WHERE status = 'running'")?
+            .prepare_cached(&numbered(sql::RUNNING_COUNT))?
             .query_row([], |row| row.get(0))
             .context("counting running runs")
     }

@@ -1,6 +1,8 @@
 //! SQLite side of the runs table.
 
+use super::numbered;
 use crate::store::runs::RUN_COLUMNS;
+use crate::store::sql::runs as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -55,14 +57,7 @@ impl RunTx for SqliteTx<'_> {
 
     fn insert_run(&mut self, r: &Run) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
-                    attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
-                    lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-                    wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
-            )?
+            .prepare_cached(&numbered(sql::INSERT_RUN))?
             .execute(params![
                 r.run_id,
                 r.task_id,
@@ -167,11 +162,7 @@ impl RunTx for SqliteTx<'_> {
 
     fn insert_reconciliation(&mut self, r: &Reconciliation) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO reconciliations (run_id, tenant_key, actor, decision, reason,
-                                              prior_reason, decided_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
+            .prepare_cached(&numbered(sql::INSERT_RECONCILIATION))?
             .execute(params![
                 r.run_id,
                 r.tenant_key,
@@ -325,10 +316,7 @@ impl RunTx for SqliteTx<'_> {
 
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
         self.conn
-            .prepare_cached(
-                "SELECT count(*) FROM runs
-                 WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running' AND lease_until >= ?3",
-            )?
+            .prepare_cached(&numbered(sql::LEASE_HOLDS))?
             .query_row(params![run_id, token, now], |row| row.get::<_, i64>(0))
             .map(|n| n == 1)
             .context("checking the lease")
@@ -352,11 +340,7 @@ impl RunTx for SqliteTx<'_> {
     fn approve_parked(&mut self, run_id: &str, wait_id: &str, actor: &str, now: i64) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE runs SET approved_at = ?1, approved_by = ?2
-                 WHERE run_id = ?3 AND wait_id = ?4 AND approved_at IS NULL
-                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
-            )?
+            .prepare_cached(&numbered(sql::APPROVE_PARKED))?
             .execute(params![now, actor, run_id, wait_id])
             .context("approving the continuation")?;
         expect_one(changed, || {
@@ -385,7 +369,7 @@ impl RunTx for SqliteTx<'_> {
 
     fn mark_runner(&mut self, run_id: &str, runner: &str) -> Result<()> {
         self.conn
-            .prepare_cached("UPDATE runs SET runner = ?1 WHERE run_id = ?2 AND status = 'running'")?
+            .prepare_cached(&numbered(sql::MARK_RUNNER))?
             .execute(params![runner, run_id])
             .context("recording who runs the run")?;
         Ok(())
@@ -415,13 +399,7 @@ impl RunTx for SqliteTx<'_> {
     ) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE runs
-                 SET status = 'running', lease_token = ?1, lease_until = ?2, started_at = ?3,
-                     approved_at = NULL, approved_by = NULL
-                 WHERE run_id = ?4 AND wait_id = ?5
-                   AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
-            )?
+            .prepare_cached(&numbered(sql::RECLAIM_PARKED))?
             .execute(params![token, lease_until, now, run_id, wait_id])
             .context("claiming the continuation")?;
         expect_one(changed, || {

@@ -1,6 +1,8 @@
 //! SQLite side of the tasks table. Rows are validated on read: a row that
 //! fails becomes a `CorruptRow`, never a panic.
 
+use super::numbered;
+use crate::store::sql::tasks as sql;
 use crate::store::tasks::TASK_COLUMNS;
 use std::collections::HashMap;
 
@@ -30,49 +32,9 @@ pub(super) const LISTED_TASKS: &str = "SELECT task_id, tenant_key, name, owner_k
                   WHERE o.value IN (SELECT value FROM json_each(?4)))
     ORDER BY next_run_at IS NULL, next_run_at, created_at, task_id";
 
-/// Reads the columns as stored; a column of the wrong type (which STRICT
-/// tables make unlikely) is reported like any other damage.
+/// A task row, by the decoder both stores share.
 pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, CorruptRow>> {
-    let task_id: String = row.get(0)?;
-    let tenant_key: String = row.get(1)?;
-    let raw = (|| -> rusqlite::Result<RawTask> {
-        Ok(RawTask {
-            task_id: task_id.clone(),
-            tenant_key: tenant_key.clone(),
-            name: row.get(2)?,
-            owner_keys: row.get(3)?,
-            target: row.get(4)?,
-            instruction: row.get(5)?,
-            schedule: row.get(6)?,
-            timezone: row.get(7)?,
-            policy: row.get(8)?,
-            grace_seconds: row.get(9)?,
-            max_retries: row.get(10)?,
-            retry_backoff_seconds: row.get(11)?,
-            payload_hash: row.get(12)?,
-            state: row.get(13)?,
-            state_reason: row.get(14)?,
-            state_changed_at: row.get(15)?,
-            next_run_at: row.get(16)?,
-            revision: row.get(17)?,
-            created_at: row.get(18)?,
-            updated_at: row.get(19)?,
-            consecutive_failures: row.get(20)?,
-            next_retry_at: row.get(21)?,
-            retry_run_id: row.get(22)?,
-            payload: row.get(23)?,
-            follow_key: row.get(24)?,
-            zone_in_force: row.get(25)?,
-        })
-    })();
-    Ok(match raw {
-        Ok(raw) => raw.decode(),
-        Err(e) => Err(CorruptRow {
-            id: task_id,
-            tenant_key,
-            problem: e.to_string(),
-        }),
-    })
+    crate::store::rows::task(row)
 }
 
 /// A unique-constraint failure on a task write is its name being taken in
@@ -97,11 +59,7 @@ impl TaskTx for SqliteTx<'_> {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
         self.conn
-            .prepare_cached(&format!(
-                "INSERT INTO tasks ({TASK_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                         ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
-            ))?
+            .prepare_cached(&numbered(&sql::INSERT_TASK))?
             .execute(params![
                 r.task_id,
                 r.tenant_key,
@@ -136,9 +94,7 @@ impl TaskTx for SqliteTx<'_> {
 
     fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?1"
-            ))?
+            .prepare_cached(&numbered(&sql::TASK))?
             .query_row([task_id], decode_task)
             .optional()
             .context("reading the task")
@@ -165,10 +121,7 @@ impl TaskTx for SqliteTx<'_> {
 
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
         self.conn
-            .prepare_cached(
-                "SELECT task_id FROM tasks
-                 WHERE tenant_key = ?1 AND name = ?2 AND state <> 'deleted'",
-            )?
+            .prepare_cached(&numbered(sql::TASK_ID_NAMED))?
             .query_row(params![tenant_key, name], |row| row.get(0))
             .optional()
             .context("looking up the task by name")
@@ -347,18 +300,7 @@ impl TaskTx for SqliteTx<'_> {
         let r = RawTask::encode(t);
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE tasks
-                 SET name = ?1, target = ?2, instruction = ?3, schedule = ?4, timezone = ?5,
-                     policy = ?6, grace_seconds = ?7, max_retries = ?8,
-                     retry_backoff_seconds = ?9, payload = ?10, payload_hash = ?11,
-                     next_run_at = ?12, updated_at = ?13, revision = revision + 1,
-                     next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
-                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
-                     follow_key = ?18, zone_in_force = ?19
-                 WHERE task_id = ?14 AND revision = ?15 AND state IN ('active', 'paused')
-                   AND tenant_key = ?16 AND owner_keys = ?17",
-            )?
+            .prepare_cached(&numbered(sql::REPLACE_TASK))?
             .execute(params![
                 r.name,
                 r.target,
@@ -392,11 +334,7 @@ impl TaskTx for SqliteTx<'_> {
     fn set_trigger(&mut self, task_id: &str, revision: i64, t: &Trigger) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE tasks SET trigger_at = ?1, trigger_actor = ?2, trigger_reason = ?3
-                 WHERE task_id = ?4 AND state = 'active' AND revision = ?5
-                   AND trigger_at IS NULL",
-            )?
+            .prepare_cached(&numbered(sql::SET_TRIGGER))?
             .execute(params![t.at, t.actor, t.reason, task_id, revision])
             .context("recording the trigger")?;
         expect_one(changed, || {
@@ -406,10 +344,7 @@ impl TaskTx for SqliteTx<'_> {
 
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
         self.conn
-            .prepare_cached(
-                "SELECT trigger_at, trigger_actor, trigger_reason FROM tasks
-                 WHERE task_id = ?1 AND trigger_at IS NOT NULL",
-            )?
+            .prepare_cached(&numbered(sql::PENDING_TRIGGER))?
             .query_row([task_id], |row| {
                 Ok(Trigger {
                     at: row.get(0)?,
@@ -424,10 +359,7 @@ impl TaskTx for SqliteTx<'_> {
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached(
-                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
-                 WHERE task_id = ?1 AND trigger_at = ?2",
-            )?
+            .prepare_cached(&numbered(sql::CLEAR_TRIGGER))?
             .execute(params![task_id, at])
             .context("consuming the trigger")?;
         expect_one(changed, || {
@@ -438,7 +370,7 @@ impl TaskTx for SqliteTx<'_> {
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached("UPDATE tasks SET managed_by = ?1 WHERE task_id = ?2")?
+            .prepare_cached(&numbered(sql::SET_MANAGED_BY))?
             .execute(params![file, task_id])
             .context("recording the task's file")?;
         expect_one(changed, || format!("task {task_id} vanished"))
@@ -447,17 +379,14 @@ impl TaskTx for SqliteTx<'_> {
     fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
         let changed = self
             .conn
-            .prepare_cached("UPDATE tasks SET declared_hash = ?1 WHERE task_id = ?2")?
+            .prepare_cached(&numbered(sql::SET_DECLARED))?
             .execute(params![declared_hash, task_id])
             .context("recording what the file declared")?;
         expect_one(changed, || format!("task {task_id} vanished"))
     }
 
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT task_id, declared_hash FROM tasks
-             WHERE tenant_key = ?1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
-        )?;
+        let mut stmt = self.conn.prepare_cached(&numbered(sql::DECLARED))?;
         let found = stmt
             .query_map([tenant_key], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<HashMap<String, String>>>()
@@ -466,11 +395,7 @@ impl TaskTx for SqliteTx<'_> {
     }
 
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT task_id FROM tasks
-             WHERE tenant_key = ?1 AND managed_by = ?2 AND state <> 'deleted'
-             ORDER BY task_id",
-        )?;
+        let mut stmt = self.conn.prepare_cached(&numbered(sql::MANAGED_TASKS))?;
         let ids = stmt
             .query_map(params![tenant_key, file], |row| row.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()
@@ -517,10 +442,7 @@ impl TaskTx for SqliteTx<'_> {
     }
 
     fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT task_id, managed_by FROM tasks
-             WHERE tenant_key = ?1 AND managed_by IS NOT NULL AND state <> 'deleted'",
-        )?;
+        let mut stmt = self.conn.prepare_cached(&numbered(sql::MANAGERS))?;
         let found = stmt
             .query_map([tenant_key], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<HashMap<String, String>>>()

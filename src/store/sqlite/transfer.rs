@@ -1,5 +1,7 @@
 //! SQLite side of export and import.
 
+use super::numbered;
+use crate::store::sql::transfer as sql;
 use anyhow::{Context, Result};
 use rusqlite::types::{Type, Value as Sql, ValueRef};
 use serde_json::{Map, Value};
@@ -64,11 +66,9 @@ impl TransferTx for SqliteTx<'_> {
     }
 
     fn is_empty(&mut self) -> Result<bool> {
-        let n: i64 = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM runs) + (SELECT count(*) FROM events)",
-            [],
-            |r| r.get(0),
-        )?;
+        let n: i64 = self
+            .conn
+            .query_row(&numbered(sql::IS_EMPTY), [], |r| r.get(0))?;
         Ok(n == 0)
     }
 }

@@ -1,5 +1,7 @@
 //! SQLite side of the owners' zones and of re-timing following tasks.
 
+use super::numbered;
+use crate::store::sql::zones as sql;
 use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -28,10 +30,7 @@ impl ZoneTx for SqliteTx<'_> {
 
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>> {
         self.conn
-            .prepare_cached(
-                "SELECT identity_key, zone, set_at, set_by FROM zones
-                 WHERE tenant_key = ?1 AND identity_key = ?2",
-            )?
+            .prepare_cached(&numbered(sql::OWNER_ZONE))?
             .query_row(params![tenant_key, identity_key], decode_zone)
             .optional()
             .context("reading the owner's zone")
@@ -59,10 +58,7 @@ impl ZoneTx for SqliteTx<'_> {
             // meanwhile is not overwritten.
             (None, Some(to)) => self
                 .conn
-                .prepare_cached(
-                    "INSERT INTO zones (tenant_key, identity_key, zone, set_at, set_by)
-                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
-                )?
+                .prepare_cached(&numbered(sql::INSERT_OWNER_ZONE))?
                 .execute(params![
                     tenant_key,
                     identity_key,
@@ -72,10 +68,7 @@ impl ZoneTx for SqliteTx<'_> {
                 ]),
             (Some(from), Some(to)) => self
                 .conn
-                .prepare_cached(
-                    "UPDATE zones SET zone = ?1, set_at = ?2, set_by = ?3
-                     WHERE tenant_key = ?4 AND identity_key = ?5 AND zone = ?6",
-                )?
+                .prepare_cached(&numbered(sql::UPDATE_OWNER_ZONE))?
                 .execute(params![
                     to.zone,
                     to.set_at,
@@ -86,9 +79,7 @@ impl ZoneTx for SqliteTx<'_> {
                 ]),
             (Some(from), None) => self
                 .conn
-                .prepare_cached(
-                    "DELETE FROM zones WHERE tenant_key = ?1 AND identity_key = ?2 AND zone = ?3",
-                )?
+                .prepare_cached(&numbered(sql::DELETE_OWNER_ZONE))?
                 .execute(params![tenant_key, identity_key, from]),
             (None, None) => return Ok(()),
         }
