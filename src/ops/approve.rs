@@ -3,12 +3,12 @@
 //! executor in this process, under a lease, as a tick would), or deny it
 //! (settled failed, "denied"). A continuation is claimed at most once.
 //!
-//! `answer` is the one entry for all three, and the only caller outside
-//! `tick` of the tick's execute, settle and deliver: what a person decides
-//! about a parked run goes through the same code as what the tick does with
-//! it. Every check (owner, wait id, deadline, the task's state) runs inside
-//! the transaction that records the decision; no transaction is held while
-//! the executor or the notifier runs.
+//! `answer` is the one entry for all three, so the command reaches no
+//! further into the tick than this: a person's decision about a parked run
+//! goes through the tick's own claim, execute, settle and deliver. Every
+//! check (owner, wait id, deadline, the task's state) runs inside the
+//! transaction that records the decision; no transaction is held while the
+//! executor or the notifier runs.
 
 use std::time::Duration;
 

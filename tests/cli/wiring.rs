@@ -156,7 +156,7 @@ fn every_entry_point_of_the_store_is_known_as_writing_or_not() {
     for (block, i) in blocks_named(&tokens, &["trait Store", "impl dyn Store"]) {
         for (name, line) in fns_in(&tokens, i) {
             if !WRITING.contains(&name.as_str()) && !NOT_WRITING.contains(&name.as_str()) {
-                unknown.push(format!("{}:{line}: {block}::{name}", file.display()));
+                unknown.push(format!("{}:{line}: {block}::{name}", shown(&file)));
             }
         }
     }
