@@ -2,17 +2,17 @@
 //! with a recorded decision. It never runs anything.
 
 use anyhow::Result;
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{short_id, Event, RunStatus};
-use crate::ops::access::{owned_run, Caller};
-use crate::store::{Reconciliation, RunFilter, TaskMemory};
+use crate::model::{short_id, RunStatus};
+use crate::ops::access::Caller;
+use crate::ops::reconcile::{self, Decision};
+use crate::store::RunFilter;
 use crate::text::{escape, relative, wall_time};
-use crate::tick::notice_policy;
-use crate::tick::settle::{self, Outcome};
 use crate::wire::{run as run_json, time};
 
 /// List unknown runs, or settle one: `reconcile RUN --decision D --reason TEXT`
@@ -37,26 +37,19 @@ pub struct ReconcileArgs {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Decision {
-    /// The work was done: settle as succeeded
-    #[value(name = "confirmed_succeeded")]
-    ConfirmedSucceeded,
-    /// The work was not done: settle as failed
-    #[value(name = "confirmed_failed")]
-    ConfirmedFailed,
-    /// Give up on it: settle as failed
-    #[value(name = "abandoned")]
-    Abandoned,
-}
+/// The decision as the command line spells it, with the help of each.
+impl ValueEnum for Decision {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Decision::ALL
+    }
 
-impl Decision {
-    fn as_str(self) -> &'static str {
-        match self {
-            Decision::ConfirmedSucceeded => "confirmed_succeeded",
-            Decision::ConfirmedFailed => "confirmed_failed",
-            Decision::Abandoned => "abandoned",
-        }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            Decision::ConfirmedSucceeded => "The work was done: settle as succeeded",
+            Decision::ConfirmedFailed => "The work was not done: settle as failed",
+            Decision::Abandoned => "Give up on it: settle as failed",
+        };
+        Some(PossibleValue::new(self.as_str()).help(help))
     }
 }
 
@@ -64,8 +57,7 @@ pub fn run(ctx: &mut Ctx, args: ReconcileArgs) -> Result<()> {
     // Runs whose lease has passed are unknown whether or not a tick has
     // looked yet: after a restore they are settled before ticks restart.
     let (tenant, now) = (ctx.tenant.clone(), ctx.now);
-    ctx.store()?
-        .write(|tx| crate::tick::freeze_expired_leases(tx, now, Some(&tenant)))?;
+    reconcile::freeze_expired(ctx.store()?, now, &tenant)?;
     match (args.run, args.decision, args.reason) {
         (Some(run), Some(decision), Some(reason)) => settle_one(ctx, &run, decision, &reason),
         _ => list(ctx),
@@ -167,38 +159,7 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
         tenant: &tenant,
         identity: &identity,
     };
-    let actor = identity[0].clone();
-    let settled = ctx.store()?.write(|tx| {
-        let (_, run) = owned_run(tx, &caller, run_arg)?;
-        let run_id = run.run_id.as_str();
-        if run.status != RunStatus::Unknown {
-            return fail(CmdError::conflict(format!("run {run_id} is {}, not unknown: only unknown runs are reconciled", run.status)));
-        }
-        let status = if decision == Decision::ConfirmedSucceeded { RunStatus::Succeeded } else { RunStatus::Failed };
-        let outcome = Outcome::final_decision(status, format!("reconciled ({}): {reason}", decision.as_str()));
-        tx.insert_reconciliation(&Reconciliation {
-            run_id: run.run_id.clone(),
-            tenant_key: run.tenant_key.clone(),
-            actor: actor.clone(),
-            decision: decision.as_str().into(),
-            reason: reason.into(),
-            prior_reason: run.reason.clone(),
-            decided_at: now,
-        })?;
-        let (_, settled, _) = settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
-        let memory = tx.task_memory(&run.task_id)?.unwrap_or_else(|| TaskMemory::new(&run.task_id));
-        tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: run.tenant_key.clone(),
-            actor: actor.clone(),
-            action: "reconcile".into(),
-            task_id: Some(run.task_id.clone()),
-            run_id: Some(run.run_id.clone()),
-            detail: json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
-        })?;
-        Ok(settled)
-    })?;
+    let settled = reconcile::settle_unknown(ctx.store()?, &caller, run_arg, decision, reason, now)?;
     if ctx.out.json {
         let mut v = run_json(&settled);
         v["decision"] = json!(decision.as_str());

@@ -7,9 +7,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::context::Ctx;
-use crate::error::{fail, CmdError};
-use crate::model::{Event, TaskState};
-use crate::ops::access::{owned_task, Caller};
+use crate::ops::access::Caller;
+use crate::ops::trigger;
 use crate::store::Trigger;
 use crate::text::{escape, wall_time};
 use crate::wire::time;
@@ -44,50 +43,12 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let trigger = Trigger {
+    let request = Trigger {
         at: now,
         actor: actor.clone(),
         reason: args.reason.clone(),
     };
-    let task = ctx.store()?.write(|tx| {
-        let task = owned_task(tx, &caller, &args.task)?;
-        if task.state != TaskState::Active {
-            return fail(
-                CmdError::conflict(format!(
-                    "task {} is {}; only an active task can be triggered",
-                    escape(&task.label()),
-                    task.state
-                ))
-                .with_hint(if task.state == TaskState::Paused {
-                    "resume it first with `agentcron resume`"
-                } else {
-                    "draft a new task instead"
-                }),
-            );
-        }
-        if let Some(pending) = tx.pending_trigger(&task.task_id)? {
-            return fail(
-                CmdError::conflict(format!(
-                    "task {} already has a run triggered at {} by {}",
-                    escape(&task.label()),
-                    crate::schedule::format_utc(pending.at),
-                    escape(&pending.actor)
-                ))
-                .with_hint("`agentcron tick` runs it; trigger again after it ran"),
-            );
-        }
-        tx.set_trigger(&task.task_id, task.revision, &trigger)?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: task.tenant_key.clone(),
-            actor: actor.clone(),
-            action: "trigger".into(),
-            task_id: Some(task.task_id.clone()),
-            run_id: None,
-            detail: json!({"trigger_at": time(Some(now)), "reason": args.reason}),
-        })?;
-        Ok(task)
-    })?;
+    let task = trigger::trigger(ctx.store()?, &caller, &args.task, &request)?;
     if ctx.out.json {
         return ctx.out.document(&json!({
             "task_id": task.task_id,

@@ -12,9 +12,13 @@
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;
-//! - `zones`: owners' current zones and re-timing the tasks that follow them.
+//! - `zones`: owners' current zones and re-timing the tasks that follow them;
+//! - `approve`: approving (next tick or here) or denying a parked run;
+//! - `trigger`: one extra run of a task, due now;
+//! - `reconcile`: settling an unknown run with a person's decision.
 
 pub mod access;
+pub mod approve;
 pub mod confirm;
 pub mod confirm_code;
 pub mod draft;
@@ -22,4 +26,6 @@ pub mod explain;
 pub mod inside_run;
 pub mod lifecycle;
 pub mod plan;
+pub mod reconcile;
+pub mod trigger;
 pub mod zones;

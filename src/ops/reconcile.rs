@@ -1,0 +1,106 @@
+//! Settling runs frozen as unknown with a person's recorded decision
+//! (docs/CONTRACT.md §8). Nothing is run or retried: the decision, the run's
+//! settling, the task's notice memory and the audit event are one
+//! transaction, and only an unknown run is settled.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::error::{fail, CmdError};
+use crate::model::{Event, Run, RunStatus};
+use crate::ops::access::{owned_run, Caller};
+use crate::store::{Reconciliation, Store, TaskMemory};
+use crate::tick::notice_policy;
+use crate::tick::settle::{self, Outcome};
+
+/// What the person found out about an unknown run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The work was done: settle as succeeded.
+    ConfirmedSucceeded,
+    /// The work was not done: settle as failed.
+    ConfirmedFailed,
+    /// Give up on it: settle as failed.
+    Abandoned,
+}
+
+impl Decision {
+    pub const ALL: [Decision; 3] = [
+        Decision::ConfirmedSucceeded,
+        Decision::ConfirmedFailed,
+        Decision::Abandoned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::ConfirmedSucceeded => "confirmed_succeeded",
+            Decision::ConfirmedFailed => "confirmed_failed",
+            Decision::Abandoned => "abandoned",
+        }
+    }
+
+    fn settles_as(self) -> RunStatus {
+        match self {
+            Decision::ConfirmedSucceeded => RunStatus::Succeeded,
+            Decision::ConfirmedFailed | Decision::Abandoned => RunStatus::Failed,
+        }
+    }
+}
+
+/// Freezes the runs of `tenant` whose lease has passed as unknown: they are
+/// unknown whether or not a tick has looked yet, and after a restore they
+/// are settled before ticks restart.
+pub fn freeze_expired(store: &mut dyn Store, now: i64, tenant: &str) -> Result<()> {
+    store.write(|tx| crate::tick::freeze_expired_leases(tx, now, Some(tenant)))?;
+    Ok(())
+}
+
+/// Settles the unknown run `run_arg` names as `decision` says, keeping
+/// `reason`; returns the run as settled.
+pub fn settle_unknown(
+    store: &mut dyn Store,
+    caller: &Caller<'_>,
+    run_arg: &str,
+    decision: Decision,
+    reason: &str,
+    now: i64,
+) -> Result<Run> {
+    let actor = &caller.identity[0];
+    store.write(|tx| {
+        let (_, run) = owned_run(tx, caller, run_arg)?;
+        if run.status != RunStatus::Unknown {
+            return fail(CmdError::conflict(format!(
+                "run {} is {}, not unknown: only unknown runs are reconciled",
+                run.run_id, run.status
+            )));
+        }
+        let outcome = Outcome::final_decision(
+            decision.settles_as(),
+            format!("reconciled ({}): {reason}", decision.as_str()),
+        );
+        tx.insert_reconciliation(&Reconciliation {
+            run_id: run.run_id.clone(),
+            tenant_key: run.tenant_key.clone(),
+            actor: actor.clone(),
+            decision: decision.as_str().into(),
+            reason: reason.into(),
+            prior_reason: run.reason.clone(),
+            decided_at: now,
+        })?;
+        let (_, settled, _) =
+            settle::record(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
+        let memory = (tx.task_memory(&run.task_id)?)
+            .unwrap_or_else(|| TaskMemory::new(&run.task_id));
+        tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
+        tx.append_event(&Event {
+            at: now,
+            tenant_key: run.tenant_key.clone(),
+            actor: actor.clone(),
+            action: "reconcile".into(),
+            task_id: Some(run.task_id.clone()),
+            run_id: Some(run.run_id.clone()),
+            detail: json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
+        })?;
+        Ok(settled)
+    })
+}
