@@ -427,25 +427,6 @@ pub struct Notice {
     pub suppressed_reason: Option<String>,
 }
 
-/// One audit event (docs/CONTRACT.md §8).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    pub at: i64,
-    pub tenant_key: String,
-    pub actor: String,
-    pub action: String,
-    pub task_id: Option<String>,
-    pub run_id: Option<String>,
-    pub detail: serde_json::Value,
-}
-
-/// A stored audit event with its sequence number.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredEvent {
-    pub event_id: i64,
-    pub event: Event,
-}
-
 /// The first eight characters of an id: enough to address it in a shell.
 pub fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)

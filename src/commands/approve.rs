@@ -10,10 +10,11 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::commands::flags::{command_argv, duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::Tx;
 use crate::tick::execute::{self, Executor, Job};
@@ -137,15 +138,13 @@ fn runnable(task: &Task, run: &Run) -> Result<()> {
 /// The audit record of an approval; `ran` says where the continuation
 /// runs: `next_tick`, or `here` (approve --here).
 fn approve_event(run: &Run, actor: &str, now: i64, ran: &str) -> Event {
-    Event {
-        at: now,
-        tenant_key: run.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: "approve".into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
-    }
+    Event::of_run(
+        AuditAction::Approve,
+        run,
+        actor,
+        now,
+        json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
+    )
 }
 
 fn notifier_of(cmd: Option<&str>, launch: &crate::process::Launch) -> Result<Option<Notifier>> {
@@ -312,11 +311,13 @@ pub fn deny(ctx: &mut Ctx, args: DenyArgs) -> Result<()> {
         let (_, run) = parked(tx, &caller, &args.run, &args.wait_id, now)?;
         // The person's decision is its own event; the run's settling
         // follows as the usual `finish`.
-        tx.append_event(&Event {
-            action: "deny".into(),
-            detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
-            ..approve_event(&run, &identity[0], now, "")
-        })?;
+        tx.append_event(&Event::of_run(
+            AuditAction::Deny,
+            &run,
+            &identity[0],
+            now,
+            json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
+        ))?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
         let notice = settle::settle(
             tx,

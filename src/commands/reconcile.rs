@@ -5,9 +5,10 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
+use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{short_id, Event, RunStatus};
+use crate::model::{short_id, RunStatus};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::{Reconciliation, RunFilter, TaskMemory};
 use crate::text::{escape, relative, wall_time};
@@ -172,10 +173,20 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
         let (_, run) = owned_run(tx, &caller, run_arg)?;
         let run_id = run.run_id.as_str();
         if run.status != RunStatus::Unknown {
-            return fail(CmdError::conflict(format!("run {run_id} is {}, not unknown: only unknown runs are reconciled", run.status)));
+            return fail(CmdError::conflict(format!(
+                "run {run_id} is {}, not unknown: only unknown runs are reconciled",
+                run.status
+            )));
         }
-        let status = if decision == Decision::ConfirmedSucceeded { RunStatus::Succeeded } else { RunStatus::Failed };
-        let outcome = Outcome::final_decision(status, format!("reconciled ({}): {reason}", decision.as_str()));
+        let status = if decision == Decision::ConfirmedSucceeded {
+            RunStatus::Succeeded
+        } else {
+            RunStatus::Failed
+        };
+        let outcome = Outcome::final_decision(
+            status,
+            format!("reconciled ({}): {reason}", decision.as_str()),
+        );
         tx.insert_reconciliation(&Reconciliation {
             run_id: run.run_id.clone(),
             tenant_key: run.tenant_key.clone(),
@@ -185,18 +196,19 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
             prior_reason: run.reason.clone(),
             decided_at: now,
         })?;
-        let (_, settled, _) = settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
-        let memory = tx.task_memory(&run.task_id)?.unwrap_or_else(|| TaskMemory::new(&run.task_id));
+        let (_, settled, _) =
+            settle::record(tx, &run, RunStatus::Unknown, None, &outcome, &actor, now)?;
+        let memory = tx
+            .task_memory(&run.task_id)?
+            .unwrap_or_else(|| TaskMemory::new(&run.task_id));
         tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: run.tenant_key.clone(),
-            actor: actor.clone(),
-            action: "reconcile".into(),
-            task_id: Some(run.task_id.clone()),
-            run_id: Some(run.run_id.clone()),
-            detail: json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
-        })?;
+        tx.append_event(&Event::of_run(
+            AuditAction::Reconcile,
+            &run,
+            &actor,
+            now,
+            json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
+        ))?;
         Ok(settled)
     })?;
     if ctx.out.json {

@@ -310,7 +310,7 @@ struct Gap {
 }
 
 impl Gap {
-    fn of(event: &crate::model::Event) -> Gap {
+    fn of(event: &crate::audit::Event) -> Gap {
         let number = |key: &str| event.detail.get(key).and_then(|v| v.as_i64()).unwrap_or(0);
         Gap {
             until: event.at,

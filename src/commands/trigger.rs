@@ -6,9 +6,10 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Event, TaskState};
+use crate::model::TaskState;
 use crate::ops::access::{owned_task, Caller};
 use crate::store::Trigger;
 use crate::text::{escape, wall_time};
@@ -77,15 +78,13 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
             );
         }
         tx.set_trigger(&task.task_id, task.revision, &trigger)?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: task.tenant_key.clone(),
-            actor: actor.clone(),
-            action: "trigger".into(),
-            task_id: Some(task.task_id.clone()),
-            run_id: None,
-            detail: json!({"trigger_at": time(Some(now)), "reason": args.reason}),
-        })?;
+        tx.append_event(&Event::of_task(
+            AuditAction::Trigger,
+            &task,
+            &actor,
+            now,
+            json!({"trigger_at": time(Some(now)), "reason": args.reason}),
+        ))?;
         Ok(task)
     })?;
     if ctx.out.json {
