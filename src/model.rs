@@ -37,6 +37,9 @@ macro_rules! string_enum {
     };
 }
 
+// Other vocabularies (held-back reasons, MCP tools) take the same shape.
+pub(crate) use string_enum;
+
 string_enum!(
     /// Lifecycle of a task (docs/CONTRACT.md §4).
     TaskState {

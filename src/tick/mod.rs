@@ -182,7 +182,7 @@ pub enum TickEvent {
     /// Due work this tick could not start now, marked as seen in time.
     Queued {
         count: usize,
-        reason: &'static str,
+        reason: queue::HeldBack,
     },
     Quarantined {
         task_id: String,
@@ -650,11 +650,11 @@ impl Scheduler<'_> {
             return;
         }
         let reason = if self.at_limit {
-            "--max-running runs are running"
+            queue::HeldBack::MaxRunning
         } else if self.started >= self.options.max_runs {
-            "this tick started --max-runs runs"
+            queue::HeldBack::MaxRuns
         } else if self.free_slots() == 0 {
-            "every --jobs slot is busy"
+            queue::HeldBack::JobsBusy
         } else {
             return;
         };
@@ -706,7 +706,7 @@ impl Scheduler<'_> {
                 report,
                 &TickEvent::Queued {
                     count,
-                    reason: queue::LOCKED_ROWS,
+                    reason: queue::HeldBack::LockedRows,
                 },
             ),
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
