@@ -24,6 +24,7 @@ macro_rules! string_enum {
             }
 
             /// The accepted spellings, for error messages and help.
+            #[allow(dead_code)] // a vocabulary no person types has no use for it
             pub fn spellings() -> String {
                 [$($text),+].join(", ")
             }
