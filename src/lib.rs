@@ -1,7 +1,8 @@
 //! agentcron: explicitly confirmed schedules for agent tasks, run at most once.
 //!
 //! Modules, from the bottom up: `schedule` (pure time), `model` (domain
-//! values) and `error` (typed errors, exit codes) know nothing of storage,
+//! values), `audit` (the audit trail's actions and events) and `error`
+//! (typed errors, exit codes) know nothing of storage,
 //! nor does `accounts` (unix accounts by name and uid);
 //! `payload` fixes what a person confirms; `executor_result` is a pure
 //! reading of a child's answer; `process` runs one child safely and
@@ -17,6 +18,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod accounts;
+pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod commands;

@@ -24,6 +24,7 @@ macro_rules! string_enum {
             }
 
             /// The accepted spellings, for error messages and help.
+            #[allow(dead_code)] // a vocabulary no person types has no use for it
             pub fn spellings() -> String {
                 [$($text),+].join(", ")
             }
@@ -36,6 +37,9 @@ macro_rules! string_enum {
         }
     };
 }
+
+// Other vocabularies (held-back reasons, MCP tools) take the same shape.
+pub(crate) use string_enum;
 
 string_enum!(
     /// Lifecycle of a task (docs/CONTRACT.md §4).
@@ -425,25 +429,6 @@ pub struct Notice {
     pub suppressed_since_last: i64,
     /// Why a `suppressed` notice was not sent.
     pub suppressed_reason: Option<String>,
-}
-
-/// One audit event (docs/CONTRACT.md §8).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    pub at: i64,
-    pub tenant_key: String,
-    pub actor: String,
-    pub action: String,
-    pub task_id: Option<String>,
-    pub run_id: Option<String>,
-    pub detail: serde_json::Value,
-}
-
-/// A stored audit event with its sequence number.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredEvent {
-    pub event_id: i64,
-    pub event: Event,
 }
 
 /// The first eight characters of an id: enough to address it in a shell.

@@ -6,9 +6,10 @@ use anyhow::{Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Draft, Event, NotifyMode, Policy, Replaces, TaskState};
+use crate::model::{Draft, NotifyMode, Policy, Replaces, TaskState};
 use crate::ops::access::Caller;
 use crate::ops::draft::{
     build_payload, check_instruction, duration_flag, DraftSpec, INSTRUCTION_MAX_BYTES,
@@ -327,15 +328,7 @@ pub fn make(
     if let Some(agent) = &payload.drafted_by {
         detail["drafted_by"] = json!(agent);
     }
-    let event = Event {
-        at: ctx.now,
-        tenant_key: ctx.tenant.clone(),
-        actor,
-        action: "draft".into(),
-        task_id: None,
-        run_id: None,
-        detail,
-    };
+    let event = Event::of_tenant(AuditAction::Draft, &ctx.tenant, &actor, ctx.now, detail);
     let replaced_id = replacing.as_ref().map(|t| t.task_id.clone());
     let limit = agent.as_ref().map(|a| a.max_per_hour);
     let (tenant, now) = (ctx.tenant.clone(), ctx.now);

@@ -42,7 +42,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
             .iter()
             .map(|e| {
                 json!({"event_id": e.event_id, "at": time(Some(e.event.at)), "tenant_key": e.event.tenant_key,
-                       "actor": e.event.actor, "action": e.event.action, "task_id": e.event.task_id,
+                       "actor": e.event.actor, "action": e.event.action.as_str(), "task_id": e.event.task_id,
                        "run_id": e.event.run_id, "detail": e.event.detail})
             })
             .collect();
@@ -59,7 +59,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
                 crate::schedule::format_utc(e.event.at),
                 relative(e.event.at, now),
                 escape(&e.event.actor),
-                e.event.action.clone(),
+                e.event.action.to_string(),
                 e.event
                     .task_id
                     .as_deref()

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
-use crate::model::Event;
 use crate::store::schema::build;
 
 /// Upgrade the store's schema to the one this build writes
@@ -48,15 +48,13 @@ pub fn run(ctx: &mut Ctx, args: MigrateArgs) -> Result<()> {
         // Another `migrate` may have applied the steps while this one waited.
         if !applied.is_empty() {
             store.write(|tx| {
-                tx.append_event(&Event {
-                    at: now,
-                    tenant_key: "*".into(),
-                    actor: actor.clone(),
-                    action: "migrate".into(),
-                    task_id: None,
-                    run_id: None,
-                    detail: json!({"from": found, "to": latest, "build": build()}),
-                })
+                tx.append_event(&Event::of_tenant(
+                    AuditAction::Migrate,
+                    "*",
+                    &actor,
+                    now,
+                    json!({"from": found, "to": latest, "build": build()}),
+                ))
             })?;
         }
     }

@@ -13,6 +13,7 @@ use crate::schedule;
 use crate::store::Location;
 use crate::text::{escape, wall_time};
 use crate::tick::execute::Finished;
+use crate::tick::queue::HeldBack;
 use crate::tick::{self, Executor, Notifier, RunAuthority, TaskRef, TickEvent, TickOptions};
 use crate::wire::{run as run_json, time};
 
@@ -418,7 +419,7 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
             "attempts": notice.attempts, "error": notice.last_error})
         }
         TickEvent::Queued { count, reason } => json!({"event": "queued", "count": count,
-            "reason": reason}),
+            "reason": reason.as_str()}),
         TickEvent::NoticeExpired { notice, task } => json!({"event": "delivery_unknown",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id,
             "task_id": task.as_ref().map(|t| &t.task_id), "task_name": task.as_ref().and_then(|t| t.name.as_ref())}),
@@ -533,7 +534,10 @@ fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> O
         ),
         TickEvent::Queued { count, reason } => format!(
             "{count} due run(s) queued: {reason}; they keep their place and run when {}",
-            if *reason == crate::tick::queue::LOCKED_ROWS { "their rows are free" } else { "a slot frees" }
+            match reason {
+                HeldBack::LockedRows => "their rows are free",
+                HeldBack::MaxRunning | HeldBack::MaxRuns | HeldBack::JobsBusy => "a slot frees",
+            }
         ),
         TickEvent::NoticeExpired { notice, task } => format!(
             "notice for {}: delivery deadline passed; it may or may not have been sent, and will not be resent",

@@ -17,7 +17,8 @@ use serde_json::json;
 
 use crate::clock::Clock;
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::audit::{AuditAction, Event};
+use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::ops::access::{owned_run, Caller};
 use crate::process::Launch;
 use crate::store::shared::SharedStore;
@@ -200,11 +201,13 @@ fn deny(
         let (_, run) = find_parked(tx, parked)?;
         // The person's decision is its own event; the run's settling
         // follows as the usual `finish`.
-        tx.append_event(&Event {
-            action: "deny".into(),
-            detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
-            ..approve_event(&run, actor, now, "")
-        })?;
+        tx.append_event(&Event::of_run(
+            AuditAction::Deny,
+            &run,
+            actor,
+            now,
+            json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
+        ))?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
         let notice = settle::settle(tx, &run, run.status, None, &outcome, actor, now, None)?;
         Ok((run, notice))
@@ -273,13 +276,11 @@ fn runnable(task: &Task, run: &Run) -> Result<()> {
 /// The audit record of an approval; `ran` says where the continuation
 /// runs: `next_tick`, or `here` (approve --here).
 fn approve_event(run: &Run, actor: &str, now: i64, ran: &str) -> Event {
-    Event {
-        at: now,
-        tenant_key: run.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: "approve".into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail: json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
-    }
+    Event::of_run(
+        AuditAction::Approve,
+        run,
+        actor,
+        now,
+        json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
+    )
 }

@@ -10,8 +10,9 @@
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event, StoredEvent};
 use crate::error::{fail, CmdError};
-use crate::model::{short_id, Draft, Event, StoredEvent, Task, TaskState};
+use crate::model::{short_id, Draft, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
@@ -121,7 +122,10 @@ pub fn draft_fate(
         let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
         // A prefix names a gone draft as it named the pending one.
         let named = id == draft_id || (draft_id.chars().count() >= 4 && id.starts_with(draft_id));
-        matches!(e.event.action.as_str(), "confirm" | "replace" | "void") && named
+        matches!(
+            e.event.action,
+            AuditAction::Confirm | AuditAction::Replace | AuditAction::Void
+        ) && named
     }))
 }
 
@@ -135,7 +139,7 @@ fn gone_draft(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<Cm
             .with_hint("it may have expired and been pruned; `agentcron list` shows your tasks"));
     };
     let at = schedule::format_wall(fate.event.at, chrono_tz::UTC);
-    if fate.event.action == "void" {
+    if fate.event.action == AuditAction::Void {
         return Ok(CmdError::not_found(format!(
             "draft {shown} was voided at {at} after three wrong codes"
         ))
@@ -179,20 +183,18 @@ fn confirm_checked(
             .task(&old.task_id)?
             .ok_or_else(|| CmdError::not_found("the replaced task vanished"))?
             .map_err(anyhow::Error::new)?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: task.tenant_key.clone(),
-            actor: actor.to_string(),
-            action: "replace".into(),
-            task_id: Some(task.task_id.clone()),
-            run_id: None,
-            detail: json!({"draft_id": draft.draft_id,
-                           "drafted_by": payload.drafted_by,
-                           "old_payload_hash": old.payload_hash,
-                           "payload_hash": task.payload_hash,
-                           "revision": task.revision,
-                           "next_run_at": time(task.next_run_at)}),
-        })?;
+        tx.append_event(&Event::of_task(
+            AuditAction::Replace,
+            &task,
+            actor,
+            now,
+            json!({"draft_id": draft.draft_id,
+                   "drafted_by": payload.drafted_by,
+                   "old_payload_hash": old.payload_hash,
+                   "payload_hash": task.payload_hash,
+                   "revision": task.revision,
+                   "next_run_at": time(task.next_run_at)}),
+        ))?;
         return Ok(Confirmed {
             task,
             replaced: Some(old),
@@ -215,17 +217,15 @@ fn confirm_checked(
     );
     tx.insert_task(&task)?;
     tx.consume_draft(&draft.draft_id)?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: "confirm".into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail: json!({"draft_id": draft.draft_id, "payload_hash": task.payload_hash,
-                       "drafted_by": payload.drafted_by,
-                       "next_run_at": time(task.next_run_at)}),
-    })?;
+    tx.append_event(&Event::of_task(
+        AuditAction::Confirm,
+        &task,
+        actor,
+        now,
+        json!({"draft_id": draft.draft_id, "payload_hash": task.payload_hash,
+               "drafted_by": payload.drafted_by,
+               "next_run_at": time(task.next_run_at)}),
+    ))?;
     Ok(Confirmed {
         task,
         replaced: None,

@@ -14,8 +14,9 @@
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
-use crate::model::{CodeLock, Draft, Event};
+use crate::model::{CodeLock, Draft};
 use crate::payload::{hash_hex, Payload};
 use crate::store::Tx;
 
@@ -135,16 +136,19 @@ pub fn check(
     } else {
         tx.count_wrong_code(&draft.draft_id, seen)?;
     }
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: draft.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: if voided { "void" } else { "wrong_code" }.into(),
-        task_id: None,
-        run_id: None,
-        detail: json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
-                       "drafted_by": agent, "wrong_codes": wrong}),
-    })?;
+    let action = if voided {
+        AuditAction::Void
+    } else {
+        AuditAction::WrongCode
+    };
+    tx.append_event(&Event::of_tenant(
+        action,
+        &draft.tenant_key,
+        actor,
+        now,
+        json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
+               "drafted_by": agent, "wrong_codes": wrong}),
+    ))?;
     Ok(Some(if voided {
         CmdError::denied(format!(
             "the third wrong code: draft {} is void",

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::audit::AuditAction;
 use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_run, owned_task, Caller};
@@ -139,7 +140,7 @@ fn retimes(tx: &mut dyn Tx, task: &Task) -> Result<Vec<Retime>> {
     if task.follow_default.is_none() {
         return Ok(Vec::new());
     }
-    let zone = |e: &crate::model::Event, key: &str| {
+    let zone = |e: &crate::audit::Event, key: &str| {
         e.detail
             .get(key)
             .and_then(|v| v.as_str())
@@ -205,7 +206,7 @@ pub struct Facts<'a> {
     /// For a skipped run: the run that blocked it, as it is now.
     pub blocker: Option<Run>,
     /// The last pause or resume at or before the occurrence: (action, at, reason).
-    pub pause: Option<(String, i64, Option<String>)>,
+    pub pause: Option<(AuditAction, i64, Option<String>)>,
     pub last_tick: Option<i64>,
     /// A following task's latest move to another zone, when it has moved.
     pub retime: Option<Retime>,
@@ -344,7 +345,7 @@ fn held_back(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> Option<(&'static st
         ));
     }
     if let Some((action, at, reason)) = &f.pause {
-        if action == "pause" {
+        if *action == AuditAction::Pause {
             let why = reason
                 .as_deref()
                 .map(|r| format!(" with reason \"{r}\""))

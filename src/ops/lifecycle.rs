@@ -7,8 +7,9 @@
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Run, RunStatus, Task, TaskState};
+use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::ops::access::{check_revision, owned_task, Caller};
 use crate::schedule::{self, Schedule};
 use crate::store::{Store, TaskTransition, Tx};
@@ -55,7 +56,7 @@ pub fn pause(store: &mut dyn Store, req: &Request<'_>, reason: Option<&str>) -> 
             req.now,
             &task,
             &change,
-            "pause",
+            AuditAction::Pause,
             json!({"reason": reason}),
         )?;
         Ok(Changed {
@@ -108,7 +109,7 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             req.now,
             &task,
             &change,
-            "resume",
+            AuditAction::Resume,
             detail,
         )?;
         Ok(Changed {
@@ -154,7 +155,7 @@ pub fn delete_in(
     if let (Some(detail), serde_json::Value::Object(extra)) = (detail.as_object_mut(), extra) {
         detail.extend(extra);
     }
-    apply(tx, actor, now, task, &change, "delete", detail)
+    apply(tx, actor, now, task, &change, AuditAction::Delete, detail)
 }
 
 fn require_state(task: &Task, wanted: TaskState, verb: &str) -> Result<()> {
@@ -174,19 +175,11 @@ fn apply(
     now: i64,
     task: &Task,
     change: &TaskTransition<'_>,
-    action: &str,
+    action: AuditAction,
     detail: serde_json::Value,
 ) -> Result<Task> {
     let revision = tx.transition_task(change)?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: action.into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail,
-    })?;
+    tx.append_event(&Event::of_task(action, task, actor, now, detail))?;
     let mut updated = task.clone();
     updated.state = change.to;
     updated.state_reason = change.reason.map(str::to_string);

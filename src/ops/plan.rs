@@ -8,8 +8,9 @@
 use anyhow::Result;
 use serde_json::{json, Value};
 
+use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Replaces, Task, TaskState};
+use crate::model::{Replaces, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Occurrence};
@@ -350,15 +351,7 @@ fn perform(
     actor: &str,
     now: i64,
 ) -> Result<String> {
-    let event = |action: &str, task: &Task, detail: Value| Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: action.into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail,
-    };
+    let event = |action, task: &Task, detail| Event::of_task(action, task, actor, now, detail);
     match (a.kind, a.desired, &a.current) {
         (Kind::Create, Some(d), _) => {
             let Some(b) = a.built() else {
@@ -382,7 +375,7 @@ fn perform(
                 &declared_hash(&d.declared, &task.payload_hash),
             )?;
             tx.append_event(&event(
-                "confirm",
+                AuditAction::Confirm,
                 &task,
                 json!({"plan_hash": plan_hash, "file": file, "payload_hash": task.payload_hash,
                        "next_run_at": time(task.next_run_at)}),
@@ -409,7 +402,7 @@ fn perform(
                 &declared_hash(&d.declared, &task.payload_hash),
             )?;
             tx.append_event(&event(
-                "replace",
+                AuditAction::Replace,
                 &task,
                 json!({"plan_hash": plan_hash, "file": file,
                        "old_payload_hash": old.payload_hash,

@@ -7,7 +7,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Run, RunStatus};
+use crate::audit::{AuditAction, Event};
+use crate::model::{Run, RunStatus};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::{Reconciliation, Store, TaskMemory};
 use crate::tick::notice_policy;
@@ -92,15 +93,13 @@ pub fn settle_unknown(
         let memory = (tx.task_memory(&run.task_id)?)
             .unwrap_or_else(|| TaskMemory::new(&run.task_id));
         tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: run.tenant_key.clone(),
-            actor: actor.clone(),
-            action: "reconcile".into(),
-            task_id: Some(run.task_id.clone()),
-            run_id: Some(run.run_id.clone()),
-            detail: json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
-        })?;
+        tx.append_event(&Event::of_run(
+            AuditAction::Reconcile,
+            &run,
+            actor,
+            now,
+            json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
+        ))?;
         Ok(settled)
     })
 }

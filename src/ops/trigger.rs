@@ -8,7 +8,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::error::{fail, CmdError};
-use crate::model::{Event, Task, TaskState};
+use crate::audit::{AuditAction, Event};
+use crate::model::{Task, TaskState};
 use crate::ops::access::{owned_task, Caller};
 use crate::store::{Store, Trigger};
 use crate::text::escape;
@@ -50,15 +51,13 @@ pub fn trigger(
             );
         }
         tx.set_trigger(&task.task_id, task.revision, trigger)?;
-        tx.append_event(&Event {
-            at: trigger.at,
-            tenant_key: task.tenant_key.clone(),
-            actor: trigger.actor.clone(),
-            action: "trigger".into(),
-            task_id: Some(task.task_id.clone()),
-            run_id: None,
-            detail: json!({"trigger_at": time(Some(trigger.at)), "reason": trigger.reason}),
-        })?;
+        tx.append_event(&Event::of_task(
+            AuditAction::Trigger,
+            &task,
+            &trigger.actor,
+            trigger.at,
+            json!({"trigger_at": time(Some(trigger.at)), "reason": trigger.reason}),
+        ))?;
         Ok(task)
     })
 }

@@ -11,8 +11,9 @@
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::error::CmdError;
-use crate::model::{Event, Task, TaskState};
+use crate::model::{Task, TaskState};
 use crate::payload::Payload;
 use crate::schedule::{self, Tz};
 use crate::store::zones::{OwnerZone, Retime};
@@ -98,20 +99,18 @@ pub fn set_zone(
         old_name.as_deref(),
         stored.as_ref(),
     )?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: tenant_key.to_string(),
-        actor: actor.to_string(),
-        action: if zone.is_some() {
-            "zone_set"
-        } else {
-            "zone_unset"
-        }
-        .into(),
-        task_id: None,
-        run_id: None,
-        detail: json!({"identity_key": identity_key, "old_zone": old_name, "new_zone": new_name}),
-    })?;
+    let action = if zone.is_some() {
+        AuditAction::ZoneSet
+    } else {
+        AuditAction::ZoneUnset
+    };
+    tx.append_event(&Event::of_tenant(
+        action,
+        tenant_key,
+        actor,
+        now,
+        json!({"identity_key": identity_key, "old_zone": old_name, "new_zone": new_name}),
+    ))?;
     for task in tx.following_tasks(tenant_key, identity_key)? {
         // A row that cannot be read is the tick's to quarantine; it never
         // runs, so there is nothing of it to re-time.
@@ -164,17 +163,15 @@ fn retime(
             .into(),
         Err(other) => other,
     })?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: "retime".into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail: json!({"follows": task.follow_key(), "from_zone": from.name(),
-                       "to_zone": to.name(), "old_next_run_at": time(old_next),
-                       "next_run_at": time(next)}),
-    })?;
+    tx.append_event(&Event::of_task(
+        AuditAction::Retime,
+        &task,
+        actor,
+        now,
+        json!({"follows": task.follow_key(), "from_zone": from.name(),
+               "to_zone": to.name(), "old_next_run_at": time(old_next),
+               "next_run_at": time(next)}),
+    ))?;
     task.timezone = to;
     task.next_run_at = next;
     task.updated_at = now;

@@ -297,7 +297,7 @@ pub struct Gap {
 }
 
 impl Gap {
-    pub fn of(event: &crate::model::Event) -> Gap {
+    pub fn of(event: &crate::audit::Event) -> Gap {
         let number = |key: &str| event.detail.get(key).and_then(|v| v.as_i64()).unwrap_or(0);
         Gap {
             until: event.at,

@@ -3,8 +3,6 @@
 
 use anyhow::Result;
 
-use crate::model::{Event, StoredEvent};
-
 pub trait EventTx {
     fn append_event(&mut self, event: &Event) -> Result<()>;
     /// Newest first, in the tenant: events of tasks the caller owns and
@@ -28,3 +26,4 @@ pub trait EventTx {
         since: i64,
     ) -> Result<Option<StoredEvent>>;
 }
+use crate::audit::{Event, StoredEvent};

@@ -7,9 +7,8 @@
 //! A value that is not what the column must hold is an error, never a
 //! panic: the caller quarantines or reports the row.
 
-use crate::model::{
-    DeliveryState, Event, Notice, NoticeKind, Run, RunStatus, RunTrigger, StoredEvent, Task,
-};
+use crate::audit::{Event, StoredEvent};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger, Task};
 use crate::store::memory::TaskMemory;
 use crate::store::tasks::{CorruptRow, RawTask};
 
@@ -156,7 +155,7 @@ pub fn event<R: Cells>(row: &R) -> Result<StoredEvent, R::Error> {
             at: row.int(1)?,
             tenant_key: row.text(2)?,
             actor: row.text(3)?,
-            action: row.text(4)?,
+            action: row.text(4)?.into(),
             task_id: row.opt_text(5)?,
             run_id: row.opt_text(6)?,
             detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),

@@ -6,7 +6,8 @@
 
 use anyhow::Result;
 
-use crate::model::{StoredEvent, Task};
+use crate::audit::StoredEvent;
+use crate::model::Task;
 use crate::store::CorruptRow;
 
 /// One identity key's current zone, as stored (the zone an IANA name the

@@ -4,11 +4,12 @@
 //! clock, so each occurrence is decided exactly once however many ticks
 //! race for it. Which task comes next is tick/queue.rs's question.
 
+use crate::audit::{AuditAction, Event};
 use crate::text::human_duration;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::model::{Event, Run, RunStatus, RunTrigger, Task, TaskState};
+use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
@@ -416,16 +417,14 @@ pub fn continue_approved(
     if let Some(runner) = s.runner {
         tx.mark_runner(&run.run_id, runner)?;
     }
-    tx.append_event(&Event {
-        at: s.now,
-        tenant_key: run.tenant_key.clone(),
-        actor: "agentcron:tick".into(),
-        action: "continue".into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail: json!({"wait_id": wait_id, "approved_by": run.approved_by,
-                       "approved_at": run.approved_at}),
-    })?;
+    tx.append_event(&Event::of_run(
+        AuditAction::Continue,
+        &run,
+        "agentcron:tick",
+        s.now,
+        json!({"wait_id": wait_id, "approved_by": run.approved_by,
+               "approved_at": run.approved_at}),
+    ))?;
     let continuation = approved_continuation(&run);
     run.status = RunStatus::Running;
     run.lease_token = Some(token);
@@ -529,33 +528,33 @@ pub fn claim_due(
             problem,
         })) => {
             tx.quarantine_task(&task_id, &problem, s.now)?;
+            // The row cannot be read as a task: its id and tenant are all.
             tx.append_event(&Event {
-                at: s.now,
-                tenant_key,
-                actor: "agentcron:tick".into(),
-                action: "quarantine".into(),
                 task_id: Some(task_id.clone()),
-                run_id: None,
-                detail: json!({"problem": problem}),
+                ..Event::of_tenant(
+                    AuditAction::Quarantine,
+                    &tenant_key,
+                    "agentcron:tick",
+                    s.now,
+                    json!({"problem": problem}),
+                )
             })?;
             Ok(Some(Claimed::Quarantined { task_id, problem }))
         }
         Some(Ok((task, plan))) => {
             for run in &plan.runs {
                 tx.insert_run(run)?;
-                tx.append_event(&Event {
-                    at: s.now,
-                    tenant_key: task.tenant_key.clone(),
-                    actor: "agentcron:tick".into(),
-                    action: "claim".into(),
-                    task_id: Some(task.task_id.clone()),
-                    run_id: Some(run.run_id.clone()),
-                    detail: json!({"decision": run.status.as_str(), "attempt": run.attempt,
-                                   "scheduled_for": run.scheduled_for, "reason": run.reason,
-                                   "skipped_occurrences": run.skipped_occurrences,
-                                   "queued_seconds": run.queued_seconds,
-                                   "trigger": run.trigger.as_str()}),
-                })?;
+                tx.append_event(&Event::of_run(
+                    AuditAction::Claim,
+                    run,
+                    "agentcron:tick",
+                    s.now,
+                    json!({"decision": run.status.as_str(), "attempt": run.attempt,
+                           "scheduled_for": run.scheduled_for, "reason": run.reason,
+                           "skipped_occurrences": run.skipped_occurrences,
+                           "queued_seconds": run.queued_seconds,
+                           "trigger": run.trigger.as_str()}),
+                ))?;
                 // Runs that never ran have notices too; the task's policy
                 // decides whether they are sent (docs/CONTRACT.md §16).
                 let never_ran = matches!(run.status, RunStatus::Missed | RunStatus::SkippedOverlap);

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::BusyStep;
-use crate::model::{DeliveryState, Event, Notice};
+use crate::model::{DeliveryState, Notice};
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat, Launch};
 use crate::store::{shared::SharedStore, NoticeFinish, Store};
 use crate::wire as json;
@@ -217,14 +218,18 @@ pub fn deliver_claimed(
             retry_at,
             now,
         })?;
+        let detail =
+            json!({"delivery_id": notice.delivery_id, "state": state.as_str(), "error": error});
         tx.append_event(&Event {
-            at: now,
-            tenant_key: notice.tenant_key.clone(),
-            actor: "agentcron:tick".into(),
-            action: "delivery".into(),
             task_id: run.as_ref().map(|r| r.task_id.clone()),
             run_id: Some(notice.run_id.clone()),
-            detail: json!({"delivery_id": notice.delivery_id, "state": state.as_str(), "error": error}),
+            ..Event::of_tenant(
+                AuditAction::Delivery,
+                &notice.tenant_key,
+                "agentcron:tick",
+                now,
+                detail,
+            )
         })
     });
     match recorded {

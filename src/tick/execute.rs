@@ -33,10 +33,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::{json, Value};
 
+use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::executor_result::{self, ExecResult, ExecStatus};
-use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task};
+use crate::model::{DeliveryState, Notice, Run, RunStatus, Task};
 use crate::process::{self, endpoint::Endpoint, ChildSpec, Heartbeat, Launch};
 use crate::schedule;
 use crate::store::{shared::SharedStore, Store};
@@ -740,16 +741,14 @@ fn lost(
         notify: None,
     });
     store.write(|tx| {
-        tx.append_event(&Event {
-            at: now,
-            tenant_key: job.run.tenant_key.clone(),
-            actor: "agentcron:tick".into(),
-            action: "outcome_discarded".into(),
-            task_id: Some(job.run.task_id.clone()),
-            run_id: Some(job.run.run_id.clone()),
-            detail: json!({"reason": "lease lost", "executor_status": format!("{:?}", claimed.status),
-                           "summary": claimed.summary}),
-        })
+        tx.append_event(&Event::of_run(
+            AuditAction::OutcomeDiscarded,
+            &job.run,
+            "agentcron:tick",
+            now,
+            json!({"reason": "lease lost", "executor_status": format!("{:?}", claimed.status),
+                   "summary": claimed.summary}),
+        ))
     })?;
     Ok(Finished::LeaseLost {
         run: job.run.clone(),

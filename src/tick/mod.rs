@@ -36,9 +36,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::{BusyStep, CmdError};
-use crate::model::{DeliveryState, Event, RunStatus};
+use crate::model::{DeliveryState, RunStatus};
 use crate::store::{shared::SharedStore, Agenda, Store};
 
 pub use deliver::Notifier;
@@ -181,7 +182,7 @@ pub enum TickEvent {
     /// Due work this tick could not start now, marked as seen in time.
     Queued {
         count: usize,
-        reason: &'static str,
+        reason: queue::HeldBack,
     },
     Quarantined {
         task_id: String,
@@ -649,11 +650,11 @@ impl Scheduler<'_> {
             return;
         }
         let reason = if self.at_limit {
-            "--max-running runs are running"
+            queue::HeldBack::MaxRunning
         } else if self.started >= self.options.max_runs {
-            "this tick started --max-runs runs"
+            queue::HeldBack::MaxRuns
         } else if self.free_slots() == 0 {
-            "every --jobs slot is busy"
+            queue::HeldBack::JobsBusy
         } else {
             return;
         };
@@ -705,7 +706,7 @@ impl Scheduler<'_> {
                 report,
                 &TickEvent::Queued {
                     count,
-                    reason: queue::LOCKED_ROWS,
+                    reason: queue::HeldBack::LockedRows,
                 },
             ),
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
@@ -750,10 +751,11 @@ pub fn freeze_expired_leases(
     let mut out = Vec::new();
     for run in runs {
         let task = tx.task(&run.task_id)?.and_then(Result::ok);
-        tx.append_event(&event(
-            now,
+        tx.append_event(&Event::of_run(
+            AuditAction::LeaseExpired,
             &run,
-            "lease_expired",
+            ACTOR,
+            now,
             json!({"lease_until": run.lease_until}),
         ))?;
         settle::add_notice(tx, &run, task.as_ref(), now, None)?;
@@ -851,25 +853,8 @@ fn expire(
 
 fn delivery_event(now: i64, n: &crate::model::Notice, detail: serde_json::Value) -> Event {
     Event {
-        at: now,
-        tenant_key: n.tenant_key.clone(),
-        actor: ACTOR.into(),
-        action: "delivery".into(),
-        task_id: None,
         run_id: Some(n.run_id.clone()),
-        detail,
-    }
-}
-
-fn event(now: i64, run: &crate::model::Run, action: &str, detail: serde_json::Value) -> Event {
-    Event {
-        at: now,
-        tenant_key: run.tenant_key.clone(),
-        actor: ACTOR.into(),
-        action: action.into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail,
+        ..Event::of_tenant(AuditAction::Delivery, &n.tenant_key, ACTOR, now, detail)
     }
 }
 
@@ -937,16 +922,14 @@ fn record_tick(
         let gap = match previous {
             Some(previous) if now - previous > SCHEDULER_GAP_SECONDS => {
                 let due_tasks = tx.due_count(now, tenant)?;
-                tx.append_event(&Event {
-                    at: now,
-                    tenant_key: tenant.unwrap_or("*").to_string(),
-                    actor: ACTOR.into(),
-                    action: "scheduler_gap".into(),
-                    task_id: None,
-                    run_id: None,
-                    detail: json!({"previous_tick": crate::wire::time(Some(previous)),
-                                   "seconds": now - previous, "due_tasks": due_tasks}),
-                })?;
+                tx.append_event(&Event::of_tenant(
+                    AuditAction::SchedulerGap,
+                    tenant.unwrap_or("*"),
+                    ACTOR,
+                    now,
+                    json!({"previous_tick": crate::wire::time(Some(previous)),
+                           "seconds": now - previous, "due_tasks": due_tasks}),
+                ))?;
                 Some((previous, due_tasks))
             }
             _ => None,

@@ -149,8 +149,18 @@ pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
     Ok(marked)
 }
 
-/// Why due work was noted by `note_locked`.
-pub const LOCKED_ROWS: &str = "their task rows were locked by another session";
+crate::model::string_enum!(
+    /// Why due work was held back (queued) rather than started: what
+    /// `tick --verbose` says and its JSON's `reason`.
+    HeldBack {
+        // The last claim found `--max-running` runs running.
+        MaxRunning = "--max-running runs are running",
+        MaxRuns = "this tick started --max-runs runs",
+        JobsBusy = "every --jobs slot is busy",
+        // Noted by `note_locked` (PostgreSQL): claims skip locked rows.
+        LockedRows = "their task rows were locked by another session",
+    }
+);
 
 /// Notes as seen the due work a claim that found nothing due left behind:
 /// on PostgreSQL, rows another session held locked (a `zone set`, another

@@ -11,7 +11,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::model::{Event, Run, RunTrigger, Task, TaskState};
+use crate::audit::{AuditAction, Event};
+use crate::model::{Run, RunTrigger, Task, TaskState};
 use crate::store::{QueueMark, TaskAdvance, Trigger, Tx};
 
 /// Why a claimed run was taken back; its audit event says so.
@@ -27,16 +28,14 @@ pub fn take_back(
     now: i64,
 ) -> Result<()> {
     tx.release_unstarted(&run.run_id, token, now)?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: run.tenant_key.clone(),
-        actor: "agentcron:tick".into(),
-        action: "release".into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail: json!({"reason": NOT_STARTED, "scheduled_for": run.scheduled_for,
-                       "attempt": run.attempt, "trigger": run.trigger.as_str()}),
-    })?;
+    tx.append_event(&Event::of_run(
+        AuditAction::Release,
+        run,
+        "agentcron:tick",
+        now,
+        json!({"reason": NOT_STARTED, "scheduled_for": run.scheduled_for,
+               "attempt": run.attempt, "trigger": run.trigger.as_str()}),
+    ))?;
     // Paused, deleted or replaced meanwhile: what is due is the task's
     // business now, as for any occurrence not yet claimed.
     let task = match tx.task(&run.task_id)? {

@@ -6,7 +6,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::notice_policy::{self, Facts};
-use crate::model::{DeliveryState, Event, Notice, Run, RunStatus, Task, TaskState};
+use crate::audit::{AuditAction, Event};
+use crate::model::{DeliveryState, Notice, Run, RunStatus, Task, TaskState};
 use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::{clip, first_line, wall_time};
 
@@ -126,16 +127,14 @@ pub fn record(
         Some(task) => bookkeep(tx, task, run, outcome, now)?,
         None => None,
     };
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: run.tenant_key.clone(),
-        actor: actor.to_string(),
-        action: "finish".into(),
-        task_id: Some(run.task_id.clone()),
-        run_id: Some(run.run_id.clone()),
-        detail: json!({"from": from.as_str(), "status": outcome.status.as_str(),
-                       "reason": outcome.reason, "attempt": run.attempt}),
-    })?;
+    tx.append_event(&Event::of_run(
+        AuditAction::Finish,
+        run,
+        actor,
+        now,
+        json!({"from": from.as_str(), "status": outcome.status.as_str(),
+               "reason": outcome.reason, "attempt": run.attempt}),
+    ))?;
     let mut settled = run.clone();
     settled.status = outcome.status;
     settled.summary = outcome.summary.clone().or(settled.summary);
@@ -284,15 +283,13 @@ fn pause_for_failures(
         next_run_at: None,
         now,
     })?;
-    tx.append_event(&Event {
-        at: now,
-        tenant_key: task.tenant_key.clone(),
-        actor: "agentcron:tick".into(),
-        action: "pause".into(),
-        task_id: Some(task.task_id.clone()),
-        run_id: None,
-        detail: json!({"reason": reason, "consecutive_failures": failures}),
-    })?;
+    tx.append_event(&Event::of_task(
+        AuditAction::Pause,
+        task,
+        "agentcron:tick",
+        now,
+        json!({"reason": reason, "consecutive_failures": failures}),
+    ))?;
     Ok(reason)
 }
 

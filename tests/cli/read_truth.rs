@@ -206,6 +206,32 @@ fn log_says_zone_moves_applies_and_denials_in_words() {
 }
 
 #[test]
+fn log_reads_an_action_a_newer_build_wrote_as_its_detail() {
+    let env = TestEnv::new();
+    standup_following_shanghai(&env);
+    let tenant = env.sql("SELECT tenant_key FROM tasks LIMIT 1")[0][0].clone();
+    env.sql(&format!(
+        "INSERT INTO events (at, tenant_key, actor, action, task_id, run_id, detail)
+         VALUES ({T0}, '{tenant}', 'agentcron:tick', 'budget_exceeded', NULL, NULL,
+                 '{{\"spent\":3}}')"
+    ));
+    let log = env.run(&["log", "--limit", "100"]).ok().stdout;
+    let line = log.lines().find(|l| l.contains("budget_exceeded"));
+    assert!(line.is_some_and(|l| l.contains("spent=3")), "{log}");
+    let events = env.json(&["log", "--limit", "100"]);
+    let newer = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "budget_exceeded");
+    assert_eq!(
+        newer.map(|e| e["detail"]["spent"].clone()),
+        Some(3.into()),
+        "{events}"
+    );
+}
+
+#[test]
 fn a_time_in_the_future_is_never_now_and_list_says_who_a_task_follows() {
     let env = TestEnv::new();
     standup_following_shanghai(&env);

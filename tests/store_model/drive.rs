@@ -7,8 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::json;
 
+use agentcron::audit::Event;
 use agentcron::error::{classify, ErrorKind};
-use agentcron::model::{DeliveryState, Draft, Event, Policy, RunStatus, TaskState};
+use agentcron::model::{DeliveryState, Draft, Policy, RunStatus, TaskState};
 use agentcron::ops::access::Caller;
 use agentcron::ops::lifecycle::{self, Request};
 use agentcron::payload::{hash_hex, Payload};

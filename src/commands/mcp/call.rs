@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::arguments::{parse, JsonObject};
 use super::code_notice;
-use super::tools::{self, DraftStatusArgs, REPLACE_TASK};
+use super::tools::{Access, DraftStatusArgs, ToolName, REPLACE_TASK};
 use super::words;
 use crate::commands::{self, draft::DraftArgs};
 use crate::context::Ctx;
@@ -35,7 +35,8 @@ pub struct Session {
 
 /// One tool call as the client sent it.
 pub struct Call {
-    pub tool: String,
+    /// One the server offers (it refuses any other before the call).
+    pub tool: ToolName,
     pub arguments: JsonObject,
     /// The client's name from its `initialize` (clientInfo.name).
     pub client: String,
@@ -95,8 +96,7 @@ fn error_result(err: &anyhow::Error) -> CallToolResult {
 }
 
 fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
-    let name = call.tool.as_str();
-    let drafts = matches!(name, "draft" | "draft_replace");
+    let drafts = call.tool.spec().access == Access::Drafts;
     // Only a draft creates the store; until then the reading tools find none.
     ctx.create_store_if_missing(drafts);
     if let Err(e) = ctx.store() {
@@ -116,11 +116,7 @@ fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Resu
 /// A task or run of another owner or tenant is, to the agent, one that
 /// does not exist: a denial would tell it that it exists, and its name.
 fn unowned_is_not_found(ctx: &Ctx, call: &Call, err: anyhow::Error) -> anyhow::Error {
-    let reads_one = matches!(
-        call.tool.as_str(),
-        "show" | "runs" | "next" | "explain" | "pause" | "draft_replace"
-    );
-    if !reads_one || classify(&err).0 != ErrorKind::Denied {
+    if !call.tool.spec().names_one || classify(&err).0 != ErrorKind::Denied {
         return err;
     }
     let named = ["task", "run"].iter().find_map(|k| {
@@ -143,110 +139,99 @@ fn unowned_is_not_found(ctx: &Ctx, call: &Call, err: anyhow::Error) -> anyhow::E
 }
 
 fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
-    let name = call.tool.as_str();
-    let schema = tools::schema(name);
+    use ToolName as T;
+    let name = call.tool;
+    if !name.offered(session.allow_pause) {
+        return fail(CmdError::not_found(format!(
+            "this server offers no tool '{name}'"
+        )));
+    }
+    let schema = name.schema();
     let arguments = &call.arguments;
     match name {
-        "draft" | "draft_replace" => {
-            let renamed = if name == "draft_replace" {
+        T::Draft | T::DraftReplace => {
+            let renamed = if name == T::DraftReplace {
                 REPLACE_TASK
             } else {
                 &[]
             };
             // Without its task, draft_replace would be a new draft.
-            if name == "draft_replace" && arguments.get("task").is_none_or(Value::is_null) {
+            if name == T::DraftReplace && arguments.get("task").is_none_or(Value::is_null) {
                 return fail(
                     CmdError::usage("draft_replace needs the task it replaces")
                         .with_hint("give task: its name, id or an id prefix"),
                 );
             }
-            let args: DraftArgs = parse(name, &schema, arguments, renamed)?;
+            let args: DraftArgs = parse(name.as_str(), &schema, arguments, renamed)?;
             draft(ctx, session, call, args, capture)
         }
-        "draft_status" => {
-            let args: DraftStatusArgs = parse(name, &schema, arguments, &[])?;
-            let value = super::draft_status::status(ctx, &args.draft_id)?;
-            Ok(Answer {
-                text: words::draft_status(&value),
-                value,
-            })
-        }
-        "list" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::list::run,
-            words::list,
-        ),
-        "show" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::show::run,
-            words::show,
-        ),
-        "runs" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::runs::run,
-            words::runs,
-        ),
-        "next" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::next::run,
-            words::next,
-        ),
-        "upcoming" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::upcoming::run,
-            words::upcoming,
-        ),
-        "explain" => printed(
-            ctx,
-            capture,
-            parse(name, &schema, arguments, &[])?,
-            commands::explain::run,
-            words::explain,
-        ),
-        // Its exit code (1 when the last tick is stale) is in the document.
-        "status" => {
-            let mut answer = printed(
-                ctx,
-                capture,
-                parse(name, &schema, arguments, &[])?,
-                |c, a| commands::status::run(c, a).map(|_| ()),
-                words::status,
-            )?;
-            // Where the store is is the person's to know, not the agent's.
-            if let Some(document) = answer.value.as_object_mut() {
-                document.remove("database");
-            }
-            Ok(answer)
-        }
-        "pause" if session.allow_pause => {
-            let args: commands::pause::PauseArgs = parse(name, &schema, arguments, &[])?;
+        T::DraftStatus => draft_status(ctx, call),
+        T::List => printed(ctx, call, capture, commands::list::run, words::list),
+        T::Show => printed(ctx, call, capture, commands::show::run, words::show),
+        T::Runs => printed(ctx, call, capture, commands::runs::run, words::runs),
+        T::Next => printed(ctx, call, capture, commands::next::run, words::next),
+        T::Upcoming => printed(ctx, call, capture, commands::upcoming::run, words::upcoming),
+        T::Explain => printed(ctx, call, capture, commands::explain::run, words::explain),
+        T::Status => status(ctx, call, capture),
+        T::Pause => {
+            let args: commands::pause::PauseArgs = args_of(call)?;
             if args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
                 return fail(
                     CmdError::usage("pause needs a reason")
                         .with_hint("say why, for the person who will read it"),
                 );
             }
-            printed(ctx, capture, args, commands::pause::run, words::pause)
+            run_printed(ctx, capture, args, commands::pause::run, words::pause)
         }
-        _ => fail(CmdError::not_found(format!(
-            "this server offers no tool '{}'",
-            crate::text::escape(name)
-        ))),
     }
 }
 
+/// The call's arguments as its subcommand's Args, read by that
+/// subcommand's clap definition.
+fn args_of<A: clap::Args + clap::FromArgMatches>(call: &Call) -> Result<A> {
+    parse(
+        call.tool.as_str(),
+        &call.tool.schema(),
+        &call.arguments,
+        &[],
+    )
+}
+
+/// `draft_status`: what became of a draft the agent made.
+fn draft_status(ctx: &mut Ctx, call: &Call) -> Result<Answer> {
+    let args: DraftStatusArgs = args_of(call)?;
+    let value = super::draft_status::status(ctx, &args.draft_id)?;
+    Ok(Answer {
+        text: words::draft_status(&value),
+        value,
+    })
+}
+
+/// `status`: its exit code (1 when the last tick is stale) is in the
+/// document; where the store is, is the person's to know, not the agent's.
+fn status(ctx: &mut Ctx, call: &Call, capture: &Capture) -> Result<Answer> {
+    let run = |c: &mut Ctx, a| commands::status::run(c, a).map(|_| ());
+    let mut answer = printed(ctx, call, capture, run, words::status)?;
+    if let Some(document) = answer.value.as_object_mut() {
+        document.remove("database");
+    }
+    Ok(answer)
+}
+
+/// Runs the call's subcommand with its arguments and reads back the
+/// document it printed.
+fn printed<A: clap::Args + clap::FromArgMatches>(
+    ctx: &mut Ctx,
+    call: &Call,
+    capture: &Capture,
+    run: fn(&mut Ctx, A) -> Result<()>,
+    words: fn(&Value) -> String,
+) -> Result<Answer> {
+    run_printed(ctx, capture, args_of(call)?, run, words)
+}
+
 /// Runs a subcommand with `args` and reads back the document it printed.
-fn printed<A>(
+fn run_printed<A>(
     ctx: &mut Ctx,
     capture: &Capture,
     args: A,

@@ -17,10 +17,11 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{json, Value};
 
+use crate::audit::{AuditAction, Event};
 use crate::commands::draft::{confirm_line, Made};
 use crate::commands::show_draft;
 use crate::context::Ctx;
-use crate::model::{short_id, Event};
+use crate::model::short_id;
 use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
 use crate::text::{self, escape, quoted, relative, wall_time};
 use crate::tick::deliver::EX_TEMPFAIL;
@@ -69,16 +70,14 @@ pub fn send(
         Some(notifier) => run_notifier(ctx, notifier, made, code, prefix),
     };
     let (draft, target) = (&made.draft, &made.payload.target);
-    let event = Event {
-        at: ctx.clock.now(),
-        tenant_key: draft.tenant_key.clone(),
-        actor: "agentcron:mcp".into(),
-        action: "confirm_code".into(),
-        task_id: None,
-        run_id: None,
-        detail: json!({"draft_id": draft.draft_id, "target": target,
-                       "state": sent.state(), "error": sent.error()}),
-    };
+    let event = Event::of_tenant(
+        AuditAction::ConfirmCode,
+        &draft.tenant_key,
+        "agentcron:mcp",
+        ctx.clock.now(),
+        json!({"draft_id": draft.draft_id, "target": target,
+               "state": sent.state(), "error": sent.error()}),
+    );
     let recorded = ctx
         .store()
         .and_then(|store| store.write(|tx| tx.append_event(&event)));

@@ -7,6 +7,7 @@
 use anyhow::Result;
 use serde_json::{json, Value};
 
+use crate::audit::AuditAction;
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
 use crate::ops::access::{ensure_owner, Caller};
@@ -49,7 +50,7 @@ pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
         match draft_fate(tx, &caller, draft_id)? {
             Some(e) => Ok(json!({
                 "draft_id": draft_id,
-                "state": if e.event.action == "void" { "void" } else { "confirmed" },
+                "state": if e.event.action == AuditAction::Void { "void" } else { "confirmed" },
                 "at": time(Some(e.event.at)),
                 "payload_hash": e.event.detail["payload_hash"],
                 "drafted_by": e.event.detail["drafted_by"],
@@ -74,7 +75,10 @@ fn resolve(tx: &mut dyn Tx, tenant: &str, identity: &[String], arg: &str) -> Res
     if ids.is_empty() {
         for e in tx.events(tenant, identity, None, EVENTS_SEARCHED)? {
             let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
-            let ended = matches!(e.event.action.as_str(), "confirm" | "replace" | "void");
+            let ended = matches!(
+                e.event.action,
+                AuditAction::Confirm | AuditAction::Replace | AuditAction::Void
+            );
             if ended && id.starts_with(arg) && !ids.iter().any(|i| i == id) {
                 ids.push(id.to_string());
             }

@@ -159,7 +159,7 @@ fn confirm_prefix(ctx: &Ctx, given: Option<&str>) -> Result<Vec<String>> {
 /// the server starts.
 fn allowed(allow: &[String]) -> Result<bool> {
     for tool in allow {
-        if !tools::ALLOWABLE.contains(&tool.as_str()) {
+        if !tools::allowable(tool) {
             let known = matches!(
                 tool.as_str(),
                 "confirm"

@@ -15,6 +15,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::call::Call;
+use super::tools::ToolName;
 
 /// A call waiting for the store's thread, and where its result goes.
 pub struct Job {
@@ -88,19 +89,22 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.get_tool(&request.name).is_none() {
+        let offered = self
+            .get_tool(&request.name)
+            .and(ToolName::parse(&request.name));
+        let Some(tool) = offered else {
             return Err(ErrorData::invalid_params(
                 format!("agentcron mcp offers no tool '{}'", request.name),
                 None,
             ));
-        }
+        };
         let client = context
             .client_info()
             .map(|info| info.name)
             .unwrap_or_default();
         let (reply, answer) = tokio::sync::oneshot::channel();
         let call = Call {
-            tool: request.name.to_string(),
+            tool,
             arguments: request.arguments.unwrap_or_default(),
             client: client_name(&client),
         };

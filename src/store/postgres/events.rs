@@ -6,7 +6,7 @@ use postgres::Row;
 
 use super::tasks::owned;
 use super::PgTx;
-use crate::model::{Event, StoredEvent};
+use crate::audit::{Event, StoredEvent};
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::EventTx;
 
@@ -24,7 +24,7 @@ impl EventTx for PgTx<'_, '_> {
                     &e.at,
                     &e.tenant_key,
                     &e.actor,
-                    &e.action,
+                    &e.action.as_str(),
                     &e.task_id,
                     &e.run_id,
                     &e.detail.to_string(),

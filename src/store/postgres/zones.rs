@@ -6,7 +6,8 @@ use postgres::Row;
 
 use super::tasks::decode_task;
 use super::{col, expect_one, PgTx};
-use crate::model::{StoredEvent, Task};
+use crate::audit::StoredEvent;
+use crate::model::Task;
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::tasks::TASK_COLUMNS;
 use crate::store::zones::{OwnerZone, Retime, ZoneTx};

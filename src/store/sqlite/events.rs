@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use rusqlite::params;
 
 use super::SqliteTx;
-use crate::model::{Event, StoredEvent};
+use crate::audit::{Event, StoredEvent};
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::EventTx;
 
@@ -60,7 +60,7 @@ impl EventTx for SqliteTx<'_> {
                 e.at,
                 e.tenant_key,
                 e.actor,
-                e.action,
+                e.action.as_str(),
                 e.task_id,
                 e.run_id,
                 e.detail.to_string()

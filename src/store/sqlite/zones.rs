@@ -7,7 +7,8 @@ use rusqlite::{params, OptionalExtension, Row};
 
 use super::tasks::decode_task;
 use super::{expect_one, SqliteTx};
-use crate::model::{StoredEvent, Task};
+use crate::audit::StoredEvent;
+use crate::model::Task;
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::tasks::TASK_COLUMNS;
 use crate::store::zones::{OwnerZone, Retime, ZoneTx};
