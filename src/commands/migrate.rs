@@ -30,7 +30,7 @@ pub struct MigrateArgs {
 
 pub fn run(ctx: &mut Ctx, args: MigrateArgs) -> Result<()> {
     let actor = ctx.identity[0].clone();
-    let now = ctx.now;
+    let now = ctx.clock.now();
     let store = ctx.store()?;
     let location = store.location();
     let found = store.schema_version()?;

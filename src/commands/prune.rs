@@ -68,7 +68,7 @@ fn next_batch_rows(rows: i64, took: Duration) -> i64 {
 
 pub fn run(ctx: &mut Ctx, args: PruneArgs) -> Result<()> {
     let age = duration("--older-than", &args.older_than)?;
-    let cutoff = ctx.now - age.as_secs() as i64;
+    let cutoff = ctx.clock.now() - age.as_secs() as i64;
     let tenant = ctx.explicit_tenant();
     let apply = !args.dry_run;
     let store = ctx.store()?;

@@ -85,7 +85,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
     if runs.is_empty() {
         return Ok(());
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let rows = runs
         .iter()
         .map(|r| {

@@ -43,7 +43,7 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     if within <= 0 {
         return fail(CmdError::usage("--within must be positive"));
     }
-    let (owner_keys, tenant, now) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.now);
+    let (owner_keys, tenant, now) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.clock.now());
     let filter = TaskFilter {
         tenant_key: &tenant,
         owner_keys: &owner_keys,
@@ -104,7 +104,6 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         ));
         return Ok(());
     }
-    let shown_now = ctx.out.now();
     // Rows are in instant order; in several zones their wall times are
     // not, so UTC is shown first for the order to read.
     let zones: std::collections::HashSet<_> = rows.iter().map(|(_, t, _)| t.timezone).collect();
@@ -123,7 +122,7 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
             }
             row.extend([
                 next,
-                relative(*at, shown_now),
+                relative(*at, now),
                 last.map(|r| wall_time(r.scheduled_for, task.timezone))
                     .unwrap_or_else(|| "-".into()),
                 last.map(|r| r.status.to_string())

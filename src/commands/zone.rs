@@ -100,7 +100,7 @@ pub fn run(ctx: &mut Ctx, args: ZoneArgs) -> Result<()> {
 }
 
 fn change(ctx: &mut Ctx, key: &str, zone: Option<Tz>) -> Result<()> {
-    let (tenant, actor, now) = (ctx.tenant.clone(), ctx.actor().to_string(), ctx.now);
+    let (tenant, actor, now) = (ctx.tenant.clone(), ctx.actor().to_string(), ctx.clock.now());
     let result = ctx
         .store()?
         .write(|tx| set_zone(tx, &tenant, key, zone, &actor, now))?;
@@ -122,7 +122,6 @@ fn change(ctx: &mut Ctx, key: &str, zone: Option<Tz>) -> Result<()> {
         name(&result.new),
         result.retimed.len()
     );
-    let now = ctx.out.now();
     for r in &result.retimed {
         text.push_str(&format!(
             "\n  task {} ({}): {} → {}, next run {} → {}",
@@ -182,7 +181,7 @@ fn show(ctx: &mut Ctx, key: Option<&str>) -> Result<()> {
             .out
             .document(&Value::Array(zones.iter().map(value).collect())),
         _ => {
-            let now = ctx.out.now();
+            let now = ctx.clock.now();
             let rows = zones
                 .iter()
                 .map(|z| {
