@@ -12,7 +12,8 @@
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;
-//! - `zones`: owners' current zones and re-timing the tasks that follow them.
+//! - `zones`: owners' current zones and re-timing the tasks that follow them;
+//! - `prune`: old settled history deleted in short batches.
 
 pub mod access;
 pub mod confirm;
@@ -22,4 +23,5 @@ pub mod explain;
 pub mod inside_run;
 pub mod lifecycle;
 pub mod plan;
+pub mod prune;
 pub mod zones;
