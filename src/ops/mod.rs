@@ -13,7 +13,8 @@
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;
 //! - `zones`: owners' current zones and re-timing the tasks that follow them;
-//! - `prune`: old settled history deleted in short batches.
+//! - `prune`: old settled history deleted in short batches;
+//! - `migrate`: a store's schema brought to this build's, audited.
 
 pub mod access;
 pub mod confirm;
@@ -22,6 +23,7 @@ pub mod draft;
 pub mod explain;
 pub mod inside_run;
 pub mod lifecycle;
+pub mod migrate;
 pub mod plan;
 pub mod prune;
 pub mod zones;
