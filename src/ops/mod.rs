@@ -13,6 +13,7 @@
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;
 //! - `zones`: owners' current zones and re-timing the tasks that follow them;
+//! - `transfer`: an export loaded into an empty store, whole or not at all;
 //! - `prune`: old settled history deleted in short batches;
 //! - `migrate`: a store's schema brought to this build's, audited.
 
@@ -26,4 +27,5 @@ pub mod lifecycle;
 pub mod migrate;
 pub mod plan;
 pub mod prune;
+pub mod transfer;
 pub mod zones;
