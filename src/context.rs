@@ -1,10 +1,12 @@
-//! The one place that reads the environment and the clock: it turns global
-//! options into a `Ctx` every command receives.
+//! The one place that reads the environment: it turns global options into a
+//! `Ctx` every command receives.
 //!
-//! The clock is read here only, and handed down as a `Clock` value: the
-//! instant the invocation started (the system's, or the one tests pin with
-//! `AGENTCRON_NOW`) moving on with the monotonic clock, so a long tick
-//! still renews its leases in real seconds.
+//! Time is handed down as one `Clock` value (`crate::clock`, the one place
+//! that reads the system clock): the instant the invocation started (the
+//! system's, or the one tests pin with `AGENTCRON_NOW`) moving on with the
+//! monotonic clock, so a long tick still renews its leases in real seconds.
+//! A handler asks it once (`let now = ctx.clock.now();`), so that a command
+//! acts at one instant.
 //!
 //! On PostgreSQL the clock that matters is the server's (docs/CONTRACT.md §12):
 //! the first connection measures how far the server's clock is from ours,
@@ -84,22 +86,22 @@ pub struct GlobalArgs {
 pub struct StoreOpener {
     pub location: Location,
     pub options: OpenOptions,
+    /// The clock a PostgreSQL server's clock corrects.
+    pub clock: Clock,
 }
 
 impl StoreOpener {
     pub fn open(&self) -> Result<Box<dyn Store>> {
         let mut store = store::open(&self.location, &self.options)?;
-        crate::clock::correct_by_server(store.as_mut(), system_now_micros);
+        crate::clock::correct_by_server(store.as_mut(), &self.clock);
         Ok(store)
     }
 }
 
 /// Everything a command needs besides its own arguments.
 pub struct Ctx {
-    pub now: i64,
-    /// The system clock even when `now` is pinned: for comparing with
-    /// another machine's clock.
-    pub system_now: i64,
+    /// The one clock: `now()` for what a command does, `host_now()` for
+    /// comparing this host with another machine.
     pub clock: Clock,
     pub tenant: String,
     /// The caller's keys in the order given (deduplicated); the first is the
@@ -135,16 +137,13 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn from_args(args: &GlobalArgs) -> Result<Ctx> {
-        test_clock_skew()?;
-        let now = match &args.now {
-            Some(text) => schedule::parse_instant(text)
-                .map_err(|e| {
-                    CmdError::usage(format!("--now / AGENTCRON_NOW: {}", e.message))
-                        .with_hint("use RFC 3339 (2026-12-03T09:00:00Z) or unix seconds")
-                })?
-                // A pinned instant is read on this host's (skewed) clock too.
-                .saturating_add(test_clock_skew().unwrap_or(0)),
-            None => system_now(),
+        let host_skew = test_clock_skew()?;
+        let pinned = match &args.now {
+            Some(text) => Some(schedule::parse_instant(text).map_err(|e| {
+                CmdError::usage(format!("--now / AGENTCRON_NOW: {}", e.message))
+                    .with_hint("use RFC 3339 (2026-12-03T09:00:00Z) or unix seconds")
+            })?),
+            None => None,
         };
         let tenant = args.tenant.clone().unwrap_or_else(|| "default".to_string());
         crate::model::check_key("--tenant", &tenant)?;
@@ -172,12 +171,10 @@ impl Ctx {
             identity.push(format!("unix:{}", login_name()));
         }
         Ok(Ctx {
-            system_now: system_now(),
-            clock: Clock::starting_at(now),
+            clock: Clock::start(pinned, host_skew),
             tenant_given: args.tenant.is_some(),
             db_given: args.db.is_some(),
             followup,
-            now,
             tenant,
             identity,
             default_zone: default_zone()?,
@@ -188,7 +185,7 @@ impl Ctx {
                 Some(db) => Some(location(Some(db))?),
                 None => location(None).ok(),
             },
-            out: Output::new(args.json, now),
+            out: Output::new(args.json),
             run_marker: std::env::var("AGENTCRON_RUN_ID")
                 .ok()
                 .filter(|id| !id.is_empty()),
@@ -240,6 +237,7 @@ impl Ctx {
                 postgres_password: self.postgres_password.clone(),
                 upgrade: self.upgrade,
             },
+            clock: self.clock,
         })
     }
 
@@ -320,12 +318,11 @@ impl Ctx {
         self.tenant_given = true;
     }
 
-    /// Readies the context for one tool call of `agentcron mcp`: "now" is
-    /// read again from the clock (the server lives as long as its agent
-    /// session), and what the command prints goes into `capture`.
+    /// Readies the context for one tool call of `agentcron mcp`: what the
+    /// command prints goes into `capture`. Its time it asks the clock, as
+    /// every command does, however long the server has lived.
     pub fn begin_call(&mut self, capture: crate::output::Capture) {
-        self.now = self.clock.now();
-        self.out = Output::capturing(capture, self.now);
+        self.out = Output::capturing(capture);
     }
 
     /// The global flags to repeat in a command we tell the person to run.
@@ -353,20 +350,6 @@ impl Ctx {
         keys.sort();
         keys
     }
-}
-
-fn system_now() -> i64 {
-    system_now_micros().div_euclid(1_000_000)
-}
-
-/// This host's clock in microseconds, shifted by the test skew.
-#[allow(clippy::disallowed_methods)] // the one sanctioned clock read
-fn system_now_micros() -> i64 {
-    let micros = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    micros + test_clock_skew().unwrap_or(0) * 1_000_000
 }
 
 /// `AGENTCRON_TEST_CLOCK_SKEW` ("-30s", "+2m", "30s"): how far this

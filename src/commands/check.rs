@@ -17,7 +17,7 @@ use crate::context::Ctx;
 pub struct CheckArgs {}
 
 pub fn run(ctx: &mut Ctx, _args: CheckArgs) -> Result<i32> {
-    let now = ctx.now;
+    let now = ctx.clock.now();
     let (violations, authority) = ctx
         .store()?
         .read(|tx| Ok((tx.violations(now)?, super::status::recorded_authority(tx)?)))?;

@@ -59,7 +59,7 @@ fn parse_hash(text: &str) -> Result<String, String> {
 }
 
 pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
-    let now = ctx.now;
+    let now = ctx.clock.now();
     let actor = ctx.actor().to_string();
     let identity = ctx.identity.clone();
     let tenant = ctx.tenant.clone();
@@ -79,7 +79,7 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
         // The draft in full first, as `show DRAFT` prints it: the person
         // reads what they confirm before the code that confirms it.
         let draft = super::show_draft::pending(ctx, &args.draft_id)
-            .map(|made| super::show_draft::detail(ctx, &made, ctx.now) + "\n\n")
+            .map(|made| super::show_draft::detail(ctx, &made, now) + "\n\n")
             .unwrap_or_default();
         let typed = terminal::show_and_read(
             &format!(
@@ -122,13 +122,13 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             task.revision,
             &old.payload_hash[..8],
             &task.payload_hash[..8],
-            crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now())
+            crate::output::human::when(task.next_run_at, task.timezone, now)
         ));
     }
     ctx.out.line(&format!(
         "Confirmed task {} ({}). Next run {}.",
         task.task_id,
         crate::text::escape(&task.label()),
-        crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now())
+        crate::output::human::when(task.next_run_at, task.timezone, now)
     ))
 }

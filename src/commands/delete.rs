@@ -20,7 +20,7 @@ pub struct DeleteArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: DeleteArgs) -> Result<()> {
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let req = Request {
         caller: Caller {
             tenant: &tenant,

@@ -273,6 +273,7 @@ pub fn make(
     spec: DraftSpec,
     agent: Option<Agent<'_>>,
 ) -> Result<Made> {
+    let now = ctx.clock.now();
     let replacing = match &args.replace {
         Some(arg) => Some(replaced_task(ctx, arg)?),
         None => None,
@@ -308,8 +309,8 @@ pub fn make(
         payload_hash: hash_hex(canonical.as_bytes()),
         payload: canonical,
         created_by: actor.clone(),
-        created_at: ctx.now,
-        expires_at: ctx.now + ttl,
+        created_at: now,
+        expires_at: now + ttl,
         replaces: replacing.as_ref().map(|t| Replaces {
             task_id: t.task_id.clone(),
             revision: t.revision,
@@ -328,10 +329,10 @@ pub fn make(
     if let Some(agent) = &payload.drafted_by {
         detail["drafted_by"] = json!(agent);
     }
-    let event = Event::of_tenant(AuditAction::Draft, &ctx.tenant, &actor, ctx.now, detail);
+    let event = Event::of_tenant(AuditAction::Draft, &ctx.tenant, &actor, now, detail);
     let replaced_id = replacing.as_ref().map(|t| t.task_id.clone());
     let limit = agent.as_ref().map(|a| a.max_per_hour);
-    let (tenant, now) = (ctx.tenant.clone(), ctx.now);
+    let tenant = ctx.tenant.clone();
     ctx.store()?.write(|tx| {
         if let Some(max_per_hour) = limit {
             check_agent_limits(tx, &tenant, &draft.created_by, max_per_hour, now)?;
@@ -496,7 +497,7 @@ pub(super) fn print(
             .out
             .document(&document(ctx, draft, payload, zone, upcoming));
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let mut text = format!(
         "Draft {} — expires {} ({})\n\n",
         draft.draft_id,

@@ -22,7 +22,7 @@ pub fn print(
     upcoming: &[Occurrence],
 ) -> Result<()> {
     let old = Payload::of_task(task);
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     // Each side in its zone in force (a following task's is its owner's).
     let old_upcoming = schedule::upcoming(&old.schedule, task.timezone, now, 3);
     let diff = changes(&old, payload);

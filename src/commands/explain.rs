@@ -24,7 +24,7 @@ pub struct ExplainArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,

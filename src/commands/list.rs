@@ -55,7 +55,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     // the table is fitted to it, so its cells are gathered first; into a
     // pipe or a file the tasks are read twice in the same snapshot (widths,
     // then lines), so nothing grows with the number of tasks.
-    let now = out.now();
+    let now = ctx.clock.now();
     let rows = |tx: &mut dyn Tx, note: bool, each: &mut dyn FnMut(Vec<String>) -> Result<()>| {
         tx.each_listed_task(&filter, &mut |tx, row| {
             let Some(task) = readable(note.then_some(&out), row) else {

@@ -51,7 +51,7 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let rows = events
         .iter()
         .map(|e| {

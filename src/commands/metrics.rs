@@ -26,7 +26,7 @@ pub struct MetricsArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
-    let (now, tenant) = (ctx.now, ctx.explicit_tenant());
+    let (now, tenant) = (ctx.clock.now(), ctx.explicit_tenant());
     let store = ctx.store()?;
     let counted = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;

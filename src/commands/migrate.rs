@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
+use crate::ops::migrate::{migrate, Migration};
 use crate::store::schema::build;
 
 /// Upgrade the store's schema to the one this build writes
@@ -29,35 +29,16 @@ pub struct MigrateArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: MigrateArgs) -> Result<()> {
-    let actor = ctx.identity[0].clone();
-    let now = ctx.now;
+    let now = ctx.clock.now();
+    let actor = ctx.actor().to_string();
     let store = ctx.store()?;
     let location = store.location();
-    let found = store.schema_version()?;
-    let descriptions = store.migrations();
-    let latest = descriptions.len() as i64;
-    let pending: Vec<(i64, &str)> = (found..latest)
-        .map(|i| (i + 1, descriptions[i as usize]))
-        .collect();
-    let mut applied = Vec::new();
-    if !args.dry_run && !pending.is_empty() {
-        store.migrate(&mut |version| {
-            applied.push(version);
-            Ok(())
-        })?;
-        // Another `migrate` may have applied the steps while this one waited.
-        if !applied.is_empty() {
-            store.write(|tx| {
-                tx.append_event(&Event::of_tenant(
-                    AuditAction::Migrate,
-                    "*",
-                    &actor,
-                    now,
-                    json!({"from": found, "to": latest, "build": build()}),
-                ))
-            })?;
-        }
-    }
+    let Migration {
+        found,
+        latest,
+        pending,
+        applied,
+    } = migrate(store, args.dry_run, &actor, now)?;
     if ctx.out.json {
         return ctx.out.document(&json!({
             "database": location,

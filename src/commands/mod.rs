@@ -230,7 +230,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
     if ctx.out.json {
         return ctx.out.document(&crate::wire::task(task));
     }
-    let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now());
+    let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.clock.now());
     ctx.out.line(&format!(
         "{verb} task {} ({}): now {}, revision {}, next run {next}.",
         crate::model::short_id(&task.task_id),
@@ -265,7 +265,7 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
 /// with `owner_zone` from `follow_zone`.
 fn drafter(ctx: &Ctx, owner_zone: Option<crate::schedule::Tz>) -> crate::ops::draft::Drafter<'_> {
     crate::ops::draft::Drafter {
-        now: ctx.now,
+        now: ctx.clock.now(),
         default_zone: ctx.default_zone,
         tenant: &ctx.tenant,
         owner_keys: ctx.owner_keys(),

@@ -24,6 +24,7 @@ pub struct NextArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
+    let now = ctx.clock.now();
     let tenant = ctx.tenant.clone();
     let identity = ctx.identity.clone();
     let caller = Caller {
@@ -36,8 +37,8 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
     // A paused or finished task has no next run, but its schedule still has
     // occurrences worth showing; start from the stored next run when active.
     let after = match task.next_run_at {
-        Some(at) if at > ctx.now => at - 1,
-        _ => ctx.now,
+        Some(at) if at > now => at - 1,
+        _ => now,
     };
     let upcoming = schedule::upcoming(&task.schedule, task.timezone, after, args.count as usize);
     let zone = task.timezone;
@@ -66,7 +67,6 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
             task.state
         ));
     }
-    let now = ctx.out.now();
     let rows = upcoming
         .iter()
         .map(|o| {

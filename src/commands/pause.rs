@@ -32,7 +32,7 @@ pub fn run(ctx: &mut Ctx, args: PauseArgs) -> Result<()> {
     if let Some(reason) = &args.reason {
         super::check_text("--reason", reason)?;
     }
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let req = Request {
         caller: Caller {
             tenant: &tenant,

@@ -233,7 +233,7 @@ fn print(
             escape(&file)
         ));
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let mut text = format!("Plan for {}:\n", escape(&file));
     let count = |k: Kind| rows.iter().filter(|r| r.kind == k).count();
     for r in rows.iter().filter(|r| r.kind != Kind::Unchanged) {
@@ -309,7 +309,7 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
         tenant: &tenant,
         identity: &identity,
     };
-    let now = ctx.now;
+    let now = ctx.clock.now();
     let actor = ctx.actor().to_string();
     let done = ctx.store()?.write(|tx| {
         ops::plan::apply(

@@ -56,7 +56,7 @@ impl ValueEnum for Decision {
 pub fn run(ctx: &mut Ctx, args: ReconcileArgs) -> Result<()> {
     // Runs whose lease has passed are unknown whether or not a tick has
     // looked yet: after a restore they are settled before ticks restart.
-    let (tenant, now) = (ctx.tenant.clone(), ctx.now);
+    let (tenant, now) = (ctx.tenant.clone(), ctx.clock.now());
     reconcile::freeze_expired(ctx.store()?, now, &tenant)?;
     match (args.run, args.decision, args.reason) {
         (Some(run), Some(decision), Some(reason)) => settle_one(ctx, &run, decision, &reason),
@@ -108,7 +108,7 @@ fn list(ctx: &mut Ctx) -> Result<()> {
         }
         return ctx.out.line(&text);
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let table = rows
         .iter()
         .map(|(task, r)| {
@@ -154,7 +154,7 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
     if reason.trim().is_empty() {
         return fail(CmdError::usage("--reason is empty").with_hint("say what you found out"));
     }
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,

@@ -24,7 +24,7 @@ pub struct ResumeArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: ResumeArgs) -> Result<()> {
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let req = Request {
         caller: Caller {
             tenant: &tenant,

@@ -70,7 +70,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
     if runs.is_empty() {
         return Ok(());
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     let rows = runs
         .iter()
         .map(|r| run_row(r, tasks.get(&r.task_id), now))

@@ -66,7 +66,7 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         value["runs"] = Value::Array(runs.iter().map(json::run).collect());
         return ctx.out.document(&value);
     }
-    let now = ctx.out.now();
+    let now = ctx.clock.now();
     ctx.out.line(&human::task_detail(&task, now))?;
     if let Some(blocked) = human::blocked_by(blocker.as_ref()) {
         let approved_by = blocker.as_ref().and_then(|r| r.approved_by.as_deref());

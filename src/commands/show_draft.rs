@@ -24,7 +24,7 @@ const NEXT_RUNS: usize = 3;
 /// The caller's pending draft `arg` names (id or unique prefix), with the
 /// zone it is read in, its next runs from now, and the task it replaces.
 pub fn pending(ctx: &mut Ctx, arg: &str) -> Result<Made> {
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,
@@ -57,7 +57,7 @@ pub fn print(ctx: &Ctx, made: &Made) -> Result<()> {
     if ctx.out.json {
         return ctx.out.document(&document(ctx, made));
     }
-    ctx.out.line(&detail(ctx, made, ctx.out.now()))
+    ctx.out.line(&detail(ctx, made, ctx.clock.now()))
 }
 
 /// The draft as `show DRAFT --json` prints it: `draft --json`'s document,
@@ -66,7 +66,7 @@ pub fn print(ctx: &Ctx, made: &Made) -> Result<()> {
 pub fn document(ctx: &Ctx, made: &Made) -> Value {
     let (draft, payload) = (&made.draft, &made.payload);
     let mut value = super::draft::document(ctx, draft, payload, made.zone, &made.upcoming);
-    let now = ctx.now;
+    let now = ctx.clock.now();
     value["state"] = json!(if now >= draft.expires_at {
         "expired"
     } else {

@@ -34,14 +34,14 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         .as_deref()
         .map(|d| duration("--max-tick-age", d))
         .transpose()?;
-    let (now, tenant, system_now) = (ctx.now, ctx.explicit_tenant(), ctx.system_now);
+    let (now, tenant, clock) = (ctx.clock.now(), ctx.explicit_tenant(), ctx.clock);
     let store = ctx.store()?;
     let schema = store.schema_version()?;
     let written = store.migrations().len() as i64;
     let read = store.read(|tx| Recorded::read(tx, now, tenant.as_deref()))?;
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
-    let skew = store.server_time().map(|server| server - system_now);
+    let skew = store.server_time().map(|server| server - clock.host_now());
     let location = store.location();
     let stale = is_stale(&read, max_age, now);
     let report = StatusReport {

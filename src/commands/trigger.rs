@@ -37,7 +37,7 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
     if let Some(reason) = &args.reason {
         super::check_text("--reason", reason)?;
     }
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let actor = ctx.actor().to_string();
     let caller = Caller {
         tenant: &tenant,

@@ -42,7 +42,7 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     if within <= 0 {
         return fail(CmdError::usage("--within must be positive"));
     }
-    let (owner_keys, tenant, now) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.now);
+    let (owner_keys, tenant, now) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.clock.now());
     let filter = TaskFilter {
         tenant_key: &tenant,
         owner_keys: &owner_keys,
@@ -69,8 +69,7 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         ));
         return Ok(());
     }
-    let shown_now = ctx.out.now();
-    let (header, table) = upcoming_report::table(&rows, &last_runs, shown_now);
+    let (header, table) = upcoming_report::table(&rows, &last_runs, now);
     ctx.out.table(header, table)
 }
 

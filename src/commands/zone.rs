@@ -100,10 +100,9 @@ pub fn run(ctx: &mut Ctx, args: ZoneArgs) -> Result<()> {
 }
 
 fn change(ctx: &mut Ctx, key: &str, zone: Option<Tz>) -> Result<()> {
-    let (tenant, actor, now) = (ctx.tenant.clone(), ctx.actor().to_string(), ctx.now);
-    let result = ctx
-        .store()?
-        .write(|tx| set_zone(tx, &tenant, key, zone, &actor, now))?;
+    let now = ctx.clock.now();
+    let (tenant, actor) = (ctx.tenant.clone(), ctx.actor().to_string());
+    let result = set_zone(ctx.store()?, &tenant, key, zone, &actor, now)?;
     if ctx.out.json {
         return ctx.out.document(&document(&tenant, &result));
     }
@@ -122,7 +121,6 @@ fn change(ctx: &mut Ctx, key: &str, zone: Option<Tz>) -> Result<()> {
         name(&result.new),
         result.retimed.len()
     );
-    let now = ctx.out.now();
     for r in &result.retimed {
         text.push_str(&format!(
             "\n  task {} ({}): {} → {}, next run {} → {}",
@@ -158,6 +156,7 @@ fn document(tenant: &str, c: &ZoneChange) -> Value {
 }
 
 fn show(ctx: &mut Ctx, key: Option<&str>) -> Result<()> {
+    let now = ctx.clock.now();
     if let Some(key) = key {
         crate::model::check_key("KEY", key)?;
     }
@@ -182,7 +181,6 @@ fn show(ctx: &mut Ctx, key: Option<&str>) -> Result<()> {
             .out
             .document(&Value::Array(zones.iter().map(value).collect())),
         _ => {
-            let now = ctx.out.now();
             let rows = zones
                 .iter()
                 .map(|z| {

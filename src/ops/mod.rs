@@ -15,7 +15,10 @@
 //! - `zones`: owners' current zones and re-timing the tasks that follow them;
 //! - `approve`: approving (next tick or here) or denying a parked run;
 //! - `trigger`: one extra run of a task, due now;
-//! - `reconcile`: settling an unknown run with a person's decision.
+//! - `reconcile`: settling an unknown run with a person's decision;
+//! - `transfer`: an export loaded into an empty store, whole or not at all;
+//! - `prune`: old settled history deleted in short batches;
+//! - `migrate`: a store's schema brought to this build's, audited.
 
 pub mod access;
 pub mod approve;
@@ -25,7 +28,10 @@ pub mod draft;
 pub mod explain;
 pub mod inside_run;
 pub mod lifecycle;
+pub mod migrate;
 pub mod plan;
+pub mod prune;
 pub mod reconcile;
+pub mod transfer;
 pub mod trigger;
 pub mod zones;

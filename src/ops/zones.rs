@@ -1,6 +1,6 @@
 //! Zones that follow their owner (docs/CONTRACT.md §18): the zone a payload
 //! is read in, and `zone set` / `zone unset` with the re-timing of every
-//! task that follows the key, in the caller's one write transaction.
+//! task that follows the key, in one write transaction.
 //!
 //! Invariant: a following task's zone in force is its key's current zone, or
 //! its own `follow_default` while the key has none; a fixed-zone task is
@@ -17,7 +17,7 @@ use crate::model::{Task, TaskState};
 use crate::payload::Payload;
 use crate::schedule::{self, Tz};
 use crate::store::zones::{OwnerZone, Retime};
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 use crate::wire::time;
 
 /// A key's current zone in the tenant, when it has one.
@@ -64,8 +64,21 @@ pub struct Retimed {
 }
 
 /// Sets (`zone` Some) or removes (None) `identity_key`'s zone in the tenant
-/// and re-times the tasks that follow it, each with a `retime` audit event.
+/// and re-times the tasks that follow it, each with a `retime` audit event,
+/// in one write transaction: no tick sees the key's new zone with a task
+/// not yet moved to it.
 pub fn set_zone(
+    store: &mut dyn Store,
+    tenant_key: &str,
+    identity_key: &str,
+    zone: Option<Tz>,
+    actor: &str,
+    now: i64,
+) -> Result<ZoneChange> {
+    store.write(|tx| change_in(tx, tenant_key, identity_key, zone, actor, now))
+}
+
+fn change_in(
     tx: &mut dyn Tx,
     tenant_key: &str,
     identity_key: &str,

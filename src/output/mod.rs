@@ -32,7 +32,6 @@ use crate::text::escape;
 #[derive(Debug, Clone)]
 pub struct Output {
     pub json: bool,
-    now: i64,
     /// Where stdout's bytes go instead, when a command answers a tool call of
     /// `agentcron mcp`: there stdout carries the protocol, and the command's
     /// `--json` document becomes the call's result.
@@ -76,19 +75,17 @@ impl std::fmt::Display for BrokenPipe {
 impl std::error::Error for BrokenPipe {}
 
 impl Output {
-    pub fn new(json: bool, now: i64) -> Output {
+    pub fn new(json: bool) -> Output {
         Output {
             json,
-            now,
             capture: None,
         }
     }
 
     /// A printer whose stdout goes into `capture` (always JSON).
-    pub fn capturing(capture: Capture, now: i64) -> Output {
+    pub fn capturing(capture: Capture) -> Output {
         Output {
             json: true,
-            now,
             capture: Some(capture),
         }
     }
@@ -99,10 +96,6 @@ impl Output {
             Some(capture) => Box::new(capture.clone()),
             None => Box::new(io::BufWriter::new(io::stdout().lock())),
         }
-    }
-
-    pub fn now(&self) -> i64 {
-        self.now
     }
 
     /// Writes one block of text (a newline is added).

@@ -212,7 +212,7 @@ fn run_notifier(
     }
     let (draft, payload) = (&made.draft, &made.payload);
     let commands = Commands::of(ctx, made, prefix);
-    let message = message(made, code, &commands, ctx.now);
+    let message = message(made, code, &commands, ctx.clock.now());
     // The same, structured, for a notifier that renders it as it likes.
     let mut document = show_draft::document(ctx, made);
     document["confirm_command"] = json!(commands.confirm);

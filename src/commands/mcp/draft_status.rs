@@ -18,7 +18,7 @@ use crate::wire::time;
 
 /// The draft's state as a JSON document.
 pub fn status(ctx: &mut Ctx, draft_id: &str) -> Result<Value> {
-    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.now);
+    let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,

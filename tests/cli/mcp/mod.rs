@@ -9,6 +9,7 @@
 //! sudo are at hand. Both stores, as the rest of the suite.
 
 mod client;
+mod clock;
 mod deployment;
 mod protocol;
 mod sessions;
@@ -99,11 +100,21 @@ impl RawSession {
     /// Starts the server `command` runs (`sudo … agentcron mcp`, say) and
     /// initializes as client `client`.
     #[track_caller]
-    pub fn over(mut command: std::process::Command, client: &str) -> RawSession {
+    pub fn over(command: std::process::Command, client: &str) -> RawSession {
+        RawSession::over_with_stderr(command, client, Stdio::inherit())
+    }
+
+    /// As `over`, with the server's stderr (its warnings) going to `stderr`.
+    #[track_caller]
+    pub fn over_with_stderr(
+        mut command: std::process::Command,
+        client: &str,
+        stderr: Stdio,
+    ) -> RawSession {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn agentcron mcp");
         let stdin = child.stdin.take();
