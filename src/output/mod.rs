@@ -12,6 +12,7 @@ pub mod human;
 pub mod logfile;
 pub mod metrics;
 pub mod terminal;
+pub mod tick_report;
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};

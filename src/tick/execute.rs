@@ -528,7 +528,53 @@ fn run_one(
         });
         return (finished, None);
     }
-    let (outcome, not_started) = match &result {
+    let (outcome, not_started) = outcome_of_result(&result);
+    if lease_lost(&shared.leases, &job.run.run_id) {
+        return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
+    }
+    let lane = NoticeLane::reserve(shared, now);
+    let recorded = record_outcome(store, shared, job, &outcome, lane.claim(), now);
+    // Settled (or not recordable): `lease check` answers 5 from now on.
+    end_lease(&shared.leases, &job.run.run_id);
+    drop(endpoint);
+    let notice = match recorded {
+        Ok(notice) => notice,
+        Err(e) if deliver::is_conflict(&e) => {
+            lane.release(shared, false);
+            return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
+        }
+        Err(e) => {
+            lane.release(shared, false);
+            return (Err(e.busy_during("recording an outcome")), None);
+        }
+    };
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_outcome");
+    // Claimed in the outcome's transaction (unless an earlier notice of
+    // the run was still being sent: then it waits as pending).
+    let to_deliver = match &lane.token {
+        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t.clone())),
+        _ => None,
+    };
+    lane.release(shared, to_deliver.is_some());
+    let run = settled_run(job, &outcome, now);
+    let finished = match not_started {
+        Some(error) => Finished::NotStarted { run, error, notice },
+        None => Finished::Recorded {
+            run,
+            outcome,
+            notice,
+        },
+    };
+    (Ok(finished), to_deliver)
+}
+
+/// The outcome to record for how the executor ended, and the error when
+/// it could not start.
+fn outcome_of_result(
+    result: &Result<(ExecResult, Option<String>), Failure>,
+) -> (Outcome, Option<String>) {
+    match result {
         Ok((r, stderr)) => (
             Outcome {
                 stderr: stderr.clone(),
@@ -554,35 +600,63 @@ fn run_one(
             ),
             Some(e.clone()),
         ),
-    };
-    if lease_lost(&shared.leases, &job.run.run_id) {
-        return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
     }
-    // The notice rides in the outcome's transaction when this worker can
-    // send it right after (one durable commit fewer per run); a tick told
-    // to stop sends nothing more and leaves it pending.
-    let lane = shared
-        .notifier
-        .as_ref()
-        .filter(|_| crate::interrupt::received().is_none())
-        .filter(|_| shared.lanes.try_reserve());
-    let token = lane.map(|_| uuid::Uuid::new_v4().to_string());
-    let claim = match (&token, lane) {
-        (Some(t), Some(n)) => Some(NoticeClaim {
-            token: t,
-            deadline: now + deliver::deadline_seconds(n),
-        }),
-        _ => None,
-    };
-    let release = |keep: bool| {
-        if lane.is_some() && !keep {
+}
+
+/// A delivery lane this worker reserved to send its run's notice right
+/// after the outcome, with the claim that rides in the outcome's
+/// transaction (one durable commit fewer per run).
+struct NoticeLane<'a> {
+    notifier: Option<&'a Notifier>,
+    token: Option<String>,
+    deadline: i64,
+}
+
+impl<'a> NoticeLane<'a> {
+    /// Reserves a lane when one is free; a tick told to stop sends nothing
+    /// more and leaves the notice pending.
+    fn reserve(shared: &'a Shared, now: i64) -> NoticeLane<'a> {
+        let notifier = shared
+            .notifier
+            .as_ref()
+            .filter(|_| crate::interrupt::received().is_none())
+            .filter(|_| shared.lanes.try_reserve());
+        NoticeLane {
+            notifier,
+            token: notifier.map(|_| uuid::Uuid::new_v4().to_string()),
+            deadline: notifier.map_or(0, |n| now + deliver::deadline_seconds(n)),
+        }
+    }
+
+    fn claim(&self) -> Option<NoticeClaim<'_>> {
+        self.token.as_deref().map(|token| NoticeClaim {
+            token,
+            deadline: self.deadline,
+        })
+    }
+
+    /// Gives the lane back, unless it is kept to deliver the notice.
+    fn release(&self, shared: &Shared, keep: bool) {
+        if self.notifier.is_some() && !keep {
             shared.lanes.release();
         }
-    };
-    // A database busy past busy_timeout must not turn a finished run into an
-    // unknown one: the outcome write is tried again while the lease holds.
+    }
+}
+
+/// Records the outcome under the run's lease. A database busy past
+/// busy_timeout must not turn a finished run into an unknown one: the
+/// write is tried again while the lease holds.
+fn record_outcome(
+    store: &mut dyn Store,
+    shared: &Shared,
+    job: &Job,
+    outcome: &Outcome,
+    claim: Option<NoticeClaim>,
+    now: i64,
+) -> Result<Notice> {
+    let clock = &shared.clock;
     let mut attempts = 0;
-    let recorded = loop {
+    loop {
         attempts += 1;
         let result = store.write(|tx| {
             // The lease is judged by the time once the write lock is held.
@@ -592,7 +666,7 @@ fn run_one(
                 &job.run,
                 RunStatus::Running,
                 Some(&job.token),
-                &outcome,
+                outcome,
                 "agentcron:tick",
                 now,
                 claim,
@@ -609,47 +683,20 @@ fn run_one(
                 std::thread::sleep(Duration::from_millis(500));
                 continue;
             }
-            other => break other,
+            other => return other,
         }
-    };
-    // Settled (or not recordable): `lease check` answers 5 from now on.
-    end_lease(&shared.leases, &job.run.run_id);
-    drop(endpoint);
-    let notice = match recorded {
-        Ok(notice) => notice,
-        Err(e) if deliver::is_conflict(&e) => {
-            release(false);
-            return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
-        }
-        Err(e) => {
-            release(false);
-            return (Err(e.busy_during("recording an outcome")), None);
-        }
-    };
-    #[cfg(feature = "test-hooks")]
-    crate::hooks::at("after_outcome");
-    // Claimed in the outcome's transaction (unless an earlier notice of
-    // the run was still being sent: then it waits as pending).
-    let to_deliver = match token {
-        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t)),
-        _ => None,
-    };
-    release(to_deliver.is_some());
+    }
+}
+
+/// The job's run as its outcome left it.
+fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Run {
     let mut run = job.run.clone();
     run.status = outcome.status;
     run.summary = outcome.summary.clone();
     run.reason = outcome.reason.clone();
     run.finished_at = Some(now);
     run.stderr_tail = outcome.stderr.clone().or(run.stderr_tail);
-    let finished = match not_started {
-        Some(error) => Finished::NotStarted { run, error, notice },
-        None => Finished::Recorded {
-            run,
-            outcome,
-            notice,
-        },
-    };
-    (Ok(finished), to_deliver)
+    run
 }
 
 /// Spawns the executor and waits for it, watching the lease.

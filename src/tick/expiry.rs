@@ -64,8 +64,8 @@ pub fn expire(
     })
 }
 
-/// 1. Expired leases: the outcome is uncertain, so the run is frozen.
-/// Whether any was.
+/// Step 1, expired leases: the outcome is uncertain, so the run is
+/// frozen. Whether any was.
 fn expire_leases(
     store: &mut dyn Store,
     options: &TickOptions,
@@ -85,9 +85,9 @@ fn expire_leases(
     Ok(any)
 }
 
-/// 2. Delivery attempts past their deadline: maybe sent, never resent.
-/// Notices the notifier never took past the give-up age: never sent.
-/// Whether any notice changed.
+/// Step 2, delivery attempts past their deadline: maybe sent, never
+/// resent; notices the notifier never took past the give-up age: never
+/// sent. Whether any notice changed.
 fn expire_deliveries(
     store: &mut dyn Store,
     options: &TickOptions,
@@ -136,8 +136,8 @@ fn named(tx: &mut dyn Tx, notices: Vec<Notice>) -> Result<Vec<(Option<TaskRef>, 
         .collect()
 }
 
-/// 3. Continuations past their deadline fail; their notices go out with
-/// the others. Whether any did.
+/// Step 3, continuations past their deadline fail; their notices go out
+/// with the others. Whether any did.
 fn expire_continuations(
     store: &mut dyn Store,
     options: &TickOptions,
