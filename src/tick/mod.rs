@@ -20,6 +20,13 @@
 //! reported with what the tick did (`TickSummary::problems`), not as
 //! "nothing changed". A stop signal ends claiming; the workers kill their
 //! children and settle the runs `unknown` ("tick interrupted").
+//!
+//! Where each part lives: `recording` (the tick's own record, the gap),
+//! `expiry` (steps 1-3), `scheduler` (step 4 and the main loop), `claim`
+//! and `queue` (what one claim decides, fairly across tenants), `execute`
+//! (the workers, leases), `settle` and `notice_policy` (outcomes and their
+//! notices), `deliver` and `lane` (step 5), `events` (what is reported),
+//! `dry_run`. `run` below is the sequence of those steps.
 
 pub mod claim;
 pub mod deliver;

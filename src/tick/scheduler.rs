@@ -4,6 +4,11 @@
 //! worker at once. Due work that cannot start now (`--jobs`, `--max-runs`,
 //! `--max-running`, rows locked by another session) is marked as seen, so
 //! the wait for a slot never counts as lateness.
+//!
+//! `work` is the tick's main loop around it (steps 4-6): it claims, hears
+//! what the workers and the pending lane say (`execute::Message`), renews
+//! the leases, and ends once every executor it started is counted out,
+//! exactly once by run id, and no notice lane runs.
 
 use std::collections::HashSet;
 use std::sync::mpsc;
