@@ -24,9 +24,10 @@
 //! Where each part lives: `recording` (the tick's own record, the gap),
 //! `expiry` (steps 1-3), `scheduler` (step 4 and the main loop), `claim`
 //! and `queue` (what one claim decides, fairly across tenants), `execute`
-//! (the workers, leases), `settle` and `notice_policy` (outcomes and their
-//! notices), `deliver` and `lane` (step 5), `events` (what is reported),
-//! `dry_run`. `run` below is the sequence of those steps.
+//! and `leases` (the workers, the leases they run under), `settle` and
+//! `notice_policy` (outcomes and their notices), `deliver` and `lane`
+//! (step 5), `events` (what is reported), `dry_run`. `run` below is the
+//! sequence of those steps.
 
 pub mod claim;
 pub mod deliver;
@@ -35,6 +36,7 @@ pub mod events;
 pub mod execute;
 pub mod expiry;
 pub mod lane;
+pub mod leases;
 pub mod notice_policy;
 pub mod queue;
 pub mod recording;
