@@ -2,20 +2,18 @@
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::{json, Value};
 
 use crate::commands::flags::{command_argv, duration, notifier_from, LaunchArgs};
 use crate::context::Ctx;
 use crate::error::BusyStep;
-use crate::model::{short_id, RunStatus};
+use crate::model::RunStatus;
 use crate::output::logfile::LogFile;
+use crate::output::tick_report::{event_json, event_line, ClaimedRuns, ClaimedTask};
 use crate::schedule;
 use crate::store::Location;
-use crate::text::{escape, wall_time};
+use crate::text::escape;
 use crate::tick::execute::Finished;
-use crate::tick::queue::HeldBack;
-use crate::tick::{self, Executor, Notifier, RunAuthority, TaskRef, TickEvent, TickOptions};
-use crate::wire::{run as run_json, time};
+use crate::tick::{self, Executor, Notifier, RunAuthority, TickEvent, TickOptions};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
 ///
@@ -175,18 +173,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         authority: authority(&ctx.location()?, runs_uid(&launch)),
     };
     let clock = ctx.clock;
-    // Whatever a run leaves behind is reparented to this tick, and killed
-    // at the run's end or, at the latest, when the guard drops at the
-    // tick's (docs/CONTRACT.md §19).
-    let mut _subreaper = None;
-    if !options.dry_run {
-        crate::interrupt::catch_stop_signals()
-            .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
-        _subreaper = Some(
-            crate::process::become_subreaper(options.executor.kill_grace)
-                .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?,
-        );
-    }
+    let _subreaper = take_charge(&options)?;
     let mut log = args.log.as_deref().map(LogFile::open).transpose()?;
     let store = ctx.shared_store().busy_during("opening the database")?;
     let out = &ctx.out;
@@ -222,6 +209,27 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     if options.dry_run && !mode.json && reported == 0 {
         out.line("Nothing to do: no run is due, no lease or notice has expired.")?;
     }
+    verdict(out, summary)
+}
+
+/// A real tick catches the stop signals and becomes the child subreaper:
+/// whatever a run leaves behind is reparented to this tick, and killed at
+/// the run's end or, at the latest, when the guard drops at the tick's
+/// (docs/CONTRACT.md §19).
+fn take_charge(options: &TickOptions) -> Result<Option<crate::process::Subreaper>> {
+    if options.dry_run {
+        return Ok(None);
+    }
+    crate::interrupt::catch_stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
+    let subreaper = crate::process::become_subreaper(options.executor.kill_grace)
+        .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?;
+    Ok(Some(subreaper))
+}
+
+/// The tick's exit status, with a warning for each problem it carried on
+/// past.
+fn verdict(out: &crate::output::Output, summary: tick::TickSummary) -> Result<i32> {
     let did = format!(
         "this tick started {} run(s) and decided {} without running them",
         summary.started, summary.decided
@@ -278,23 +286,6 @@ struct Mode {
     json: bool,
     verbose: bool,
 }
-
-/// What the report needs of a claimed run's task.
-struct ClaimedTask {
-    task: TaskRef,
-    max_retries: i64,
-}
-
-impl ClaimedTask {
-    fn of(task: &crate::model::Task) -> ClaimedTask {
-        ClaimedTask {
-            task: TaskRef::of(task),
-            max_retries: task.max_retries,
-        }
-    }
-}
-
-type ClaimedRuns = std::collections::HashMap<String, ClaimedTask>;
 
 /// Whether an event needs a person (docs/CONTRACT.md §6, quiet under cron):
 /// a run that failed for good, an unknown outcome, a task that paused
@@ -396,206 +387,4 @@ fn report(
         out.line(&line)?;
     }
     Ok(())
-}
-
-/// One JSON Lines event. `name_of` gives the task name of a run this tick
-/// claimed (events about its outcome carry no task).
-fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Value {
-    match event {
-        TickEvent::SchedulerGap {
-            previous,
-            now,
-            due_tasks,
-        } => json!({"event": "scheduler_gap",
-            "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
-        TickEvent::LeaseExpired { run, task } => json!({"event": "lease_expired",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
-        TickEvent::WouldExpireLease { run, task } => json!({"event": "would_expire_lease",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
-        TickEvent::NoticeUndeliverable { notice, task } => {
-            json!({"event": "delivery_undeliverable",
-            "delivery_id": notice.delivery_id, "run_id": notice.run_id,
-            "task_id": task.as_ref().map(|t| &t.task_id), "task_name": task.as_ref().and_then(|t| t.name.as_ref()),
-            "attempts": notice.attempts, "error": notice.last_error})
-        }
-        TickEvent::Queued { count, reason } => json!({"event": "queued", "count": count,
-            "reason": reason.as_str()}),
-        TickEvent::NoticeExpired { notice, task } => json!({"event": "delivery_unknown",
-            "delivery_id": notice.delivery_id, "run_id": notice.run_id,
-            "task_id": task.as_ref().map(|t| &t.task_id), "task_name": task.as_ref().and_then(|t| t.name.as_ref())}),
-        TickEvent::Delivered(d) => json!({"event": "delivery", "delivery_id": d.notice.delivery_id,
-            "run_id": d.notice.run_id, "task_id": d.task.as_ref().map(|t| &t.task_id),
-            "task_name": d.task.as_ref().and_then(|t| t.name.as_ref()),
-            "state": d.state.as_str(), "error": d.error}),
-        TickEvent::NoticesUndelivered { count } => {
-            json!({"event": "notices_pending", "count": count,
-            "reason": "no notifier configured"})
-        }
-        TickEvent::ContinuationExpired { run, task } => {
-            json!({"event": "continuation_expired",
-                "task_name": task.as_ref().and_then(|t| t.name.as_ref()), "run": run_json(run)})
-        }
-        TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
-            "decision": run.status.as_str(), "run": run_json(run)}),
-        TickEvent::Continued { task, run } => json!({"event": "continued",
-            "task_name": task.name, "run": run_json(run)}),
-        TickEvent::WouldContinue { task, run } => json!({"event": "would_continue",
-            "task_name": task.name, "run": run_json(run)}),
-        TickEvent::WouldDecide { task, run } => {
-            // A dry run records nothing: the id it drew for the run is never used.
-            let mut run = run_json(run);
-            run["run_id"] = Value::Null;
-            json!({"event": "would_claim", "task_name": task.name,
-                   "decision": run["status"], "run": run})
-        }
-        TickEvent::Quarantined { task_id, problem } => {
-            json!({"event": "quarantined", "task_id": task_id, "problem": problem})
-        }
-        TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, .. } => json!({"event": "finished",
-                "task_name": name_of(&run.run_id), "run": run_json(run)}),
-            Finished::LeaseLost { run, claimed } => {
-                json!({"event": "outcome_discarded", "task_name": name_of(&run.run_id),
-                "run": run_json(run), "reason": "lease lost",
-                "executor_said": format!("{:?}", claimed.status)})
-            }
-            Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
-                "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
-            Finished::Released { run } => json!({"event": "released",
-                "task_name": name_of(&run.run_id), "run": run_json(run),
-                "reason": crate::tick::release::NOT_STARTED}),
-        },
-    }
-}
-
-fn delivery_line(d: &crate::tick::deliver::Delivery) -> String {
-    let run = run_of(&d.notice.run_id, d.task.as_ref());
-    match &d.error {
-        None => format!("notice for {run} delivered to {}", escape(&d.notice.target)),
-        Some(e) => format!("notice for {run}: {} ({})", d.state, escape(e)),
-    }
-}
-
-/// "run 5e6f7a8b of task digest (1a2b3c4d)": what cron mails names both.
-fn run_of(run_id: &str, task: Option<&TaskRef>) -> String {
-    match task {
-        Some(task) => format!("run {} of task {}", short_id(run_id), escape(&task.label())),
-        None => format!("run {}", short_id(run_id)),
-    }
-}
-
-/// The reconcile command for an unknown run, with the store, tenant and
-/// owner key that reach it (as `status` prints it), ready to paste.
-fn reconcile_command(run: &crate::model::Run, owner: Option<&str>, db_flag: &[String]) -> String {
-    let mut words = vec!["agentcron".to_string()];
-    words.extend(db_flag.iter().cloned());
-    if run.tenant_key != "default" {
-        words.extend(["--tenant".into(), run.tenant_key.clone()]);
-    }
-    if let Some(owner) = owner {
-        words.extend(["--as".into(), owner.to_string()]);
-    }
-    words.extend(["reconcile".into(), run.run_id.clone(), "--decision".into()]);
-    format!(
-        "{} confirmed_succeeded|confirmed_failed|abandoned --reason TEXT",
-        escape(&shell_words::join(&words))
-    )
-}
-
-fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> Option<String> {
-    let task_of = |run_id: &str| claimed.get(run_id).map(|c| &c.task);
-    let line = match event {
-        TickEvent::SchedulerGap { .. } => return None,
-        TickEvent::LeaseExpired { run, task } => {
-            let owner = task.as_ref().and_then(|t| t.owner_keys.first());
-            let task = task.as_deref().map(TaskRef::of).unwrap_or(TaskRef {
-                task_id: run.task_id.clone(),
-                name: None,
-            });
-            format!(
-                "{}: lease expired, outcome unknown; once you know what happened, settle it with `{}`",
-                run_of(&run.run_id, Some(&task)),
-                reconcile_command(run, owner.map(String::as_str), db_flag)
-            )
-        }
-        TickEvent::WouldExpireLease { run, task } => format!(
-            "would freeze {}: lease expired, outcome unknown (`agentcron reconcile` settles it once you know what happened)",
-            run_of(
-                &run.run_id,
-                Some(&task.as_deref().map(TaskRef::of).unwrap_or(TaskRef {
-                    task_id: run.task_id.clone(),
-                    name: None,
-                }))
-            ),
-        ),
-        TickEvent::NoticeUndeliverable { notice, task } => format!(
-            "notice for {}: undeliverable after {} attempt(s); the notifier kept answering \"try later\" (exit 75)",
-            run_of(&notice.run_id, task.as_ref()), notice.attempts
-        ),
-        TickEvent::Queued { count, reason } => format!(
-            "{count} due run(s) queued: {reason}; they keep their place and run when {}",
-            match reason {
-                HeldBack::LockedRows => "their rows are free",
-                HeldBack::MaxRunning | HeldBack::MaxRuns | HeldBack::JobsBusy => "a slot frees",
-            }
-        ),
-        TickEvent::NoticeExpired { notice, task } => format!(
-            "notice for {}: delivery deadline passed; it may or may not have been sent, and will not be resent",
-            run_of(&notice.run_id, task.as_ref())
-        ),
-        TickEvent::Delivered(d) => delivery_line(d),
-        TickEvent::NoticesUndelivered { count } => format!(
-            "{count} notice(s) pending: no notifier configured (pass --notifier or set AGENTCRON_NOTIFIER)"
-        ),
-        TickEvent::ContinuationExpired { run, task } => format!(
-            "{}: continuation expired, now failed", run_of(&run.run_id, task.as_ref())
-        ),
-        TickEvent::Decided { task, run } | TickEvent::WouldDecide { task, run } => {
-            let verb = if matches!(event, TickEvent::WouldDecide { .. }) { "would " } else { "" };
-            let when = wall_time(run.scheduled_for, task.timezone);
-            let label = escape(&task.label());
-            match run.status {
-                // A dry run's run id is never used: it is not shown.
-                RunStatus::Running if !verb.is_empty() => format!("{verb}run {label} for {when} (attempt {})", run.attempt),
-                RunStatus::Running => format!("{verb}run {label} for {when} (run {}, attempt {})", short_id(&run.run_id), run.attempt),
-                RunStatus::Missed => format!("{verb}record {label} for {when} missed: {}",
-                    escape(run.reason.as_deref().unwrap_or(""))),
-                RunStatus::SkippedOverlap => format!("{verb}skip {label} for {when}: {}",
-                    escape(run.reason.as_deref().unwrap_or(""))),
-                other => format!("{verb}record {label} for {when}: {other}"),
-            }
-        }
-        TickEvent::Continued { task, run } | TickEvent::WouldContinue { task, run } => format!(
-            "{} run {} of {} again: approved by {}, continuing wait {}",
-            if matches!(event, TickEvent::WouldContinue { .. }) { "would" } else { "running" },
-            short_id(&run.run_id),
-            escape(&task.label()),
-            escape(run.approved_by.as_deref().unwrap_or("an owner")),
-            escape(run.wait_id.as_deref().unwrap_or(""))
-        ),
-        TickEvent::Quarantined { task_id, problem } => format!(
-            "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
-        ),
-        TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, outcome, .. } => {
-                let mut line = format!("{} {}", run_of(&run.run_id, task_of(&run.run_id)), outcome.status);
-                if let Some(text) = outcome.summary.as_deref().or(outcome.reason.as_deref()) {
-                    line.push_str(": ");
-                    line.push_str(&crate::text::clip(&escape(text), 120));
-                }
-                line
-            }
-            Finished::LeaseLost { run, .. } => format!(
-                "{}: lease lost; its outcome was not recorded (the run is or will be unknown)",
-                run_of(&run.run_id, task_of(&run.run_id))
-            ),
-            Finished::NotStarted { run, error, .. } => format!(
-                "{} failed: executor could not start: {}", run_of(&run.run_id, task_of(&run.run_id)), escape(error)
-            ),
-            Finished::Released { run } => format!(
-                "run {} taken back: {}; it is due again", short_id(&run.run_id), crate::tick::release::NOT_STARTED
-            ),
-        },
-    };
-    Some(line)
 }

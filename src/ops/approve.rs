@@ -15,9 +15,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::json;
 
+use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::{fail, CmdError};
-use crate::audit::{AuditAction, Event};
 use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::ops::access::{owned_run, Caller};
 use crate::process::Launch;

@@ -18,7 +18,7 @@ use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
 use crate::model::{CodeLock, Draft};
 use crate::payload::{hash_hex, Payload};
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 
 /// How many digits a code has.
 pub const CODE_DIGITS: usize = 6;
@@ -163,6 +163,28 @@ pub fn check(
         ))
         .with_hint("copy the six digits from the message you received")
     }))
+}
+
+/// Records that the code of `draft` was sent to `target` and how it went
+/// (`state`: delivered, not_sent or unknown; `error`), never the code
+/// itself, in its own transaction: the notifier has run by then, so no
+/// transaction is held while it runs.
+pub fn record_sent(
+    store: &mut dyn Store,
+    now: i64,
+    draft: &Draft,
+    target: &str,
+    state: &str,
+    error: Option<&str>,
+) -> Result<()> {
+    let event = Event::of_tenant(
+        AuditAction::ConfirmCode,
+        &draft.tenant_key,
+        "agentcron:mcp",
+        now,
+        json!({"draft_id": draft.draft_id, "target": target, "state": state, "error": error}),
+    );
+    store.write(|tx| tx.append_event(&event))
 }
 
 /// The draft's id is hashed in, so a code hash copied onto another draft

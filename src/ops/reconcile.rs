@@ -6,8 +6,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::error::{fail, CmdError};
 use crate::audit::{AuditAction, Event};
+use crate::error::{fail, CmdError};
 use crate::model::{Run, RunStatus};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::{Reconciliation, Store, TaskMemory};
@@ -90,8 +90,8 @@ pub fn settle_unknown(
         })?;
         let (_, settled, _) =
             settle::record(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
-        let memory = (tx.task_memory(&run.task_id)?)
-            .unwrap_or_else(|| TaskMemory::new(&run.task_id));
+        let memory =
+            (tx.task_memory(&run.task_id)?).unwrap_or_else(|| TaskMemory::new(&run.task_id));
         tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
         tx.append_event(&Event::of_run(
             AuditAction::Reconcile,

@@ -7,8 +7,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::error::{fail, CmdError};
 use crate::audit::{AuditAction, Event};
+use crate::error::{fail, CmdError};
 use crate::model::{Task, TaskState};
 use crate::ops::access::{owned_task, Caller};
 use crate::store::{Store, Trigger};

@@ -16,6 +16,7 @@ pub mod metrics_report;
 pub mod run_table;
 pub mod status_report;
 pub mod terminal;
+pub mod tick_report;
 pub mod upcoming_report;
 
 use std::io::{self, Write};

@@ -29,6 +29,7 @@ pub mod endpoint;
 pub mod environment;
 mod group;
 mod launch;
+pub mod notifier;
 mod procfs;
 mod reaper;
 #[cfg(test)]

@@ -102,31 +102,9 @@ pub fn plan(
             .filter(|at| *at <= now || trigger.is_none()),
         failed,
     ) {
-        let attempt = failed.attempt + 1;
-        let late_by = now - retry_at;
         let seen_in_time = queued.is_some_and(|m| m.due_at == retry_at);
-        let run = if late_by > task.grace_seconds && !seen_in_time {
-            Run::new(
-                task,
-                failed.scheduled_for,
-                retry_at,
-                attempt,
-                RunStatus::Missed,
-                now,
-                |r| {
-                    r.reason = Some(format!(
-                        "retry late by {} > grace {}",
-                        human_duration(late_by),
-                        human_duration(task.grace_seconds)
-                    ));
-                    r.skipped_occurrences = 1;
-                    r.finished_at = Some(now);
-                },
-            )
-        } else {
-            decided(task, failed.scheduled_for, retry_at, attempt, blocking, s)
-        };
-        plan.runs.push(run);
+        plan.runs
+            .push(retry(task, failed, retry_at, seen_in_time, blocking, s));
         plan.next_retry_at = None;
         plan.retry_run_id = None;
     } else if let Some(slot) = trigger.filter(|t| t.trigger.at <= now) {
@@ -147,6 +125,42 @@ pub fn plan(
         plan.state = TaskState::Completed;
     }
     plan
+}
+
+/// The run of a due retry of `failed`: missed when it is past grace and
+/// no tick saw it due in time.
+fn retry(
+    task: &Task,
+    failed: &Run,
+    retry_at: i64,
+    seen_in_time: bool,
+    blocking: Option<&Run>,
+    s: ClaimSettings,
+) -> Run {
+    let now = s.now;
+    let attempt = failed.attempt + 1;
+    let late_by = now - retry_at;
+    if late_by > task.grace_seconds && !seen_in_time {
+        Run::new(
+            task,
+            failed.scheduled_for,
+            retry_at,
+            attempt,
+            RunStatus::Missed,
+            now,
+            |r| {
+                r.reason = Some(format!(
+                    "retry late by {} > grace {}",
+                    human_duration(late_by),
+                    human_duration(task.grace_seconds)
+                ));
+                r.skipped_occurrences = 1;
+                r.finished_at = Some(now);
+            },
+        )
+    } else {
+        decided(task, failed.scheduled_for, retry_at, attempt, blocking, s)
+    }
 }
 
 /// The run of a manual trigger.
@@ -213,21 +227,7 @@ fn decide_occurrences(
         }
         // A newer occurrence overtook the queued one: only the newest may run.
         Some(mark) => {
-            runs.push(coalesced(
-                count - 1,
-                format!(
-                    "superseded while queued: the occurrence at {} (seen due at {}, waiting for a free slot) \
-                     was overtaken by the one at {}{}",
-                    crate::schedule::format_utc(mark.due_at),
-                    crate::schedule::format_utc(mark.seen_at),
-                    crate::schedule::format_utc(latest),
-                    if count > 2 {
-                        format!(" ({} occurrences coalesced)", count - 1)
-                    } else {
-                        String::new()
-                    }
-                ),
-            ));
+            runs.push(coalesced(count - 1, superseded(mark, latest, count)));
             let late_by = now - latest;
             if late_by > grace {
                 runs.push(Run::new(
@@ -239,11 +239,7 @@ fn decide_occurrences(
                     now,
                     |r| {
                         r.skipped_occurrences = 1;
-                        r.reason = Some(format!(
-                            "late by {} > grace {}; no tick saw it due within grace",
-                            human_duration(late_by),
-                            human_duration(grace)
-                        ));
+                        r.reason = Some(late(1, late_by, grace, 0));
                         r.finished_at = Some(now);
                     },
                 ));
@@ -254,25 +250,7 @@ fn decide_occurrences(
         None => {
             let late_by = now - latest;
             if late_by > grace {
-                let first_late = now - first;
-                runs.push(coalesced(
-                    count,
-                    if count > 1 {
-                        format!(
-                            "late by {} > grace {} ({count} occurrences coalesced, \
-                             the first late by {}); no tick saw them due within grace",
-                            human_duration(late_by),
-                            human_duration(grace),
-                            human_duration(first_late)
-                        )
-                    } else {
-                        format!(
-                            "late by {} > grace {}; no tick saw it due within grace",
-                            human_duration(late_by),
-                            human_duration(grace)
-                        )
-                    },
-                ));
+                runs.push(coalesced(count, late(count, late_by, grace, now - first)));
             } else {
                 if count > 1 {
                     runs.push(coalesced(count - 1, unclaimed(count - 1)));
@@ -282,6 +260,43 @@ fn decide_occurrences(
         }
     }
     runs
+}
+
+/// Why `count` occurrences, the newest late by `late_by` (the first by
+/// `first_late`), were missed.
+fn late(count: i64, late_by: i64, grace: i64, first_late: i64) -> String {
+    if count > 1 {
+        format!(
+            "late by {} > grace {} ({count} occurrences coalesced, \
+             the first late by {}); no tick saw them due within grace",
+            human_duration(late_by),
+            human_duration(grace),
+            human_duration(first_late)
+        )
+    } else {
+        format!(
+            "late by {} > grace {}; no tick saw it due within grace",
+            human_duration(late_by),
+            human_duration(grace)
+        )
+    }
+}
+
+/// Why a queued occurrence did not run: a newer one, at `latest`,
+/// overtook it while it waited for a slot.
+fn superseded(mark: &QueueMark, latest: i64, count: i64) -> String {
+    format!(
+        "superseded while queued: the occurrence at {} (seen due at {}, waiting for a free slot) \
+         was overtaken by the one at {}{}",
+        crate::schedule::format_utc(mark.due_at),
+        crate::schedule::format_utc(mark.seen_at),
+        crate::schedule::format_utc(latest),
+        if count > 2 {
+            format!(" ({} occurrences coalesced)", count - 1)
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// Why occurrences before the one that runs were not claimed. A tick that

@@ -5,47 +5,30 @@
 //!
 //! Notices go out alongside the executors, never in front of a claim: the
 //! worker that recorded an outcome sends its notice when a lane is free
-//! (tick/execute.rs), and one pending lane here sends the rest one at a
-//! time, each at most once per tick.
+//! (tick/execute.rs), and the pending lane (tick/lane.rs) sends the rest one
+//! at a time, each at most once per tick. Neither is known here: this
+//! module only delivers, so the dependency runs one way, from them to it.
 //!
 //! A stop signal (`crate::interrupt`) kills a running notifier's group at
 //! its next heartbeat (its notice is `unknown`: it may have been sent) and
 //! starts no other.
-
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
-use crate::error::BusyStep;
-use crate::model::{DeliveryState, Notice};
-use crate::process::{self, ChildExit, ChildSpec, Heartbeat, Launch};
-use crate::store::{shared::SharedStore, NoticeFinish, Store};
+use crate::model::{DeliveryState, Notice, Run, Task};
+use crate::process::notifier::NotifierExit;
+use crate::store::{NoticeFinish, Store};
 use crate::wire as json;
 
-/// EX_TEMPFAIL: the notifier says nothing was sent.
-pub const EX_TEMPFAIL: i32 = 75;
+pub use crate::process::notifier::{Notifier, EX_TEMPFAIL};
 
 /// First delay after an exit 75; it doubles with each attempt.
 pub const TEMPFAIL_BACKOFF: i64 = 60;
 /// The longest delay between two attempts of one notice.
 pub const MAX_TEMPFAIL_BACKOFF: i64 = 3600;
-
-/// Notices one tick's pending lane sends at most.
-pub const MAX_DELIVERIES: usize = 200;
-
-/// Once the tick's executors are done, how long the pending lane may go on
-/// starting deliveries before the tick ends (a notifier hung on every
-/// notice must not keep a tick alive for hours).
-const DELIVERY_TAIL: Duration = Duration::from_secs(60);
-
-/// How often an idle pending lane looks for new notices while executors run.
-const LANE_POLL: Duration = Duration::from_millis(100);
 
 /// Delay before the next attempt after `attempts` attempts ended in exit 75.
 pub fn tempfail_delay(attempts: i64) -> i64 {
@@ -53,16 +36,6 @@ pub fn tempfail_delay(attempts: i64) -> i64 {
     TEMPFAIL_BACKOFF
         .saturating_mul(1i64 << exponent)
         .min(MAX_TEMPFAIL_BACKOFF)
-}
-
-/// How to run the notifier.
-#[derive(Debug, Clone)]
-pub struct Notifier {
-    pub argv: Vec<String>,
-    pub timeout: Duration,
-    pub kill_grace: Duration,
-    /// The environment it starts from, and as whom it runs (§19).
-    pub launch: Launch,
 }
 
 /// What became of one notice.
@@ -142,9 +115,48 @@ pub fn deliver_claimed(
         };
         Ok((task, run))
     })?;
-    let stdin = json!({
-        "task": task.as_ref().map(json::task),
-        "run": run.as_ref().map(json::run),
+    let env = vec![
+        ("AGENTCRON_TENANT".into(), notice.tenant_key.clone()),
+        ("AGENTCRON_RUN_ID".into(), notice.run_id.clone()),
+        ("AGENTCRON_DELIVERY_ID".into(), notice.delivery_id.clone()),
+    ];
+    let exit = notifier.notify(&stdin_for(notice, task.as_ref(), run.as_ref()), env);
+    let (state, error) = delivery_state(exit);
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_notifier_exit");
+    let task = task.as_ref().map(super::TaskRef::of);
+    match record(
+        store,
+        notice,
+        run.as_ref(),
+        token,
+        state,
+        error.as_deref(),
+        clock,
+    ) {
+        Ok(()) => Ok(Delivery {
+            notice: notice.clone(),
+            task,
+            state,
+            error,
+        }),
+        // Our deadline passed and another tick already froze the notice as
+        // unknown: it stays unknown, whatever the notifier said.
+        Err(e) if is_conflict(&e) => Ok(Delivery {
+            notice: notice.clone(),
+            task,
+            state: DeliveryState::Unknown,
+            error: Some("the delivery deadline passed before the result was recorded".into()),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The notifier's standard input for a run notice (docs/CONTRACT.md §7).
+fn stdin_for(notice: &Notice, task: Option<&Task>, run: Option<&Run>) -> serde_json::Value {
+    json!({
+        "task": task.map(json::task),
+        "run": run.map(json::run),
         "target": notice.target,
         // Words for a person, which a notifier may show as they are: the
         // summary and reason in them are escaped as the CLI escapes them
@@ -152,54 +164,51 @@ pub fn deliver_claimed(
         "message": crate::text::escape(&notice.message),
         "kind": notice.kind.map(|k| k.as_str()),
         "suppressed_since_last": notice.suppressed_since_last,
-    });
-    let spec = ChildSpec {
-        argv: notifier.argv.clone(),
-        stdin: format!("{stdin}\n").into_bytes(),
-        env: vec![
-            ("AGENTCRON_TENANT".into(), notice.tenant_key.clone()),
-            ("AGENTCRON_RUN_ID".into(), notice.run_id.clone()),
-            ("AGENTCRON_DELIVERY_ID".into(), notice.delivery_id.clone()),
-        ],
-        launch: notifier.launch.clone(),
-        timeout: notifier.timeout,
-        kill_grace: notifier.kill_grace,
-        output_cap: 64 * 1024,
-    };
-    let heartbeat = &mut || match crate::interrupt::received() {
-        Some(_) => Heartbeat::Abort,
-        None => Heartbeat::Continue,
-    };
-    let (state, error) = match process::run_child(&spec, Duration::from_millis(100), heartbeat) {
-        Ok(out) => match out.exit {
-            ChildExit::Exited(0) => (DeliveryState::Delivered, None),
-            ChildExit::Exited(EX_TEMPFAIL) => (
-                DeliveryState::Pending,
-                Some("notifier exited 75: nothing was sent; trying again later".to_string()),
-            ),
-            ChildExit::Exited(code) => (
-                DeliveryState::Unknown,
-                Some(format!("notifier exited {code}")),
-            ),
-            ChildExit::Signaled(sig) => (
-                DeliveryState::Unknown,
-                Some(format!("notifier killed by signal {sig}")),
-            ),
-            ChildExit::TimedOut => (
-                DeliveryState::Unknown,
-                Some("notifier timed out".to_string()),
-            ),
-            ChildExit::Aborted => (
-                DeliveryState::Unknown,
-                Some("notifier killed: the tick was interrupted".to_string()),
-            ),
-        },
-        Err(process::SpawnError::Lost(e)) => (DeliveryState::Unknown, Some(e)),
+    })
+}
+
+/// What the notifier's end makes of the notice, and the error recorded.
+fn delivery_state(exit: NotifierExit) -> (DeliveryState, Option<String>) {
+    match exit {
+        NotifierExit::Sent => (DeliveryState::Delivered, None),
+        NotifierExit::NothingSent => (
+            DeliveryState::Pending,
+            Some("notifier exited 75: nothing was sent; trying again later".to_string()),
+        ),
+        NotifierExit::Exited(code) => (
+            DeliveryState::Unknown,
+            Some(format!("notifier exited {code}")),
+        ),
+        NotifierExit::Signaled(sig) => (
+            DeliveryState::Unknown,
+            Some(format!("notifier killed by signal {sig}")),
+        ),
+        NotifierExit::TimedOut => (
+            DeliveryState::Unknown,
+            Some("notifier timed out".to_string()),
+        ),
+        NotifierExit::Interrupted => (
+            DeliveryState::Unknown,
+            Some("notifier killed: the tick was interrupted".to_string()),
+        ),
+        NotifierExit::Lost(e) => (DeliveryState::Unknown, Some(e)),
         // It never started, so nothing was sent: safe to try again later.
-        Err(e) => (DeliveryState::Pending, Some(format!("{NOT_STARTED}: {e}"))),
-    };
-    #[cfg(feature = "test-hooks")]
-    crate::hooks::at("after_notifier_exit");
+        NotifierExit::NotStarted(e) => {
+            (DeliveryState::Pending, Some(format!("{NOT_STARTED}: {e}")))
+        }
+    }
+}
+
+/// Records how the delivery went, under this tick's claim (`token`).
+fn record(
+    store: &mut dyn Store,
+    notice: &Notice,
+    run: Option<&Run>,
+    token: &str,
+    state: DeliveryState,
+    error: Option<&str>,
+    clock: &Clock,
+) -> Result<()> {
     let now = clock.now();
     // A notice claimed in its outcome's transaction carries its attempt
     // already; one listed as pending was counted by the claim since.
@@ -209,19 +218,19 @@ pub fn deliver_claimed(
         notice.attempts + 1
     };
     let retry_at = (state == DeliveryState::Pending).then(|| now + tempfail_delay(attempts));
-    let recorded = store.write(|tx| {
+    store.write(|tx| {
         tx.finish_notice(&NoticeFinish {
             delivery_id: &notice.delivery_id,
             token,
             to: state,
-            error: error.as_deref(),
+            error,
             retry_at,
             now,
         })?;
         let detail =
             json!({"delivery_id": notice.delivery_id, "state": state.as_str(), "error": error});
         tx.append_event(&Event {
-            task_id: run.as_ref().map(|r| r.task_id.clone()),
+            task_id: run.map(|r| r.task_id.clone()),
             run_id: Some(notice.run_id.clone()),
             ..Event::of_tenant(
                 AuditAction::Delivery,
@@ -231,24 +240,7 @@ pub fn deliver_claimed(
                 detail,
             )
         })
-    });
-    match recorded {
-        Ok(()) => Ok(Delivery {
-            notice: notice.clone(),
-            task: task.as_ref().map(super::TaskRef::of),
-            state,
-            error,
-        }),
-        // Our deadline passed and another tick already froze the notice as
-        // unknown: it stays unknown, whatever the notifier said.
-        Err(e) if is_conflict(&e) => Ok(Delivery {
-            notice: notice.clone(),
-            task: task.as_ref().map(super::TaskRef::of),
-            state: DeliveryState::Unknown,
-            error: Some("the delivery deadline passed before the result was recorded".into()),
-        }),
-        Err(e) => Err(e),
-    }
+    })
 }
 
 pub fn is_conflict(err: &anyhow::Error) -> bool {
@@ -256,106 +248,4 @@ pub fn is_conflict(err: &anyhow::Error) -> bool {
         crate::error::classify(err).0,
         crate::error::ErrorKind::Conflict
     )
-}
-
-/// The lane that sends pending notices while the tick's executors run.
-pub struct PendingLane {
-    executors_done: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<()>,
-}
-
-impl PendingLane {
-    pub fn start(
-        store: &SharedStore,
-        notifier: &Notifier,
-        tenant: Option<String>,
-        clock: Clock,
-        messages: mpsc::Sender<super::execute::Message>,
-    ) -> PendingLane {
-        let executors_done = Arc::new(AtomicBool::new(false));
-        let (done, mut store, notifier) =
-            (executors_done.clone(), store.handle(), notifier.clone());
-        let handle = std::thread::spawn(move || {
-            let result = drain(
-                store.as_mut(),
-                &notifier,
-                tenant.as_deref(),
-                clock,
-                &done,
-                &messages,
-            );
-            let result = result.busy_during("delivering waiting notices");
-            let _ = messages.send(super::execute::Message::LaneDone(result));
-        });
-        PendingLane {
-            executors_done,
-            handle,
-        }
-    }
-
-    /// Tells the lane that no executor of this tick runs any more: it ends
-    /// once nothing is left to send (or its time is up).
-    pub fn executors_done(&self) {
-        self.executors_done.store(true, Ordering::Release);
-    }
-
-    pub fn join(self) {
-        self.executors_done();
-        let _ = self.handle.join();
-    }
-}
-
-fn drain(
-    store: &mut dyn Store,
-    notifier: &Notifier,
-    tenant: Option<&str>,
-    clock: Clock,
-    executors_done: &AtomicBool,
-    messages: &mpsc::Sender<super::execute::Message>,
-) -> Result<()> {
-    let mut attempted = HashSet::new();
-    let mut done_since: Option<Instant> = None;
-    loop {
-        let done = executors_done.load(Ordering::Acquire);
-        if done && done_since.is_none() {
-            done_since = Some(Instant::now());
-        }
-        let out_of_time = done_since.is_some_and(|t| t.elapsed() > DELIVERY_TAIL);
-        let interrupted = crate::interrupt::received().is_some();
-        if attempted.len() >= MAX_DELIVERIES || out_of_time || interrupted {
-            return Ok(());
-        }
-        let now = clock.now();
-        let notices: Vec<Notice> = store
-            .read(|tx| tx.notices_to_send(now, tenant, 64))?
-            .into_iter()
-            .filter(|n| !attempted.contains(&n.delivery_id))
-            .collect();
-        if notices.is_empty() {
-            if done {
-                return Ok(());
-            }
-            std::thread::sleep(LANE_POLL);
-            continue;
-        }
-        for notice in notices {
-            if crate::interrupt::received().is_some() {
-                return Ok(());
-            }
-            // At most one attempt per notice per tick.
-            attempted.insert(notice.delivery_id.clone());
-            let Some(delivery) = deliver_pending(store, notifier, &notice, &clock)? else {
-                continue;
-            };
-            let failed_to_start = delivery.notifier_did_not_start();
-            let _ = messages.send(super::execute::Message::Delivered(Box::new(delivery)));
-            if failed_to_start {
-                // The same notifier will not start for the next one either.
-                return Ok(());
-            }
-            if attempted.len() >= MAX_DELIVERIES {
-                return Ok(());
-            }
-        }
-    }
 }

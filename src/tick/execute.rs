@@ -44,6 +44,8 @@ use crate::store::{shared::SharedStore, Store};
 use crate::wire as json;
 
 use super::deliver::{self, Delivery, Notifier};
+use super::leases::{end_lease, lease_lost};
+pub use super::leases::{Leases, Renewals, Slot};
 use super::release;
 use super::settle::{self, NoticeClaim, Outcome};
 
@@ -138,30 +140,6 @@ enum Failure {
 
 /// The reason recorded on a run whose tick was told to stop.
 pub const INTERRUPTED: &str = "tick interrupted";
-
-pub struct Slot {
-    token: String,
-    /// Lost, or settled: `lease check` answers 5 from then on.
-    lost: bool,
-    /// When the lease expires unless renewed, on the monotonic clock (never
-    /// later than the stored `lease_until`).
-    until: Instant,
-}
-
-impl Slot {
-    /// The endpoint's answer. A lease past its deadline is lost for good
-    /// once it was answered so, whatever a late renewal would say: a lease
-    /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
-    fn answer(&mut self, token: &str) -> bool {
-        if !self.lost && Instant::now() > self.until {
-            self.lost = true;
-        }
-        !self.lost && self.token == token
-    }
-}
-
-/// The leases this tick holds, by run id.
-pub type Leases = Arc<Mutex<HashMap<String, Slot>>>;
 
 /// Delivery lanes: how many notifiers the workers may run at once.
 #[derive(Debug)]
@@ -393,90 +371,6 @@ pub fn run_jobs(
     }
 }
 
-/// Lease renewal on schedule, every lease/3, even while results keep
-/// arriving: a stream of short runs must not starve the lease of a long one.
-pub struct Renewals {
-    period: Duration,
-    lease_seconds: i64,
-    next: Instant,
-}
-
-impl Renewals {
-    pub fn new(lease: Duration) -> Renewals {
-        let period = (lease / 3).max(Duration::from_millis(200));
-        Renewals {
-            period,
-            lease_seconds: lease.as_secs().max(1) as i64,
-            next: Instant::now() + period,
-        }
-    }
-
-    /// How long until the next renewal is due.
-    pub fn wait(&self) -> Duration {
-        self.next.saturating_duration_since(Instant::now())
-    }
-
-    /// Renews when due.
-    pub fn renew_if_due(&mut self, store: &mut dyn Store, leases: &Leases, clock: &Clock) {
-        if Instant::now() < self.next {
-            return;
-        }
-        renew_all(store, leases, clock, self.lease_seconds);
-        self.next = Instant::now() + self.period;
-    }
-}
-
-/// Renews every live lease in one transaction; marks the ones lost. A busy
-/// database or a lost connection is not a lost lease: it is tried again next
-/// period (the shared store reconnects first).
-fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_seconds: i64) {
-    let held: Vec<(String, String)> = match leases.lock() {
-        Ok(l) => l
-            .iter()
-            .filter(|(_, s)| !s.lost)
-            .map(|(id, s)| (id.clone(), s.token.clone()))
-            .collect(),
-        Err(_) => return,
-    };
-    if held.is_empty() {
-        return;
-    }
-    // Before the write: a renewal's `now` is never earlier than this.
-    let started = Instant::now();
-    let renewed = store.write(|tx| {
-        // Read once the write lock is held: a renewal that waited for it
-        // must not revive a lease that expired meanwhile.
-        let now = clock.now();
-        held.iter()
-            .map(|(id, token)| {
-                Ok((
-                    id.clone(),
-                    tx.renew_lease(id, token, now + lease_seconds, now)?,
-                ))
-            })
-            .collect::<Result<Vec<_>>>()
-    });
-    if let (Ok(renewed), Ok(mut l)) = (renewed, leases.lock()) {
-        for (id, ok) in renewed {
-            if let Some(slot) = l.get_mut(&id) {
-                match ok {
-                    true => slot.until = started + Duration::from_secs(lease_seconds as u64),
-                    false => slot.lost = true,
-                }
-            }
-        }
-    }
-}
-
-/// Marks the run's lease over in memory: settled, or lost.
-fn end_lease(leases: &Leases, run_id: &str) {
-    if let Ok(mut l) = leases.lock() {
-        if let Some(slot) = l.get_mut(run_id) {
-            slot.lost = true;
-        }
-    }
-}
-
 /// The run's lease endpoint, answered from `leases`; None (the executor
 /// then has no endpoint, and its `lease check` answers 5) when the system
 /// refuses one.
@@ -496,13 +390,6 @@ fn open_endpoint(shared: &Shared, job: &Job) -> Option<Endpoint> {
         answer,
     )
     .ok()
-}
-
-fn lease_lost(leases: &Leases, run_id: &str) -> bool {
-    leases
-        .lock()
-        .map(|l| l.get(run_id).is_some_and(|s| s.lost))
-        .unwrap_or(true)
 }
 
 /// Runs one job to its recorded outcome. Returns the outcome and, when a
@@ -529,7 +416,53 @@ fn run_one(
         });
         return (finished, None);
     }
-    let (outcome, not_started) = match &result {
+    let (outcome, not_started) = outcome_of_result(&result);
+    if lease_lost(&shared.leases, &job.run.run_id) {
+        return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
+    }
+    let lane = NoticeLane::reserve(shared, now);
+    let recorded = record_outcome(store, shared, job, &outcome, lane.claim(), now);
+    // Settled (or not recordable): `lease check` answers 5 from now on.
+    end_lease(&shared.leases, &job.run.run_id);
+    drop(endpoint);
+    let notice = match recorded {
+        Ok(notice) => notice,
+        Err(e) if deliver::is_conflict(&e) => {
+            lane.release(shared, false);
+            return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
+        }
+        Err(e) => {
+            lane.release(shared, false);
+            return (Err(e.busy_during("recording an outcome")), None);
+        }
+    };
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("after_outcome");
+    // Claimed in the outcome's transaction (unless an earlier notice of
+    // the run was still being sent: then it waits as pending).
+    let to_deliver = match &lane.token {
+        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t.clone())),
+        _ => None,
+    };
+    lane.release(shared, to_deliver.is_some());
+    let run = settled_run(job, &outcome, now);
+    let finished = match not_started {
+        Some(error) => Finished::NotStarted { run, error, notice },
+        None => Finished::Recorded {
+            run,
+            outcome,
+            notice,
+        },
+    };
+    (Ok(finished), to_deliver)
+}
+
+/// The outcome to record for how the executor ended, and the error when
+/// it could not start.
+fn outcome_of_result(
+    result: &Result<(ExecResult, Option<String>), Failure>,
+) -> (Outcome, Option<String>) {
+    match result {
         Ok((r, stderr)) => (
             Outcome {
                 stderr: stderr.clone(),
@@ -555,35 +488,63 @@ fn run_one(
             ),
             Some(e.clone()),
         ),
-    };
-    if lease_lost(&shared.leases, &job.run.run_id) {
-        return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
     }
-    // The notice rides in the outcome's transaction when this worker can
-    // send it right after (one durable commit fewer per run); a tick told
-    // to stop sends nothing more and leaves it pending.
-    let lane = shared
-        .notifier
-        .as_ref()
-        .filter(|_| crate::interrupt::received().is_none())
-        .filter(|_| shared.lanes.try_reserve());
-    let token = lane.map(|_| uuid::Uuid::new_v4().to_string());
-    let claim = match (&token, lane) {
-        (Some(t), Some(n)) => Some(NoticeClaim {
-            token: t,
-            deadline: now + deliver::deadline_seconds(n),
-        }),
-        _ => None,
-    };
-    let release = |keep: bool| {
-        if lane.is_some() && !keep {
+}
+
+/// A delivery lane this worker reserved to send its run's notice right
+/// after the outcome, with the claim that rides in the outcome's
+/// transaction (one durable commit fewer per run).
+struct NoticeLane<'a> {
+    notifier: Option<&'a Notifier>,
+    token: Option<String>,
+    deadline: i64,
+}
+
+impl<'a> NoticeLane<'a> {
+    /// Reserves a lane when one is free; a tick told to stop sends nothing
+    /// more and leaves the notice pending.
+    fn reserve(shared: &'a Shared, now: i64) -> NoticeLane<'a> {
+        let notifier = shared
+            .notifier
+            .as_ref()
+            .filter(|_| crate::interrupt::received().is_none())
+            .filter(|_| shared.lanes.try_reserve());
+        NoticeLane {
+            notifier,
+            token: notifier.map(|_| uuid::Uuid::new_v4().to_string()),
+            deadline: notifier.map_or(0, |n| now + deliver::deadline_seconds(n)),
+        }
+    }
+
+    fn claim(&self) -> Option<NoticeClaim<'_>> {
+        self.token.as_deref().map(|token| NoticeClaim {
+            token,
+            deadline: self.deadline,
+        })
+    }
+
+    /// Gives the lane back, unless it is kept to deliver the notice.
+    fn release(&self, shared: &Shared, keep: bool) {
+        if self.notifier.is_some() && !keep {
             shared.lanes.release();
         }
-    };
-    // A database busy past busy_timeout must not turn a finished run into an
-    // unknown one: the outcome write is tried again while the lease holds.
+    }
+}
+
+/// Records the outcome under the run's lease. A database busy past
+/// busy_timeout must not turn a finished run into an unknown one: the
+/// write is tried again while the lease holds.
+fn record_outcome(
+    store: &mut dyn Store,
+    shared: &Shared,
+    job: &Job,
+    outcome: &Outcome,
+    claim: Option<NoticeClaim>,
+    now: i64,
+) -> Result<Notice> {
+    let clock = &shared.clock;
     let mut attempts = 0;
-    let recorded = loop {
+    loop {
         attempts += 1;
         let result = store.write(|tx| {
             // The lease is judged by the time once the write lock is held.
@@ -593,7 +554,7 @@ fn run_one(
                 &job.run,
                 RunStatus::Running,
                 Some(&job.token),
-                &outcome,
+                outcome,
                 "agentcron:tick",
                 now,
                 claim,
@@ -610,47 +571,20 @@ fn run_one(
                 std::thread::sleep(Duration::from_millis(500));
                 continue;
             }
-            other => break other,
+            other => return other,
         }
-    };
-    // Settled (or not recordable): `lease check` answers 5 from now on.
-    end_lease(&shared.leases, &job.run.run_id);
-    drop(endpoint);
-    let notice = match recorded {
-        Ok(notice) => notice,
-        Err(e) if deliver::is_conflict(&e) => {
-            release(false);
-            return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
-        }
-        Err(e) => {
-            release(false);
-            return (Err(e.busy_during("recording an outcome")), None);
-        }
-    };
-    #[cfg(feature = "test-hooks")]
-    crate::hooks::at("after_outcome");
-    // Claimed in the outcome's transaction (unless an earlier notice of
-    // the run was still being sent: then it waits as pending).
-    let to_deliver = match token {
-        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t)),
-        _ => None,
-    };
-    release(to_deliver.is_some());
+    }
+}
+
+/// The job's run as its outcome left it.
+fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Run {
     let mut run = job.run.clone();
     run.status = outcome.status;
     run.summary = outcome.summary.clone();
     run.reason = outcome.reason.clone();
     run.finished_at = Some(now);
     run.stderr_tail = outcome.stderr.clone().or(run.stderr_tail);
-    let finished = match not_started {
-        Some(error) => Finished::NotStarted { run, error, notice },
-        None => Finished::Recorded {
-            run,
-            outcome,
-            notice,
-        },
-    };
-    (Ok(finished), to_deliver)
+    run
 }
 
 /// Spawns the executor and waits for it, watching the lease.

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::claim::{self, ClaimSettings, Claimed};
 use crate::model::{RunStatus, Task, TaskState};
 use crate::schedule;
-use crate::store::{QueueMark, Tx};
+use crate::store::{DueTask, QueueMark, Tx};
 
 /// Decisions one claim transaction makes at most (missed and skipped runs
 /// need no slot, so a backlog of them is worked through in bounded pieces).
@@ -92,21 +92,7 @@ pub fn claim_batch(
                 return Ok(batch);
             }
         }
-        let mut found = None;
-        for step in 0..tenants.len() {
-            let index = (rr.next + step) % tenants.len();
-            if exhausted[index] {
-                continue;
-            }
-            if let Some(due) = tx.earliest_due_in(&tenants[index], s.now)? {
-                if undecided.contains(&(due.task_id.clone(), due.due_at)) {
-                    exhausted[index] = true;
-                    continue;
-                }
-                found = Some((index, due));
-                break;
-            }
-        }
+        let found = next_due(tx, tenants, rr.next, &mut exhausted, &undecided, s.now)?;
         let Some((index, due)) = found else {
             batch.stop = Stop::NothingDue;
             return Ok(batch);
@@ -126,6 +112,33 @@ pub fn claim_batch(
         batch.claimed.push(claimed);
     }
     Ok(batch)
+}
+
+/// The earliest due work of the next tenant in turn from `start` that has
+/// any this batch can decide, with that tenant's index. A tenant whose
+/// earliest is work already found `undecided` is `exhausted`.
+fn next_due(
+    tx: &mut dyn Tx,
+    tenants: &[String],
+    start: usize,
+    exhausted: &mut [bool],
+    undecided: &[(String, i64)],
+    now: i64,
+) -> Result<Option<(usize, DueTask)>> {
+    for step in 0..tenants.len() {
+        let index = (start + step) % tenants.len();
+        if exhausted[index] {
+            continue;
+        }
+        if let Some(due) = tx.earliest_due_in(&tenants[index], now)? {
+            if undecided.contains(&(due.task_id.clone(), due.due_at)) {
+                exhausted[index] = true;
+                continue;
+            }
+            return Ok(Some((index, due)));
+        }
+    }
+    Ok(None)
 }
 
 /// Marks due work this tick cannot start as seen within grace (docs/CONTRACT.md

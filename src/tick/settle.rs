@@ -331,17 +331,7 @@ pub fn add_decided_notice(
         .task_memory(&run.task_id)?
         .unwrap_or_else(|| TaskMemory::new(&run.task_id));
     let policy = task.map(|t| t.notice).unwrap_or_default();
-    // Only a skip needs the ledger: the last skip notice sent in the window.
-    let last_skip_sent = match run.status {
-        RunStatus::SkippedOverlap => tx
-            .last_skip_sent(&run.task_id, now - policy.realert())?
-            .map(|s| {
-                let key =
-                    notice_policy::dedup_key(&s.status, s.reason.as_deref(), s.summary.as_deref());
-                (key, s.at)
-            }),
-        _ => None,
-    };
+    let last_skip_sent = last_skip_sent(tx, run, now - policy.realert())?;
     let decision = notice_policy::decide(
         &Facts {
             run,
@@ -370,16 +360,7 @@ pub fn add_decided_notice(
         Some(c) if decision.suppressed.is_none() && !tx.notice_sending(&run.run_id)? => Some(c),
         _ => None,
     };
-    let (state, token, deadline, attempts) = match (decision.suppressed, claim) {
-        (Some(_), _) => (DeliveryState::Suppressed, None, None, 0),
-        (None, Some(c)) => (
-            DeliveryState::Sending,
-            Some(c.token.to_string()),
-            Some(c.deadline),
-            1,
-        ),
-        (None, None) => (DeliveryState::Pending, None, None, 0),
-    };
+    let (state, token, deadline, attempts) = delivery_start(decision.suppressed, claim);
     let notice = Notice {
         delivery_id: uuid::Uuid::new_v4().to_string(),
         run_id: run.run_id.clone(),
@@ -400,6 +381,37 @@ pub fn add_decided_notice(
     };
     tx.insert_notice(&notice)?;
     Ok(notice)
+}
+
+/// Only a skip needs the ledger: the last skip notice of the run's task
+/// sent since `since`, as the notice policy compares it.
+fn last_skip_sent(tx: &mut dyn Tx, run: &Run, since: i64) -> Result<Option<(String, i64)>> {
+    Ok(match run.status {
+        RunStatus::SkippedOverlap => tx.last_skip_sent(&run.task_id, since)?.map(|s| {
+            let key =
+                notice_policy::dedup_key(&s.status, s.reason.as_deref(), s.summary.as_deref());
+            (key, s.at)
+        }),
+        _ => None,
+    })
+}
+
+/// How a new notice starts: held back, claimed for sending now (its
+/// token, deadline, and the attempt counted), or pending.
+fn delivery_start(
+    suppressed: Option<&str>,
+    claim: Option<NoticeClaim<'_>>,
+) -> (DeliveryState, Option<String>, Option<i64>, i64) {
+    match (suppressed, claim) {
+        (Some(_), _) => (DeliveryState::Suppressed, None, None, 0),
+        (None, Some(c)) => (
+            DeliveryState::Sending,
+            Some(c.token.to_string()),
+            Some(c.deadline),
+            1,
+        ),
+        (None, None) => (DeliveryState::Pending, None, None, 0),
+    }
 }
 
 fn label_of(run: &Run, task: Option<&Task>) -> String {

@@ -1,7 +1,9 @@
 //! Sending an agent draft's one-time code to the person (docs/CONTRACT.md
 //! §7, §17): a notice of kind `confirm_code`, through the same notifier as
 //! the tick's notices, to the task's target, once, right after the draft is
-//! committed (never while a transaction is open).
+//! committed (never while a transaction is open). The notifier is spawned
+//! as the tick spawns it (`process::notifier`); the record is written by
+//! `ops::confirm_code`.
 //!
 //! The code is in clear only in this process's memory and the notifier's
 //! stdin: it is not put in the deliveries ledger (whose notices are kept and
@@ -12,19 +14,16 @@
 //! code may have been sent); a record that cannot be written does not undo
 //! the draft, whose answer then says it exists.
 
-use std::time::Duration;
-
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::audit::{AuditAction, Event};
 use crate::commands::draft::{confirm_line, Made};
 use crate::commands::show_draft;
 use crate::context::Ctx;
 use crate::model::short_id;
-use crate::process::{self, ChildExit, ChildSpec, Heartbeat};
+use crate::ops::confirm_code;
+use crate::process::notifier::NotifierExit;
 use crate::text::{self, escape, quoted, relative, wall_time};
-use crate::tick::deliver::EX_TEMPFAIL;
 use crate::tick::Notifier;
 
 /// How sending the code went.
@@ -69,18 +68,11 @@ pub fn send(
         None => Sent::Nothing("no notifier configured".into()),
         Some(notifier) => run_notifier(ctx, notifier, made, code, prefix),
     };
+    let now = ctx.clock.now();
     let (draft, target) = (&made.draft, &made.payload.target);
-    let event = Event::of_tenant(
-        AuditAction::ConfirmCode,
-        &draft.tenant_key,
-        "agentcron:mcp",
-        ctx.clock.now(),
-        json!({"draft_id": draft.draft_id, "target": target,
-               "state": sent.state(), "error": sent.error()}),
-    );
-    let recorded = ctx
-        .store()
-        .and_then(|store| store.write(|tx| tx.append_event(&event)));
+    let recorded = ctx.store().and_then(|store| {
+        confirm_code::record_sent(store, now, draft, target, sent.state(), sent.error())
+    });
     (sent, recorded)
 }
 
@@ -231,43 +223,29 @@ fn run_notifier(
         "target": payload.target,
         "message": message,
     });
-    let spec = ChildSpec {
-        argv: notifier.argv.clone(),
-        stdin: format!("{stdin}\n").into_bytes(),
-        env: vec![
-            ("AGENTCRON_TENANT".into(), draft.tenant_key.clone()),
-            ("AGENTCRON_DRAFT_ID".into(), draft.draft_id.clone()),
-            ("AGENTCRON_NOTICE_KIND".into(), "confirm_code".into()),
-        ],
-        launch: notifier.launch.clone(),
-        timeout: notifier.timeout,
-        kill_grace: notifier.kill_grace,
-        output_cap: 64 * 1024,
-    };
+    let env = vec![
+        ("AGENTCRON_TENANT".into(), draft.tenant_key.clone()),
+        ("AGENTCRON_DRAFT_ID".into(), draft.draft_id.clone()),
+        ("AGENTCRON_NOTICE_KIND".into(), "confirm_code".into()),
+    ];
     // A stop signal stops the notifier (within its kill grace), so that
     // how it went is recorded before the server exits.
-    let mut stop = || match crate::interrupt::received() {
-        Some(_) => Heartbeat::Abort,
-        None => Heartbeat::Continue,
-    };
-    match process::run_child(&spec, Duration::from_millis(100), &mut stop) {
-        Ok(out) => match out.exit {
-            ChildExit::Exited(0) => Sent::Delivered,
-            ChildExit::Exited(EX_TEMPFAIL) => {
-                Sent::Nothing("the notifier exited 75: nothing was sent".into())
-            }
-            ChildExit::Exited(code) => Sent::Unknown(format!("the notifier exited {code}")),
-            ChildExit::Signaled(sig) => {
-                Sent::Unknown(format!("the notifier was killed by signal {sig}"))
-            }
-            ChildExit::TimedOut => Sent::Unknown("the notifier timed out".into()),
-            ChildExit::Aborted => Sent::Unknown(format!(
-                "agentcron mcp was stopped by {} while the notifier ran: the code may have \
-                 been sent",
-                crate::interrupt::received().map_or("a signal", crate::interrupt::name)
-            )),
-        },
-        Err(process::SpawnError::Lost(e)) => Sent::Unknown(e),
-        Err(e) => Sent::Nothing(format!("the notifier could not start: {e}")),
+    match notifier.notify(&stdin, env) {
+        NotifierExit::Sent => Sent::Delivered,
+        NotifierExit::NothingSent => {
+            Sent::Nothing("the notifier exited 75: nothing was sent".into())
+        }
+        NotifierExit::Exited(code) => Sent::Unknown(format!("the notifier exited {code}")),
+        NotifierExit::Signaled(sig) => {
+            Sent::Unknown(format!("the notifier was killed by signal {sig}"))
+        }
+        NotifierExit::TimedOut => Sent::Unknown("the notifier timed out".into()),
+        NotifierExit::Interrupted => Sent::Unknown(format!(
+            "agentcron mcp was stopped by {} while the notifier ran: the code may have \
+             been sent",
+            crate::interrupt::received().map_or("a signal", crate::interrupt::name)
+        )),
+        NotifierExit::Lost(e) => Sent::Unknown(e),
+        NotifierExit::NotStarted(e) => Sent::Nothing(format!("the notifier could not start: {e}")),
     }
 }

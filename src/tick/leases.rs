@@ -1,0 +1,130 @@
+//! The leases one tick holds, in memory: the slot each run's lease
+//! endpoint answers `lease check` from (held, lost, settled), and their
+//! renewal every lease/3 in one transaction (docs/CONTRACT.md §6). A lease
+//! once answered lost stays lost; a busy database is not a lost lease.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::clock::Clock;
+use crate::store::Store;
+
+/// One lease this tick holds, as its lease endpoint answers it.
+pub struct Slot {
+    pub(super) token: String,
+    /// Lost, or settled: `lease check` answers 5 from then on.
+    pub(super) lost: bool,
+    /// When the lease expires unless renewed, on the monotonic clock (never
+    /// later than the stored `lease_until`).
+    pub(super) until: Instant,
+}
+
+impl Slot {
+    /// The endpoint's answer. A lease past its deadline is lost for good
+    /// once it was answered so, whatever a late renewal would say: a lease
+    /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
+    pub(super) fn answer(&mut self, token: &str) -> bool {
+        if !self.lost && Instant::now() > self.until {
+            self.lost = true;
+        }
+        !self.lost && self.token == token
+    }
+}
+
+/// The leases this tick holds, by run id.
+pub type Leases = Arc<Mutex<HashMap<String, Slot>>>;
+
+/// Lease renewal on schedule, every lease/3, even while results keep
+/// arriving: a stream of short runs must not starve the lease of a long one.
+pub struct Renewals {
+    period: Duration,
+    lease_seconds: i64,
+    next: Instant,
+}
+
+impl Renewals {
+    pub fn new(lease: Duration) -> Renewals {
+        let period = (lease / 3).max(Duration::from_millis(200));
+        Renewals {
+            period,
+            lease_seconds: lease.as_secs().max(1) as i64,
+            next: Instant::now() + period,
+        }
+    }
+
+    /// How long until the next renewal is due.
+    pub fn wait(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// Renews when due.
+    pub fn renew_if_due(&mut self, store: &mut dyn Store, leases: &Leases, clock: &Clock) {
+        if Instant::now() < self.next {
+            return;
+        }
+        renew_all(store, leases, clock, self.lease_seconds);
+        self.next = Instant::now() + self.period;
+    }
+}
+
+/// Renews every live lease in one transaction; marks the ones lost. A busy
+/// database or a lost connection is not a lost lease: it is tried again next
+/// period (the shared store reconnects first).
+fn renew_all(store: &mut dyn Store, leases: &Leases, clock: &Clock, lease_seconds: i64) {
+    let held: Vec<(String, String)> = match leases.lock() {
+        Ok(l) => l
+            .iter()
+            .filter(|(_, s)| !s.lost)
+            .map(|(id, s)| (id.clone(), s.token.clone()))
+            .collect(),
+        Err(_) => return,
+    };
+    if held.is_empty() {
+        return;
+    }
+    // Before the write: a renewal's `now` is never earlier than this.
+    let started = Instant::now();
+    let renewed = store.write(|tx| {
+        // Read once the write lock is held: a renewal that waited for it
+        // must not revive a lease that expired meanwhile.
+        let now = clock.now();
+        held.iter()
+            .map(|(id, token)| {
+                Ok((
+                    id.clone(),
+                    tx.renew_lease(id, token, now + lease_seconds, now)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()
+    });
+    if let (Ok(renewed), Ok(mut l)) = (renewed, leases.lock()) {
+        for (id, ok) in renewed {
+            if let Some(slot) = l.get_mut(&id) {
+                match ok {
+                    true => slot.until = started + Duration::from_secs(lease_seconds as u64),
+                    false => slot.lost = true,
+                }
+            }
+        }
+    }
+}
+
+/// Marks the run's lease over in memory: settled, or lost.
+pub(super) fn end_lease(leases: &Leases, run_id: &str) {
+    if let Ok(mut l) = leases.lock() {
+        if let Some(slot) = l.get_mut(run_id) {
+            slot.lost = true;
+        }
+    }
+}
+
+/// Whether the run's lease is over (lost, or settled).
+pub(super) fn lease_lost(leases: &Leases, run_id: &str) -> bool {
+    leases
+        .lock()
+        .map(|l| l.get(run_id).is_some_and(|s| s.lost))
+        .unwrap_or(true)
+}

@@ -1,0 +1,130 @@
+//! What every tick records of itself, for `status` and `metrics`
+//! (docs/CONTRACT.md §19, §21): its time, this host and build, its
+//! `--max-running`, the uids its runs ran as and that hold the store, and
+//! the duration of an idle tick; a gap since the previous tick becomes a
+//! `scheduler_gap` event. One relaxed write (no fsync of its own).
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::audit::{AuditAction, Event};
+use crate::store::{Store, Tx};
+
+use super::events::{TickEvent, ACTOR};
+use super::TickOptions;
+
+/// Meta keys: the uid the last tick's runs ran as, and the uid that held
+/// the store then (`RunAuthority`).
+pub const RUNS_UID: &str = "runs_uid";
+pub const STORE_UID: &str = "store_uid";
+
+/// Ticks further apart than this mean system cron was not running.
+pub const SCHEDULER_GAP_SECONDS: i64 = 300;
+
+/// What `record_tick` found and wrote.
+pub struct Recorded {
+    /// Notices wait to be sent.
+    pub notices_waiting: bool,
+    /// The tick's duration is stored too: it was idle.
+    pub duration: bool,
+}
+
+/// `last_tick_seconds`, as `metrics` reports it.
+pub fn tick_seconds(elapsed: Duration) -> String {
+    format!("{:.3}", elapsed.as_secs_f64())
+}
+
+/// Stores this tick's time (and its `--max-running`, for `status`);
+/// reports a gap when the previous tick is old. A tick with nothing to do
+/// (`idle_for`: how long it took to find that) stores its duration as well,
+/// unless notices wait to be sent.
+pub fn record_tick(
+    store: &mut dyn Store,
+    options: &TickOptions,
+    now: i64,
+    idle_for: Option<Duration>,
+    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+) -> Result<Recorded> {
+    let tenant = options.tenant.as_deref();
+    // The heartbeat needs no fsync of its own: a power cut that loses it
+    // loses nothing that matters, and the tick's first durable commit (a
+    // claim, an outcome) syncs these frames too.
+    let (gap, recorded) = store.write_relaxed(|tx| {
+        let previous = tx.meta("last_tick_at")?.and_then(|v| v.parse::<i64>().ok());
+        // A clock that went backwards must not move the record back.
+        if previous.is_none_or(|p| now > p) {
+            tx.set_meta("last_tick_at", &now.to_string())?;
+        }
+        record_deployment(tx, options, now)?;
+        let waiting = options.notifier.is_some() && !tx.notices_to_send(now, tenant, 1)?.is_empty();
+        let duration = match idle_for {
+            Some(elapsed) if !waiting => {
+                tx.set_meta("last_tick_seconds", &tick_seconds(elapsed))?;
+                true
+            }
+            _ => false,
+        };
+        let gap = match previous {
+            Some(previous) if now - previous > SCHEDULER_GAP_SECONDS => {
+                Some((previous, record_gap(tx, tenant, previous, now)?))
+            }
+            _ => None,
+        };
+        Ok((
+            gap,
+            Recorded {
+                notices_waiting: waiting,
+                duration,
+            },
+        ))
+    })?;
+    if let Some((previous, due_tasks)) = gap {
+        report(&TickEvent::SchedulerGap {
+            previous,
+            now,
+            due_tasks,
+        })?;
+    }
+    Ok(recorded)
+}
+
+/// This host and build, the `--max-running` limit, and the uids behind
+/// the runs and the store: what `status` says of the deployment. The meta
+/// values are written when they change only.
+fn record_deployment(tx: &mut dyn Tx, options: &TickOptions, now: i64) -> Result<()> {
+    tx.record_host(&options.host, &crate::store::schema::build(), now)?;
+    let limit = options
+        .max_running
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    if tx.meta("max_running")?.unwrap_or_default() != limit {
+        tx.set_meta("max_running", &limit)?;
+    }
+    for (key, uid) in [
+        (RUNS_UID, options.authority.runs_uid),
+        (STORE_UID, options.authority.store_uid),
+    ] {
+        let uid = uid.to_string();
+        if tx.meta(key)?.as_deref() != Some(uid.as_str()) {
+            tx.set_meta(key, &uid)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `scheduler_gap` event: system cron did not run the tick from
+/// `previous` to `now`. How many tasks are due now.
+fn record_gap(tx: &mut dyn Tx, tenant: Option<&str>, previous: i64, now: i64) -> Result<i64> {
+    let due_tasks = tx.due_count(now, tenant)?;
+    tx.append_event(&Event::of_tenant(
+        AuditAction::SchedulerGap,
+        tenant.unwrap_or("*"),
+        ACTOR,
+        now,
+        json!({"previous_tick": crate::wire::time(Some(previous)),
+               "seconds": now - previous, "due_tasks": due_tasks}),
+    ))?;
+    Ok(due_tasks)
+}

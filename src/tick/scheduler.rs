@@ -1,0 +1,468 @@
+//! Step 4 of a tick, claiming (docs/CONTRACT.md §6): work-conserving,
+//! whenever one of the `--jobs` slots is free the next due run (round
+//! robin over tenants) is claimed in its own transaction and handed to a
+//! worker at once. Due work that cannot start now (`--jobs`, `--max-runs`,
+//! `--max-running`, rows locked by another session) is marked as seen, so
+//! the wait for a slot never counts as lateness.
+//!
+//! `work` is the tick's main loop around it (steps 4-6): it claims, hears
+//! what the workers and the pending lane say (`execute::Message`), renews
+//! the leases, and ends once every executor it started is counted out,
+//! exactly once by run id, and no notice lane runs.
+
+use std::collections::HashSet;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::clock::Clock;
+use crate::error::BusyStep;
+use crate::model::{DeliveryState, RunStatus};
+use crate::store::{shared::SharedStore, Store};
+
+use super::events::TickEvent;
+use super::execute::Message;
+use super::lane::Lane;
+use super::{claim, deliver, execute, queue, TickOptions, TickSummary};
+
+/// Decisions other than `running` one tick makes at most, so that a store
+/// with a huge backlog is drained over several ticks, each bounded in time.
+pub const MAX_DECISIONS: usize = 1000;
+
+/// Due tasks one pass of marking looks at.
+const MARK_LIMIT: u32 = 20_000;
+
+/// How often a tick that is out of capacity marks newly due work as seen,
+/// and how often one with a free slot looks for newly due work.
+pub const RECHECK: Duration = Duration::from_secs(1);
+
+/// What the tick had done before step 4.
+pub struct Before {
+    /// Steps 1-3 wrote something: a failure from here on is reported with
+    /// what the tick did, not as the tick's.
+    pub changed: bool,
+    /// Notices wait to be sent: the pending lane starts at once.
+    pub notices_waiting: bool,
+    /// Nothing was due a moment ago.
+    pub nothing_due: bool,
+}
+
+/// Steps 4-6: claims while work is due and slots are free, runs the
+/// executors, sends notices alongside, renews leases; returns once every
+/// executor it started is counted out and no notice lane runs.
+///
+/// From here on, nothing may stop this tick from executing what it
+/// claimed: a busy database or a closed stdout is remembered and reported
+/// at the end (`TickSummary::problems`).
+pub fn work(
+    shared: &SharedStore,
+    store: &mut dyn Store,
+    options: &TickOptions,
+    clock: Clock,
+    before: Before,
+    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+) -> Result<TickSummary> {
+    let (sender, messages) = mpsc::channel();
+    let mut lane = Lane::new(shared, options, clock, sender.clone());
+    if before.notices_waiting {
+        lane.start();
+    }
+    let notifier = options.notifier.as_ref();
+    let mut workers = execute::Workers::new(shared, &options.executor, notifier, clock, sender);
+    let mut scheduler = Scheduler::new(options, clock, before.nothing_due);
+    let mut summary = TickSummary::default();
+    let mut renewals = execute::Renewals::new(options.executor.lease);
+    loop {
+        let decided_before = scheduler.decisions;
+        if let Err(e) = scheduler.claim(store, &mut workers, report) {
+            if !before.changed && scheduler.started == 0 && scheduler.decisions == 0 {
+                lane.join();
+                workers.join();
+                return Err(e);
+            }
+            scheduler.problems.push(e);
+            scheduler.nothing_due = true;
+        }
+        // Missed and skipped runs have notices: they go out in this tick.
+        if scheduler.decisions > decided_before {
+            lane.start();
+        }
+        scheduler.mark_if_out_of_capacity(store, report);
+        if scheduler.in_flight.is_empty() && scheduler.finished_claiming() {
+            if !lane.running {
+                break;
+            }
+            lane.executors_done();
+        }
+        let wait = renewals.wait().min(RECHECK);
+        match messages.recv_timeout(wait) {
+            Ok(message) => scheduler.heard(message, &mut lane, &mut summary, report),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Time passes: occurrences may have come due, the limit
+                // may have room again.
+                if !scheduler.in_flight.is_empty() || lane.running {
+                    scheduler.nothing_due = false;
+                    scheduler.at_limit = false;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        renewals.renew_if_due(store, workers.leases(), &clock);
+    }
+    lane.join();
+    workers.join();
+    // What the workers and the lane said while the loop was ending: the
+    // notices workers delivered after their slots were freed.
+    while let Ok(message) = messages.try_recv() {
+        scheduler.heard_late(message, &mut summary, report);
+    }
+    summary.started = scheduler.started;
+    summary.decided = scheduler.decisions;
+    summary.interrupted = crate::interrupt::received();
+    summary.problems = scheduler.problems;
+    Ok(summary)
+}
+
+/// Step 4's state within one tick.
+pub struct Scheduler<'a> {
+    options: &'a TickOptions,
+    clock: Clock,
+    round_robin: queue::RoundRobin,
+    /// The runs whose executors this tick started and that have not
+    /// finished, by run id.
+    in_flight: HashSet<String>,
+    /// Runs this tick started (at most `--max-runs`).
+    started: usize,
+    /// Decisions that started nothing (missed, skipped).
+    decisions: usize,
+    /// The last claim found nothing due.
+    nothing_due: bool,
+    /// The last claim found `--max-running` runs running.
+    at_limit: bool,
+    last_mark: Option<Instant>,
+    /// When `note_if_locked` last looked.
+    last_note: Option<Instant>,
+    /// Failures after the tick began its work, reported at its end.
+    problems: Vec<anyhow::Error>,
+}
+
+impl<'a> Scheduler<'a> {
+    /// `nothing_due`: nothing was due a moment ago, so the first claim
+    /// would find nothing.
+    fn new(options: &'a TickOptions, clock: Clock, nothing_due: bool) -> Scheduler<'a> {
+        Scheduler {
+            options,
+            clock,
+            round_robin: queue::RoundRobin::default(),
+            in_flight: HashSet::new(),
+            started: 0,
+            decisions: 0,
+            nothing_due,
+            at_limit: false,
+            last_mark: None,
+            last_note: None,
+            problems: Vec::new(),
+        }
+    }
+
+    fn free_slots(&self) -> usize {
+        let slots = self
+            .options
+            .executor
+            .jobs
+            .max(1)
+            .saturating_sub(self.in_flight.len());
+        slots.min(self.options.max_runs.saturating_sub(self.started))
+    }
+
+    /// Whether this tick will claim nothing more.
+    fn finished_claiming(&self) -> bool {
+        crate::interrupt::received().is_some()
+            // Nothing is claimed for a tick that could not run it (the
+            // agenda refused it; this keeps what came due since unclaimed).
+            || self.options.executor.argv.is_none()
+            || self.nothing_due
+            || self.at_limit
+            || self.started >= self.options.max_runs
+            || self.decisions >= MAX_DECISIONS
+    }
+
+    fn tell(&mut self, report: &mut dyn FnMut(&TickEvent) -> Result<()>, event: &TickEvent) {
+        if let Err(e) = report(event) {
+            self.problems.push(e);
+        }
+    }
+
+    /// What a worker or the lane said while the loop runs.
+    fn heard(
+        &mut self,
+        message: Message,
+        lane: &mut Lane,
+        summary: &mut TickSummary,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        match message {
+            // Each executor is counted out once, whatever else its worker
+            // reports (a run id not in flight changes nothing; the loop
+            // goes on to the renewals all the same).
+            Message::Finished { run_id, result } if self.in_flight.remove(&run_id) => {
+                // A free slot: what became due meanwhile may be claimed.
+                self.nothing_due = false;
+                self.at_limit = false;
+                match result {
+                    Ok(f) => {
+                        if matches!(*f, execute::Finished::NotStarted { .. }) {
+                            summary.start_failures += 1;
+                        }
+                        if f.notice()
+                            .is_some_and(|n| n.state == DeliveryState::Pending)
+                        {
+                            lane.start();
+                        }
+                        self.tell(report, &TickEvent::Finished(f));
+                    }
+                    Err(e) => self.problems.push(e),
+                }
+            }
+            Message::Finished { .. } => {}
+            Message::Delivered(delivery) => self.delivered(*delivery, summary, report),
+            Message::NoticeNotRecorded { run_id, error } => {
+                self.problems.push(notice_not_recorded(&run_id, error));
+            }
+            Message::LaneDone(result) => {
+                lane.running = false;
+                if let Err(e) = result {
+                    self.problems.push(e);
+                }
+            }
+        }
+    }
+
+    /// What a worker or the lane said as the loop ended: only deliveries
+    /// and failures still count.
+    fn heard_late(
+        &mut self,
+        message: Message,
+        summary: &mut TickSummary,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        match message {
+            Message::Delivered(delivery) => self.delivered(*delivery, summary, report),
+            Message::NoticeNotRecorded { run_id, error } => {
+                self.problems.push(notice_not_recorded(&run_id, error));
+            }
+            Message::Finished { result: Err(e), .. } | Message::LaneDone(Err(e)) => {
+                self.problems.push(e)
+            }
+            _ => {}
+        }
+    }
+
+    /// A notice went out (or did not); a notifier that would not start
+    /// makes the tick exit 1.
+    fn delivered(
+        &mut self,
+        delivery: deliver::Delivery,
+        summary: &mut TickSummary,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        summary.start_failures += usize::from(delivery.notifier_did_not_start());
+        self.tell(report, &TickEvent::Delivered(delivery));
+    }
+
+    /// Claims while slots are free and work is due, handing each started
+    /// run to a worker as soon as its claim commits.
+    fn claim(
+        &mut self,
+        store: &mut dyn Store,
+        workers: &mut execute::Workers,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) -> Result<()> {
+        while self.free_slots() > 0 && !self.finished_claiming() {
+            let settings = claim::ClaimSettings {
+                now: self.clock.now(),
+                lease_seconds: self.options.executor.lease.as_secs().max(1) as i64,
+                runner: crate::process::runner_identity(),
+            };
+            let slots = self.free_slots();
+            let tenant = self.options.tenant.as_deref();
+            let rr = &mut self.round_robin;
+            let max_running = self.options.max_running;
+            let batch = store
+                .write(|tx| {
+                    let batch = queue::claim_batch(tx, rr, tenant, slots, max_running, settings);
+                    // Inside the claim's transaction, before its commit.
+                    #[cfg(feature = "test-hooks")]
+                    crate::hooks::at("during_claim");
+                    batch
+                })
+                .busy_during("claiming due runs")?;
+            // Claimed and committed; no executor started yet.
+            #[cfg(feature = "test-hooks")]
+            crate::hooks::at("after_claim");
+            for claimed in batch.claimed {
+                self.take(claimed, workers, report);
+            }
+            match batch.stop {
+                queue::Stop::NothingDue => {
+                    self.nothing_due = true;
+                    self.note_if_locked(store, report);
+                }
+                queue::Stop::AtLimit => self.at_limit = true,
+                queue::Stop::Enough => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one claim's runs and hands each that started to a worker.
+    fn take(
+        &mut self,
+        claimed: claim::Claimed,
+        workers: &mut execute::Workers,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        match claimed {
+            claim::Claimed::Quarantined { task_id, problem } => {
+                self.decisions += 1;
+                self.tell(report, &TickEvent::Quarantined { task_id, problem });
+            }
+            claim::Claimed::Continued {
+                task,
+                run,
+                continuation,
+                previous,
+            } => {
+                self.started += 1;
+                self.in_flight.insert(run.run_id.clone());
+                self.tell(
+                    report,
+                    &TickEvent::Continued {
+                        task: task.clone(),
+                        run: (*run).clone(),
+                    },
+                );
+                workers.dispatch(execute::Job {
+                    task: *task,
+                    token: run.lease_token.clone().unwrap_or_default(),
+                    run: *run,
+                    continuation,
+                    previous,
+                });
+            }
+            claim::Claimed::Planned {
+                task,
+                plan,
+                previous,
+            } => {
+                for run in plan.runs {
+                    if run.status == RunStatus::Running {
+                        self.started += 1;
+                        self.in_flight.insert(run.run_id.clone());
+                        workers.dispatch(execute::Job {
+                            task: (*task).clone(),
+                            token: run.lease_token.clone().unwrap_or_default(),
+                            run: run.clone(),
+                            continuation: serde_json::Value::Null,
+                            previous: previous.clone(),
+                        });
+                    } else {
+                        self.decisions += 1;
+                    }
+                    self.tell(
+                        report,
+                        &TickEvent::Decided {
+                            task: task.clone(),
+                            run,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// When due work is left that this tick cannot start now, marks it as
+    /// seen (at most once a second): it then runs later whatever the wait.
+    fn mark_if_out_of_capacity(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        if self.nothing_due && !self.at_limit {
+            return;
+        }
+        let reason = if self.at_limit {
+            queue::HeldBack::MaxRunning
+        } else if self.started >= self.options.max_runs {
+            queue::HeldBack::MaxRuns
+        } else if self.free_slots() == 0 {
+            queue::HeldBack::JobsBusy
+        } else {
+            return;
+        };
+        if self.last_mark.is_some_and(|t| t.elapsed() < RECHECK) {
+            return;
+        }
+        self.last_mark = Some(Instant::now());
+        let now = self.clock.now();
+        let tenant = self.options.tenant.as_deref();
+        // Most passes find nothing new: look in a read snapshot before
+        // taking the write lock.
+        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
+            Ok(due) if due.is_empty() => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match store.write(|tx| queue::mark_queued(tx, tenant, now, MARK_LIMIT)) {
+            Ok(0) => {}
+            Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
+            // Not fatal: a later pass (or tick) marks them while within grace.
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
+            Err(e) => self.problems.push(e),
+        }
+    }
+
+    /// The claims found nothing due: any due work still unclaimed was
+    /// skipped because another session held its row locked (PostgreSQL).
+    /// It was seen due all the same; note it (at most once a second, one
+    /// read when there is none).
+    fn note_if_locked(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+    ) {
+        if !store.skips_locked_rows() || self.last_note.is_some_and(|t| t.elapsed() < RECHECK) {
+            return;
+        }
+        self.last_note = Some(Instant::now());
+        let now = self.clock.now();
+        let tenant = self.options.tenant.as_deref();
+        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
+            Ok(due) if due.is_empty() => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        match store.write(|tx| queue::note_locked(tx, tenant, now, MARK_LIMIT)) {
+            Ok(0) => {}
+            Ok(count) => self.tell(
+                report,
+                &TickEvent::Queued {
+                    count,
+                    reason: queue::HeldBack::LockedRows,
+                },
+            ),
+            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
+            Err(e) => self.problems.push(e),
+        }
+    }
+}
+
+/// A notice whose notifier ran but whose result could not be stored.
+fn notice_not_recorded(run_id: &str, error: anyhow::Error) -> anyhow::Error {
+    error.context(format!(
+        "the notice of run {} was handed to the notifier, but the result could not be recorded; \
+         a later tick freezes it as unknown at its deadline (it is never sent again)",
+        crate::model::short_id(run_id)
+    ))
+}
