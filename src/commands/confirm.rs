@@ -101,9 +101,15 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
         },
         None => Proof::None,
     };
-    let outcome = ctx.store()?.write(|tx| {
-        ops::confirm::confirm(tx, &caller, &args.draft_id, &args.hash, proof, &actor, now)
-    })?;
+    let outcome = ops::confirm::confirm_in(
+        ctx.store()?,
+        &caller,
+        &args.draft_id,
+        &args.hash,
+        proof,
+        &actor,
+        now,
+    )?;
     let confirmed = match outcome {
         Outcome::Confirmed(confirmed) => *confirmed,
         // A wrong code was counted (or voided the draft) before this.

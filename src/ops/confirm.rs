@@ -16,7 +16,7 @@ use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 use crate::wire::time;
 
 /// What a confirmation made.
@@ -35,7 +35,21 @@ pub enum Outcome {
 }
 
 /// Confirms draft `draft_id` with `hash` (and `proof` for an agent's
-/// draft) as `caller`, recording `actor`.
+/// draft) as `caller`, recording `actor`, in one write transaction of
+/// `store`: a refusal's trace (a wrong code counted) is committed with it.
+pub fn confirm_in(
+    store: &mut dyn Store,
+    caller: &Caller<'_>,
+    draft_id: &str,
+    hash: &str,
+    proof: Proof<'_>,
+    actor: &str,
+    now: i64,
+) -> Result<Outcome> {
+    store.write(|tx| confirm(tx, caller, draft_id, hash, proof, actor, now))
+}
+
+/// `confirm_in`, inside the caller's transaction `tx`.
 pub fn confirm(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
