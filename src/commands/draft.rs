@@ -86,7 +86,7 @@ pub struct DraftArgs {
 
     /// End a recurring schedule after N occurrences, counted from the draft's creation
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=100000))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::ops::draft::COUNT_MAX)))]
     pub count: Option<u32>,
 
     /// A unique name to address the task by: 1–64 of [A-Za-z0-9._-]
@@ -116,7 +116,7 @@ pub struct DraftArgs {
 
     /// How many times a failed run is retried [default: 3]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(0..=100))]
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::ops::draft::MAX_RETRIES_MAX)))]
     pub max_retries: Option<u32>,
 
     /// First retry delay; each further retry doubles it, capped at 1 h [default: 60s]
@@ -133,7 +133,7 @@ pub struct DraftArgs {
 
     /// Pause the task after N consecutive failures (only `resume` restarts it)
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::ops::draft::PAUSE_AFTER_MAX)))]
     pub pause_after: Option<u32>,
 
     /// How long the draft may wait for confirmation
@@ -254,12 +254,14 @@ impl DraftArgs {
             count: self.count,
             name: self.name.clone(),
             target: self.target.clone(),
-            policy: self.policy.map(Policy::from),
+            policy: self.policy.map(|p| Policy::from(p).as_str().to_string()),
             tz: self.tz.clone(),
             grace: self.grace.clone(),
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff.clone(),
-            notify: self.notify.map(NotifyMode::from),
+            notify: self
+                .notify
+                .map(|m| NotifyMode::from(m).as_str().to_string()),
             realert: self.realert.clone(),
             pause_after: self.pause_after,
         })

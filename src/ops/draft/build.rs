@@ -5,7 +5,9 @@
 
 use anyhow::Result;
 
-use super::spec::{check_instruction, check_name, duration_flag, DraftSpec, DEFAULT_GRACE_SECONDS};
+use super::spec::{
+    self, check_instruction, check_name, duration_flag, DraftSpec, DEFAULT_GRACE_SECONDS,
+};
 use super::when::{
     base_of, keep_end, keep_spread, schedule_from, set_offset, spread_of, with_end, with_spread,
 };
@@ -96,6 +98,7 @@ pub fn build_payload(
     args: &DraftSpec,
     old: Option<&Payload>,
 ) -> Result<(Payload, Vec<Occurrence>)> {
+    spec::check_flag_limits(args)?;
     let zone_choice = zone_choice(who, args, old)?;
     // Times are read, and the preview computed, in the zone in force now.
     let zone = zone_choice.in_force;
@@ -165,8 +168,8 @@ pub fn build_payload(
             Some(old) => old.owner_keys.clone(),
             None => who.owner_keys.clone(),
         },
-        policy: match (args.policy, old) {
-            (Some(p), _) => p,
+        policy: match (&args.policy, old) {
+            (Some(p), _) => spec::policy(p)?,
             (None, Some(old)) => old.policy,
             (None, None) => Policy::ReadOnly,
         },
@@ -229,18 +232,13 @@ fn notice_policy(args: &DraftSpec, old: Option<NoticePolicy>) -> Result<NoticePo
         Some(text) => Some(duration_flag("--realert", text, false)?),
         None => base.realert_seconds,
     };
-    let pause_after = match args.pause_after {
-        Some(0) => {
-            return fail(
-                CmdError::usage("--pause-after must be at least 1")
-                    .with_hint("leave it out to never pause a failing task"),
-            )
-        }
-        Some(n) => Some(i64::from(n)),
-        None => base.pause_after,
-    };
+    // Its range is checked with the other limits (`spec::check_limits`).
+    let pause_after = args.pause_after.map(i64::from).or(base.pause_after);
     Ok(NoticePolicy {
-        notify: args.notify.or(base.notify),
+        notify: match &args.notify {
+            Some(text) => Some(spec::notify_mode(text)?),
+            None => base.notify,
+        },
         realert_seconds,
         pause_after,
     })

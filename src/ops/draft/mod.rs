@@ -15,8 +15,9 @@ mod when;
 
 pub use build::{build_payload, Drafter};
 pub use spec::{
-    check_instruction, check_name, duration_flag, DraftSpec, DEFAULT_GRACE_SECONDS,
-    INSTRUCTION_MAX_BYTES, TTL_MAX_SECONDS,
+    check_instruction, check_limits, check_name, duration_flag, notify_mode, policy, DraftSpec,
+    COUNT_MAX, DEFAULT_GRACE_SECONDS, INSTRUCTION_MAX_BYTES, MAX_RETRIES_MAX, NAME_MAX_BYTES,
+    PAUSE_AFTER_MAX, SPREAD_MAX_SECONDS, TTL_MAX_SECONDS,
 };
 
 use anyhow::Result;

@@ -74,7 +74,7 @@ pub(super) fn with_spread(
                 .with_hint("use --every, --daily or --cron"),
         );
     }
-    if spread > 3600 {
+    if spread > super::spec::SPREAD_MAX_SECONDS {
         return fail(CmdError::usage("--spread must be at most 1h"));
     }
     if let Some(gap) = schedule::shortest_gap(&bare, zone, now, 50) {
