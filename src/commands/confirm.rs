@@ -128,13 +128,13 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             task.revision,
             &old.payload_hash[..8],
             &task.payload_hash[..8],
-            crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now())
+            crate::output::human::when(task.next_run_at, task.zone_in_force, ctx.out.now())
         ));
     }
     ctx.out.line(&format!(
         "Confirmed task {} ({}). Next run {}.",
         task.task_id,
         crate::text::escape(&task.label()),
-        crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now())
+        crate::output::human::when(task.next_run_at, task.zone_in_force, ctx.out.now())
     ))
 }

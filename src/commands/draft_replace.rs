@@ -18,18 +18,18 @@ use crate::wire::time;
 /// What `draft --replace --json` adds to `draft --json`'s document: the
 /// task it replaces, with its schedule and next runs now, and the diff.
 pub fn add_replaced(document: &mut Value, task: &Task, payload: &Payload, now: i64) {
-    let old = Payload::of_task(task);
+    let old = &task.payload;
     // In the task's zone in force (a following task's is its owner's).
-    let old_upcoming = schedule::upcoming(&old.schedule, task.timezone, now, 3);
+    let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
     document["replaces"] = json!({
             "task_id": task.task_id,
-            "name": task.name,
+            "name": task.payload.name,
             "revision": task.revision,
             "payload_hash": task.payload_hash,
-            "summary": old.schedule.describe(task.timezone),
+            "summary": old.schedule.describe(task.zone_in_force),
             "next_runs": old_upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
     });
-    document["diff"] = json!(changes(&old, payload)
+    document["diff"] = json!(changes(old, payload)
         .iter()
         .map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
         .collect::<Vec<_>>());
@@ -38,11 +38,11 @@ pub fn add_replaced(document: &mut Value, task: &Task, payload: &Payload, now: i
 /// The text `draft --replace` prints; `confirm` is the confirm line.
 pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
     let (draft, payload, zone, upcoming) = (&made.draft, &made.payload, made.zone, &made.upcoming);
-    let old = Payload::of_task(task);
+    let old = &task.payload;
     let now = ctx.out.now();
     // Each side in its zone in force (a following task's is its owner's).
-    let old_upcoming = schedule::upcoming(&old.schedule, task.timezone, now, 3);
-    let diff = changes(&old, payload);
+    let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
+    let diff = changes(old, payload);
     let mut text = format!(
         "Draft {} — replaces task {} ({}) at revision {} — expires {} ({})\n\nChanges:\n",
         draft.draft_id,
@@ -56,7 +56,7 @@ pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
         text.push_str(&format!(
             "  {:<22} {} → {}\n",
             c.field,
-            in_words(&c.field, &old, &c.old),
+            in_words(&c.field, old, &c.old),
             in_words(&c.field, payload, &c.new)
         ));
     }
@@ -76,7 +76,12 @@ pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
         }
         block
     };
-    text.push_str(&runs("Next runs now", &old_upcoming, &old, task.timezone));
+    text.push_str(&runs(
+        "Next runs now",
+        &old_upcoming,
+        old,
+        task.zone_in_force,
+    ));
     text.push_str(&runs("Next runs after", upcoming, payload, zone));
     text.push_str(&format!("\nOld payload hash: {}\n", task.payload_hash));
     text.push_str(&format!("New payload hash: {}\n", draft.payload_hash));

@@ -230,7 +230,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
     if ctx.out.json {
         return ctx.out.document(&crate::wire::task(task));
     }
-    let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.out.now());
+    let next = crate::output::human::when(task.next_run_at, task.zone_in_force, ctx.out.now());
     ctx.out.line(&format!(
         "{verb} task {} ({}): now {}, revision {}, next run {next}.",
         crate::model::short_id(&task.task_id),

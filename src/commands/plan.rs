@@ -14,7 +14,6 @@ use crate::context::Ctx;
 use crate::ops::access::Caller;
 use crate::ops::plan::{Action, Kind};
 use crate::ops::{self};
-use crate::payload::Payload;
 use crate::schedule;
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
@@ -134,11 +133,11 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
         .map(|a| {
             let (mut diff, mut diff_json) = (Vec::new(), Vec::new());
             if let (Some(task), Some(new), Kind::Replace) = (&a.current, a.built(), a.kind) {
-                let old = Payload::of_task(task);
-                for c in crate::payload::changes(&old, &new.payload) {
+                let old = &task.payload;
+                for c in crate::payload::changes(old, &new.payload) {
                     diff.push((
                         c.field.clone(),
-                        crate::output::human::in_words(&c.field, &old, &c.old),
+                        crate::output::human::in_words(&c.field, old, &c.old),
                         crate::output::human::in_words(&c.field, &new.payload, &c.new),
                     ));
                     diff_json.push(json!({"field": c.field, "old": c.old, "new": c.new}));
@@ -148,7 +147,7 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
             // one it keeps.
             let shown = match (a.built(), &a.current) {
                 (Some(b), _) => Some(b.payload.clone()),
-                (None, Some(task)) if a.kind == Kind::Unchanged => Some(Payload::of_task(task)),
+                (None, Some(task)) if a.kind == Kind::Unchanged => Some(task.payload.clone()),
                 _ => None,
             };
             Row {
@@ -165,8 +164,8 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                     .built()
                     .map(|b| b.upcoming.iter().map(|o| o.at).collect())
                     .unwrap_or_default(),
-                zone: shown.as_ref().map(|p| p.timezone),
-                summary: shown.as_ref().map(|p| p.schedule.describe(p.timezone)),
+                zone: shown.as_ref().map(|p| p.zone.named()),
+                summary: shown.as_ref().map(|p| p.schedule.describe(p.zone.named())),
                 notices: shown.as_ref().map(|p| p.notice.describe()),
             }
         })

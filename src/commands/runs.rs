@@ -90,7 +90,7 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         .iter()
         .map(|r| {
             let task = tasks.get(&r.task_id);
-            let zone = task.map(|t| t.timezone).unwrap_or(chrono_tz::UTC);
+            let zone = task.map(|t| t.zone_in_force).unwrap_or(chrono_tz::UTC);
             vec![
                 short_id(&r.run_id).to_string(),
                 task.map(|t| escape(&t.label()))

@@ -30,7 +30,7 @@ pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFil
     let follows = loaded
         .tasks
         .iter()
-        .any(|d| d.built.as_ref().is_ok_and(|b| b.payload.follow));
+        .any(|d| d.built.as_ref().is_ok_and(|b| b.payload.zone.follows()));
     if !follows {
         return Ok(loaded);
     }

@@ -288,7 +288,7 @@ impl ClaimedTask {
     fn of(task: &crate::model::Task) -> ClaimedTask {
         ClaimedTask {
             task: TaskRef::of(task),
-            max_retries: task.max_retries,
+            max_retries: task.payload.max_retries,
         }
     }
 }
@@ -408,9 +408,9 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
         } => json!({"event": "scheduler_gap",
             "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
         TickEvent::LeaseExpired { run, task } => json!({"event": "lease_expired",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+            "task_name": task.as_ref().and_then(|t| t.payload.name.clone()), "run": run_json(run)}),
         TickEvent::WouldExpireLease { run, task } => json!({"event": "would_expire_lease",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+            "task_name": task.as_ref().and_then(|t| t.payload.name.clone()), "run": run_json(run)}),
         TickEvent::NoticeUndeliverable { notice, task } => {
             json!({"event": "delivery_undeliverable",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id,
@@ -434,17 +434,19 @@ fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -> Va
             json!({"event": "continuation_expired",
                 "task_name": task.as_ref().and_then(|t| t.name.as_ref()), "run": run_json(run)})
         }
-        TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
-            "decision": run.status.as_str(), "run": run_json(run)}),
+        TickEvent::Decided { task, run } => {
+            json!({"event": "claimed", "task_name": task.payload.name,
+            "decision": run.status.as_str(), "run": run_json(run)})
+        }
         TickEvent::Continued { task, run } => json!({"event": "continued",
-            "task_name": task.name, "run": run_json(run)}),
+            "task_name": task.payload.name, "run": run_json(run)}),
         TickEvent::WouldContinue { task, run } => json!({"event": "would_continue",
-            "task_name": task.name, "run": run_json(run)}),
+            "task_name": task.payload.name, "run": run_json(run)}),
         TickEvent::WouldDecide { task, run } => {
             // A dry run records nothing: the id it drew for the run is never used.
             let mut run = run_json(run);
             run["run_id"] = Value::Null;
-            json!({"event": "would_claim", "task_name": task.name,
+            json!({"event": "would_claim", "task_name": task.payload.name,
                    "decision": run["status"], "run": run})
         }
         TickEvent::Quarantined { task_id, problem } => {
@@ -506,7 +508,7 @@ fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> O
     let line = match event {
         TickEvent::SchedulerGap { .. } => return None,
         TickEvent::LeaseExpired { run, task } => {
-            let owner = task.as_ref().and_then(|t| t.owner_keys.first());
+            let owner = task.as_ref().and_then(|t| t.payload.owner_keys.first());
             let task = task.as_deref().map(TaskRef::of).unwrap_or(TaskRef {
                 task_id: run.task_id.clone(),
                 name: None,
@@ -548,7 +550,7 @@ fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) -> O
         ),
         TickEvent::Decided { task, run } | TickEvent::WouldDecide { task, run } => {
             let verb = if matches!(event, TickEvent::WouldDecide { .. }) { "would " } else { "" };
-            let when = wall_time(run.scheduled_for, task.timezone);
+            let when = wall_time(run.scheduled_for, task.zone_in_force);
             let label = escape(&task.label());
             match run.status {
                 // A dry run's run id is never used: it is not shown.

@@ -79,7 +79,7 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
         tx.set_trigger(&task.task_id, task.revision, &trigger)?;
         tx.append_event(&Event {
             at: now,
-            tenant_key: task.tenant_key.clone(),
+            tenant_key: task.payload.tenant_key.clone(),
             actor: actor.clone(),
             action: "trigger".into(),
             task_id: Some(task.task_id.clone()),
@@ -91,7 +91,7 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
     if ctx.out.json {
         return ctx.out.document(&json!({
             "task_id": task.task_id,
-            "name": task.name,
+            "name": task.payload.name,
             "trigger_at": time(Some(now)),
             "reason": args.reason,
             "actor": actor,
@@ -103,6 +103,6 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
          The schedule is unchanged.",
         task.task_id,
         escape(&task.label()),
-        wall_time(now, task.timezone)
+        wall_time(now, task.zone_in_force)
     ))
 }

@@ -85,10 +85,10 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
                 json!({
                     "at": time(Some(*at)),
                     "retry": retry,
-                    "local": schedule::format_local(*at, task.timezone),
+                    "local": schedule::format_local(*at, task.zone_in_force),
                     "left_seconds": at - now,
                     "task_id": task.task_id,
-                    "name": task.name,
+                    "name": task.payload.name,
                     "last_run_id": last.map(|r| r.run_id.clone()),
                     "last_scheduled_for": time(last.map(|r| r.scheduled_for)),
                     "last_status": last.map(|r| r.status.as_str()),
@@ -107,13 +107,14 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
     let shown_now = ctx.out.now();
     // Rows are in instant order; in several zones their wall times are
     // not, so UTC is shown first for the order to read.
-    let zones: std::collections::HashSet<_> = rows.iter().map(|(_, t, _)| t.timezone).collect();
+    let zones: std::collections::HashSet<_> =
+        rows.iter().map(|(_, t, _)| t.zone_in_force).collect();
     let with_utc = zones.len() > 1;
     let table = rows
         .iter()
         .map(|(at, task, retry)| {
             let last: Option<&Run> = last_runs.get(&task.task_id);
-            let mut next = wall_time(*at, task.timezone);
+            let mut next = wall_time(*at, task.zone_in_force);
             if *retry {
                 next.push_str(" (retry)");
             }
@@ -124,11 +125,11 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
             row.extend([
                 next,
                 relative(*at, shown_now),
-                last.map(|r| wall_time(r.scheduled_for, task.timezone))
+                last.map(|r| wall_time(r.scheduled_for, task.zone_in_force))
                     .unwrap_or_else(|| "-".into()),
                 last.map(|r| r.status.to_string())
                     .unwrap_or_else(|| "-".into()),
-                match &task.name {
+                match &task.payload.name {
                     Some(name) => escape(name),
                     None => short_id(&task.task_id).to_string(),
                 },
@@ -189,7 +190,7 @@ fn earliest_occurrences(
         while at <= cutoff && taken < limit {
             rows.push((at, Rc::clone(&task)));
             taken += 1;
-            match schedule::next_after(&task.schedule, task.timezone, at) {
+            match schedule::next_after(&task.payload.schedule, task.zone_in_force, at) {
                 Some(next) => at = next.at,
                 None => break,
             }

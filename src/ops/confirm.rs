@@ -157,7 +157,10 @@ fn gone_draft(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<Cm
     }
     let task_id = fate.event.task_id.unwrap_or_default();
     let name = match tx.task(&task_id)? {
-        Some(Ok(task)) => task.name.map(|n| format!("{} ", crate::text::escape(&n))),
+        Some(Ok(task)) => task
+            .payload
+            .name
+            .map(|n| format!("{} ", crate::text::escape(&n))),
         _ => None,
     };
     Ok(CmdError::not_found(format!(
@@ -195,7 +198,7 @@ fn confirm_checked(
             .map_err(anyhow::Error::new)?;
         tx.append_event(&Event {
             at: now,
-            tenant_key: task.tenant_key.clone(),
+            tenant_key: task.payload.tenant_key.clone(),
             actor: actor.to_string(),
             action: "replace".into(),
             task_id: Some(task.task_id.clone()),
@@ -231,7 +234,7 @@ fn confirm_checked(
     tx.consume_draft(&draft.draft_id)?;
     tx.append_event(&Event {
         at: now,
-        tenant_key: task.tenant_key.clone(),
+        tenant_key: task.payload.tenant_key.clone(),
         actor: actor.to_string(),
         action: "confirm".into(),
         task_id: Some(task.task_id.clone()),
@@ -272,11 +275,11 @@ pub fn replace(
             )))
         }
     };
-    if old.tenant_key != caller.tenant || old.tenant_key != payload.tenant_key {
+    if old.payload.tenant_key != caller.tenant || old.payload.tenant_key != payload.tenant_key {
         return fail(CmdError::denied("the task belongs to another tenant"));
     }
     let what = format!("task {}", crate::text::escape(&old.label()));
-    ensure_owner(caller, &old.owner_keys, &what)
+    ensure_owner(caller, &old.payload.owner_keys, &what)
         .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     if old.revision != replaces.revision {
         return fail(
@@ -297,7 +300,7 @@ pub fn replace(
             old.state
         )));
     }
-    if payload.owner_keys != old.owner_keys {
+    if payload.owner_keys != old.payload.owner_keys {
         return fail(CmdError::draft_rejected(
             "the draft would change the task's owners; a replacement keeps them",
         ));

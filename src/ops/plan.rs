@@ -221,7 +221,7 @@ fn compare(task: &Task, d: &mut Desired, store: &Known, file: &str, adopt: bool)
     }
     let built = built_mut(d)?;
     // A replacement keeps the task's owners (as `draft --replace`).
-    built.payload.owner_keys = task.owner_keys.clone();
+    built.payload.owner_keys = task.payload.owner_keys.clone();
     let unchanged = task.payload_hash == hash_hex(built.payload.canonical().as_bytes());
     let other_source = store.managers.get(&task.task_id).filter(|m| *m != file);
     if let (Some(other), false, false) = (other_source, unchanged, adopt) {
@@ -292,8 +292,8 @@ fn read_task(tx: &mut dyn Tx, id: &str) -> Result<Task> {
 
 fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
     // Another tenant's task of the same name is not the caller's either.
-    let owners: &[String] = match task.tenant_key == caller.tenant {
-        true => &task.owner_keys,
+    let owners: &[String] = match task.payload.tenant_key == caller.tenant {
+        true => &task.payload.owner_keys,
         false => &[],
     };
     let what = format!("task {}", escape(&task.label()));
@@ -399,7 +399,7 @@ fn event(req: &Request<'_>, action: &str, task: &Task, mut detail: Value) -> Eve
     detail["file"] = json!(req.file);
     Event {
         at: req.now,
-        tenant_key: task.tenant_key.clone(),
+        tenant_key: task.payload.tenant_key.clone(),
         actor: req.actor.to_string(),
         action: action.into(),
         task_id: Some(task.task_id.clone()),

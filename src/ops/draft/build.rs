@@ -14,7 +14,7 @@ use super::when::{
 use crate::error::{fail, CmdError};
 use crate::model::{NoticePolicy, Policy};
 use crate::ops::access::Caller;
-use crate::payload::Payload;
+use crate::payload::{Payload, Zone};
 use crate::schedule::{self, Occurrence, Schedule, Tz};
 
 /// Who drafts, where and when: what a new payload takes from the caller.
@@ -57,36 +57,20 @@ impl<'a> Drafter<'a> {
     }
 }
 
-/// What `--tz` asks for: a zone, or `follow` (the owner's zone, §18).
-struct ZoneChoice {
-    /// The payload's zone: its fixed zone, or a following one's default.
-    payload_zone: Tz,
-    follow: bool,
-    /// The zone the schedule is read in now.
-    in_force: Tz,
-}
-
 /// `--tz ZONE`, `--tz follow`, or nothing (a replacement keeps its old
-/// choice). A new following payload's default is the owner's current zone,
+/// choice). A new following payload's fallback is the owner's current zone,
 /// else the zone the draft would have without `--tz`; a replacement that
-/// keeps following keeps its default (nothing about it changed).
-fn zone_choice(who: &Drafter<'_>, args: &DraftSpec, old: Option<&Payload>) -> Result<ZoneChoice> {
-    let without_tz = old.map_or(who.default_zone, |o| o.timezone);
-    let (payload_zone, follow) = match (args.tz.as_deref(), old) {
-        (Some(crate::payload::FOLLOW), Some(old)) if old.follow => (old.timezone, true),
-        (Some(crate::payload::FOLLOW), _) => (who.owner_zone.unwrap_or(without_tz), true),
-        (Some(name), _) => (schedule::parse_zone(name).map_err(CmdError::from)?, false),
-        (None, Some(old)) => (old.timezone, old.follow),
-        (None, None) => (who.default_zone, false),
-    };
-    let in_force = match follow {
-        true => who.owner_zone.unwrap_or(payload_zone),
-        false => payload_zone,
-    };
-    Ok(ZoneChoice {
-        payload_zone,
-        follow,
-        in_force,
+/// keeps following keeps its fallback (nothing about it changed).
+fn zone_choice(who: &Drafter<'_>, args: &DraftSpec, old: Option<&Payload>) -> Result<Zone> {
+    let without_tz = old.map_or(who.default_zone, |o| o.zone.named());
+    Ok(match (args.tz.as_deref(), old) {
+        (Some(crate::payload::FOLLOW), Some(old)) if old.zone.follows() => old.zone,
+        (Some(crate::payload::FOLLOW), _) => Zone::Follows {
+            fallback: who.owner_zone.unwrap_or(without_tz),
+        },
+        (Some(name), _) => Zone::Fixed(schedule::parse_zone(name).map_err(CmdError::from)?),
+        (None, Some(old)) => old.zone,
+        (None, None) => Zone::Fixed(who.default_zone),
     })
 }
 
@@ -101,7 +85,7 @@ pub fn build_payload(
     spec::check_flag_limits(args)?;
     let zone_choice = zone_choice(who, args, old)?;
     // Times are read, and the preview computed, in the zone in force now.
-    let zone = zone_choice.in_force;
+    let zone = zone_choice.in_force(who.owner_zone);
     let old_base = old.map(|o| base_of(&o.schedule));
     let schedule = match (schedule_from(args, zone, who.now, old_base)?, old) {
         (Some(schedule), Some(old)) => {
@@ -116,7 +100,7 @@ pub fn build_payload(
             )
         }
     };
-    if zone_choice.follow && !crate::payload::follows_a_wall_clock(&schedule) {
+    if zone_choice.follows() && !crate::payload::follows_a_wall_clock(&schedule) {
         return fail(
             CmdError::usage(format!(
                 "--tz follow needs a --daily or --cron schedule, not {}",
@@ -191,8 +175,7 @@ pub fn build_payload(
             Some(old) => old.tenant_key.clone(),
             None => who.tenant.to_string(),
         },
-        timezone: zone_choice.payload_zone,
-        follow: zone_choice.follow,
+        zone: zone_choice,
     };
     // The spread's offset comes from the payload's SHA-256 taken with the
     // offset at 0, so anyone can recompute it; then the occurrences move.

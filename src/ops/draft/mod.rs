@@ -79,7 +79,7 @@ pub fn make(store: &mut dyn Store, req: Request<'_>, spec: &DraftSpec) -> Result
         Some(arg) => Some(store.read(|tx| replaced_task(tx, &req.caller, arg))?),
         None => None,
     };
-    let old = replacing.as_ref().map(Payload::of_task);
+    let old = replacing.as_ref().map(|t| t.payload.clone());
     let owner_zone =
         store.read(|tx| owner_zone(tx, &req.caller, spec.tz.as_deref(), old.as_ref()))?;
     let mut drafter = Drafter::of(&req.caller, req.now, req.default_zone, owner_zone);
@@ -108,10 +108,7 @@ pub fn make(store: &mut dyn Store, req: Request<'_>, spec: &DraftSpec) -> Result
     Ok(Made {
         draft,
         // A following draft is shown in its owner's zone as of now.
-        zone: match payload.follow {
-            true => owner_zone.unwrap_or(payload.timezone),
-            false => payload.timezone,
-        },
+        zone: payload.zone.in_force(owner_zone),
         payload,
         upcoming,
         replacing,
@@ -259,7 +256,7 @@ pub fn owner_zone(
 ) -> Result<Option<Tz>> {
     let follows = match tz {
         Some(tz) => tz == crate::payload::FOLLOW,
-        None => old.is_some_and(|o| o.follow),
+        None => old.is_some_and(|o| o.zone.follows()),
     };
     let key = match old {
         Some(old) => old.owner_keys.first().cloned(),
