@@ -86,6 +86,25 @@ pub fn build_payload(
     let zone_choice = zone_choice(who, args, old)?;
     // Times are read, and the preview computed, in the zone in force now.
     let zone = zone_choice.in_force(who.owner_zone);
+    let schedule = schedule_of(who, args, old, zone_choice, zone)?;
+    let mut payload = payload_of(who, args, old, schedule, zone_choice)?;
+    place_spread(&mut payload, zone, who.now);
+    let upcoming = schedule::upcoming(&payload.schedule, zone, who.now, 3);
+    if upcoming.is_empty() {
+        return fail(CmdError::usage("the schedule has no occurrence after now"));
+    }
+    Ok((payload, upcoming))
+}
+
+/// The schedule the values describe over the replaced one, with its spread
+/// (offset 0 still) and end, once it has an occurrence after now in `zone`.
+fn schedule_of(
+    who: &Drafter<'_>,
+    args: &DraftSpec,
+    old: Option<&Payload>,
+    zone_choice: Zone,
+    zone: Tz,
+) -> Result<Schedule> {
     let old_base = old.map(|o| base_of(&o.schedule));
     let schedule = match (schedule_from(args, zone, who.now, old_base)?, old) {
         (Some(schedule), Some(old)) => {
@@ -121,7 +140,19 @@ pub fn build_payload(
             .with_hint("pick a time in the future"),
         );
     }
-    let payload = Payload {
+    Ok(schedule)
+}
+
+/// The payload's fields: each value given, else the replaced payload's,
+/// else a new draft's default.
+fn payload_of(
+    who: &Drafter<'_>,
+    args: &DraftSpec,
+    old: Option<&Payload>,
+    schedule: Schedule,
+    zone: Zone,
+) -> Result<Payload> {
+    Ok(Payload {
         drafted_by: who.drafted_by.clone(),
         grace_seconds: match (&args.grace, old) {
             (Some(g), _) => duration_flag("--grace", g, true)?,
@@ -139,7 +170,7 @@ pub fn build_payload(
         max_retries: match (args.max_retries, old) {
             (Some(n), _) => i64::from(n),
             (None, Some(old)) => old.max_retries,
-            (None, None) => 3,
+            (None, None) => spec::DEFAULT_MAX_RETRIES,
         },
         name: match (&args.name, old) {
             (Some(name), _) => Some(check_name(name)?),
@@ -160,7 +191,7 @@ pub fn build_payload(
         retry_backoff_seconds: match (&args.retry_backoff, old) {
             (Some(b), _) => duration_flag("--retry-backoff", b, false)?,
             (None, Some(old)) => old.retry_backoff_seconds,
-            (None, None) => 60,
+            (None, None) => spec::DEFAULT_RETRY_BACKOFF_SECONDS,
         },
         schedule,
         target: match (&args.target, old) {
@@ -175,34 +206,32 @@ pub fn build_payload(
             Some(old) => old.tenant_key.clone(),
             None => who.tenant.to_string(),
         },
-        zone: zone_choice,
+        zone,
+    })
+}
+
+/// The spread's offset comes from the payload's SHA-256 taken with the
+/// offset at 0, so anyone can recompute it; then the occurrences move, and
+/// `--count N` ends at the Nth occurrence as moved.
+fn place_spread(payload: &mut Payload, zone: Tz, now: i64) {
+    let Some(spread) = spread_of(&payload.schedule) else {
+        return;
     };
-    // The spread's offset comes from the payload's SHA-256 taken with the
-    // offset at 0, so anyone can recompute it; then the occurrences move.
-    let mut payload = payload;
-    if let Some(spread) = spread_of(&payload.schedule) {
-        let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
-        set_offset(
-            &mut payload.schedule,
-            schedule::spread_offset(&seed, spread),
-        );
-        // `--count N` ends at the Nth occurrence as moved.
-        if let Schedule::Ends {
-            inner,
-            until,
-            count: Some(n),
-        } = &mut payload.schedule
-        {
-            if let Some(last) = schedule::upcoming(inner, zone, who.now, *n as usize).last() {
-                *until = last.at;
-            }
+    let seed = <sha2::Sha256 as sha2::Digest>::digest(payload.canonical().as_bytes());
+    set_offset(
+        &mut payload.schedule,
+        schedule::spread_offset(&seed, spread),
+    );
+    if let Schedule::Ends {
+        inner,
+        until,
+        count: Some(n),
+    } = &mut payload.schedule
+    {
+        if let Some(last) = schedule::upcoming(inner, zone, now, *n as usize).last() {
+            *until = last.at;
         }
     }
-    let upcoming = schedule::upcoming(&payload.schedule, zone, who.now, 3);
-    if upcoming.is_empty() {
-        return fail(CmdError::usage("the schedule has no occurrence after now"));
-    }
-    Ok((payload, upcoming))
 }
 
 /// The notice settings (docs/CONTRACT.md §16): what the flags say, over the

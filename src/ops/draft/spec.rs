@@ -130,6 +130,11 @@ pub fn notify_mode(text: &str) -> Result<NotifyMode> {
 /// tick's own start-up and a claim queued behind another tick's, so 90 s.
 pub const DEFAULT_GRACE_SECONDS: i64 = 90;
 
+/// A new draft's retries of a failed run, unless it says.
+pub const DEFAULT_MAX_RETRIES: i64 = 3;
+/// A new draft's first retry delay, unless it says.
+pub const DEFAULT_RETRY_BACKOFF_SECONDS: i64 = 60;
+
 pub fn check_instruction(text: &str) -> Result<()> {
     if text.len() > INSTRUCTION_MAX_BYTES {
         return fail(CmdError::usage(format!(

@@ -216,35 +216,9 @@ pub(super) fn schedule_from(
             run_at: now.saturating_add(seconds),
         }
     } else if args.every.is_some() || args.start.is_some() {
-        let seconds = match (&args.every, old_interval) {
-            (Some(every), _) => schedule::parse_duration(every).map_err(CmdError::from)?,
-            (None, Some((seconds, _))) => seconds,
-            (None, None) => return fail(CmdError::usage("--start only goes with --every")),
-        };
-        let anchor_at = match (&args.start, old_interval) {
-            (Some(start), _) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
-            (None, Some((_, anchor_at))) => anchor_at,
-            // In phase with a per-minute cron: at a drafting second of :11,
-            // every tick at :00 would find the run 49 s late.
-            (None, None) => next_whole_minute(now),
-        };
-        Schedule::Interval { seconds, anchor_at }
+        interval(args, zone, now, old_interval)?
     } else if args.daily.is_some() || args.days.is_some() {
-        let (hour, minute) = match (&args.daily, old_calendar) {
-            (Some(daily), _) => schedule::parse_hhmm(daily).map_err(CmdError::from)?,
-            (None, Some((hour, minute, _))) => (hour, minute),
-            (None, None) => return fail(CmdError::usage("--days only goes with --daily")),
-        };
-        let weekdays = match (&args.days, old_calendar) {
-            (Some(days), _) => schedule::parse_days(days).map_err(CmdError::from)?,
-            (None, Some((_, _, weekdays))) => weekdays.clone(),
-            (None, None) => Vec::new(),
-        };
-        Schedule::Calendar {
-            hour,
-            minute,
-            weekdays,
-        }
+        calendar(args, old_calendar)?
     } else if let Some(expr) = &args.cron {
         schedule::parse_cron(expr).map_err(CmdError::from)?;
         Schedule::Cron {
@@ -255,4 +229,47 @@ pub(super) fn schedule_from(
     };
     schedule.validate().map_err(CmdError::from)?;
     Ok(Some(schedule))
+}
+
+/// `--every` (with `--start`): a replacement keeps the anchor or the period
+/// it is not given.
+fn interval(
+    args: &DraftSpec,
+    zone: Tz,
+    now: i64,
+    old_interval: Option<(i64, i64)>,
+) -> Result<Schedule> {
+    let seconds = match (&args.every, old_interval) {
+        (Some(every), _) => schedule::parse_duration(every).map_err(CmdError::from)?,
+        (None, Some((seconds, _))) => seconds,
+        (None, None) => return fail(CmdError::usage("--start only goes with --every")),
+    };
+    let anchor_at = match (&args.start, old_interval) {
+        (Some(start), _) => schedule::parse_time(start, zone).map_err(CmdError::from)?,
+        (None, Some((_, anchor_at))) => anchor_at,
+        // In phase with a per-minute cron: at a drafting second of :11,
+        // every tick at :00 would find the run 49 s late.
+        (None, None) => next_whole_minute(now),
+    };
+    Ok(Schedule::Interval { seconds, anchor_at })
+}
+
+/// `--daily` (with `--days`): a replacement keeps the days or the time of
+/// day it is not given.
+fn calendar(args: &DraftSpec, old_calendar: Option<(u32, u32, &Vec<u32>)>) -> Result<Schedule> {
+    let (hour, minute) = match (&args.daily, old_calendar) {
+        (Some(daily), _) => schedule::parse_hhmm(daily).map_err(CmdError::from)?,
+        (None, Some((hour, minute, _))) => (hour, minute),
+        (None, None) => return fail(CmdError::usage("--days only goes with --daily")),
+    };
+    let weekdays = match (&args.days, old_calendar) {
+        (Some(days), _) => schedule::parse_days(days).map_err(CmdError::from)?,
+        (None, Some((_, _, weekdays))) => weekdays.clone(),
+        (None, None) => Vec::new(),
+    };
+    Ok(Schedule::Calendar {
+        hour,
+        minute,
+        weekdays,
+    })
 }
