@@ -143,7 +143,7 @@ impl Event {
     pub fn of_task(action: AuditAction, task: &Task, actor: &str, at: i64, detail: Value) -> Event {
         Event {
             task_id: Some(task.task_id.clone()),
-            ..Event::of_tenant(action, &task.tenant_key, actor, at, detail)
+            ..Event::of_tenant(action, &task.payload.tenant_key, actor, at, detail)
         }
     }
 

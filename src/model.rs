@@ -4,7 +4,8 @@
 //! Parsing a state from text is strict: an unknown spelling is an error the
 //! store turns into a quarantine, never a default.
 
-use crate::schedule::{Schedule, Tz};
+use crate::payload::Payload;
+use crate::schedule::Tz;
 
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
@@ -156,29 +157,17 @@ impl RunStatus {
     }
 }
 
-/// One confirmed schedule with its instruction.
+/// One confirmed schedule with its instruction: the payload the person
+/// confirmed, whole (every confirmed field has its one home there), and
+/// what the scheduler keeps beside it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
     pub task_id: String,
-    /// The agent that drafted the confirmed payload (`agent:<client>`), when
-    /// it came through `agentcron mcp`; part of the payload.
-    pub drafted_by: Option<String>,
-    pub tenant_key: String,
-    pub name: Option<String>,
-    pub owner_keys: Vec<String>,
-    pub target: String,
-    pub instruction: String,
-    pub schedule: Schedule,
-    /// The zone in force: the confirmed zone, or for a task that follows
-    /// its owner (docs/CONTRACT.md §18) the zone its last re-time set.
-    pub timezone: Tz,
-    /// Set when the task follows its first owner key's zone: the zone it
-    /// falls back on while that key has none (the payload's `follow_default`).
-    pub follow_default: Option<Tz>,
-    pub policy: Policy,
-    pub grace_seconds: i64,
-    pub max_retries: i64,
-    pub retry_backoff_seconds: i64,
+    /// What the person confirmed; `payload_hash` is its SHA-256.
+    pub payload: Payload,
+    /// The zone in force: the payload's fixed zone, or for a task that
+    /// follows its owner (docs/CONTRACT.md §18) the zone its last re-time set.
+    pub zone_in_force: Tz,
     pub payload_hash: String,
     pub state: TaskState,
     /// Why the task is paused or quarantined, as given.
@@ -192,8 +181,6 @@ pub struct Task {
     pub next_retry_at: Option<i64>,
     /// The failed run the pending retry repeats.
     pub retry_run_id: Option<String>,
-    /// Confirmed with the rest of the payload.
-    pub notice: NoticePolicy,
 }
 
 /// A task's notice settings as confirmed (docs/CONTRACT.md §16). Each is
@@ -256,20 +243,18 @@ impl NoticePolicy {
 
 impl Task {
     pub fn is_owned_by(&self, keys: &[String]) -> bool {
-        self.owner_keys.iter().any(|k| keys.contains(k))
+        self.payload.owner_keys.iter().any(|k| keys.contains(k))
     }
 
     /// The identity key whose zone the task follows, when it follows one:
     /// its first owner key (docs/CONTRACT.md §18).
     pub fn follow_key(&self) -> Option<&str> {
-        self.follow_default
-            .and(self.owner_keys.first())
-            .map(String::as_str)
+        self.payload.follow_key()
     }
 
     /// The name when there is one, else the short id: how people refer to it.
     pub fn label(&self) -> String {
-        match &self.name {
+        match &self.payload.name {
             Some(name) => name.clone(),
             None => short_id(&self.task_id).to_string(),
         }
@@ -334,9 +319,9 @@ impl Run {
         let mut run = Run {
             run_id: uuid::Uuid::new_v4().to_string(),
             task_id: task.task_id.clone(),
-            tenant_key: task.tenant_key.clone(),
+            tenant_key: task.payload.tenant_key.clone(),
             scheduled_for,
-            scheduled_local: crate::schedule::format_local(scheduled_for, task.timezone),
+            scheduled_local: crate::schedule::format_local(scheduled_for, task.zone_in_force),
             attempt,
             due_at,
             status,

@@ -33,12 +33,47 @@ pub struct Payload {
     pub schedule: Schedule,
     pub target: String,
     pub tenant_key: String,
-    /// The zone the schedule is read in; for a payload that follows its
-    /// owner, the zone it falls back on (`follow_default`).
-    pub timezone: Tz,
-    /// `"timezone":"follow"`: the schedule is read in its first owner key's
-    /// current zone (docs/CONTRACT.md §18), `timezone` when that has none.
-    pub follow: bool,
+    /// The zone the schedule is read in, fixed or following its owner.
+    pub zone: Zone,
+}
+
+/// The zone a payload's schedule is read in, as confirmed: one zone, or
+/// (`"timezone":"follow"`) its first owner key's current zone
+/// (docs/CONTRACT.md §18), `fallback` while that key has none. The zone a
+/// following task is read in now is the task's own `zone_in_force`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zone {
+    Fixed(Tz),
+    Follows { fallback: Tz },
+}
+
+impl Zone {
+    pub fn follows(self) -> bool {
+        matches!(self, Zone::Follows { .. })
+    }
+
+    /// The zone the payload names: the fixed zone, or the fallback.
+    pub fn named(self) -> Tz {
+        match self {
+            Zone::Fixed(zone) | Zone::Follows { fallback: zone } => zone,
+        }
+    }
+
+    /// A following payload's fallback (its `follow_default`).
+    pub fn fallback(self) -> Option<Tz> {
+        match self {
+            Zone::Fixed(_) => None,
+            Zone::Follows { fallback } => Some(fallback),
+        }
+    }
+
+    /// The zone in force given the followed key's current zone, if any.
+    pub fn in_force(self, owner_zone: Option<Tz>) -> Tz {
+        match self {
+            Zone::Fixed(zone) => zone,
+            Zone::Follows { fallback } => owner_zone.unwrap_or(fallback),
+        }
+    }
 }
 
 /// What a following payload writes where a fixed one writes its zone.
@@ -59,19 +94,8 @@ impl Payload {
     ) -> crate::model::Task {
         crate::model::Task {
             task_id,
-            drafted_by: self.drafted_by.clone(),
-            tenant_key: self.tenant_key.clone(),
-            name: self.name.clone(),
-            owner_keys: self.owner_keys.clone(),
-            target: self.target.clone(),
-            instruction: self.instruction.clone(),
-            schedule: self.schedule.clone(),
-            timezone: if self.follow { zone } else { self.timezone },
-            follow_default: self.follow.then_some(self.timezone),
-            policy: self.policy,
-            grace_seconds: self.grace_seconds,
-            max_retries: self.max_retries,
-            retry_backoff_seconds: self.retry_backoff_seconds,
+            payload: self.clone(),
+            zone_in_force: self.zone.in_force(Some(zone)),
             payload_hash,
             state: crate::model::TaskState::Active,
             state_reason: None,
@@ -83,34 +107,14 @@ impl Payload {
             consecutive_failures: 0,
             next_retry_at: None,
             retry_run_id: None,
-            notice: self.notice,
-        }
-    }
-
-    /// The payload a confirmed task was made from.
-    pub fn of_task(t: &crate::model::Task) -> Payload {
-        Payload {
-            drafted_by: t.drafted_by.clone(),
-            grace_seconds: t.grace_seconds,
-            instruction: t.instruction.clone(),
-            max_retries: t.max_retries,
-            name: t.name.clone(),
-            notice: t.notice,
-            owner_keys: t.owner_keys.clone(),
-            policy: t.policy,
-            retry_backoff_seconds: t.retry_backoff_seconds,
-            schedule: t.schedule.clone(),
-            target: t.target.clone(),
-            tenant_key: t.tenant_key.clone(),
-            timezone: t.follow_default.unwrap_or(t.timezone),
-            follow: t.follow_default.is_some(),
         }
     }
 
     /// The key whose zone a following payload is read in: its first owner
     /// key (owner keys are sorted, so "first" is stable; docs/CONTRACT.md §18).
     pub fn follow_key(&self) -> Option<&str> {
-        self.follow
+        self.zone
+            .follows()
             .then(|| self.owner_keys.first().map(String::as_str))
             .flatten()
     }
@@ -129,7 +133,7 @@ impl Payload {
             "schedule": self.schedule.to_json(),
             "target": self.target,
             "tenant_key": self.tenant_key,
-            "timezone": self.timezone.name(),
+            "timezone": self.zone.named().name(),
         });
         if let Some(agent) = &self.drafted_by {
             value["drafted_by"] = json!(agent);
@@ -145,9 +149,9 @@ impl Payload {
         if let Some(n) = self.notice.pause_after {
             value["pause_after"] = json!(n);
         }
-        if self.follow {
+        if let Zone::Follows { fallback } = self.zone {
             value["timezone"] = json!(FOLLOW);
-            value["follow_default"] = json!(self.timezone.name());
+            value["follow_default"] = json!(fallback.name());
         }
         value
     }
@@ -207,8 +211,10 @@ impl Payload {
             schedule,
             target: f.target,
             tenant_key: f.tenant_key,
-            timezone,
-            follow,
+            zone: match follow {
+                true => Zone::Follows { fallback: timezone },
+                false => Zone::Fixed(timezone),
+            },
         })
     }
 }
@@ -407,8 +413,7 @@ mod tests {
             },
             target: "chat:42".into(),
             tenant_key: "default".into(),
-            timezone: "Asia/Shanghai".parse().unwrap(),
-            follow: false,
+            zone: Zone::Fixed("Asia/Shanghai".parse().unwrap()),
         }
     }
 
@@ -425,7 +430,9 @@ mod tests {
     #[test]
     fn a_following_payload_names_follow_and_its_default() {
         let following = Payload {
-            follow: true,
+            zone: Zone::Follows {
+                fallback: "Asia/Shanghai".parse().unwrap(),
+            },
             ..sample()
         };
         let text = following.canonical();

@@ -18,25 +18,25 @@ pub fn time(at: Option<i64>) -> Value {
 pub fn task(t: &Task) -> Value {
     let mut value = json!({
         "task_id": t.task_id,
-        "name": t.name,
-        "tenant_key": t.tenant_key,
-        "owner_keys": t.owner_keys,
-        "target": t.target,
-        "instruction": t.instruction,
-        "schedule": t.schedule.to_json(),
-        "timezone": t.timezone.name(),
-        "policy": t.policy.as_str(),
+        "name": t.payload.name,
+        "tenant_key": t.payload.tenant_key,
+        "owner_keys": t.payload.owner_keys,
+        "target": t.payload.target,
+        "instruction": t.payload.instruction,
+        "schedule": t.payload.schedule.to_json(),
+        "timezone": t.zone_in_force.name(),
+        "policy": t.payload.policy.as_str(),
         "state": t.state.as_str(),
         "next_run_at": time(t.next_run_at),
         "revision": t.revision,
         "created_at": time(Some(t.created_at)),
         "updated_at": time(Some(t.updated_at)),
-        "grace_seconds": t.grace_seconds,
-        "max_retries": t.max_retries,
-        "retry_backoff_seconds": t.retry_backoff_seconds,
-        "notify": t.notice.mode().as_str(),
-        "realert_seconds": t.notice.realert(),
-        "pause_after": t.notice.pause_after,
+        "grace_seconds": t.payload.grace_seconds,
+        "max_retries": t.payload.max_retries,
+        "retry_backoff_seconds": t.payload.retry_backoff_seconds,
+        "notify": t.payload.notice.mode().as_str(),
+        "realert_seconds": t.payload.notice.realert(),
+        "pause_after": t.payload.notice.pause_after,
         "consecutive_failures": t.consecutive_failures,
         "next_retry_at": time(t.next_retry_at),
         "payload_hash": t.payload_hash,
@@ -49,12 +49,12 @@ pub fn task(t: &Task) -> Value {
         value["error_reason"] = json!(t.state_reason);
     }
     // Only an agent's draft names its drafter (docs/CONTRACT.md §17).
-    if let Some(agent) = &t.drafted_by {
+    if let Some(agent) = &t.payload.drafted_by {
         value["drafted_by"] = json!(agent);
     }
     // `timezone` is the zone in force; a following task says whom it
     // follows and its fallback (docs/CONTRACT.md §18).
-    if let (Some(key), Some(default)) = (t.follow_key(), t.follow_default) {
+    if let (Some(key), Some(default)) = (t.follow_key(), t.payload.zone.fallback()) {
         value["follows"] = json!(key);
         value["follow_default"] = json!(default.name());
     }

@@ -101,9 +101,15 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
         },
         None => Proof::None,
     };
-    let outcome = ctx.store()?.write(|tx| {
-        ops::confirm::confirm(tx, &caller, &args.draft_id, &args.hash, proof, &actor, now)
-    })?;
+    let outcome = ops::confirm::confirm_in(
+        ctx.store()?,
+        &caller,
+        &args.draft_id,
+        &args.hash,
+        proof,
+        &actor,
+        now,
+    )?;
     let confirmed = match outcome {
         Outcome::Confirmed(confirmed) => *confirmed,
         // A wrong code was counted (or voided the draft) before this.
@@ -122,13 +128,13 @@ pub fn run(ctx: &mut Ctx, args: ConfirmArgs) -> Result<()> {
             task.revision,
             &old.payload_hash[..8],
             &task.payload_hash[..8],
-            crate::output::human::when(task.next_run_at, task.timezone, now)
+            crate::output::human::when(task.next_run_at, task.zone_in_force, now)
         ));
     }
     ctx.out.line(&format!(
         "Confirmed task {} ({}). Next run {}.",
         task.task_id,
         crate::text::escape(&task.label()),
-        crate::output::human::when(task.next_run_at, task.timezone, now)
+        crate::output::human::when(task.next_run_at, task.zone_in_force, now)
     ))
 }

@@ -6,15 +6,13 @@ use anyhow::{Context, Result};
 use clap::{ArgGroup, Args, ValueEnum};
 use serde_json::json;
 
-use crate::audit::{AuditAction, Event};
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{Draft, NotifyMode, Policy, Replaces, TaskState};
+use crate::model::{Draft, NotifyMode, Policy};
 use crate::ops::access::Caller;
-use crate::ops::draft::{
-    build_payload, check_instruction, duration_flag, DraftSpec, INSTRUCTION_MAX_BYTES,
-};
-use crate::payload::{hash_hex, Payload};
+use crate::ops::draft::{check_instruction, DraftSpec, Request, INSTRUCTION_MAX_BYTES};
+pub use crate::ops::draft::{Agent, Made};
+use crate::payload::Payload;
 use crate::schedule::{self, Occurrence, Tz};
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
@@ -88,7 +86,7 @@ pub struct DraftArgs {
 
     /// End a recurring schedule after N occurrences, counted from the draft's creation
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=100000))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::ops::draft::COUNT_MAX)))]
     pub count: Option<u32>,
 
     /// A unique name to address the task by: 1–64 of [A-Za-z0-9._-]
@@ -118,7 +116,7 @@ pub struct DraftArgs {
 
     /// How many times a failed run is retried [default: 3]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(0..=100))]
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::ops::draft::MAX_RETRIES_MAX)))]
     pub max_retries: Option<u32>,
 
     /// First retry delay; each further retry doubles it, capped at 1 h [default: 60s]
@@ -135,7 +133,7 @@ pub struct DraftArgs {
 
     /// Pause the task after N consecutive failures (only `resume` restarts it)
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::ops::draft::PAUSE_AFTER_MAX)))]
     pub pause_after: Option<u32>,
 
     /// How long the draft may wait for confirmation
@@ -190,211 +188,53 @@ impl From<PolicyArg> for Policy {
 
 pub fn run(ctx: &mut Ctx, args: DraftArgs) -> Result<()> {
     let spec = args.spec()?;
-    let made = make(ctx, &args, spec, None)?;
+    let made = make(ctx, &args, &spec, None)?;
     print_made(ctx, &made)
 }
 
-/// The agent behind a draft made through `agentcron mcp` (docs/CONTRACT.md
-/// §17): recorded in the payload, and the one-time code that confirms it.
-pub struct Agent<'a> {
-    /// `agent:<client name>`.
-    pub drafted_by: &'a str,
-    /// The code in clear: only its salted hash is stored.
-    pub code: &'a str,
-    /// At most this many agent drafts for the person in an hour.
-    pub max_per_hour: u32,
-}
-
-/// At most this many of an agent's drafts for one person wait at once.
-pub const MAX_WAITING_AGENT_DRAFTS: i64 = 20;
-
-/// The agent's limits (docs/CONTRACT.md §17), checked in the transaction
-/// that would add the draft: at most `max_per_hour` drafts for the person
-/// in the last hour (counted from the audit trail, which keeps the ones
-/// already confirmed), and at most `MAX_WAITING_AGENT_DRAFTS` waiting.
-/// Counted per person, whatever the client calls itself: a client that
-/// renames itself gains nothing. A refusal says when to try again.
-fn check_agent_limits(
-    tx: &mut dyn crate::store::Tx,
-    tenant: &str,
-    actor: &str,
-    max_per_hour: u32,
-    now: i64,
-) -> Result<()> {
-    let made = tx.agent_drafts_since(tenant, actor, now - 3599)?;
-    let max = max_per_hour as usize;
-    if made.len() >= max {
-        // The draft that must leave the hour for one more to fit.
-        let frees = made[made.len() - max] + 3600;
-        return fail(
-            CmdError::new(
-                crate::error::ErrorKind::Busy,
-                format!(
-                "{} drafts for this person in the last hour, the most allowed (--max-drafts {max})",
-                made.len()
-            ),
-            )
-            .with_hint(format!(
-                "try again at {} ({}), or ask the person to draft at a shell",
-                crate::schedule::format_utc(frees),
-                relative(frees, now)
-            )),
-        );
-    }
-    let waiting = tx.agent_drafts_waiting(tenant, actor, now)?;
-    if waiting >= MAX_WAITING_AGENT_DRAFTS {
-        return fail(
-            CmdError::new(
-                crate::error::ErrorKind::Busy,
-                format!("{waiting} drafts for this person wait for confirmation, the most allowed"),
-            )
-            .with_hint("try again when the person has confirmed some, or they expired"),
-        );
-    }
-    Ok(())
-}
-
-/// What a draft made: the stored draft, its payload and next runs, and the
-/// task it replaces.
-pub struct Made {
-    pub draft: Draft,
-    pub payload: Payload,
-    /// The zone the draft is shown in: a following one's owner's, as of now.
-    pub zone: crate::schedule::Tz,
-    pub upcoming: Vec<Occurrence>,
-    pub replacing: Option<crate::model::Task>,
-}
-
-/// Makes the draft `args` (its values in `spec`) describe, in one write
-/// transaction; an agent's draft records the agent and locks it with its code.
+/// Makes the draft `args` (its values in `spec`) describe, as the caller;
+/// `agent` when an agent drafts through `agentcron mcp`.
 pub fn make(
     ctx: &mut Ctx,
     args: &DraftArgs,
-    spec: DraftSpec,
+    spec: &DraftSpec,
     agent: Option<Agent<'_>>,
 ) -> Result<Made> {
-    let now = ctx.clock.now();
-    let replacing = match &args.replace {
-        Some(arg) => Some(replaced_task(ctx, arg)?),
-        None => None,
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let request = Request {
+        caller: Caller {
+            tenant: &tenant,
+            identity: &identity,
+        },
+        now: ctx.clock.now(),
+        default_zone: ctx.default_zone,
+        replace: args.replace.as_deref(),
+        ttl: &args.ttl,
+        agent,
     };
-    let old = replacing.as_ref().map(Payload::of_task);
-    let owner_zone = super::follow_zone(ctx, spec.tz.as_deref(), old.as_ref())?;
-    let mut drafter = super::drafter(ctx, owner_zone);
-    drafter.drafted_by = agent.as_ref().map(|a| a.drafted_by.to_string());
-    let (payload, upcoming) = build_payload(&drafter, &spec, old.as_ref())?;
-    let ttl = duration_flag("--ttl", &args.ttl, false)?;
-    if ttl > 7 * 86400 {
-        return fail(CmdError::usage("--ttl must be at most 7 days"));
-    }
-    let canonical = payload.canonical();
-    if let Some(task) = &replacing {
-        if task.payload_hash == hash_hex(canonical.as_bytes()) {
-            return fail(
-                CmdError::usage(format!(
-                    "the flags given leave task {} unchanged",
-                    escape(&task.label())
-                ))
-                .with_hint("give the flags to change, e.g. --daily 10:00 or --instruction TEXT"),
-            );
-        }
-    }
-    let draft_id = uuid::Uuid::new_v4().to_string();
-    // An agent drafts for the person whose keys the server runs with: the
-    // audit trail names that person (`log` shows drafts to their author)
-    // and the event's detail the agent.
-    let actor = ctx.actor().to_string();
-    let draft = Draft {
-        tenant_key: payload.tenant_key.clone(),
-        payload_hash: hash_hex(canonical.as_bytes()),
-        payload: canonical,
-        created_by: actor.clone(),
-        created_at: now,
-        expires_at: now + ttl,
-        replaces: replacing.as_ref().map(|t| Replaces {
-            task_id: t.task_id.clone(),
-            revision: t.revision,
-        }),
-        code: agent
-            .as_ref()
-            .map(|agent| crate::ops::confirm_code::lock(agent.code, &draft_id)),
-        draft_id,
-    };
-    let mut detail = json!({"draft_id": draft.draft_id, "payload_hash": draft.payload_hash,
-                            "expires_at": time(Some(draft.expires_at))});
-    if let Some(task) = &replacing {
-        detail["replaces_task_id"] = json!(task.task_id);
-        detail["replaces_revision"] = json!(task.revision);
-    }
-    if let Some(agent) = &payload.drafted_by {
-        detail["drafted_by"] = json!(agent);
-    }
-    let event = Event::of_tenant(AuditAction::Draft, &ctx.tenant, &actor, now, detail);
-    let replaced_id = replacing.as_ref().map(|t| t.task_id.clone());
-    let limit = agent.as_ref().map(|a| a.max_per_hour);
-    let tenant = ctx.tenant.clone();
-    ctx.store()?.write(|tx| {
-        if let Some(max_per_hour) = limit {
-            check_agent_limits(tx, &tenant, &draft.created_by, max_per_hour, now)?;
-        }
-        if let Some(name) = &payload.name {
-            let holder = tx.task_id_named(&payload.tenant_key, name)?;
-            if holder.is_some() && holder != replaced_id {
-                return fail(
-                    CmdError::conflict(format!("a task named '{name}' already exists"))
-                        .with_hint("choose another --name, or delete the old task first"),
-                );
-            }
-        }
-        tx.insert_draft(&draft)?;
-        tx.append_event(&event)
-    })?;
-    // A following draft is shown in its owner's zone as of now.
-    let zone = match payload.follow {
-        true => owner_zone.unwrap_or(payload.timezone),
-        false => payload.timezone,
-    };
-    Ok(Made {
-        draft,
-        payload,
-        zone,
-        upcoming,
-        replacing,
-    })
+    crate::ops::draft::make(ctx.store()?, request, spec)
 }
 
 /// Prints what a draft made, as `draft` and `draft --replace` do.
 pub fn print_made(ctx: &Ctx, made: &Made) -> Result<()> {
-    let (draft, payload, zone, upcoming) = (&made.draft, &made.payload, made.zone, &made.upcoming);
+    if ctx.out.json {
+        return ctx.out.document(&made_document(ctx, made));
+    }
     match &made.replacing {
-        Some(task) => super::draft_replace::print(ctx, draft, task, payload, zone, upcoming),
-        None => print(ctx, draft, payload, zone, upcoming),
+        Some(task) => super::draft_replace::print(ctx, made, task, &confirm_line(ctx, &made.draft)),
+        None => print(ctx, &made.draft, &made.payload, made.zone, &made.upcoming),
     }
 }
 
-/// The task `--replace` names, as the caller may change it: owned, in this
-/// tenant, and active or paused (a completed, deleted or quarantined task
-/// has nothing left to replace).
-fn replaced_task(ctx: &mut Ctx, arg: &str) -> Result<crate::model::Task> {
-    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
-    let caller = Caller {
-        tenant: &tenant,
-        identity: &identity,
-    };
-    let task = ctx
-        .store()?
-        .read(|tx| crate::ops::access::owned_task(tx, &caller, arg))?;
-    if !matches!(task.state, TaskState::Active | TaskState::Paused) {
-        return fail(
-            CmdError::conflict(format!(
-                "task {} is {}; only an active or paused task can be replaced",
-                escape(&task.label()),
-                task.state
-            ))
-            .with_hint("draft a new task instead"),
-        );
+/// The document `draft --json` prints for what it made: a replacing draft
+/// adds what it replaces and the diff.
+pub fn made_document(ctx: &Ctx, made: &Made) -> serde_json::Value {
+    let (draft, payload) = (&made.draft, &made.payload);
+    let mut value = document(ctx, draft, payload, made.zone, &made.upcoming);
+    if let Some(task) = &made.replacing {
+        super::draft_replace::add_replaced(&mut value, task, payload, ctx.clock.now());
     }
-    Ok(task)
+    value
 }
 
 impl DraftArgs {
@@ -414,12 +254,14 @@ impl DraftArgs {
             count: self.count,
             name: self.name.clone(),
             target: self.target.clone(),
-            policy: self.policy.map(Policy::from),
+            policy: self.policy.map(|p| Policy::from(p).as_str().to_string()),
             tz: self.tz.clone(),
             grace: self.grace.clone(),
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff.clone(),
-            notify: self.notify.map(NotifyMode::from),
+            notify: self
+                .notify
+                .map(|m| NotifyMode::from(m).as_str().to_string()),
             realert: self.realert.clone(),
             pause_after: self.pause_after,
         })
@@ -457,8 +299,7 @@ fn instruction(arg: &str) -> Result<String> {
     Ok(text)
 }
 
-/// The draft as `--json` prints it (docs/CONTRACT.md §9); a replacing draft adds
-/// what it replaces and the diff.
+/// The draft as `--json` prints it (docs/CONTRACT.md §9), whatever it replaces.
 pub(super) fn document(
     ctx: &Ctx,
     draft: &Draft,
@@ -484,7 +325,7 @@ pub(super) fn document(
     })
 }
 
-pub(super) fn print(
+fn print(
     ctx: &Ctx,
     draft: &Draft,
     payload: &Payload,

@@ -1,49 +1,48 @@
 //! What `draft --replace` shows: each field of the confirmed payload that
 //! the draft changes (old → new), the next runs before and after, both
-//! hashes and the confirm line (docs/CONTRACT.md §13).
+//! hashes and the confirm line (docs/CONTRACT.md §13). `draft` calls it
+//! with what it made; it calls nothing of `draft`'s.
 
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
-use crate::model::{Draft, Task};
+use crate::model::Task;
+use crate::ops::draft::Made;
 use crate::output::human::in_words;
 use crate::payload::{changes, Payload};
 use crate::schedule::{self, Occurrence, Tz};
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
 
-pub fn print(
-    ctx: &Ctx,
-    draft: &Draft,
-    task: &Task,
-    payload: &Payload,
-    zone: Tz,
-    upcoming: &[Occurrence],
-) -> Result<()> {
-    let old = Payload::of_task(task);
+/// What `draft --replace --json` adds to `draft --json`'s document: the
+/// task it replaces, with its schedule and next runs now, and the diff.
+pub fn add_replaced(document: &mut Value, task: &Task, payload: &Payload, now: i64) {
+    let old = &task.payload;
+    // In the task's zone in force (a following task's is its owner's).
+    let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
+    document["replaces"] = json!({
+            "task_id": task.task_id,
+            "name": task.payload.name,
+            "revision": task.revision,
+            "payload_hash": task.payload_hash,
+            "summary": old.schedule.describe(task.zone_in_force),
+            "next_runs": old_upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
+    });
+    document["diff"] = json!(changes(old, payload)
+        .iter()
+        .map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
+        .collect::<Vec<_>>());
+}
+
+/// The text `draft --replace` prints; `confirm` is the confirm line.
+pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
+    let (draft, payload, zone, upcoming) = (&made.draft, &made.payload, made.zone, &made.upcoming);
+    let old = &task.payload;
     let now = ctx.clock.now();
     // Each side in its zone in force (a following task's is its owner's).
-    let old_upcoming = schedule::upcoming(&old.schedule, task.timezone, now, 3);
-    let diff = changes(&old, payload);
-    let confirm = super::draft::confirm_line(ctx, draft);
-    if ctx.out.json {
-        let runs = |occ: &[Occurrence]| occ.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>();
-        let mut document = super::draft::document(ctx, draft, payload, zone, upcoming);
-        document["replaces"] = json!({
-                "task_id": task.task_id,
-                "name": task.name,
-                "revision": task.revision,
-                "payload_hash": task.payload_hash,
-                "summary": old.schedule.describe(task.timezone),
-                "next_runs": runs(&old_upcoming),
-        });
-        document["diff"] = json!(diff
-            .iter()
-            .map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
-            .collect::<Vec<_>>());
-        return ctx.out.document(&document);
-    }
+    let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
+    let diff = changes(old, payload);
     let mut text = format!(
         "Draft {} — replaces task {} ({}) at revision {} — expires {} ({})\n\nChanges:\n",
         draft.draft_id,
@@ -57,7 +56,7 @@ pub fn print(
         text.push_str(&format!(
             "  {:<22} {} → {}\n",
             c.field,
-            in_words(&c.field, &old, &c.old),
+            in_words(&c.field, old, &c.old),
             in_words(&c.field, payload, &c.new)
         ));
     }
@@ -77,7 +76,12 @@ pub fn print(
         }
         block
     };
-    text.push_str(&runs("Next runs now", &old_upcoming, &old, task.timezone));
+    text.push_str(&runs(
+        "Next runs now",
+        &old_upcoming,
+        old,
+        task.zone_in_force,
+    ));
     text.push_str(&runs("Next runs after", upcoming, payload, zone));
     text.push_str(&format!("\nOld payload hash: {}\n", task.payload_hash));
     text.push_str(&format!("New payload hash: {}\n", draft.payload_hash));

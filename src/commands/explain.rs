@@ -42,7 +42,7 @@ pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
         return ctx.out.document(&json!({
             "task_id": task.task_id,
             "occurrence": time(Some(occurrence.at)),
-            "occurrence_local": schedule::format_local(occurrence.at, task.timezone),
+            "occurrence_local": schedule::format_local(occurrence.at, task.zone_in_force),
             "dst_shifted_from": occurrence.shifted_from,
             "rule": explanation.rule,
             "explanation": explanation.paragraph,

@@ -230,7 +230,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
     if ctx.out.json {
         return ctx.out.document(&crate::wire::task(task));
     }
-    let next = crate::output::human::when(task.next_run_at, task.timezone, ctx.clock.now());
+    let next = crate::output::human::when(task.next_run_at, task.zone_in_force, ctx.clock.now());
     ctx.out.line(&format!(
         "{verb} task {} ({}): now {}, revision {}, next run {next}.",
         crate::model::short_id(&task.task_id),
@@ -259,45 +259,6 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
         task.state,
         task.revision
     ))
-}
-
-/// What a draft takes from the caller (`draft`, and `plan` for each task),
-/// with `owner_zone` from `follow_zone`.
-fn drafter(ctx: &Ctx, owner_zone: Option<crate::schedule::Tz>) -> crate::ops::draft::Drafter<'_> {
-    crate::ops::draft::Drafter {
-        now: ctx.clock.now(),
-        default_zone: ctx.default_zone,
-        tenant: &ctx.tenant,
-        owner_keys: ctx.owner_keys(),
-        actor: ctx.actor(),
-        owner_zone,
-        drafted_by: None,
-    }
-}
-
-/// The current zone of the key a draft with `--tz` value `tz` over `old`
-/// would follow (docs/CONTRACT.md §18): its first owner key's; None when
-/// the draft does not follow, or the key has no zone. Read only then, so a
-/// fixed-zone draft reads nothing more than it did.
-fn follow_zone(
-    ctx: &mut Ctx,
-    tz: Option<&str>,
-    old: Option<&crate::payload::Payload>,
-) -> Result<Option<crate::schedule::Tz>> {
-    let follows = match tz {
-        Some(tz) => tz == crate::payload::FOLLOW,
-        None => old.is_some_and(|o| o.follow),
-    };
-    let key = match old {
-        Some(old) => old.owner_keys.first().cloned(),
-        None => ctx.owner_keys().first().cloned(),
-    };
-    let (Some(key), true) = (key, follows) else {
-        return Ok(None);
-    };
-    let tenant = ctx.tenant.clone();
-    ctx.store()?
-        .read(|tx| crate::ops::zones::current_zone(tx, &tenant, &key))
 }
 
 /// Where unknown runs wait, in words, with the exact command that lists

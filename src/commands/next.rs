@@ -40,8 +40,13 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
         Some(at) if at > now => at - 1,
         _ => now,
     };
-    let upcoming = schedule::upcoming(&task.schedule, task.timezone, after, args.count as usize);
-    let zone = task.timezone;
+    let upcoming = schedule::upcoming(
+        &task.payload.schedule,
+        task.zone_in_force,
+        after,
+        args.count as usize,
+    );
+    let zone = task.zone_in_force;
     if ctx.out.json {
         let items: Vec<_> = upcoming
             .iter()
@@ -50,7 +55,7 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
                     "at": time(Some(o.at)),
                     "local": schedule::format_local(o.at, zone),
                     "dst_shifted_from": o.shifted_from,
-                    "last": schedule::is_last(&task.schedule, zone, o.at),
+                    "last": schedule::is_last(&task.payload.schedule, zone, o.at),
                 })
             })
             .collect();
@@ -76,7 +81,7 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
                     .as_ref()
                     .map(|w| format!("DST: {w} does not exist, shifted forward"))
                     .unwrap_or_default();
-                if schedule::is_last(&task.schedule, zone, o.at) {
+                if schedule::is_last(&task.payload.schedule, zone, o.at) {
                     if !note.is_empty() {
                         note.push_str("; ");
                     }

@@ -14,7 +14,6 @@ use crate::context::Ctx;
 use crate::ops::access::Caller;
 use crate::ops::plan::{Action, Kind};
 use crate::ops::{self};
-use crate::payload::Payload;
 use crate::schedule;
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
@@ -134,11 +133,11 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
         .map(|a| {
             let (mut diff, mut diff_json) = (Vec::new(), Vec::new());
             if let (Some(task), Some(new), Kind::Replace) = (&a.current, a.built(), a.kind) {
-                let old = Payload::of_task(task);
-                for c in crate::payload::changes(&old, &new.payload) {
+                let old = &task.payload;
+                for c in crate::payload::changes(old, &new.payload) {
                     diff.push((
                         c.field.clone(),
-                        crate::output::human::in_words(&c.field, &old, &c.old),
+                        crate::output::human::in_words(&c.field, old, &c.old),
                         crate::output::human::in_words(&c.field, &new.payload, &c.new),
                     ));
                     diff_json.push(json!({"field": c.field, "old": c.old, "new": c.new}));
@@ -148,7 +147,7 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
             // one it keeps.
             let shown = match (a.built(), &a.current) {
                 (Some(b), _) => Some(b.payload.clone()),
-                (None, Some(task)) if a.kind == Kind::Unchanged => Some(Payload::of_task(task)),
+                (None, Some(task)) if a.kind == Kind::Unchanged => Some(task.payload.clone()),
                 _ => None,
             };
             Row {
@@ -165,8 +164,8 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                     .built()
                     .map(|b| b.upcoming.iter().map(|o| o.at).collect())
                     .unwrap_or_default(),
-                zone: shown.as_ref().map(|p| p.timezone),
-                summary: shown.as_ref().map(|p| p.schedule.describe(p.timezone)),
+                zone: shown.as_ref().map(|p| p.zone.named()),
+                summary: shown.as_ref().map(|p| p.schedule.describe(p.zone.named())),
                 notices: shown.as_ref().map(|p| p.notice.describe()),
             }
         })
@@ -204,27 +203,9 @@ fn print(
 ) -> Result<()> {
     let file = args.file.display().to_string();
     if ctx.out.json {
-        return ctx.out.document(&json!({
-            "file": file,
-            "changes": changes,
-            "plan_hash": hash,
-            "apply_command": changes.then(|| apply_line(ctx, args, hash)),
-            "actions": rows.iter().map(|r| json!({
-                "name": r.name,
-                "action": r.kind.as_str(),
-                "task_id": r.task_id,
-                "revision": r.revision,
-                "old_payload_hash": r.old_hash,
-                "payload_hash": r.new_hash,
-                "summary": r.summary,
-                "notices": r.notices,
-                "diff": r.diff_json,
-                "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
-                "created_by": matches!(r.kind, Kind::Delete | Kind::Replace)
-                    .then(|| r.source.as_deref().unwrap_or("hand")),
-            })).collect::<Vec<_>>(),
-            "source": source,
-        }));
+        return ctx
+            .out
+            .document(&document(ctx, args, source, rows, hash, changes));
     }
     if !changes {
         return ctx.out.line(&format!(
@@ -237,53 +218,7 @@ fn print(
     let mut text = format!("Plan for {}:\n", escape(&file));
     let count = |k: Kind| rows.iter().filter(|r| r.kind == k).count();
     for r in rows.iter().filter(|r| r.kind != Kind::Unchanged) {
-        let sign = match r.kind {
-            Kind::Create => "+",
-            Kind::Replace => "~",
-            _ => "-",
-        };
-        text.push_str(&format!(
-            "\n  {sign} {} {}",
-            r.kind.as_str(),
-            escape(&r.name)
-        ));
-        if let (Some(id), Some(rev)) = (&r.task_id, r.revision) {
-            text.push_str(&format!(" (task {id}, revision {rev})"));
-        }
-        text.push('\n');
-        if matches!(r.kind, Kind::Delete | Kind::Replace) {
-            // --prune deletes only what this very source created; a replace
-            // of another source's task needed --adopt.
-            let by = match &r.source {
-                Some(s) if s != source => format!("{} (adopted by this file)", escape(s)),
-                Some(s) => escape(s),
-                None => "hand (draft and confirm)".to_string(),
-            };
-            text.push_str(&format!("      created by {by}\n"));
-        }
-        if r.kind == Kind::Create {
-            if let Some(s) = &r.summary {
-                text.push_str(&format!("      schedule  {s}\n"));
-            }
-            if let Some(n) = &r.notices {
-                text.push_str(&format!("      notices   {n}\n"));
-            }
-        }
-        for (field, old, new) in &r.diff {
-            text.push_str(&format!("      {field:<22} {old} → {new}\n"));
-        }
-        if let Some(h) = &r.new_hash {
-            text.push_str(&format!("      payload hash  {h}\n"));
-        }
-        if let Some(zone) = r.zone {
-            for at in &r.next_runs {
-                text.push_str(&format!(
-                    "      next run  {}  ({})\n",
-                    wall_time(*at, zone),
-                    relative(*at, now)
-                ));
-            }
-        }
+        text.push_str(&row_text(r, source, now));
     }
     text.push_str(&format!(
         "\n{} to create, {} to replace, {} to delete, {} unchanged.\n",
@@ -300,6 +235,86 @@ fn print(
     ctx.out.line(&text)
 }
 
+/// The plan as `plan --json` prints it.
+fn document(
+    ctx: &Ctx,
+    args: &PlanArgs,
+    source: &str,
+    rows: &[Row],
+    hash: &str,
+    changes: bool,
+) -> Value {
+    json!({
+        "file": args.file.display().to_string(),
+        "changes": changes,
+        "plan_hash": hash,
+        "apply_command": changes.then(|| apply_line(ctx, args, hash)),
+        "actions": rows.iter().map(|r| json!({
+            "name": r.name,
+            "action": r.kind.as_str(),
+            "task_id": r.task_id,
+            "revision": r.revision,
+            "old_payload_hash": r.old_hash,
+            "payload_hash": r.new_hash,
+            "summary": r.summary,
+            "notices": r.notices,
+            "diff": r.diff_json,
+            "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
+            "created_by": matches!(r.kind, Kind::Delete | Kind::Replace)
+                .then(|| r.source.as_deref().unwrap_or("hand")),
+        })).collect::<Vec<_>>(),
+        "source": source,
+    })
+}
+
+/// One change of the plan, as its lines of text.
+fn row_text(r: &Row, source: &str, now: i64) -> String {
+    let sign = match r.kind {
+        Kind::Create => "+",
+        Kind::Replace => "~",
+        _ => "-",
+    };
+    let mut text = format!("\n  {sign} {} {}", r.kind.as_str(), escape(&r.name));
+    if let (Some(id), Some(rev)) = (&r.task_id, r.revision) {
+        text.push_str(&format!(" (task {id}, revision {rev})"));
+    }
+    text.push('\n');
+    if matches!(r.kind, Kind::Delete | Kind::Replace) {
+        // --prune deletes only what this very source created; a replace
+        // of another source's task needed --adopt.
+        let by = match &r.source {
+            Some(s) if s != source => format!("{} (adopted by this file)", escape(s)),
+            Some(s) => escape(s),
+            None => "hand (draft and confirm)".to_string(),
+        };
+        text.push_str(&format!("      created by {by}\n"));
+    }
+    if r.kind == Kind::Create {
+        if let Some(s) = &r.summary {
+            text.push_str(&format!("      schedule  {s}\n"));
+        }
+        if let Some(n) = &r.notices {
+            text.push_str(&format!("      notices   {n}\n"));
+        }
+    }
+    for (field, old, new) in &r.diff {
+        text.push_str(&format!("      {field:<22} {old} → {new}\n"));
+    }
+    if let Some(h) = &r.new_hash {
+        text.push_str(&format!("      payload hash  {h}\n"));
+    }
+    if let Some(zone) = r.zone {
+        for at in &r.next_runs {
+            text.push_str(&format!(
+                "      next run  {}  ({})\n",
+                wall_time(*at, zone),
+                relative(*at, now)
+            ));
+        }
+    }
+    text
+}
+
 pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
     let loaded = tasks_file::load_with_zones(ctx, &args.file)?;
     let file = ops::plan::source_identity(&args.file, loaded.source.as_deref(), args.prune)?;
@@ -311,19 +326,16 @@ pub fn apply(ctx: &mut Ctx, args: ApplyArgs) -> Result<()> {
     };
     let now = ctx.clock.now();
     let actor = ctx.actor().to_string();
-    let done = ctx.store()?.write(|tx| {
-        ops::plan::apply(
-            tx,
-            &caller,
-            &file,
-            &mut desired,
-            args.prune,
-            args.adopt,
-            &args.hash,
-            &actor,
-            now,
-        )
-    })?;
+    let request = ops::plan::Request {
+        caller,
+        file: &file,
+        prune: args.prune,
+        adopt: args.adopt,
+        hash: &args.hash,
+        actor: &actor,
+        now,
+    };
+    let done = ops::plan::apply(ctx.store()?, &request, &mut desired)?;
     if ctx.out.json {
         return ctx.out.document(&json!({
             "plan_hash": args.hash,

@@ -84,7 +84,7 @@ fn list(ctx: &mut Ctx) -> Result<()> {
             .iter()
             .map(|(task, r)| {
                 let mut v = run_json(r);
-                v["task_name"] = json!(task.as_ref().and_then(|t| t.name.clone()));
+                v["task_name"] = json!(task.as_ref().and_then(|t| t.payload.name.clone()));
                 v["frozen_since"] = time(r.finished_at);
                 v
             })
@@ -112,7 +112,10 @@ fn list(ctx: &mut Ctx) -> Result<()> {
     let table = rows
         .iter()
         .map(|(task, r)| {
-            let zone = task.as_ref().map(|t| t.timezone).unwrap_or(chrono_tz::UTC);
+            let zone = task
+                .as_ref()
+                .map(|t| t.zone_in_force)
+                .unwrap_or(chrono_tz::UTC);
             vec![
                 r.run_id.clone(),
                 task.as_ref()

@@ -84,7 +84,7 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
     }
     if let Some((count, since)) = held_back {
         let since = since
-            .map(|at| format!(" since {}", crate::text::wall_time(at, task.timezone)))
+            .map(|at| format!(" since {}", crate::text::wall_time(at, task.zone_in_force)))
             .unwrap_or_default();
         ctx.out.line(&format!(
             "{:<13} {count} held back by the notice policy{since}; the next notice sent says so",
@@ -97,7 +97,7 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
     ctx.out.line("")?;
     let rows = runs
         .iter()
-        .map(|r| human::run_row(r, task.timezone, now))
+        .map(|r| human::run_row(r, task.zone_in_force, now))
         .collect();
     ctx.out.table(&human::RUN_HEADER, rows)?;
     // The latest run's stderr, when it left one: why it failed, in full.

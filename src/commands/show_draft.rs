@@ -37,9 +37,9 @@ pub fn pending(ctx: &mut Ctx, arg: &str) -> Result<Made> {
         };
         let zone = match payload.follow_key() {
             Some(key) => {
-                crate::ops::zones::current_zone(tx, &tenant, key)?.unwrap_or(payload.timezone)
+                crate::ops::zones::current_zone(tx, &tenant, key)?.unwrap_or(payload.zone.named())
             }
-            None => payload.timezone,
+            None => payload.zone.named(),
         };
         let upcoming = schedule::upcoming(&payload.schedule, zone, now, NEXT_RUNS);
         Ok(Made {
@@ -79,7 +79,7 @@ pub fn document(ctx: &Ctx, made: &Made) -> Value {
         value["replaces"] = json!({
             "task_id": r.task_id,
             "revision": r.revision,
-            "name": made.replacing.as_ref().and_then(|t| t.name.clone()),
+            "name": made.replacing.as_ref().and_then(|t| t.payload.name.clone()),
         });
         value["changes"] = json!(changes(made)
             .into_iter()
@@ -97,7 +97,7 @@ pub fn changes(made: &Made) -> Vec<(String, Value, Value, Option<&'static str>)>
     let Some(task) = &made.replacing else {
         return Vec::new();
     };
-    changes_for_review(&Payload::of_task(task), &made.payload)
+    changes_for_review(&task.payload, &made.payload)
         .into_iter()
         .map(|(c, why)| (c.field, c.old, c.new, why))
         .collect()
@@ -118,14 +118,14 @@ pub fn change_lines(made: &Made, instruction_chars: usize) -> Vec<String> {
     let Some(task) = &made.replacing else {
         return Vec::new();
     };
-    let old = Payload::of_task(task);
+    let old = &task.payload;
     changes(made)
         .into_iter()
         .map(|(field, a, b, why)| {
             let (a, b) = match field.as_str() {
                 "instruction" => (quote(&a), quote(&b)),
                 _ => (
-                    in_words(&field, &old, &a),
+                    in_words(&field, old, &a),
                     in_words(&field, &made.payload, &b),
                 ),
             };

@@ -1,44 +1,19 @@
 //! The TOML tasks file of `plan` and `apply` (docs/CONTRACT.md §14): one table
 //! per task, keyed by name, whose keys are the `draft` flags. Each task
-//! becomes a `DraftSpec` and goes through the very checks `draft` makes; a
-//! refusal names the file, the line, the task and the key.
+//! deserializes into `draft`'s own `DraftSpec` and goes through the very
+//! checks `draft` makes; a refusal names the file, the line, the task and
+//! the key.
 
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
-use crate::model::{NotifyMode, Policy};
+use crate::ops::access::Caller;
 use crate::ops::draft::{self, DraftSpec};
 pub use crate::ops::plan::{Built, Desired};
 use crate::schedule;
-
-/// One task of the file: the `draft` flags, `_` for `-`.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaskSpec {
-    pub instruction: String,
-    pub every: Option<String>,
-    pub start: Option<String>,
-    pub daily: Option<String>,
-    pub days: Option<String>,
-    pub cron: Option<String>,
-    pub at: Option<String>,
-    pub tz: Option<String>,
-    pub grace: Option<String>,
-    pub max_retries: Option<u32>,
-    pub retry_backoff: Option<String>,
-    pub policy: Option<String>,
-    pub target: Option<String>,
-    pub until: Option<String>,
-    pub count: Option<u32>,
-    pub spread: Option<String>,
-    pub notify: Option<String>,
-    pub realert: Option<String>,
-    pub pause_after: Option<u32>,
-}
 
 /// A tasks file: who it says it is, and its tasks.
 pub struct TasksFile {
@@ -55,11 +30,20 @@ pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFil
     let follows = loaded
         .tasks
         .iter()
-        .any(|d| d.built.as_ref().is_ok_and(|b| b.payload.follow));
+        .any(|d| d.built.as_ref().is_ok_and(|b| b.payload.zone.follows()));
     if !follows {
         return Ok(loaded);
     }
-    match super::follow_zone(ctx, Some(crate::payload::FOLLOW), None)? {
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    let follow = Some(crate::payload::FOLLOW);
+    match ctx
+        .store()?
+        .read(|tx| draft::owner_zone(tx, &caller, follow, None))?
+    {
         Some(zone) => load(ctx, path, Some(zone)),
         None => Ok(loaded),
     }
@@ -75,10 +59,15 @@ pub fn load(
     let shown = path.display().to_string();
     let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
     let (source, text) = take_source(&shown, &text)?;
-    let specs: BTreeMap<String, TaskSpec> =
+    let specs: BTreeMap<String, DraftSpec> =
         toml::from_str(&text).map_err(|e| toml_refusal(&shown, &text, &e))?;
+    let caller = Caller {
+        tenant: &ctx.tenant,
+        identity: &ctx.identity,
+    };
+    let drafter = draft::Drafter::of(&caller, ctx.clock.now(), ctx.default_zone, owner_zone);
     let mut desired = Vec::with_capacity(specs.len());
-    for (name, spec) in specs {
+    for (name, mut spec) in specs {
         let at = |key: &str, message: String| {
             CmdError::usage(format!(
                 "{shown}:{}: task '{}', key '{key}': {message}",
@@ -87,41 +76,14 @@ pub fn load(
             ))
         };
         draft::check_name(&name).map_err(|e| at("name", e.to_string()))?;
-        let schedules: Vec<&str> = [
-            ("every", spec.every.is_some()),
-            ("daily", spec.daily.is_some()),
-            ("cron", spec.cron.is_some()),
-            ("at", spec.at.is_some()),
-        ]
-        .iter()
-        .filter(|(_, set)| *set)
-        .map(|(k, _)| *k)
-        .collect();
-        match schedules.as_slice() {
-            [] => {
-                return fail(
-                    at("every", "the task has no schedule".into())
-                        .with_hint("give one of every (with start), daily, cron or at"),
-                )
+        let schedule_key = schedule_key(&spec).map_err(|(key, message, hint)| {
+            let refusal = at(key, message);
+            match hint {
+                Some(hint) => refusal.with_hint(hint),
+                None => refusal,
             }
-            [_] => {}
-            [first, second, ..] => {
-                return fail(at(
-                    second,
-                    format!("two schedules for one task ({first} and {second})"),
-                ))
-            }
-        }
-        // The file must mean the same payload at plan and at apply: an
-        // interval anchored "now" would differ every time.
-        if spec.every.is_some() && spec.start.is_none() {
-            return fail(
-                at("every", "an interval in a file needs a start".into()).with_hint(
-                    "add start = \"2026-01-01T00:00:00Z\" (any past instant of the cycle)",
-                ),
-            );
-        }
-        if spec.instruction == "-" {
+        })?;
+        if spec.instruction.as_deref() == Some("-") {
             return fail(at(
                 "instruction",
                 "a file's instruction is text, not `-`".into(),
@@ -129,13 +91,12 @@ pub fn load(
         }
         let zone = check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
         let declared = declared(&spec, zone, ctx);
-        let schedule_key = schedules[0].to_string();
-        let spec = to_spec(&name, spec);
-        let built = draft::build_payload(&super::drafter(ctx, owner_zone), &spec, None)
+        spec.name = Some(name.clone());
+        let built = draft::build_payload(&drafter, &spec, None)
             .map(|(payload, upcoming)| Built { payload, upcoming })
             .map_err(|e| {
                 let message = e.to_string();
-                let key = flag_in(&message).unwrap_or_else(|| schedule_key.clone());
+                let key = flag_in(&message).unwrap_or_else(|| schedule_key.to_string());
                 at(&key, message)
             });
         desired.push(Desired {
@@ -150,9 +111,53 @@ pub fn load(
     })
 }
 
+/// A refusal naming its key, with an optional hint.
+type KeyRefusal = (&'static str, String, Option<&'static str>);
+
+/// The one schedule key a file's task gives. The file must mean the same
+/// payload at plan and at apply: an interval anchored "now" would differ
+/// every time, so `every` needs its `start`.
+fn schedule_key(spec: &DraftSpec) -> Result<&'static str, KeyRefusal> {
+    let schedules: Vec<&'static str> = [
+        ("every", spec.every.is_some()),
+        ("daily", spec.daily.is_some()),
+        ("cron", spec.cron.is_some()),
+        ("at", spec.at.is_some()),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(k, _)| *k)
+    .collect();
+    let key = match schedules.as_slice() {
+        [] => {
+            return Err((
+                "every",
+                "the task has no schedule".into(),
+                Some("give one of every (with start), daily, cron or at"),
+            ))
+        }
+        [key] => *key,
+        [first, second, ..] => {
+            return Err((
+                second,
+                format!("two schedules for one task ({first} and {second})"),
+                None,
+            ))
+        }
+    };
+    if spec.every.is_some() && spec.start.is_none() {
+        return Err((
+            "every",
+            "an interval in a file needs a start".into(),
+            Some("add start = \"2026-01-01T00:00:00Z\" (any past instant of the cycle)"),
+        ));
+    }
+    Ok(key)
+}
+
 /// `Desired::declared`: the keys the task gives (a key added to the file
 /// format later leaves it as it was), its zone and its target.
-fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
+fn declared(spec: &DraftSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
     let mut task = serde_json::to_value(spec).unwrap_or_default();
     if let Some(keys) = task.as_object_mut() {
         keys.retain(|_, value| !value.is_null());
@@ -173,7 +178,7 @@ fn declared(spec: &TaskSpec, zone: schedule::Tz, ctx: &Ctx) -> String {
 
 /// Checks each value alone, so that a refusal names its key; gives the
 /// task's zone.
-fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static str, String)> {
+fn check_values(spec: &DraftSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static str, String)> {
     let zone = match spec.tz.as_deref() {
         // Times are checked in the default zone; the draft reads them in
         // the zone in force.
@@ -213,58 +218,15 @@ fn check_values(spec: &TaskSpec, ctx: &Ctx) -> Result<schedule::Tz, (&'static st
         schedule::parse_cron(v).map_err(|e| ("cron", e.message))?;
     }
     if let Some(v) = &spec.policy {
-        Policy::parse(v).ok_or((
-            "policy",
-            format!("unknown policy '{v}': use read_only or confirm_writes"),
-        ))?;
+        draft::policy(v).map_err(|e| ("policy", e.to_string()))?;
     }
     if let Some(v) = &spec.notify {
-        NotifyMode::parse(v).ok_or((
-            "notify",
-            format!("unknown notice mode '{v}': use {}", NotifyMode::spellings()),
-        ))?;
+        draft::notify_mode(v).map_err(|e| ("notify", e.to_string()))?;
     }
-    if spec.pause_after.is_some_and(|n| !(1..=1000).contains(&n)) {
-        return Err(("pause_after", "from 1 to 1000".into()));
-    }
-    if spec.max_retries.is_some_and(|n| n > 100) {
-        return Err(("max_retries", "at most 100".into()));
-    }
-    if spec.count.is_some_and(|n| !(1..=100000).contains(&n)) {
-        return Err(("count", "from 1 to 100000".into()));
-    }
-    if spec.until.is_some() && spec.count.is_some() {
-        return Err(("count", "until and count do not go together".into()));
-    }
-    draft::check_instruction(&spec.instruction).map_err(|e| ("instruction", e.to_string()))?;
+    draft::check_limits(spec)?;
+    let instruction = spec.instruction.as_deref().unwrap_or_default();
+    draft::check_instruction(instruction).map_err(|e| ("instruction", e.to_string()))?;
     Ok(zone)
-}
-
-/// The file's task as the values of a draft, its table's name as the name.
-fn to_spec(name: &str, spec: TaskSpec) -> DraftSpec {
-    DraftSpec {
-        policy: spec.policy.as_deref().and_then(Policy::parse),
-        instruction: Some(spec.instruction),
-        at: spec.at,
-        in_: None,
-        every: spec.every,
-        start: spec.start,
-        daily: spec.daily,
-        days: spec.days,
-        cron: spec.cron,
-        spread: spec.spread,
-        until: spec.until,
-        count: spec.count,
-        name: Some(name.to_string()),
-        target: spec.target,
-        tz: spec.tz,
-        grace: spec.grace,
-        max_retries: spec.max_retries,
-        retry_backoff: spec.retry_backoff,
-        notify: spec.notify.as_deref().and_then(NotifyMode::parse),
-        realert: spec.realert,
-        pause_after: spec.pause_after,
-    }
 }
 
 /// The first `--flag` a draft error names, as a file key.

@@ -52,7 +52,7 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
     if ctx.out.json {
         return ctx.out.document(&json!({
             "task_id": task.task_id,
-            "name": task.name,
+            "name": task.payload.name,
             "trigger_at": time(Some(now)),
             "reason": args.reason,
             "actor": actor,
@@ -64,6 +64,6 @@ pub fn run(ctx: &mut Ctx, args: TriggerArgs) -> Result<()> {
          The schedule is unchanged.",
         task.task_id,
         escape(&task.label()),
-        wall_time(now, task.timezone)
+        wall_time(now, task.zone_in_force)
     ))
 }

@@ -152,7 +152,7 @@ fn earliest_occurrences(
         while at <= cutoff && taken < limit {
             rows.push((at, Rc::clone(&task)));
             taken += 1;
-            match schedule::next_after(&task.schedule, task.timezone, at) {
+            match schedule::next_after(&task.payload.schedule, task.zone_in_force, at) {
                 Some(next) => at = next.at,
                 None => break,
             }

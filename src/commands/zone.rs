@@ -127,10 +127,10 @@ fn change(ctx: &mut Ctx, key: &str, zone: Option<Tz>) -> Result<()> {
             crate::model::short_id(&r.task.task_id),
             escape(&r.task.label()),
             r.from.name(),
-            r.task.timezone.name(),
+            r.task.zone_in_force.name(),
             r.old_next_run_at
                 .map_or_else(|| "-".into(), |at| wall_time(at, r.from)),
-            when(r.task.next_run_at, r.task.timezone, now)
+            when(r.task.next_run_at, r.task.zone_in_force, now)
         ));
     }
     ctx.out.line(&text)
@@ -146,9 +146,9 @@ fn document(tenant: &str, c: &ZoneChange) -> Value {
         "changed": c.changed,
         "retimed": c.retimed.iter().map(|r| json!({
             "task_id": r.task.task_id,
-            "name": r.task.name,
+            "name": r.task.payload.name,
             "from_zone": r.from.name(),
-            "to_zone": r.task.timezone.name(),
+            "to_zone": r.task.zone_in_force.name(),
             "old_next_run_at": time(r.old_next_run_at),
             "next_run_at": time(r.task.next_run_at),
         })).collect::<Vec<_>>(),

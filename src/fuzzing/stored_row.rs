@@ -36,7 +36,7 @@ pub fn check_stored_row(data: &[u8]) {
             decoded_holds(&raw, &task);
             let written = RawTask::encode(&task);
             assert_eq!(written.clone().decode(), Ok(task.clone()), "{written:?}");
-            let payload = Payload::of_task(&task);
+            let payload = task.payload.clone();
             let canonical = payload.canonical();
             let read_back = Payload::from_canonical(&canonical).map_err(|e| e.to_string());
             assert_eq!(read_back, Ok(payload), "{canonical}");
@@ -89,24 +89,24 @@ fn raw_row(data: &[u8]) -> RawTask {
 /// What decode promises about a row it accepts.
 fn decoded_holds(raw: &RawTask, task: &Task) {
     let context = format!("{raw:?} decoded to {task:?}");
-    assert!(!task.owner_keys.is_empty(), "{context}");
-    assert_eq!(task.schedule.validate(), Ok(()), "{context}");
+    assert!(!task.payload.owner_keys.is_empty(), "{context}");
+    assert_eq!(task.payload.schedule.validate(), Ok(()), "{context}");
     // A following task is read in the zone its last re-time recorded.
-    let zone_column = match task.follow_default {
+    let zone_column = match task.payload.zone.fallback() {
         Some(_) => raw.zone_in_force.clone().unwrap_or_default(),
         None => raw.timezone.clone(),
     };
     assert_eq!(
         schedule::parse_zone(&zone_column),
-        Ok(task.timezone),
+        Ok(task.zone_in_force),
         "{context}"
     );
-    assert_eq!(task.policy.as_str(), raw.policy, "{context}");
+    assert_eq!(task.payload.policy.as_str(), raw.policy, "{context}");
     assert_eq!(task.state.as_str(), raw.state, "{context}");
     for value in [
-        task.grace_seconds,
-        task.max_retries,
-        task.retry_backoff_seconds,
+        task.payload.grace_seconds,
+        task.payload.max_retries,
+        task.payload.retry_backoff_seconds,
         task.consecutive_failures,
     ] {
         assert!(value >= 0, "{context}");
@@ -119,17 +119,17 @@ fn decoded_holds(raw: &RawTask, task: &Task) {
     );
     assert_eq!(
         Payload::from_canonical(&raw.payload).ok(),
-        Some(Payload::of_task(task)),
+        Some(task.payload.clone()),
         "{context}"
     );
     // The other columns pass through untouched.
     assert_eq!(
         (
             &task.task_id,
-            &task.tenant_key,
-            &task.name,
-            &task.target,
-            &task.instruction
+            &task.payload.tenant_key,
+            &task.payload.name,
+            &task.payload.target,
+            &task.payload.instruction
         ),
         (
             &raw.task_id,

@@ -33,11 +33,11 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
         }
         None => return fail(not_found(caller, arg)),
     };
-    if task.tenant_key != caller.tenant {
+    if task.payload.tenant_key != caller.tenant {
         return fail(another_tenant("task", arg));
     }
     let what = format!("task {}", crate::text::escape(&task.label()));
-    ensure_owner(caller, &task.owner_keys, &what)
+    ensure_owner(caller, &task.payload.owner_keys, &what)
         .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     Ok(task)
 }

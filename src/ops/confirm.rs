@@ -17,7 +17,7 @@ use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 use crate::wire::time;
 
 /// What a confirmation made.
@@ -36,7 +36,21 @@ pub enum Outcome {
 }
 
 /// Confirms draft `draft_id` with `hash` (and `proof` for an agent's
-/// draft) as `caller`, recording `actor`.
+/// draft) as `caller`, recording `actor`, in one write transaction of
+/// `store`: a refusal's trace (a wrong code counted) is committed with it.
+pub fn confirm_in(
+    store: &mut dyn Store,
+    caller: &Caller<'_>,
+    draft_id: &str,
+    hash: &str,
+    proof: Proof<'_>,
+    actor: &str,
+    now: i64,
+) -> Result<Outcome> {
+    store.write(|tx| confirm(tx, caller, draft_id, hash, proof, actor, now))
+}
+
+/// `confirm_in`, inside the caller's transaction `tx`.
 pub fn confirm(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
@@ -147,7 +161,10 @@ fn gone_draft(tx: &mut dyn Tx, caller: &Caller<'_>, draft_id: &str) -> Result<Cm
     }
     let task_id = fate.event.task_id.unwrap_or_default();
     let name = match tx.task(&task_id)? {
-        Some(Ok(task)) => task.name.map(|n| format!("{} ", crate::text::escape(&n))),
+        Some(Ok(task)) => task
+            .payload
+            .name
+            .map(|n| format!("{} ", crate::text::escape(&n))),
         _ => None,
     };
     Ok(CmdError::not_found(format!(
@@ -258,11 +275,11 @@ pub fn replace(
             )))
         }
     };
-    if old.tenant_key != caller.tenant || old.tenant_key != payload.tenant_key {
+    if old.payload.tenant_key != caller.tenant || old.payload.tenant_key != payload.tenant_key {
         return fail(CmdError::denied("the task belongs to another tenant"));
     }
     let what = format!("task {}", crate::text::escape(&old.label()));
-    ensure_owner(caller, &old.owner_keys, &what)
+    ensure_owner(caller, &old.payload.owner_keys, &what)
         .map_err(|e| e.with_hint("only the task's owners may do this: ask one of them"))?;
     if old.revision != replaces.revision {
         return fail(
@@ -283,7 +300,7 @@ pub fn replace(
             old.state
         )));
     }
-    if payload.owner_keys != old.owner_keys {
+    if payload.owner_keys != old.payload.owner_keys {
         return fail(CmdError::draft_rejected(
             "the draft would change the task's owners; a replacement keeps them",
         ));

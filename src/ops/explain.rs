@@ -63,7 +63,9 @@ fn instant_asked(task: &Task, at_text: Option<&str>, run_at: Option<i64>, now: i
                 "--at is for a task; a run already names its occurrence",
             ))
         }
-        (Some(text), None) => schedule::parse_time(text, task.timezone).map_err(CmdError::from)?,
+        (Some(text), None) => {
+            schedule::parse_time(text, task.zone_in_force).map_err(CmdError::from)?
+        }
         (None, Some(occurrence)) => occurrence,
         (None, None) => now,
     })
@@ -137,7 +139,7 @@ pub struct Retime {
 /// The task's re-times, oldest first; an event whose zones do not read is
 /// left out (the trail is kept as written, the explanation does without).
 fn retimes(tx: &mut dyn Tx, task: &Task) -> Result<Vec<Retime>> {
-    if task.follow_default.is_none() {
+    if task.payload.zone.fallback().is_none() {
         return Ok(Vec::new());
     }
     let zone = |e: &crate::audit::Event, key: &str| {
@@ -170,13 +172,13 @@ fn occurrence_at_or_before(
 ) -> Option<schedule::Occurrence> {
     let mut end = at;
     for era in retimes.iter().rev().filter(|r| r.at <= at) {
-        match schedule::last_at_or_before(&task.schedule, era.to, end) {
+        match schedule::last_at_or_before(&task.payload.schedule, era.to, end) {
             Some(o) if o.at >= era.at => return Some(o),
             _ => end = era.at - 1,
         }
     }
-    let first_zone = retimes.first().map_or(task.timezone, |r| r.from);
-    schedule::last_at_or_before(&task.schedule, first_zone, end)
+    let first_zone = retimes.first().map_or(task.zone_in_force, |r| r.from);
+    schedule::last_at_or_before(&task.payload.schedule, first_zone, end)
 }
 
 /// The task `arg` names, or else the task of the run it names with that
@@ -223,7 +225,7 @@ pub struct Explanation {
 }
 
 pub fn explain(f: &Facts<'_>) -> Explanation {
-    let tz = f.task.timezone;
+    let tz = f.task.zone_in_force;
     let when = |at: i64| schedule::format_wall(at, tz);
     let occ = f.occurrence.at;
     let mut text = format!(
@@ -339,7 +341,7 @@ fn held_back(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> Option<(&'static st
                 "is queued: a tick saw it due at {} (within its grace of {} s) but had no free slot; \
                  it runs when one frees, however long that takes (waiting {} so far)",
                 when(mark.seen_at),
-                f.task.grace_seconds,
+                f.task.payload.grace_seconds,
                 crate::text::human_duration(f.now - f.occurrence.at)
             ),
         ));
@@ -398,7 +400,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
     let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
     // Capacity is not lateness: say how long it waited for a slot.
     let started = match run.queued_seconds {
-        Some(wait) if wait > f.task.grace_seconds => format!(
+        Some(wait) if wait > f.task.payload.grace_seconds => format!(
             "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
             crate::text::human_duration(wait)
         ),
@@ -414,7 +416,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
         RunStatus::Failed => {
             let retry = match (&f.task.retry_run_id, f.task.next_retry_at) {
                 (Some(r), Some(at)) if r == id => format!("; a retry is due at {}", when(at)),
-                _ if run.attempt > f.task.max_retries => format!("; no retry is left (max {})", f.task.max_retries),
+                _ if run.attempt > f.task.payload.max_retries => format!("; no retry is left (max {})", f.task.payload.max_retries),
                 _ => String::new(),
             };
             ("failed", format!("ran as run {id} (attempt {}) at {started} and failed{why}{retry}", run.attempt))

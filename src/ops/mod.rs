@@ -8,7 +8,7 @@
 //! - `lifecycle`: pause, resume, delete;
 //! - `explain`: why an occurrence did or did not run;
 //! - `inside_run`: the commands that change schedules refuse inside a run;
-//! - `draft`: the payload a draft's values describe;
+//! - `draft`: a draft made: its values and their limits, its payload, its transaction;
 //! - `confirm`: a draft becomes a task, or replaces a task's payload;
 //! - `confirm_code`: the one-time code that confirms an agent's draft;
 //! - `plan`: what a tasks file would change, and applying exactly that;

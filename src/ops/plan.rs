@@ -14,7 +14,7 @@ use crate::model::{Replaces, Task, TaskState};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Occurrence};
-use crate::store::Tx;
+use crate::store::{Store, Tx};
 use crate::text::escape;
 use crate::wire::time;
 
@@ -164,8 +164,10 @@ pub fn compute<'a>(
 ) -> Result<Vec<Action<'a>>> {
     let mut actions = Vec::new();
     let mut kept = Vec::new();
-    let recorded = tx.declared(caller.tenant)?;
-    let managers = tx.managers(caller.tenant)?;
+    let store = Known {
+        declared: tx.declared(caller.tenant)?,
+        managers: tx.managers(caller.tenant)?,
+    };
     for d in desired.iter_mut() {
         let current = match tx.task_id_named(caller.tenant, &d.name)? {
             Some(id) => Some(read_task(tx, &id)?),
@@ -179,45 +181,7 @@ pub fn compute<'a>(
             Some(task) => {
                 check_owned(task, caller)?;
                 kept.push(task.task_id.clone());
-                if recorded.get(&task.task_id)
-                    == Some(&declared_hash(&d.declared, &task.payload_hash))
-                {
-                    actions.push((d.name.clone(), Kind::Unchanged, current));
-                    continue;
-                }
-                let built = built_mut(d)?;
-                // A replacement keeps the task's owners (as `draft --replace`).
-                built.payload.owner_keys = task.owner_keys.clone();
-                let unchanged = task.payload_hash == hash_hex(built.payload.canonical().as_bytes());
-                let other_source = managers.get(&task.task_id).filter(|m| *m != file);
-                if let (Some(other), false, false) = (other_source, unchanged, adopt) {
-                    return fail(
-                        CmdError::conflict(format!(
-                            "task {} was created by {}, not by this file ({})",
-                            escape(&d.name),
-                            escape(other),
-                            escape(file)
-                        ))
-                        .with_hint(
-                            "rename the task in the file, or pass --adopt to plan and apply \
-                             to take it over (this file becomes its source)",
-                        ),
-                    );
-                }
-                if unchanged {
-                    Kind::Unchanged
-                } else if matches!(task.state, TaskState::Active | TaskState::Paused) {
-                    Kind::Replace
-                } else {
-                    return fail(
-                        CmdError::conflict(format!(
-                            "task {} is {}; only an active or paused task can be replaced",
-                            escape(&d.name),
-                            task.state
-                        ))
-                        .with_hint("delete it, or rename the task in the file"),
-                    );
-                }
+                compare(task, d, &store, file, adopt)?
             }
         };
         actions.push((d.name.clone(), kind, current));
@@ -228,7 +192,7 @@ pub fn compute<'a>(
     for (name, kind, current) in actions {
         let source = current
             .as_ref()
-            .and_then(|t| managers.get(&t.task_id).cloned());
+            .and_then(|t| store.managers.get(&t.task_id).cloned());
         out.push(Action {
             name,
             kind,
@@ -238,20 +202,80 @@ pub fn compute<'a>(
         });
     }
     if prune {
-        for id in tx.managed_tasks(caller.tenant, file)? {
-            if kept.contains(&id) {
-                continue;
-            }
-            let task = read_task(tx, &id)?;
-            check_owned(&task, caller)?;
-            out.push(Action {
-                name: task.label(),
-                kind: Kind::Delete,
-                current: Some(task),
-                desired: None,
-                source: Some(file.to_string()),
-            });
+        out.extend(pruned(tx, caller, file, &kept)?);
+    }
+    Ok(out)
+}
+
+/// What the store records of the tasks files made: each task's declared
+/// hash, and the source that manages it.
+struct Known {
+    declared: std::collections::HashMap<String, String>,
+    managers: std::collections::HashMap<String, String>,
+}
+
+/// What becomes of the existing `task` the file's `d` names: unchanged
+/// (as declared, or building the same payload), or replaced.
+fn compare(task: &Task, d: &mut Desired, store: &Known, file: &str, adopt: bool) -> Result<Kind> {
+    if store.declared.get(&task.task_id) == Some(&declared_hash(&d.declared, &task.payload_hash)) {
+        return Ok(Kind::Unchanged);
+    }
+    let built = built_mut(d)?;
+    // A replacement keeps the task's owners (as `draft --replace`).
+    built.payload.owner_keys = task.payload.owner_keys.clone();
+    let unchanged = task.payload_hash == hash_hex(built.payload.canonical().as_bytes());
+    let other_source = store.managers.get(&task.task_id).filter(|m| *m != file);
+    if let (Some(other), false, false) = (other_source, unchanged, adopt) {
+        return fail(
+            CmdError::conflict(format!(
+                "task {} was created by {}, not by this file ({})",
+                escape(&d.name),
+                escape(other),
+                escape(file)
+            ))
+            .with_hint(
+                "rename the task in the file, or pass --adopt to plan and apply \
+                 to take it over (this file becomes its source)",
+            ),
+        );
+    }
+    if unchanged {
+        Ok(Kind::Unchanged)
+    } else if matches!(task.state, TaskState::Active | TaskState::Paused) {
+        Ok(Kind::Replace)
+    } else {
+        fail(
+            CmdError::conflict(format!(
+                "task {} is {}; only an active or paused task can be replaced",
+                escape(&d.name),
+                task.state
+            ))
+            .with_hint("delete it, or rename the task in the file"),
+        )
+    }
+}
+
+/// `--prune`: the tasks this source created that the file no longer has.
+fn pruned<'a>(
+    tx: &mut dyn Tx,
+    caller: &Caller<'_>,
+    file: &str,
+    kept: &[String],
+) -> Result<Vec<Action<'a>>> {
+    let mut out = Vec::new();
+    for id in tx.managed_tasks(caller.tenant, file)? {
+        if kept.contains(&id) {
+            continue;
         }
+        let task = read_task(tx, &id)?;
+        check_owned(&task, caller)?;
+        out.push(Action {
+            name: task.label(),
+            kind: Kind::Delete,
+            current: Some(task),
+            desired: None,
+            source: Some(file.to_string()),
+        });
     }
     Ok(out)
 }
@@ -269,8 +293,8 @@ fn read_task(tx: &mut dyn Tx, id: &str) -> Result<Task> {
 
 fn check_owned(task: &Task, caller: &Caller<'_>) -> Result<()> {
     // Another tenant's task of the same name is not the caller's either.
-    let owners: &[String] = match task.tenant_key == caller.tenant {
-        true => &task.owner_keys,
+    let owners: &[String] = match task.payload.tenant_key == caller.tenant {
+        true => &task.payload.owner_keys,
         false => &[],
     };
     let what = format!("task {}", escape(&task.label()));
@@ -296,20 +320,33 @@ pub fn plan_hash(actions: &[Action<'_>]) -> String {
     hash_hex(Value::Array(list).to_string().as_bytes())
 }
 
-/// Recomputes the plan in `tx` and performs it when its hash is `hash`.
-#[allow(clippy::too_many_arguments)]
+/// What an apply is asked to do: the file's tasks under its source
+/// identity, with the plan's flags and the hash the person confirmed.
+pub struct Request<'a> {
+    pub caller: Caller<'a>,
+    /// `source_identity` of the file.
+    pub file: &'a str,
+    pub prune: bool,
+    pub adopt: bool,
+    /// The plan hash the person confirmed.
+    pub hash: &'a str,
+    pub actor: &'a str,
+    pub now: i64,
+}
+
+/// Recomputes the plan in one write transaction of `store` and performs it
+/// there when its hash is the one confirmed: every change, or none.
 pub fn apply(
-    tx: &mut dyn Tx,
-    caller: &Caller<'_>,
-    file: &str,
+    store: &mut dyn Store,
+    req: &Request<'_>,
     desired: &mut [Desired],
-    prune: bool,
-    adopt: bool,
-    hash: &str,
-    actor: &str,
-    now: i64,
 ) -> Result<Vec<Applied>> {
-    let actions = compute(tx, caller, file, desired, prune, adopt)?;
+    store.write(|tx| apply_in(tx, req, desired))
+}
+
+fn apply_in(tx: &mut dyn Tx, req: &Request<'_>, desired: &mut [Desired]) -> Result<Vec<Applied>> {
+    let (caller, file, hash) = (&req.caller, req.file, req.hash);
+    let actions = compute(tx, caller, file, desired, req.prune, req.adopt)?;
     // Nothing to change: an applied plan applied again, harmlessly.
     if actions.iter().all(|a| a.kind == Kind::Unchanged) {
         return Ok(Vec::new());
@@ -329,7 +366,7 @@ pub fn apply(
         if done.len() == changes / 2 {
             crate::hooks::at("apply_midway");
         }
-        let task_id = perform(tx, caller, a, file, hash, actor, now)?;
+        let task_id = perform(tx, req, a)?;
         done.push(Applied {
             name: a.name.clone(),
             kind: a.kind,
@@ -342,80 +379,97 @@ pub fn apply(
 }
 
 /// One change, with the audit event its command writes plus the plan hash.
-fn perform(
-    tx: &mut dyn Tx,
-    caller: &Caller<'_>,
-    a: &Action<'_>,
-    file: &str,
-    plan_hash: &str,
-    actor: &str,
-    now: i64,
-) -> Result<String> {
-    let event = |action, task: &Task, detail| Event::of_task(action, task, actor, now, detail);
-    match (a.kind, a.desired, &a.current) {
-        (Kind::Create, Some(d), _) => {
-            let Some(b) = a.built() else {
-                unreachable!("compute refuses a create that does not build")
-            };
-            let hash = hash_hex(b.payload.canonical().as_bytes());
-            let zone = crate::ops::zones::zone_in_force(tx, &b.payload)?;
-            let Some(next) = schedule::next_after(&b.payload.schedule, zone, now) else {
-                return fail(CmdError::draft_rejected(format!(
-                    "task {}: the schedule has no occurrence after now",
-                    escape(&a.name)
-                )));
-            };
-            let task =
-                b.payload
-                    .new_task(uuid::Uuid::new_v4().to_string(), hash, next.at, zone, now);
-            tx.insert_task(&task)?;
-            tx.set_managed_by(&task.task_id, file)?;
-            tx.set_declared(
-                &task.task_id,
-                &declared_hash(&d.declared, &task.payload_hash),
-            )?;
-            tx.append_event(&event(
-                AuditAction::Confirm,
-                &task,
-                json!({"plan_hash": plan_hash, "file": file, "payload_hash": task.payload_hash,
-                       "next_run_at": time(task.next_run_at)}),
-            ))?;
-            Ok(task.task_id)
-        }
-        (Kind::Replace, Some(d), Some(current)) => {
-            let Some(b) = a.built() else {
-                unreachable!("compute refuses a replace that does not build")
-            };
-            let hash = hash_hex(b.payload.canonical().as_bytes());
-            let replaces = Replaces {
-                task_id: current.task_id.clone(),
-                revision: current.revision,
-            };
-            let old = crate::ops::confirm::replace(tx, caller, &hash, &replaces, &b.payload, now)?;
-            let task = read_task(tx, &old.task_id)?;
-            // Adopted (compute let it through): this file manages it now.
-            if a.source.as_deref().is_some_and(|s| s != file) {
-                tx.set_managed_by(&task.task_id, file)?;
-            }
-            tx.set_declared(
-                &task.task_id,
-                &declared_hash(&d.declared, &task.payload_hash),
-            )?;
-            tx.append_event(&event(
-                AuditAction::Replace,
-                &task,
-                json!({"plan_hash": plan_hash, "file": file,
-                       "old_payload_hash": old.payload_hash,
-                       "payload_hash": task.payload_hash, "revision": task.revision,
-                       "next_run_at": time(task.next_run_at)}),
-            ))?;
-            Ok(task.task_id)
-        }
-        (Kind::Delete, _, Some(task)) => {
-            let extra = json!({"plan_hash": plan_hash, "file": file});
-            crate::ops::lifecycle::delete_in(tx, task, actor, now, extra)?;
+fn perform(tx: &mut dyn Tx, req: &Request<'_>, a: &Action<'_>) -> Result<String> {
+    match (a.kind, a.desired, a.built(), &a.current) {
+        (Kind::Create, Some(d), Some(b), _) => create(tx, req, a, d, b),
+        (Kind::Replace, Some(d), Some(b), Some(current)) => replace(tx, req, a, d, b, current),
+        (Kind::Delete, _, _, Some(task)) => {
+            let extra = json!({"plan_hash": req.hash, "file": req.file});
+            crate::ops::lifecycle::delete_in(tx, task, req.actor, req.now, extra)?;
             Ok(task.task_id.clone())
         }
-        _ => unreachable!("compute pairs each kind with its tasks"),
+        _ => {
+            unreachable!("compute pairs each kind with its tasks, and refuses what does not build")
+        }
     }
+}
+
+/// The audit event of a change: its command's, plus the plan hash and file.
+fn event(req: &Request<'_>, action: AuditAction, task: &Task, mut detail: Value) -> Event {
+    detail["plan_hash"] = json!(req.hash);
+    detail["file"] = json!(req.file);
+    Event::of_task(action, task, req.actor, req.now, detail)
+}
+
+/// A task the file adds, created as `confirm` creates one.
+fn create(
+    tx: &mut dyn Tx,
+    req: &Request<'_>,
+    a: &Action<'_>,
+    d: &Desired,
+    b: &Built,
+) -> Result<String> {
+    let hash = hash_hex(b.payload.canonical().as_bytes());
+    let zone = crate::ops::zones::zone_in_force(tx, &b.payload)?;
+    let Some(next) = schedule::next_after(&b.payload.schedule, zone, req.now) else {
+        return fail(CmdError::draft_rejected(format!(
+            "task {}: the schedule has no occurrence after now",
+            escape(&a.name)
+        )));
+    };
+    let task = b.payload.new_task(
+        uuid::Uuid::new_v4().to_string(),
+        hash,
+        next.at,
+        zone,
+        req.now,
+    );
+    tx.insert_task(&task)?;
+    tx.set_managed_by(&task.task_id, req.file)?;
+    tx.set_declared(
+        &task.task_id,
+        &declared_hash(&d.declared, &task.payload_hash),
+    )?;
+    tx.append_event(&event(
+        req,
+        AuditAction::Confirm,
+        &task,
+        json!({"payload_hash": task.payload_hash, "next_run_at": time(task.next_run_at)}),
+    ))?;
+    Ok(task.task_id)
+}
+
+/// A task whose payload the file changes, replaced as `confirm` replaces one.
+fn replace(
+    tx: &mut dyn Tx,
+    req: &Request<'_>,
+    a: &Action<'_>,
+    d: &Desired,
+    b: &Built,
+    current: &Task,
+) -> Result<String> {
+    let hash = hash_hex(b.payload.canonical().as_bytes());
+    let replaces = Replaces {
+        task_id: current.task_id.clone(),
+        revision: current.revision,
+    };
+    let old = crate::ops::confirm::replace(tx, &req.caller, &hash, &replaces, &b.payload, req.now)?;
+    let task = read_task(tx, &old.task_id)?;
+    // Adopted (compute let it through): this file manages it now.
+    if a.source.as_deref().is_some_and(|s| s != req.file) {
+        tx.set_managed_by(&task.task_id, req.file)?;
+    }
+    tx.set_declared(
+        &task.task_id,
+        &declared_hash(&d.declared, &task.payload_hash),
+    )?;
+    tx.append_event(&event(
+        req,
+        AuditAction::Replace,
+        &task,
+        json!({"old_payload_hash": old.payload_hash,
+               "payload_hash": task.payload_hash, "revision": task.revision,
+               "next_run_at": time(task.next_run_at)}),
+    ))?;
+    Ok(task.task_id)
 }

@@ -35,9 +35,9 @@ pub fn zone_in_force(tx: &mut dyn Tx, payload: &Payload) -> Result<Tz> {
     Ok(match payload.follow_key() {
         Some(key) => {
             tx.hold_owner_zone(&payload.tenant_key, key)?;
-            current_zone(tx, &payload.tenant_key, key)?.unwrap_or(payload.timezone)
+            current_zone(tx, &payload.tenant_key, key)?.unwrap_or(payload.zone.named())
         }
-        None => payload.timezone,
+        None => payload.zone.named(),
     })
 }
 
@@ -143,11 +143,11 @@ fn retime(
     actor: &str,
     now: i64,
 ) -> Result<Option<Retimed>> {
-    let Some(default) = task.follow_default else {
+    let Some(default) = task.payload.zone.fallback() else {
         return Ok(None);
     };
     let to = owner_zone.unwrap_or(default);
-    let from = task.timezone;
+    let from = task.zone_in_force;
     if to == from || task.state == TaskState::Error {
         return Ok(None);
     }
@@ -158,7 +158,7 @@ fn retime(
         // the zone then in force). A schedule whose end leaves no occurrence
         // in the new zone keeps the one it had; the claim then completes it.
         Some(at) if task.state == TaskState::Active && at > now => {
-            schedule::next_after(&task.schedule, to, now).map_or(Some(at), |o| Some(o.at))
+            schedule::next_after(&task.payload.schedule, to, now).map_or(Some(at), |o| Some(o.at))
         }
         other => other,
     };
@@ -185,7 +185,7 @@ fn retime(
                "to_zone": to.name(), "old_next_run_at": time(old_next),
                "next_run_at": time(next)}),
     ))?;
-    task.timezone = to;
+    task.zone_in_force = to;
     task.next_run_at = next;
     task.updated_at = now;
     Ok(Some(Retimed {

@@ -56,13 +56,17 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
     // A pending retry comes before the next occurrence: it is the next run.
     let next = match (t.next_retry_at, t.next_run_at) {
         (Some(retry), next) if next.is_none_or(|n| retry <= n) => {
-            format!("{} (retry)", when(Some(retry), t.timezone, now))
+            format!("{} (retry)", when(Some(retry), t.zone_in_force, now))
         }
-        (_, next) => when(next, t.timezone, now),
+        (_, next) => when(next, t.zone_in_force, now),
     };
     vec![
         short_id(&t.task_id).to_string(),
-        t.name.as_deref().map(escape).unwrap_or_else(|| "-".into()),
+        t.payload
+            .name
+            .as_deref()
+            .map(escape)
+            .unwrap_or_else(|| "-".into()),
         state,
         next,
         last.map(|r| relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now))
@@ -70,8 +74,12 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
         last.map(|r| r.status.to_string())
             .unwrap_or_else(|| "-".into()),
         // "…, follows unix:alice" for a task in its owner's zone (§18).
-        format!("{} in {}", t.schedule.describe(t.timezone), zone_words(t)),
-        clip(&escape(&t.instruction), 60),
+        format!(
+            "{} in {}",
+            t.payload.schedule.describe(t.zone_in_force),
+            zone_words(t)
+        ),
+        clip(&escape(&t.payload.instruction), 60),
     ]
 }
 
@@ -79,8 +87,8 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
 /// (docs/CONTRACT.md §18): "Europe/Berlin, follows unix:alice".
 pub fn zone_words(t: &Task) -> String {
     match t.follow_key() {
-        Some(key) => format!("{}, follows {}", t.timezone.name(), escape(key)),
-        None => t.timezone.name().to_string(),
+        Some(key) => format!("{}, follows {}", t.zone_in_force.name(), escape(key)),
+        None => t.zone_in_force.name().to_string(),
     }
 }
 
@@ -90,7 +98,11 @@ pub fn task_detail(t: &Task, now: i64) -> String {
         ("task", t.task_id.clone()),
         (
             "name",
-            t.name.as_deref().map(escape).unwrap_or_else(|| "-".into()),
+            t.payload
+                .name
+                .as_deref()
+                .map(escape)
+                .unwrap_or_else(|| "-".into()),
         ),
         ("state", t.state.to_string()),
     ];
@@ -103,44 +115,54 @@ pub fn task_detail(t: &Task, now: i64) -> String {
         rows.push((label, escape(reason)));
     }
     if t.state == crate::model::TaskState::Paused {
-        rows.push(("paused", when(Some(t.state_changed_at), t.timezone, now)));
+        rows.push((
+            "paused",
+            when(Some(t.state_changed_at), t.zone_in_force, now),
+        ));
     }
     rows.extend([
         (
             "schedule",
-            format!("{} ({})", t.schedule.describe(t.timezone), zone_words(t)),
+            format!(
+                "{} ({})",
+                t.payload.schedule.describe(t.zone_in_force),
+                zone_words(t)
+            ),
         ),
         (
             "next run",
             match t.next_run_at {
-                Some(at) if crate::schedule::is_last(&t.schedule, t.timezone, at) => {
-                    format!("{} (the last)", when(Some(at), t.timezone, now))
+                Some(at) if crate::schedule::is_last(&t.payload.schedule, t.zone_in_force, at) => {
+                    format!("{} (the last)", when(Some(at), t.zone_in_force, now))
                 }
-                other => when(other, t.timezone, now),
+                other => when(other, t.zone_in_force, now),
             },
         ),
-        ("instruction", escape(&t.instruction)),
-        ("target", escape(&t.target)),
-        ("owners", escape(&t.owner_keys.join(", "))),
-        ("policy", t.policy.to_string()),
-        ("grace", format!("{} s", t.grace_seconds)),
+        ("instruction", escape(&t.payload.instruction)),
+        ("target", escape(&t.payload.target)),
+        ("owners", escape(&t.payload.owner_keys.join(", "))),
+        ("policy", t.payload.policy.to_string()),
+        ("grace", format!("{} s", t.payload.grace_seconds)),
         (
             "retries",
-            format!("{} (backoff {} s)", t.max_retries, t.retry_backoff_seconds),
+            format!(
+                "{} (backoff {} s)",
+                t.payload.max_retries, t.payload.retry_backoff_seconds
+            ),
         ),
-        ("notices", t.notice.describe()),
+        ("notices", t.payload.notice.describe()),
         ("revision", t.revision.to_string()),
-        ("created", when(Some(t.created_at), t.timezone, now)),
+        ("created", when(Some(t.created_at), t.zone_in_force, now)),
         ("payload hash", t.payload_hash.clone()),
     ]);
-    if let Some(agent) = &t.drafted_by {
+    if let Some(agent) = &t.payload.drafted_by {
         rows.push(("drafted by", escape(agent)));
     }
     if t.consecutive_failures > 0 {
         rows.push(("failures", format!("{} in a row", t.consecutive_failures)));
     }
     if t.next_retry_at.is_some() {
-        rows.push(("next retry", when(t.next_retry_at, t.timezone, now)));
+        rows.push(("next retry", when(t.next_retry_at, t.zone_in_force, now)));
     }
     rows.iter()
         .map(|(k, v)| format!("{k:<13} {v}"))
@@ -248,15 +270,15 @@ pub fn in_words(
     match (field, value) {
         // A following payload's zone is its owner's; it is described here
         // in its default, the one zone the payload itself names.
-        ("schedule", _) if payload.follow => format!(
+        ("schedule", _) if payload.zone.follows() => format!(
             "{} (following; default {})",
-            payload.schedule.describe(payload.timezone),
-            payload.timezone.name()
+            payload.schedule.describe(payload.zone.named()),
+            payload.zone.named().name()
         ),
         ("schedule", _) => format!(
             "{} ({})",
-            payload.schedule.describe(payload.timezone),
-            payload.timezone.name()
+            payload.schedule.describe(payload.zone.named()),
+            payload.zone.named().name()
         ),
         (_, Value::Null) => "-".into(),
         (_, Value::String(s)) => escape(s),

@@ -21,7 +21,7 @@ pub const RUN_HEADER: [&str; 9] = [
 /// One `runs` row: the run, and its task when it is still readable (for
 /// its zone and label); WHEN is counted from `now`.
 pub fn run_row(r: &Run, task: Option<&Task>, now: i64) -> Vec<String> {
-    let zone = task.map(|t| t.timezone).unwrap_or(chrono_tz::UTC);
+    let zone = task.map(|t| t.zone_in_force).unwrap_or(chrono_tz::UTC);
     vec![
         short_id(&r.run_id).to_string(),
         task.map(|t| escape(&t.label()))

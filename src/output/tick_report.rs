@@ -24,7 +24,7 @@ impl ClaimedTask {
     pub fn of(task: &crate::model::Task) -> ClaimedTask {
         ClaimedTask {
             task: TaskRef::of(task),
-            max_retries: task.max_retries,
+            max_retries: task.payload.max_retries,
         }
     }
 }
@@ -42,9 +42,9 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
         } => json!({"event": "scheduler_gap",
             "previous_tick": time(Some(*previous)), "now": time(Some(*now)), "due_tasks": due_tasks}),
         TickEvent::LeaseExpired { run, task } => json!({"event": "lease_expired",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+            "task_name": task.as_ref().and_then(|t| t.payload.name.clone()), "run": run_json(run)}),
         TickEvent::WouldExpireLease { run, task } => json!({"event": "would_expire_lease",
-            "task_name": task.as_ref().and_then(|t| t.name.clone()), "run": run_json(run)}),
+            "task_name": task.as_ref().and_then(|t| t.payload.name.clone()), "run": run_json(run)}),
         TickEvent::NoticeUndeliverable { notice, task } => {
             json!({"event": "delivery_undeliverable",
             "delivery_id": notice.delivery_id, "run_id": notice.run_id,
@@ -68,17 +68,19 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
             json!({"event": "continuation_expired",
                 "task_name": task.as_ref().and_then(|t| t.name.as_ref()), "run": run_json(run)})
         }
-        TickEvent::Decided { task, run } => json!({"event": "claimed", "task_name": task.name,
-            "decision": run.status.as_str(), "run": run_json(run)}),
+        TickEvent::Decided { task, run } => {
+            json!({"event": "claimed", "task_name": task.payload.name,
+            "decision": run.status.as_str(), "run": run_json(run)})
+        }
         TickEvent::Continued { task, run } => json!({"event": "continued",
-            "task_name": task.name, "run": run_json(run)}),
+            "task_name": task.payload.name, "run": run_json(run)}),
         TickEvent::WouldContinue { task, run } => json!({"event": "would_continue",
-            "task_name": task.name, "run": run_json(run)}),
+            "task_name": task.payload.name, "run": run_json(run)}),
         TickEvent::WouldDecide { task, run } => {
             // A dry run records nothing: the id it drew for the run is never used.
             let mut run = run_json(run);
             run["run_id"] = Value::Null;
-            json!({"event": "would_claim", "task_name": task.name,
+            json!({"event": "would_claim", "task_name": task.payload.name,
                    "decision": run["status"], "run": run})
         }
         TickEvent::Quarantined { task_id, problem } => {
@@ -190,7 +192,7 @@ fn task_ref(run: &Run, task: Option<&Task>) -> TaskRef {
 
 /// A run frozen `unknown`, with the command that settles it.
 fn lease_expired_line(run: &Run, task: Option<&Task>, db_flag: &[String]) -> String {
-    let owner = task.and_then(|t| t.owner_keys.first());
+    let owner = task.and_then(|t| t.payload.owner_keys.first());
     format!(
         "{}: lease expired, outcome unknown; once you know what happened, settle it with `{}`",
         run_of(&run.run_id, Some(&task_ref(run, task))),
@@ -200,7 +202,7 @@ fn lease_expired_line(run: &Run, task: Option<&Task>, db_flag: &[String]) -> Str
 
 /// What step 4 decided for an occurrence (`verb`: "would " in a dry run).
 fn decided_line(verb: &str, task: &Task, run: &Run) -> String {
-    let when = wall_time(run.scheduled_for, task.timezone);
+    let when = wall_time(run.scheduled_for, task.zone_in_force);
     let label = escape(&task.label());
     match run.status {
         // A dry run's run id is never used: it is not shown.

@@ -24,10 +24,10 @@ pub fn document(rows: &[Coming], last_runs: &HashMap<String, Run>, now: i64) -> 
             json!({
                 "at": time(Some(*at)),
                 "retry": retry,
-                "local": schedule::format_local(*at, task.timezone),
+                "local": schedule::format_local(*at, task.zone_in_force),
                 "left_seconds": at - now,
                 "task_id": task.task_id,
-                "name": task.name,
+                "name": task.payload.name,
                 "last_run_id": last.map(|r| r.run_id.clone()),
                 "last_scheduled_for": time(last.map(|r| r.scheduled_for)),
                 "last_status": last.map(|r| r.status.as_str()),
@@ -44,7 +44,7 @@ pub fn table(
     last_runs: &HashMap<String, Run>,
     now: i64,
 ) -> (&'static [&'static str], Vec<Vec<String>>) {
-    let zones: HashSet<_> = rows.iter().map(|(_, t, _)| t.timezone).collect();
+    let zones: HashSet<_> = rows.iter().map(|(_, t, _)| t.zone_in_force).collect();
     let with_utc = zones.len() > 1;
     let cells = rows
         .iter()
@@ -60,7 +60,7 @@ pub fn table(
 /// One row's cells: NEXT in the task's zone ("(retry)" for a retry), LEFT,
 /// LAST and RESULT of its latest run, TASK.
 fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i64) -> Vec<String> {
-    let mut next = wall_time(*at, task.timezone);
+    let mut next = wall_time(*at, task.zone_in_force);
     if *retry {
         next.push_str(" (retry)");
     }
@@ -71,11 +71,11 @@ fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i6
     row.extend([
         next,
         relative(*at, now),
-        last.map(|r| wall_time(r.scheduled_for, task.timezone))
+        last.map(|r| wall_time(r.scheduled_for, task.zone_in_force))
             .unwrap_or_else(|| "-".into()),
         last.map(|r| r.status.to_string())
             .unwrap_or_else(|| "-".into()),
-        match &task.name {
+        match &task.payload.name {
             Some(name) => escape(name),
             None => short_id(&task.task_id).to_string(),
         },

@@ -93,20 +93,20 @@ impl RawTask {
     pub fn encode(t: &Task) -> RawTask {
         RawTask {
             task_id: t.task_id.clone(),
-            tenant_key: t.tenant_key.clone(),
-            name: t.name.clone(),
-            owner_keys: serde_json::to_string(&t.owner_keys).expect("strings serialize"),
-            target: t.target.clone(),
-            instruction: t.instruction.clone(),
-            schedule: t.schedule.to_json().to_string(),
-            timezone: match t.follow_default {
+            tenant_key: t.payload.tenant_key.clone(),
+            name: t.payload.name.clone(),
+            owner_keys: serde_json::to_string(&t.payload.owner_keys).expect("strings serialize"),
+            target: t.payload.target.clone(),
+            instruction: t.payload.instruction.clone(),
+            schedule: t.payload.schedule.to_json().to_string(),
+            timezone: match t.payload.zone.fallback() {
                 Some(_) => crate::payload::FOLLOW.to_string(),
-                None => t.timezone.name().to_string(),
+                None => t.zone_in_force.name().to_string(),
             },
-            policy: t.policy.as_str().to_string(),
-            grace_seconds: t.grace_seconds,
-            max_retries: t.max_retries,
-            retry_backoff_seconds: t.retry_backoff_seconds,
+            policy: t.payload.policy.as_str().to_string(),
+            grace_seconds: t.payload.grace_seconds,
+            max_retries: t.payload.max_retries,
+            retry_backoff_seconds: t.payload.retry_backoff_seconds,
             payload_hash: t.payload_hash.clone(),
             state: t.state.as_str().to_string(),
             state_reason: t.state_reason.clone(),
@@ -118,9 +118,13 @@ impl RawTask {
             consecutive_failures: t.consecutive_failures,
             next_retry_at: t.next_retry_at,
             retry_run_id: t.retry_run_id.clone(),
-            payload: Payload::of_task(t).canonical(),
+            payload: t.payload.canonical(),
             follow_key: t.follow_key().map(str::to_string),
-            zone_in_force: t.follow_default.map(|_| t.timezone.name().to_string()),
+            zone_in_force: t
+                .payload
+                .zone
+                .fallback()
+                .map(|_| t.zone_in_force.name().to_string()),
         }
     }
 
@@ -131,7 +135,7 @@ impl RawTask {
             problem,
         };
         let confirmed = self.confirmed().map_err(corrupt)?;
-        let timezone = self.zone_in_force(&confirmed).map_err(corrupt)?;
+        let zone_in_force = self.zone_in_force(&confirmed).map_err(corrupt)?;
         let state = TaskState::parse(&self.state)
             .ok_or_else(|| corrupt(format!("unknown state '{}'", self.state)))?;
         for (value, what) in [
@@ -146,19 +150,8 @@ impl RawTask {
         }
         Ok(Task {
             task_id: self.task_id,
-            drafted_by: confirmed.drafted_by,
-            tenant_key: confirmed.tenant_key,
-            name: confirmed.name,
-            owner_keys: confirmed.owner_keys,
-            target: confirmed.target,
-            instruction: confirmed.instruction,
-            schedule: confirmed.schedule,
-            timezone,
-            follow_default: confirmed.follow.then_some(confirmed.timezone),
-            policy: confirmed.policy,
-            grace_seconds: confirmed.grace_seconds,
-            max_retries: confirmed.max_retries,
-            retry_backoff_seconds: confirmed.retry_backoff_seconds,
+            payload: confirmed,
+            zone_in_force,
             payload_hash: self.payload_hash,
             state,
             state_reason: self.state_reason,
@@ -170,15 +163,14 @@ impl RawTask {
             consecutive_failures: self.consecutive_failures,
             next_retry_at: self.next_retry_at,
             retry_run_id: self.retry_run_id,
-            notice: confirmed.notice,
         })
     }
 
     /// The zone the row's schedule is read in: the confirmed zone, or for a
     /// following task the valid zone its last re-time recorded.
     fn zone_in_force(&self, confirmed: &Payload) -> Result<schedule::Tz, String> {
-        match (&self.zone_in_force, confirmed.follow) {
-            (None, false) => Ok(confirmed.timezone),
+        match (&self.zone_in_force, confirmed.zone.follows()) {
+            (None, false) => Ok(confirmed.zone.named()),
             (Some(zone), true) => {
                 schedule::parse_zone(zone).map_err(|e| format!("zone_in_force: {e}"))
             }
@@ -205,11 +197,11 @@ impl RawTask {
             .map_err(|e| format!("schedule is not JSON: {e}"))?;
         let schedule = Schedule::from_json(&schedule_json).map_err(|e| format!("schedule: {e}"))?;
         // A following task stores the payload's word for it; a fixed one its zone.
-        let same_zone = if payload.follow {
+        let same_zone = if payload.zone.follows() {
             self.timezone == crate::payload::FOLLOW
         } else {
             schedule::parse_zone(&self.timezone).map_err(|e| format!("timezone: {e}"))?
-                == payload.timezone
+                == payload.zone.named()
         };
         let policy = Policy::parse(&self.policy)
             .ok_or_else(|| format!("unknown policy '{}'", self.policy))?;

@@ -85,13 +85,19 @@ pub fn plan(
     if let Some(first) = occurrence_due {
         // Every occurrence from `first` to now: earlier ones coalesce into one
         // missed run; the latest runs if a tick saw it within grace.
-        let (count, last) =
-            schedule::count_between(&task.schedule, task.timezone, first - 1, now, COUNT_LIMIT);
+        let (count, last) = schedule::count_between(
+            &task.payload.schedule,
+            task.zone_in_force,
+            first - 1,
+            now,
+            COUNT_LIMIT,
+        );
         let count = count.max(1) as i64;
         let latest = last.unwrap_or(first).max(first);
         let queued = queued.filter(|m| (first..=latest).contains(&m.due_at));
         plan.runs = decide_occurrences(task, first, latest, count, queued, blocking, s);
-        plan.next_run_at = schedule::next_after(&task.schedule, task.timezone, now).map(|o| o.at);
+        plan.next_run_at =
+            schedule::next_after(&task.payload.schedule, task.zone_in_force, now).map(|o| o.at);
         if task.next_retry_at.is_some() {
             plan.superseded_retry = task.retry_run_id.clone();
             plan.next_retry_at = None;
@@ -140,7 +146,7 @@ fn retry(
     let now = s.now;
     let attempt = failed.attempt + 1;
     let late_by = now - retry_at;
-    if late_by > task.grace_seconds && !seen_in_time {
+    if late_by > task.payload.grace_seconds && !seen_in_time {
         Run::new(
             task,
             failed.scheduled_for,
@@ -152,7 +158,7 @@ fn retry(
                 r.reason = Some(format!(
                     "retry late by {} > grace {}",
                     human_duration(late_by),
-                    human_duration(task.grace_seconds)
+                    human_duration(task.payload.grace_seconds)
                 ));
                 r.skipped_occurrences = 1;
                 r.finished_at = Some(now);
@@ -173,7 +179,7 @@ fn triggered(
 ) -> Run {
     let at = slot.trigger.at;
     let late_by = s.now - at;
-    let mut run = if late_by > task.grace_seconds && !seen_in_time {
+    let mut run = if late_by > task.payload.grace_seconds && !seen_in_time {
         Run::new(
             task,
             slot.scheduled_for,
@@ -184,7 +190,7 @@ fn triggered(
             |r| {
                 r.reason = Some(format!(
                     "late by {late_by} s > grace {} s after the trigger",
-                    task.grace_seconds
+                    task.payload.grace_seconds
                 ));
                 r.skipped_occurrences = 1;
                 r.finished_at = Some(s.now);
@@ -208,7 +214,7 @@ fn decide_occurrences(
     s: ClaimSettings,
 ) -> Vec<Run> {
     let now = s.now;
-    let grace = task.grace_seconds;
+    let grace = task.payload.grace_seconds;
     let coalesced = |skipped: i64, reason: String| {
         Run::new(task, first, first, 1, RunStatus::Missed, now, |r| {
             r.skipped_occurrences = skipped;
@@ -498,7 +504,7 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
         // An occurrence not decided yet (at or after next_run_at) will
         // take its second; a passed one without a run never will.
         let is_occurrence = task.next_run_at.is_some_and(|next| next <= at)
-            && schedule::next_after(&task.schedule, task.timezone, at - 1)
+            && schedule::next_after(&task.payload.schedule, task.zone_in_force, at - 1)
                 .is_some_and(|o| o.at == at);
         let taken = tx
             .occurrence_runs(&task.task_id, at)?

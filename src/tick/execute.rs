@@ -740,9 +740,9 @@ fn stdin_for(job: &Job) -> Value {
     json!({
         "task": json::task(&job.task),
         "run": json::run(&job.run),
-        "instruction": job.task.instruction,
-        "policy": job.task.policy.as_str(),
-        "timezone": job.task.timezone.name(),
+        "instruction": job.task.payload.instruction,
+        "policy": job.task.payload.policy.as_str(),
+        "timezone": job.task.zone_in_force.name(),
         "lease_token": job.token,
         "payload_hash": job.task.payload_hash,
         "continuation": job.continuation,
@@ -754,7 +754,10 @@ fn stdin_for(job: &Job) -> Value {
 /// allowlisted environment of `Executor::launch`.
 fn environment(endpoint: Option<&std::path::Path>, job: &Job) -> Vec<(String, String)> {
     let mut vars = vec![
-        ("AGENTCRON_TENANT".into(), job.task.tenant_key.clone()),
+        (
+            "AGENTCRON_TENANT".into(),
+            job.task.payload.tenant_key.clone(),
+        ),
         ("AGENTCRON_TASK_ID".into(), job.task.task_id.clone()),
         ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
         ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),

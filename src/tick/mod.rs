@@ -89,7 +89,7 @@ impl TaskRef {
     pub fn of(task: &crate::model::Task) -> TaskRef {
         TaskRef {
             task_id: task.task_id.clone(),
-            name: task.name.clone(),
+            name: task.payload.name.clone(),
         }
     }
 

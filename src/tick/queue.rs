@@ -205,10 +205,16 @@ fn seen(tx: &mut dyn Tx, task_id: &str, now: i64) -> Result<Option<(Task, QueueM
     }
     let (due_at, superseded_at) = match task.next_run_at.filter(|at| *at <= now) {
         Some(first) => {
-            let (_, last) =
-                schedule::count_between(&task.schedule, task.timezone, first - 1, now, u64::MAX);
+            let (_, last) = schedule::count_between(
+                &task.payload.schedule,
+                task.zone_in_force,
+                first - 1,
+                now,
+                u64::MAX,
+            );
             let latest = last.unwrap_or(first).max(first);
-            let next = schedule::next_after(&task.schedule, task.timezone, latest).map(|o| o.at);
+            let next = schedule::next_after(&task.payload.schedule, task.zone_in_force, latest)
+                .map(|o| o.at);
             (latest, next)
         }
         // A due retry is superseded by the task's next occurrence.
@@ -221,7 +227,7 @@ fn seen(tx: &mut dyn Tx, task_id: &str, now: i64) -> Result<Option<(Task, QueueM
             },
         },
     };
-    if now - due_at > task.grace_seconds {
+    if now - due_at > task.payload.grace_seconds {
         return Ok(None);
     }
     let mark = QueueMark {

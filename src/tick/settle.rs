@@ -180,14 +180,18 @@ fn bookkeep(
         RunStatus::Succeeded | RunStatus::DeliveryFailed => failures = 0,
         RunStatus::Failed => {
             failures += 1;
-            if run.attempt <= task.max_retries && outcome.retryable && next_retry_at.is_none() {
-                next_retry_at = Some(now + retry_delay(task.retry_backoff_seconds, run.attempt));
+            if run.attempt <= task.payload.max_retries
+                && outcome.retryable
+                && next_retry_at.is_none()
+            {
+                next_retry_at =
+                    Some(now + retry_delay(task.payload.retry_backoff_seconds, run.attempt));
                 retry_run_id = Some(run.run_id.clone());
             }
         }
         _ => {}
     }
-    let pause_after = task.notice.pause_after;
+    let pause_after = task.payload.notice.pause_after;
     if current && status == RunStatus::Failed && pause_after.is_some_and(|n| failures >= n) {
         return pause_for_failures(tx, task, outcome, failures, now).map(Some);
     }
@@ -325,12 +329,12 @@ pub fn add_decided_notice(
     context: NoticeContext<'_>,
 ) -> Result<Notice> {
     let target = task
-        .map(|t| t.target.clone())
+        .map(|t| t.payload.target.clone())
         .unwrap_or_else(|| run.tenant_key.clone());
     let before = tx
         .task_memory(&run.task_id)?
         .unwrap_or_else(|| TaskMemory::new(&run.task_id));
-    let policy = task.map(|t| t.notice).unwrap_or_default();
+    let policy = task.map(|t| t.payload.notice).unwrap_or_default();
     let last_skip_sent = last_skip_sent(tx, run, now - policy.realert())?;
     let decision = notice_policy::decide(
         &Facts {
@@ -422,7 +426,7 @@ fn label_of(run: &Run, task: Option<&Task>) -> String {
 /// `at` on the task's wall clock; in UTC when the task cannot be read.
 fn when(at: i64, task: Option<&Task>) -> String {
     match task {
-        Some(t) => wall_time(at, t.timezone),
+        Some(t) => wall_time(at, t.zone_in_force),
         None => crate::schedule::format_utc(at),
     }
 }

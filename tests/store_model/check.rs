@@ -105,7 +105,7 @@ pub fn same_task(m: &MTask, s: &Task) -> Result<(), String> {
     );
     let got = (
         &s.task_id,
-        &s.name,
+        &s.payload.name,
         s.state,
         &s.state_reason,
         s.revision,
@@ -115,9 +115,9 @@ pub fn same_task(m: &MTask, s: &Task) -> Result<(), String> {
         s.consecutive_failures,
         (
             s.created_at,
-            s.grace_seconds,
-            s.max_retries,
-            s.retry_backoff_seconds,
+            s.payload.grace_seconds,
+            s.payload.max_retries,
+            s.payload.retry_backoff_seconds,
         ),
     );
     if want != got {

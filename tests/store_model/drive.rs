@@ -257,8 +257,7 @@ impl Harness {
             schedule,
             target: "chat:1".into(),
             tenant_key: TENANT.into(),
-            timezone: chrono_tz::UTC,
-            follow: false,
+            zone: agentcron::payload::Zone::Fixed(chrono_tz::UTC),
         };
         let canonical = payload.canonical();
         let draft = Draft {
@@ -335,13 +334,13 @@ impl Harness {
                 hash_hex(draft.payload.as_bytes()) == draft.payload_hash,
                 "hash"
             );
-            let next = schedule::next_after(&payload.schedule, payload.timezone, now)
+            let next = schedule::next_after(&payload.schedule, payload.zone.named(), now)
                 .ok_or_else(|| anyhow::anyhow!("no future occurrence"))?;
             let task = payload.new_task(
                 task_id.clone(),
                 draft.payload_hash.clone(),
                 next.at,
-                payload.timezone,
+                payload.zone.named(),
                 now,
             );
             tx.insert_task(&task)?;

@@ -163,7 +163,7 @@ fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Res
                 );
             }
             let args: DraftArgs = parse(name.as_str(), &schema, arguments, renamed)?;
-            draft(ctx, session, call, args, capture)
+            draft(ctx, session, call, args)
         }
         T::DraftStatus => draft_status(ctx, call),
         T::List => printed(ctx, call, capture, commands::list::run, words::list),
@@ -248,13 +248,7 @@ fn run_printed<A>(
 
 /// `draft` and `draft_replace`: the draft `draft --json` would make, with
 /// the agent in its payload and a one-time code sent to the person.
-fn draft(
-    ctx: &mut Ctx,
-    session: &Session,
-    call: &Call,
-    args: DraftArgs,
-    capture: &Capture,
-) -> Result<Answer> {
+fn draft(ctx: &mut Ctx, session: &Session, call: &Call, args: DraftArgs) -> Result<Answer> {
     if args.instruction.as_deref() == Some("-") {
         return fail(
             CmdError::usage("the instruction '-' reads standard input at a shell")
@@ -264,14 +258,26 @@ fn draft(
     let spec = args.spec()?;
     let code = confirm_code::new_code();
     let drafted_by = format!("agent:{}", call.client);
-    let agent = commands::draft::Agent {
+    let agent = crate::ops::draft::Agent {
         drafted_by: &drafted_by,
         code: &code,
         max_per_hour: session.max_drafts,
     };
-    let made = commands::draft::make(ctx, &args, spec, Some(agent))?;
-    commands::draft::print_made(ctx, &made)?;
-    let mut value: Value = serde_json::from_str(&capture.take())?;
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let request = crate::ops::draft::Request {
+        caller: crate::ops::access::Caller {
+            tenant: &tenant,
+            identity: &identity,
+        },
+        now: ctx.clock.now(),
+        default_zone: ctx.default_zone,
+        replace: args.replace.as_deref(),
+        ttl: &args.ttl,
+        agent: Some(agent),
+    };
+    let made = crate::ops::draft::make(ctx.store()?, request, &spec)?;
+    // The document `draft --json` prints, built, not printed and read back.
+    let mut value = commands::draft::made_document(ctx, &made);
     let (sent, recorded) = code_notice::send(
         ctx,
         session.notifier.as_ref(),

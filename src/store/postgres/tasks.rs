@@ -34,8 +34,8 @@ fn name_taken(e: postgres::Error, t: &Task, doing: &'static str) -> anyhow::Erro
     if is_unique_violation(&e) {
         anyhow::Error::new(crate::error::CmdError::conflict(format!(
             "a task named '{}' already exists in tenant '{}'",
-            t.name.as_deref().unwrap_or(""),
-            t.tenant_key
+            t.payload.name.as_deref().unwrap_or(""),
+            t.payload.tenant_key
         )))
     } else {
         anyhow::Error::new(e).context(doing)

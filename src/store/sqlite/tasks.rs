@@ -47,8 +47,8 @@ fn name_taken(e: rusqlite::Error, t: &Task, doing: &'static str) -> anyhow::Erro
         {
             anyhow::Error::new(crate::error::CmdError::conflict(format!(
                 "a task named '{}' already exists in tenant '{}'",
-                t.name.as_deref().unwrap_or(""),
-                t.tenant_key
+                t.payload.name.as_deref().unwrap_or(""),
+                t.payload.tenant_key
             )))
         }
         other => anyhow::Error::new(other).context(doing),

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::model::{NoticePolicy, Policy, Run, RunStatus, Task};
-use crate::payload::Payload;
+use crate::payload::{Payload, Zone};
 use crate::schedule::Schedule;
 
 const HOUR: i64 = 3600;
@@ -11,7 +11,6 @@ const HOUR: i64 = 3600;
 fn task(mode: NotifyMode) -> Task {
     let payload = Payload {
         drafted_by: None,
-        follow: false,
         grace_seconds: 90,
         instruction: "check the backups".into(),
         max_retries: 0,
@@ -30,9 +29,9 @@ fn task(mode: NotifyMode) -> Task {
         },
         target: "chat:1".into(),
         tenant_key: "default".into(),
-        timezone: "UTC".parse().unwrap(),
+        zone: Zone::Fixed("UTC".parse().unwrap()),
     };
-    let zone = payload.timezone;
+    let zone = payload.zone.named();
     payload.new_task("t1".into(), "h".into(), 60, zone, 0)
 }
 
@@ -73,7 +72,7 @@ impl Player {
         let decision = decide(
             &Facts {
                 run: &run,
-                policy: self.task.notice,
+                policy: self.task.payload.notice,
                 executor_says: says,
                 paused_task: false,
                 last_skip_sent: self.skip_sent.clone(),
