@@ -40,6 +40,7 @@ pub mod schedule;
 pub mod store;
 pub mod text;
 pub mod tick;
+pub mod vocabulary;
 pub mod wire;
 
 /// Runs one parsed command line; returns the exit code on success.

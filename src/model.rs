@@ -5,42 +5,10 @@
 //! store turns into a quarantine, never a default.
 
 use crate::payload::Payload;
+pub use crate::payload::{NoticePolicy, NotifyMode, Policy};
 use crate::schedule::Tz;
 
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            pub fn parse(text: &str) -> Option<$name> {
-                match text { $($text => Some($name::$variant),)+ _ => None }
-            }
-
-            /// The accepted spellings, for error messages and help.
-            #[allow(dead_code)] // a vocabulary no person types has no use for it
-            pub fn spellings() -> String {
-                [$($text),+].join(", ")
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-// Other vocabularies (held-back reasons, MCP tools) take the same shape.
-pub(crate) use string_enum;
+use crate::vocabulary::string_enum;
 
 string_enum!(
     /// Lifecycle of a task (docs/CONTRACT.md §4).
@@ -50,14 +18,6 @@ string_enum!(
         Completed = "completed",
         Deleted = "deleted",
         Error = "error",
-    }
-);
-
-string_enum!(
-    /// What the executor may do, passed to it verbatim.
-    Policy {
-        ReadOnly = "read_only",
-        ConfirmWrites = "confirm_writes",
     }
 );
 
@@ -97,17 +57,6 @@ string_enum!(
         Unknown = "unknown",
         Undeliverable = "undeliverable",
         Suppressed = "suppressed",
-    }
-);
-
-string_enum!(
-    /// A task's notice policy (docs/CONTRACT.md §16): which settled runs are
-    /// worth telling a person about.
-    NotifyMode {
-        Always = "always",
-        Attention = "attention",
-        Failures = "failures",
-        Never = "never",
     }
 );
 
@@ -181,64 +130,6 @@ pub struct Task {
     pub next_retry_at: Option<i64>,
     /// The failed run the pending retry repeats.
     pub retry_run_id: Option<String>,
-}
-
-/// A task's notice settings as confirmed (docs/CONTRACT.md §16). Each is
-/// absent from payloads drafted before the policy existed, so their hashes
-/// still hold: an absent mode is `always`, today's behaviour then.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NoticePolicy {
-    pub notify: Option<NotifyMode>,
-    pub realert_seconds: Option<i64>,
-    pub pause_after: Option<i64>,
-}
-
-impl NoticePolicy {
-    /// The re-alert window when the payload names none.
-    pub const DEFAULT_REALERT_SECONDS: i64 = 3600;
-
-    /// What a new draft gets when its flags say nothing.
-    pub fn for_new_draft() -> NoticePolicy {
-        NoticePolicy {
-            notify: Some(NotifyMode::Attention),
-            realert_seconds: Some(Self::DEFAULT_REALERT_SECONDS),
-            pause_after: None,
-        }
-    }
-
-    pub fn mode(&self) -> NotifyMode {
-        self.notify.unwrap_or(NotifyMode::Always)
-    }
-
-    pub fn realert(&self) -> i64 {
-        self.realert_seconds
-            .unwrap_or(Self::DEFAULT_REALERT_SECONDS)
-    }
-
-    /// In words, for `draft`, `show` and `plan`:
-    /// "attention (failures re-alert after 1 h; pause after 3 failures)".
-    pub fn describe(&self) -> String {
-        let mode = self.mode();
-        let mut parts = Vec::new();
-        if matches!(mode, NotifyMode::Attention | NotifyMode::Failures) {
-            parts.push(format!(
-                "failures re-alert after {}",
-                crate::text::human_duration(self.realert())
-            ));
-        }
-        if let Some(n) = self.pause_after {
-            parts.push(format!("pause after {n} consecutive failures"));
-        }
-        let absent = if self.notify.is_none() {
-            " (not set: every run)"
-        } else {
-            ""
-        };
-        match parts.is_empty() {
-            true => format!("{mode}{absent}"),
-            false => format!("{mode}{absent} ({})", parts.join("; ")),
-        }
-    }
 }
 
 impl Task {
@@ -440,6 +331,40 @@ pub fn check_key(flag: &str, key: &str) -> anyhow::Result<()> {
         .into());
     }
     Ok(())
+}
+
+// Beside `Task` rather than in payload.rs, so that the payload (a lower
+// floor: what a person confirms) names nothing of the task it becomes.
+impl Payload {
+    /// The task confirming this payload creates: active, revision 1, its
+    /// first occurrence at `next_run_at`.
+    /// `zone` is the zone in force: the payload's own, or for a following
+    /// payload its owner's current one (`ops::zones::zone_in_force`).
+    pub fn new_task(
+        &self,
+        task_id: String,
+        payload_hash: String,
+        next_run_at: i64,
+        zone: Tz,
+        now: i64,
+    ) -> Task {
+        Task {
+            task_id,
+            payload: self.clone(),
+            zone_in_force: self.zone.in_force(Some(zone)),
+            payload_hash,
+            state: TaskState::Active,
+            state_reason: None,
+            state_changed_at: now,
+            next_run_at: Some(next_run_at),
+            revision: 1,
+            created_at: now,
+            updated_at: now,
+            consecutive_failures: 0,
+            next_retry_at: None,
+            retry_run_id: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::model::{NoticePolicy, NotifyMode, Policy};
 use crate::schedule::{self, Schedule, Tz};
+use crate::vocabulary::string_enum;
 
 /// Everything a confirmed task is made of; hashing it fixes what will run.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,40 +76,87 @@ impl Zone {
     }
 }
 
+string_enum!(
+    /// What the executor may do, passed to it verbatim.
+    Policy {
+        ReadOnly = "read_only",
+        ConfirmWrites = "confirm_writes",
+    }
+);
+
+string_enum!(
+    /// A task's notice policy (docs/CONTRACT.md §16): which settled runs are
+    /// worth telling a person about.
+    NotifyMode {
+        Always = "always",
+        Attention = "attention",
+        Failures = "failures",
+        Never = "never",
+    }
+);
+
+/// A task's notice settings as confirmed (docs/CONTRACT.md §16). Each is
+/// absent from payloads drafted before the policy existed, so their hashes
+/// still hold: an absent mode is `always`, today's behaviour then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoticePolicy {
+    pub notify: Option<NotifyMode>,
+    pub realert_seconds: Option<i64>,
+    pub pause_after: Option<i64>,
+}
+
+impl NoticePolicy {
+    /// The re-alert window when the payload names none.
+    pub const DEFAULT_REALERT_SECONDS: i64 = 3600;
+
+    /// What a new draft gets when its flags say nothing.
+    pub fn for_new_draft() -> NoticePolicy {
+        NoticePolicy {
+            notify: Some(NotifyMode::Attention),
+            realert_seconds: Some(Self::DEFAULT_REALERT_SECONDS),
+            pause_after: None,
+        }
+    }
+
+    pub fn mode(&self) -> NotifyMode {
+        self.notify.unwrap_or(NotifyMode::Always)
+    }
+
+    pub fn realert(&self) -> i64 {
+        self.realert_seconds
+            .unwrap_or(Self::DEFAULT_REALERT_SECONDS)
+    }
+
+    /// In words, for `draft`, `show` and `plan`:
+    /// "attention (failures re-alert after 1 h; pause after 3 failures)".
+    pub fn describe(&self) -> String {
+        let mode = self.mode();
+        let mut parts = Vec::new();
+        if matches!(mode, NotifyMode::Attention | NotifyMode::Failures) {
+            parts.push(format!(
+                "failures re-alert after {}",
+                crate::text::human_duration(self.realert())
+            ));
+        }
+        if let Some(n) = self.pause_after {
+            parts.push(format!("pause after {n} consecutive failures"));
+        }
+        let absent = if self.notify.is_none() {
+            " (not set: every run)"
+        } else {
+            ""
+        };
+        match parts.is_empty() {
+            true => format!("{mode}{absent}"),
+            false => format!("{mode}{absent} ({})", parts.join("; ")),
+        }
+    }
+}
+
 /// What a following payload writes where a fixed one writes its zone.
 pub const FOLLOW: &str = "follow";
 
 impl Payload {
-    /// The task confirming this payload creates: active, revision 1, its
-    /// first occurrence at `next_run_at`.
-    /// `zone` is the zone in force: the payload's own, or for a following
-    /// payload its owner's current one (`ops::zones::zone_in_force`).
-    pub fn new_task(
-        &self,
-        task_id: String,
-        payload_hash: String,
-        next_run_at: i64,
-        zone: Tz,
-        now: i64,
-    ) -> crate::model::Task {
-        crate::model::Task {
-            task_id,
-            payload: self.clone(),
-            zone_in_force: self.zone.in_force(Some(zone)),
-            payload_hash,
-            state: crate::model::TaskState::Active,
-            state_reason: None,
-            state_changed_at: now,
-            next_run_at: Some(next_run_at),
-            revision: 1,
-            created_at: now,
-            updated_at: now,
-            consecutive_failures: 0,
-            next_retry_at: None,
-            retry_run_id: None,
-        }
-    }
-
     /// The key whose zone a following payload is read in: its first owner
     /// key (owner keys are sorted, so "first" is stable; docs/CONTRACT.md §18).
     pub fn follow_key(&self) -> Option<&str> {

@@ -162,7 +162,7 @@ pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
     Ok(marked)
 }
 
-crate::model::string_enum!(
+crate::vocabulary::string_enum!(
     /// Why due work was held back (queued) rather than started: what
     /// `tick --verbose` says and its JSON's `reason`.
     HeldBack {

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use agentcron::audit::Event;
 use agentcron::error::{classify, ErrorKind};
-use agentcron::model::{DeliveryState, Draft, Policy, RunStatus, TaskState};
+use agentcron::model::{DeliveryState, Draft, RunStatus, TaskState};
 use agentcron::ops::access::Caller;
 use agentcron::ops::lifecycle::{self, Request};
 use agentcron::payload::{hash_hex, Payload};
@@ -243,23 +243,19 @@ impl Harness {
             Sched::Once { run_at } => Schedule::Once { run_at },
             Sched::Interval { seconds, anchor_at } => Schedule::Interval { seconds, anchor_at },
         };
-        let payload = Payload {
-            drafted_by: None,
-            grace_seconds: spec.grace,
-            instruction: "model step".into(),
-            max_retries: spec.max_retries,
-            name: spec.name.map(str::to_string),
-            // Absent: every settled run has a notice, as the model expects.
-            notice: Default::default(),
-            owner_keys: Self::caller_keys(),
-            policy: Policy::ReadOnly,
-            retry_backoff_seconds: spec.backoff,
-            schedule,
-            target: "chat:1".into(),
-            tenant_key: TENANT.into(),
-            zone: agentcron::payload::Zone::Fixed(chrono_tz::UTC),
-        };
-        let canonical = payload.canonical();
+        // The canonical text a person confirms (a new optional payload
+        // field leaves it as it is). No notice policy: every settled run
+        // has a notice, as the model expects.
+        let canonical = serde_json::json!({
+            "grace_seconds": spec.grace, "instruction": "model step",
+            "max_retries": spec.max_retries, "name": spec.name,
+            "owner_keys": Self::caller_keys(), "policy": "read_only",
+            "retry_backoff_seconds": spec.backoff, "schedule": schedule.to_json(),
+            "target": "chat:1", "tenant_key": TENANT, "timezone": "UTC",
+        })
+        .to_string();
+        // Read back as every confirm reads it: the text is in canonical form.
+        Payload::from_canonical(&canonical).map_err(|e| format!("model payload: {e}"))?;
         let draft = Draft {
             draft_id: uuid::Uuid::new_v4().to_string(),
             tenant_key: TENANT.into(),

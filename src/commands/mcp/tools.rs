@@ -23,7 +23,7 @@ use crate::commands::{
     runs::RunsArgs, show::ShowArgs, status::StatusArgs, upcoming::UpcomingArgs,
 };
 
-crate::model::string_enum!(
+crate::vocabulary::string_enum!(
     /// Every tool `agentcron mcp` can offer, in the order it lists them;
     /// each is the subcommand of the same name. `TOOLS` says the rest.
     ToolName {

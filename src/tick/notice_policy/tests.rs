@@ -2,35 +2,27 @@
 //! them as the store carries it: the ten cases of docs/CONTRACT.md §16.
 
 use super::*;
-use crate::model::{NoticePolicy, Policy, Run, RunStatus, Task};
-use crate::payload::{Payload, Zone};
+use crate::model::{Run, RunStatus, Task};
+use crate::payload::Payload;
 use crate::schedule::Schedule;
 
 const HOUR: i64 = 3600;
 
 fn task(mode: NotifyMode) -> Task {
-    let payload = Payload {
-        drafted_by: None,
-        grace_seconds: 90,
-        instruction: "check the backups".into(),
-        max_retries: 0,
-        name: Some("backups".into()),
-        notice: NoticePolicy {
-            notify: Some(mode),
-            realert_seconds: Some(HOUR),
-            pause_after: None,
-        },
-        owner_keys: vec!["unix:alice".into()],
-        policy: Policy::ReadOnly,
-        retry_backoff_seconds: 60,
-        schedule: Schedule::Interval {
-            seconds: 60,
-            anchor_at: 0,
-        },
-        target: "chat:1".into(),
-        tenant_key: "default".into(),
-        zone: Zone::Fixed("UTC".parse().unwrap()),
+    // Written as the canonical text a person confirms, so that a new
+    // optional field of the payload leaves this test as it is.
+    let schedule = Schedule::Interval {
+        seconds: 60,
+        anchor_at: 0,
     };
+    let canonical = serde_json::json!({
+        "grace_seconds": 90, "instruction": "check the backups", "max_retries": 0,
+        "name": "backups", "notify": mode.as_str(), "owner_keys": ["unix:alice"],
+        "policy": "read_only", "realert_seconds": HOUR, "retry_backoff_seconds": 60,
+        "schedule": schedule.to_json(), "target": "chat:1", "tenant_key": "default",
+        "timezone": "UTC",
+    });
+    let payload = Payload::from_canonical(&canonical.to_string()).unwrap();
     let zone = payload.zone.named();
     payload.new_task("t1".into(), "h".into(), 60, zone, 0)
 }
