@@ -318,11 +318,13 @@ impl Ctx {
         self.tenant_given = true;
     }
 
-    /// Readies the context for one tool call of `agentcron mcp`: what the
-    /// command prints goes into `capture`. Its time it asks the clock, as
-    /// every command does, however long the server has lived.
-    pub fn begin_call(&mut self, capture: crate::output::Capture) {
-        self.out = Output::capturing(capture);
+    /// Readies the context for one tool call of `agentcron mcp`: a call
+    /// prints nothing on stdout (the protocol's), and what it says on
+    /// stderr (a row it cannot read, `status`'s warnings) it says as
+    /// `--json` would, warnings as JSON lines. Its time it asks the clock,
+    /// as every command does, however long the server has lived.
+    pub fn begin_call(&mut self) {
+        self.out = Output::new(true);
     }
 
     /// The global flags to repeat in a command we tell the person to run.

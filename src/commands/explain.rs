@@ -2,11 +2,11 @@
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::ops::access::Caller;
-use crate::ops::explain;
+use crate::ops::explain::{self, Explained};
 use crate::schedule;
 use crate::wire::{run as run_json, time};
 
@@ -23,34 +23,44 @@ pub struct ExplainArgs {
     pub at: Option<String>,
 }
 
-pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
+/// The occurrence `args` name, of the caller's task or run, explained.
+pub fn explained(ctx: &mut Ctx, args: &ExplainArgs) -> Result<Explained> {
     let (tenant, identity, now) = (ctx.tenant.clone(), ctx.identity.clone(), ctx.clock.now());
     let caller = Caller {
         tenant: &tenant,
         identity: &identity,
     };
-    let explained = ctx
-        .store()?
-        .read(|tx| explain::explain_named(tx, &caller, &args.task, args.at.as_deref(), now))?;
-    let (task, occurrence, run, explanation) = (
-        explained.task,
-        explained.occurrence,
-        explained.run,
-        explained.explanation,
-    );
+    ctx.store()?
+        .read(|tx| explain::explain_named(tx, &caller, &args.task, args.at.as_deref(), now))
+}
+
+/// `explain --json`.
+pub fn document(explained: &Explained) -> Value {
+    let (task, occurrence) = (&explained.task, &explained.occurrence);
+    let explanation = &explained.explanation;
+    json!({
+        "task_id": task.task_id,
+        "occurrence": time(Some(occurrence.at)),
+        "occurrence_local": schedule::format_local(occurrence.at, task.zone_in_force),
+        "dst_shifted_from": occurrence.shifted_from,
+        "rule": explanation.rule,
+        "explanation": explanation.paragraph,
+        "run": explained.run.as_ref().map(run_json),
+    })
+}
+
+pub fn run(ctx: &mut Ctx, args: ExplainArgs) -> Result<()> {
+    let explained = explained(ctx, &args)?;
     if ctx.out.json {
-        return ctx.out.document(&json!({
-            "task_id": task.task_id,
-            "occurrence": time(Some(occurrence.at)),
-            "occurrence_local": schedule::format_local(occurrence.at, task.zone_in_force),
-            "dst_shifted_from": occurrence.shifted_from,
-            "rule": explanation.rule,
-            "explanation": explanation.paragraph,
-            "run": run.as_ref().map(run_json),
-        }));
+        return ctx.out.document(&document(&explained));
     }
-    ctx.out.line(&crate::text::escape(&explanation.paragraph))?;
-    match run.as_ref().and_then(crate::output::human::stderr_block) {
+    ctx.out
+        .line(&crate::text::escape(&explained.explanation.paragraph))?;
+    match explained
+        .run
+        .as_ref()
+        .and_then(crate::output::human::stderr_block)
+    {
         Some(block) => ctx.out.line(&block),
         None => Ok(()),
     }

@@ -4,10 +4,11 @@ use std::ops::ControlFlow::Continue;
 
 use anyhow::Result;
 use clap::Args;
+use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::error::CmdError;
-use crate::model::{Task, TaskState};
+use crate::model::{Run, Task, TaskState};
 use crate::output::{human, Output, PipeTable};
 use crate::store::{CorruptRow, TaskFilter, Tx};
 use crate::text::escape;
@@ -38,18 +39,25 @@ fn parse_state(text: &str) -> Result<TaskState, String> {
     TaskState::parse(text).ok_or_else(|| format!("expected one of {}", TaskState::spellings()))
 }
 
+/// The tasks `args` select, of the caller in the tenant.
+fn filter<'a>(args: &ListArgs, tenant: &'a str, owner_keys: &'a [String]) -> TaskFilter<'a> {
+    TaskFilter {
+        tenant_key: tenant,
+        owner_keys,
+        include_deleted: args.all || args.state == Some(TaskState::Deleted),
+        state: args.state,
+    }
+}
+
 pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     let owner_keys = ctx.identity.clone();
     let tenant = ctx.tenant.clone();
-    let filter = TaskFilter {
-        tenant_key: &tenant,
-        owner_keys: &owner_keys,
-        include_deleted: args.all || args.state == Some(TaskState::Deleted),
-        state: args.state,
-    };
+    let filter = filter(&args, &tenant, &owner_keys);
     let out = ctx.out.clone();
     if out.json {
-        return print_json(ctx, &filter, &out);
+        let mut array = out.json_array();
+        each_document(ctx, &args, &mut |value| array.push(&value))?;
+        return array.finish();
     }
     // A table's columns are as wide as their widest cell. On a terminal
     // the table is fitted to it, so its cells are gathered first; into a
@@ -105,22 +113,32 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         .map_or_else(|| say_none(ctx, &filter), Ok)
 }
 
-/// `list --json`: each task is printed as the store yields it, in the
-/// listing's order: nothing grows with the number of tasks.
-fn print_json(ctx: &mut Ctx, filter: &TaskFilter<'_>, out: &Output) -> Result<()> {
-    let mut array = out.json_array();
+/// `list --json`'s elements, each handed to `each` as the store yields it,
+/// in the listing's order: nothing grows with the number of tasks. A row
+/// that cannot be read is said on stderr and skipped.
+pub fn each_document(
+    ctx: &mut Ctx,
+    args: &ListArgs,
+    each: &mut dyn FnMut(Value) -> Result<()>,
+) -> Result<()> {
+    let (owner_keys, tenant, out) = (ctx.identity.clone(), ctx.tenant.clone(), ctx.out.clone());
+    let filter = filter(args, &tenant, &owner_keys);
     ctx.store()?.read(|tx| {
-        tx.each_listed_task(filter, &mut |tx, row| {
-            let Some(task) = readable(Some(out), row) else {
+        tx.each_listed_task(&filter, &mut |tx, row| {
+            let Some(task) = readable(Some(&out), row) else {
                 return Ok(Continue(()));
             };
-            let mut value = json::task(&task);
-            value["blocked_by"] = human::blocked_by_json(tx.blocking_run(&task.task_id)?.as_ref());
-            array.push(&value)?;
+            each(document(&task, tx.blocking_run(&task.task_id)?.as_ref()))?;
             Ok(Continue(()))
         })
-    })?;
-    array.finish()
+    })
+}
+
+/// One task as `list --json` shows it, with the run that blocks it.
+pub fn document(task: &Task, blocker: Option<&Run>) -> Value {
+    let mut value = json::task(task);
+    value["blocked_by"] = human::blocked_by_json(blocker);
+    value
 }
 
 /// An empty listing says so on stderr (stdout stays empty for scripts),

@@ -245,9 +245,7 @@ fn print_changed(ctx: &Ctx, task: &crate::model::Task, verb: &str) -> Result<()>
 fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &str) -> Result<()> {
     let task = &result.task;
     if ctx.out.json {
-        let mut value = crate::wire::task(task);
-        value["changed"] = serde_json::Value::Bool(result.changed);
-        return ctx.out.document(&value);
+        return ctx.out.document(&transition_document(result));
     }
     if result.changed {
         return print_changed(ctx, task, verb);
@@ -259,6 +257,14 @@ fn print_transition(ctx: &Ctx, result: &crate::ops::lifecycle::Changed, verb: &s
         task.state,
         task.revision
     ))
+}
+
+/// `pause --json` and `resume --json`: the task as it now is, and whether
+/// anything changed.
+pub fn transition_document(result: &crate::ops::lifecycle::Changed) -> serde_json::Value {
+    let mut value = crate::wire::task(&result.task);
+    value["changed"] = serde_json::Value::Bool(result.changed);
+    value
 }
 
 /// Where unknown runs wait, in words, with the exact command that lists

@@ -2,11 +2,12 @@
 
 use anyhow::Result;
 use clap::Args;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::context::Ctx;
+use crate::model::Task;
 use crate::ops::access::{owned_task, Caller};
-use crate::schedule;
+use crate::schedule::{self, Occurrence};
 use crate::text::{relative, wall_time};
 use crate::wire::time;
 
@@ -23,8 +24,9 @@ pub struct NextArgs {
     pub count: u32,
 }
 
-pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
-    let now = ctx.clock.now();
+/// The caller's task `args` names and its next `--count` occurrences
+/// after `now`.
+pub fn coming(ctx: &mut Ctx, args: &NextArgs, now: i64) -> Result<(Task, Vec<Occurrence>)> {
     let tenant = ctx.tenant.clone();
     let identity = ctx.identity.clone();
     let caller = Caller {
@@ -46,24 +48,34 @@ pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
         after,
         args.count as usize,
     );
+    Ok((task, upcoming))
+}
+
+/// `next --json`: the task's occurrences on its wall clock.
+pub fn document(task: &Task, upcoming: &[Occurrence]) -> Value {
     let zone = task.zone_in_force;
-    if ctx.out.json {
-        let items: Vec<_> = upcoming
-            .iter()
-            .map(|o| {
-                json!({
-                    "at": time(Some(o.at)),
-                    "local": schedule::format_local(o.at, zone),
-                    "dst_shifted_from": o.shifted_from,
-                    "last": schedule::is_last(&task.payload.schedule, zone, o.at),
-                })
+    let items: Vec<_> = upcoming
+        .iter()
+        .map(|o| {
+            json!({
+                "at": time(Some(o.at)),
+                "local": schedule::format_local(o.at, zone),
+                "dst_shifted_from": o.shifted_from,
+                "last": schedule::is_last(&task.payload.schedule, zone, o.at),
             })
-            .collect();
-        return ctx
-            .out
-            .document(&json!({"task_id": task.task_id, "timezone": zone.name(),
-                                        "state": task.state.as_str(), "next": items}));
+        })
+        .collect();
+    json!({"task_id": task.task_id, "timezone": zone.name(),
+           "state": task.state.as_str(), "next": items})
+}
+
+pub fn run(ctx: &mut Ctx, args: NextArgs) -> Result<()> {
+    let now = ctx.clock.now();
+    let (task, upcoming) = coming(ctx, &args, now)?;
+    if ctx.out.json {
+        return ctx.out.document(&document(&task, &upcoming));
     }
+    let zone = task.zone_in_force;
     if upcoming.is_empty() {
         return ctx.out.line(&format!(
             "No upcoming runs: task {} ({}) is {} and its schedule has no occurrence left.",

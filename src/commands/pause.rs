@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::context::Ctx;
 use crate::ops::access::Caller;
-use crate::ops::lifecycle::{self, Request};
+use crate::ops::lifecycle::{self, Changed, Request};
 
 /// Pause a task: nothing runs while it is paused
 ///
@@ -29,6 +29,12 @@ pub struct PauseArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: PauseArgs) -> Result<()> {
+    let result = pause(ctx, &args)?;
+    super::print_transition(ctx, &result, "Paused")
+}
+
+/// Pauses the caller's task `args` names, in one transaction.
+pub fn pause(ctx: &mut Ctx, args: &PauseArgs) -> Result<Changed> {
     if let Some(reason) = &args.reason {
         super::check_text("--reason", reason)?;
     }
@@ -42,6 +48,5 @@ pub fn run(ctx: &mut Ctx, args: PauseArgs) -> Result<()> {
         expect_revision: args.expect_revision,
         now,
     };
-    let result = lifecycle::pause(ctx.store()?, &req, args.reason.as_deref())?;
-    super::print_transition(ctx, &result, "Paused")
+    lifecycle::pause(ctx.store()?, &req, args.reason.as_deref())
 }

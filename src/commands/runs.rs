@@ -4,12 +4,12 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 use clap::Args;
+use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
 use crate::output::run_table::{run_row, RUN_HEADER};
-use crate::output::JsonArray;
 use crate::store::{RunFilter, Tx};
 use crate::wire as json;
 
@@ -41,32 +41,21 @@ pub fn parse_status(text: &str) -> Result<RunStatus, String> {
 }
 
 pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
-    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
-    let caller = Caller {
-        tenant: &tenant,
-        identity: &identity,
-    };
-    let out = ctx.out.clone();
-    let mut array = out.json.then(|| out.json_array());
-    let (runs, tasks) = ctx.store()?.read(|tx| {
-        let task_id = match &args.task {
-            Some(arg) => Some(owned_task(tx, &caller, arg)?.task_id),
-            None => None,
-        };
-        let filter = RunFilter {
-            tenant_key: &tenant,
-            owner_keys: &identity,
-            task_id: task_id.as_deref(),
-            status: args.status,
-            limit: args.limit,
-        };
-        let runs = print_or_keep(tx, &filter, array.as_mut())?;
+    if ctx.out.json {
+        let mut array = ctx.out.json_array();
+        each_document(ctx, &args, &mut |value| array.push(&value))?;
+        return array.finish();
+    }
+    // The table needs every row first to size its columns (at most --limit).
+    let (runs, tasks) = selected(ctx, &args, |tx, filter| {
+        let mut runs = Vec::new();
+        tx.each_run(filter, &mut |run| {
+            runs.push(run);
+            Ok(())
+        })?;
         let tasks = tasks_of(tx, &runs)?;
         Ok((runs, tasks))
     })?;
-    if let Some(array) = array {
-        return array.finish();
-    }
     if runs.is_empty() {
         return Ok(());
     }
@@ -78,23 +67,44 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
     ctx.out.table(&RUN_HEADER, rows)
 }
 
-/// The runs `filter` selects: with `array` (JSON), printed run by run as
-/// the store yields them, keeping none; else kept, since the table needs
-/// every row first to size its columns (at most --limit).
-fn print_or_keep(
-    tx: &mut dyn Tx,
-    filter: &RunFilter<'_>,
-    mut array: Option<&mut JsonArray>,
-) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
-    tx.each_run(filter, &mut |run| match array.as_mut() {
-        Some(array) => array.push(&json::run(&run)),
-        None => {
-            runs.push(run);
-            Ok(())
-        }
-    })?;
-    Ok(runs)
+/// `runs --json`'s elements, each handed to `each` as the store yields
+/// it, keeping none.
+pub fn each_document(
+    ctx: &mut Ctx,
+    args: &RunsArgs,
+    each: &mut dyn FnMut(Value) -> Result<()>,
+) -> Result<()> {
+    selected(ctx, args, |tx, filter| {
+        tx.each_run(filter, &mut |run| each(json::run(&run)))
+    })
+}
+
+/// `read` with the runs `args` select, of the caller's tasks in the tenant
+/// (a task named must be the caller's), in one transaction.
+fn selected<T>(
+    ctx: &mut Ctx,
+    args: &RunsArgs,
+    read: impl FnOnce(&mut dyn Tx, &RunFilter<'_>) -> Result<T>,
+) -> Result<T> {
+    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
+    let caller = Caller {
+        tenant: &tenant,
+        identity: &identity,
+    };
+    ctx.store()?.read(|tx| {
+        let task_id = match &args.task {
+            Some(arg) => Some(owned_task(tx, &caller, arg)?.task_id),
+            None => None,
+        };
+        let filter = RunFilter {
+            tenant_key: &tenant,
+            owner_keys: &identity,
+            task_id: task_id.as_deref(),
+            status: args.status,
+            limit: args.limit,
+        };
+        read(tx, &filter)
+    })
 }
 
 /// Each run's task, for its zone and label, by task id.

@@ -5,9 +5,10 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::Value;
 
+use super::draft::Made;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
-use crate::model::RunStatus;
+use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
 use crate::output::human;
 use crate::wire as json;
@@ -26,7 +27,25 @@ pub struct ShowArgs {
     pub task: String,
 }
 
-pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
+/// What `show` found: the caller's task with what it shows beside it, or,
+/// when no task answers to the name, the caller's pending draft.
+pub enum Shown {
+    Task(Found),
+    Draft(Made),
+}
+
+/// A task, its last runs (newest first), the run that blocks it, and the
+/// notices its policy held back since the last one it sent (§16):
+/// how many, since when.
+pub struct Found {
+    pub task: Task,
+    pub runs: Vec<Run>,
+    pub blocker: Option<Run>,
+    pub held_back: Option<(i64, Option<i64>)>,
+}
+
+/// The task or pending draft `arg` names, of the caller in the tenant.
+pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
     let tenant = ctx.tenant.clone();
     let identity = ctx.identity.clone();
     let caller = Caller {
@@ -34,7 +53,7 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         identity: &identity,
     };
     let found = ctx.store()?.read(|tx| {
-        let task = owned_task(tx, &caller, &args.task)?;
+        let task = owned_task(tx, &caller, arg)?;
         let runs = tx.task_runs(&task.task_id, 10)?;
         let blocker = tx.blocking_run(&task.task_id)?;
         let memory = tx.task_memory(&task.task_id)?;
@@ -44,30 +63,60 @@ pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
         Ok(found) => found,
         // No such task: a pending draft of the caller's, else the task's "no task".
         Err(e) if classify(&e).0 == ErrorKind::NotFound => {
-            return match super::show_draft::pending(ctx, &args.task) {
-                Ok(made) => super::show_draft::print(ctx, &made),
+            return match super::show_draft::pending(ctx, arg) {
+                Ok(made) => Ok(Shown::Draft(made)),
                 Err(_) => Err(e),
             };
         }
         Err(e) => return Err(e),
     };
-    // Notices the policy held back since the last one it sent (§16).
     let held_back = memory
         .as_ref()
         .filter(|m| m.suppressed_count > 0)
         .map(|m| (m.suppressed_count, m.suppressed_since));
+    Ok(Shown::Task(Found {
+        task,
+        runs,
+        blocker,
+        held_back,
+    }))
+}
+
+/// `show --json` of a task.
+pub fn document(found: &Found) -> Value {
+    let held_back = found.held_back;
+    let mut value = json::task(&found.task);
+    value["blocked_by"] = human::blocked_by_json(found.blocker.as_ref());
+    value["notices_held_back"] = serde_json::json!({
+        "count": held_back.map_or(0, |(n, _)| n),
+        "since": json::time(held_back.and_then(|(_, since)| since)),
+    });
+    value["runs"] = Value::Array(found.runs.iter().map(json::run).collect());
+    value
+}
+
+pub fn run(ctx: &mut Ctx, args: ShowArgs) -> Result<()> {
+    let found = match find(ctx, &args.task)? {
+        Shown::Task(found) => found,
+        Shown::Draft(made) => return super::show_draft::print(ctx, &made),
+    };
     if ctx.out.json {
-        let mut value = json::task(&task);
-        value["blocked_by"] = human::blocked_by_json(blocker.as_ref());
-        value["notices_held_back"] = serde_json::json!({
-            "count": held_back.map_or(0, |(n, _)| n),
-            "since": json::time(held_back.and_then(|(_, since)| since)),
-        });
-        value["runs"] = Value::Array(runs.iter().map(json::run).collect());
-        return ctx.out.document(&value);
+        return ctx.out.document(&document(&found));
     }
+    print(ctx, &found)
+}
+
+/// The task in words, its runs' table and the latest run's stderr.
+fn print(ctx: &Ctx, found: &Found) -> Result<()> {
+    let Found {
+        task,
+        runs,
+        blocker,
+        held_back,
+    } = found;
+    let held_back = *held_back;
     let now = ctx.clock.now();
-    ctx.out.line(&human::task_detail(&task, now))?;
+    ctx.out.line(&human::task_detail(task, now))?;
     if let Some(blocked) = human::blocked_by(blocker.as_ref()) {
         let approved_by = blocker.as_ref().and_then(|r| r.approved_by.as_deref());
         let hint = match (blocker.as_ref().map(|r| r.status), approved_by) {

@@ -29,38 +29,8 @@ pub struct StatusArgs {
 }
 
 pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
-    let max_age = args
-        .max_tick_age
-        .as_deref()
-        .map(|d| duration("--max-tick-age", d))
-        .transpose()?;
-    let (now, tenant, clock) = (ctx.clock.now(), ctx.explicit_tenant(), ctx.clock);
-    let store = ctx.store()?;
-    let schema = store.schema_version()?;
-    let written = store.migrations().len() as i64;
-    let read = store.read(|tx| Recorded::read(tx, now, tenant.as_deref()))?;
-    let size = store.size_bytes();
-    // Positive when the server's clock is ahead of this host's.
-    let skew = store.server_time().map(|server| server - clock.host_now());
-    let location = store.location();
-    let stale = is_stale(&read, max_age, now);
-    let report = StatusReport {
-        now,
-        location,
-        size,
-        schema,
-        written,
-        hosts: read.hosts,
-        last_tick: read.last_tick,
-        stale,
-        gap: read.gap,
-        skew,
-        authority: read.authority,
-        stats: read.stats,
-        queue: read.queue,
-        limit: read.limit,
-        places: read.places,
-    };
+    let max_age = max_age(&args)?;
+    let report = report(ctx, max_age)?;
     if ctx.out.json {
         ctx.out.document(&report.document())?;
     } else {
@@ -76,7 +46,50 @@ pub fn run(ctx: &mut Ctx, args: StatusArgs) -> Result<i32> {
         ctx.out.warn(&warning);
     }
     // Only a health check asks for an exit code: plain `status` informs.
-    Ok(if stale && max_age.is_some() { 1 } else { 0 })
+    Ok(if report.stale && max_age.is_some() {
+        1
+    } else {
+        0
+    })
+}
+
+/// `--max-tick-age`, read.
+pub fn max_age(args: &StatusArgs) -> Result<Option<std::time::Duration>> {
+    args.max_tick_age
+        .as_deref()
+        .map(|d| duration("--max-tick-age", d))
+        .transpose()
+}
+
+/// Everything `status` says, read now; stale past `max_age` when given.
+pub fn report(ctx: &mut Ctx, max_age: Option<std::time::Duration>) -> Result<StatusReport> {
+    let (now, tenant, clock) = (ctx.clock.now(), ctx.explicit_tenant(), ctx.clock);
+    let store = ctx.store()?;
+    let schema = store.schema_version()?;
+    let written = store.migrations().len() as i64;
+    let read = store.read(|tx| Recorded::read(tx, now, tenant.as_deref()))?;
+    let size = store.size_bytes();
+    // Positive when the server's clock is ahead of this host's.
+    let skew = store.server_time().map(|server| server - clock.host_now());
+    let location = store.location();
+    let stale = is_stale(&read, max_age, now);
+    Ok(StatusReport {
+        now,
+        location,
+        size,
+        schema,
+        written,
+        hosts: read.hosts,
+        last_tick: read.last_tick,
+        stale,
+        gap: read.gap,
+        skew,
+        authority: read.authority,
+        stats: read.stats,
+        queue: read.queue,
+        limit: read.limit,
+        places: read.places,
+    })
 }
 
 /// What `status` reads in one transaction.

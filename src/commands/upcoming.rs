@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use anyhow::Result;
 use clap::Args;
+use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
@@ -36,7 +37,24 @@ pub struct UpcomingArgs {
     pub limit: u32,
 }
 
-pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
+/// What `upcoming` read: the coming rows in time order and each row's
+/// task's latest run, as of `now`, up to `within` seconds ahead.
+pub struct Ahead {
+    pub rows: Vec<Coming>,
+    pub last_runs: HashMap<String, Run>,
+    pub now: i64,
+    pub within: i64,
+}
+
+impl Ahead {
+    /// `upcoming --json`.
+    pub fn document(&self) -> Value {
+        upcoming_report::document(&self.rows, &self.last_runs, self.now)
+    }
+}
+
+/// The caller's coming occurrences in the tenant that `args` select.
+pub fn ahead(ctx: &mut Ctx, args: &UpcomingArgs) -> Result<Ahead> {
     let within = schedule::parse_duration(&args.within)
         .map_err(|e| CmdError::usage(format!("--within: {}", e.message)))?;
     if within <= 0 {
@@ -56,20 +74,28 @@ pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
         let last_runs = last_runs(tx, &rows)?;
         Ok((rows, last_runs))
     })?;
+    Ok(Ahead {
+        rows,
+        last_runs,
+        now,
+        within,
+    })
+}
+
+pub fn run(ctx: &mut Ctx, args: UpcomingArgs) -> Result<()> {
+    let ahead = ahead(ctx, &args)?;
     if ctx.out.json {
-        return ctx
-            .out
-            .document(&upcoming_report::document(&rows, &last_runs, now));
+        return ctx.out.document(&ahead.document());
     }
-    if rows.is_empty() {
+    if ahead.rows.is_empty() {
         ctx.out.note(&format!(
             "Nothing due within {} in tenant '{}'",
-            crate::text::human_duration(within),
-            escape(&tenant)
+            crate::text::human_duration(ahead.within),
+            escape(&ctx.tenant)
         ));
         return Ok(());
     }
-    let (header, table) = upcoming_report::table(&rows, &last_runs, now);
+    let (header, table) = upcoming_report::table(&ahead.rows, &ahead.last_runs, ahead.now);
     ctx.out.table(header, table)
 }
 

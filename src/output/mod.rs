@@ -20,7 +20,6 @@ pub mod tick_report;
 pub mod upcoming_report;
 
 use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
 
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
@@ -33,34 +32,6 @@ use crate::text::escape;
 #[derive(Debug, Clone)]
 pub struct Output {
     pub json: bool,
-    /// Where stdout's bytes go instead, when a command answers a tool call of
-    /// `agentcron mcp`: there stdout carries the protocol, and the command's
-    /// `--json` document becomes the call's result.
-    capture: Option<Capture>,
-}
-
-/// The bytes a captured command printed.
-#[derive(Debug, Clone, Default)]
-pub struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Capture {
-    /// Everything printed so far, emptying the capture.
-    pub fn take(&self) -> String {
-        let bytes = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A write to stdout failed because the reader went away; `main` exits 0.
@@ -77,26 +48,12 @@ impl std::error::Error for BrokenPipe {}
 
 impl Output {
     pub fn new(json: bool) -> Output {
-        Output {
-            json,
-            capture: None,
-        }
+        Output { json }
     }
 
-    /// A printer whose stdout goes into `capture` (always JSON).
-    pub fn capturing(capture: Capture) -> Output {
-        Output {
-            json: true,
-            capture: Some(capture),
-        }
-    }
-
-    /// Where stdout's bytes go: the terminal or pipe, or the capture.
+    /// Where stdout's bytes go: the terminal or pipe, buffered.
     fn stdout(&self) -> Box<dyn Write> {
-        match &self.capture {
-            Some(capture) => Box::new(capture.clone()),
-            None => Box::new(io::BufWriter::new(io::stdout().lock())),
-        }
+        Box::new(io::BufWriter::new(io::stdout().lock()))
     }
 
     /// Writes one block of text (a newline is added).
@@ -152,7 +109,7 @@ impl Output {
     /// Whether a table goes to a terminal (fitted by `table`) or into a pipe
     /// or file (where `PipeTable` prints it at full width, row by row).
     pub fn to_terminal(&self) -> bool {
-        self.capture.is_none() && io::IsTerminal::is_terminal(&io::stdout())
+        io::IsTerminal::is_terminal(&io::stdout())
     }
 
     /// A table fitted to the terminal (`fit`: low-value columns dropped, long

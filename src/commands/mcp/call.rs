@@ -1,9 +1,11 @@
 //! One tool call: its arguments read by the subcommand's own clap
-//! definition, the subcommand run with its output captured (so the result
-//! is exactly its `--json` document), and a short text beside it. Each call
-//! is the subcommand's own one short transaction; an error becomes a tool
-//! error carrying the CLI's message, hint and exit code, and a panic is
-//! caught, so no call takes the server down.
+//! definition, its document built from what the subcommand gathers by the
+//! function its `--json` prints (`documents`; `draft` builds its own from
+//! `ops::draft`), and a short text beside it. Nothing a call does is
+//! printed on stdout, which carries the protocol. Each call is the
+//! subcommand's own one short transaction; an error becomes a tool error
+//! carrying the CLI's message, hint and exit code, and a panic is caught,
+//! so no call takes the server down.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,13 +15,14 @@ use serde_json::{json, Value};
 
 use super::arguments::{parse, JsonObject};
 use super::code_notice;
+use super::documents;
 use super::tools::{Access, DraftStatusArgs, ToolName, REPLACE_TASK};
 use super::words;
 use crate::commands::{self, draft::DraftArgs};
 use crate::context::Ctx;
 use crate::error::{classify, fail, CmdError, ErrorKind};
 use crate::ops::confirm_code;
-use crate::output::{error_words, Capture, ErrorWords};
+use crate::output::{error_words, ErrorWords};
 use crate::tick::Notifier;
 
 /// What the server was started with, fixed for its life.
@@ -50,9 +53,8 @@ struct Answer {
 
 /// Runs one call against the store; never fails, never panics out.
 pub fn answer(ctx: &mut Ctx, session: &Session, call: &Call) -> CallToolResult {
-    let capture = Capture::default();
-    ctx.begin_call(capture.clone());
-    let outcome = catch_unwind(AssertUnwindSafe(|| run(ctx, session, call, &capture)));
+    ctx.begin_call();
+    let outcome = catch_unwind(AssertUnwindSafe(|| run(ctx, session, call)));
     match outcome {
         Ok(Ok(answer)) => {
             let mut result = CallToolResult::success(vec![ContentBlock::text(answer.text)]);
@@ -95,7 +97,7 @@ fn error_result(err: &anyhow::Error) -> CallToolResult {
     result
 }
 
-fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
+fn run(ctx: &mut Ctx, session: &Session, call: &Call) -> Result<Answer> {
     let drafts = call.tool.spec().access == Access::Drafts;
     // Only a draft creates the store; until then the reading tools find none.
     ctx.create_store_if_missing(drafts);
@@ -110,7 +112,7 @@ fn run(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Resu
         }
         return Err(e);
     }
-    tool(ctx, session, call, capture).map_err(|e| unowned_is_not_found(ctx, call, e))
+    tool(ctx, session, call).map_err(|e| unowned_is_not_found(ctx, call, e))
 }
 
 /// A task or run of another owner or tenant is, to the agent, one that
@@ -138,7 +140,7 @@ fn unowned_is_not_found(ctx: &Ctx, call: &Call, err: anyhow::Error) -> anyhow::E
         .into()
 }
 
-fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Result<Answer> {
+fn tool(ctx: &mut Ctx, session: &Session, call: &Call) -> Result<Answer> {
     use ToolName as T;
     let name = call.tool;
     if !name.offered(session.allow_pause) {
@@ -166,13 +168,13 @@ fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Res
             draft(ctx, session, call, args)
         }
         T::DraftStatus => draft_status(ctx, call),
-        T::List => printed(ctx, call, capture, commands::list::run, words::list),
-        T::Show => printed(ctx, call, capture, commands::show::run, words::show),
-        T::Runs => printed(ctx, call, capture, commands::runs::run, words::runs),
-        T::Next => printed(ctx, call, capture, commands::next::run, words::next),
-        T::Upcoming => printed(ctx, call, capture, commands::upcoming::run, words::upcoming),
-        T::Explain => printed(ctx, call, capture, commands::explain::run, words::explain),
-        T::Status => status(ctx, call, capture),
+        T::List => said(documents::list(ctx, args_of(call)?)?, words::list),
+        T::Show => said(documents::show(ctx, args_of(call)?)?, words::show),
+        T::Runs => said(documents::runs(ctx, args_of(call)?)?, words::runs),
+        T::Next => said(documents::next(ctx, args_of(call)?)?, words::next),
+        T::Upcoming => said(documents::upcoming(ctx, args_of(call)?)?, words::upcoming),
+        T::Explain => said(documents::explain(ctx, args_of(call)?)?, words::explain),
+        T::Status => said(documents::status(ctx, args_of(call)?)?, words::status),
         T::Pause => {
             let args: commands::pause::PauseArgs = args_of(call)?;
             if args.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
@@ -181,7 +183,7 @@ fn tool(ctx: &mut Ctx, session: &Session, call: &Call, capture: &Capture) -> Res
                         .with_hint("say why, for the person who will read it"),
                 );
             }
-            run_printed(ctx, capture, args, commands::pause::run, words::pause)
+            said(documents::pause(ctx, args)?, words::pause)
         }
     }
 }
@@ -207,39 +209,8 @@ fn draft_status(ctx: &mut Ctx, call: &Call) -> Result<Answer> {
     })
 }
 
-/// `status`: its exit code (1 when the last tick is stale) is in the
-/// document; where the store is, is the person's to know, not the agent's.
-fn status(ctx: &mut Ctx, call: &Call, capture: &Capture) -> Result<Answer> {
-    let run = |c: &mut Ctx, a| commands::status::run(c, a).map(|_| ());
-    let mut answer = printed(ctx, call, capture, run, words::status)?;
-    if let Some(document) = answer.value.as_object_mut() {
-        document.remove("database");
-    }
-    Ok(answer)
-}
-
-/// Runs the call's subcommand with its arguments and reads back the
-/// document it printed.
-fn printed<A: clap::Args + clap::FromArgMatches>(
-    ctx: &mut Ctx,
-    call: &Call,
-    capture: &Capture,
-    run: fn(&mut Ctx, A) -> Result<()>,
-    words: fn(&Value) -> String,
-) -> Result<Answer> {
-    run_printed(ctx, capture, args_of(call)?, run, words)
-}
-
-/// Runs a subcommand with `args` and reads back the document it printed.
-fn run_printed<A>(
-    ctx: &mut Ctx,
-    capture: &Capture,
-    args: A,
-    run: fn(&mut Ctx, A) -> Result<()>,
-    words: fn(&Value) -> String,
-) -> Result<Answer> {
-    run(ctx, args)?;
-    let value: Value = serde_json::from_str(&capture.take())?;
+/// A tool's document with its words beside it.
+fn said(value: Value, words: fn(&Value) -> String) -> Result<Answer> {
     Ok(Answer {
         text: words(&value),
         value,

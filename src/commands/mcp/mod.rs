@@ -5,7 +5,8 @@
 //! (`--as`, `--tenant`), fixed when it starts; a tool argument never sets
 //! them. Each tool is its subcommand: `arguments` reads a call's JSON with
 //! the subcommand's clap definition, `tools` derives the schemas from it,
-//! `call` runs it with its output captured, `words` adds the short text,
+//! `call` answers it with the document its `--json` prints (`documents`
+//! builds it from what the subcommand gathers), `words` adds the short text,
 //! `code_notice` sends an agent draft's one-time code, `draft_status` tells
 //! a draft's fate, `server` speaks the protocol (rmcp) and `transport`
 //! carries it over stdio, a line's read bounded.
@@ -13,6 +14,7 @@
 mod arguments;
 mod call;
 mod code_notice;
+mod documents;
 mod draft_status;
 mod server;
 mod tools;
