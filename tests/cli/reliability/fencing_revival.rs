@@ -2,7 +2,7 @@
 //! the lease (docs/CONTRACT.md §6, "Leases cannot come back"). On SQLite another
 //! process holds `BEGIN IMMEDIATE`; on PostgreSQL another connection holds
 //! the run's row with `SELECT … FOR UPDATE`. The executor fences its one
-//! side effect with `agentcron lease check`, as the README says, and keeps
+//! side effect with `agentcron lease check`, as docs/PROTOCOLS.md says, and keeps
 //! asking while it works. Once the lease check has answered 5 it must never
 //! answer 0 again, the side effect happens once, and the run ends `unknown`
 //! (never `failed` and retried, which would repeat the side effect).
