@@ -33,9 +33,17 @@ pub struct Payload {
     pub schedule: Schedule,
     pub target: String,
     pub tenant_key: String,
+    /// The run's own wall-clock limit, 1 s to `TIMEOUT_SECONDS_MAX`
+    /// (docs/CONTRACT.md §6); the tick's `--timeout` stays the upper bound.
+    /// Absent from the canonical text when unset, so older payloads keep
+    /// their hashes.
+    pub timeout_seconds: Option<i64>,
     /// The zone the schedule is read in, fixed or following its owner.
     pub zone: Zone,
 }
+
+/// The longest a task's own timeout may be: 24 h.
+pub const TIMEOUT_SECONDS_MAX: i64 = 86400;
 
 /// The zone a payload's schedule is read in, as confirmed: one zone, or
 /// (`"timezone":"follow"`) its first owner key's current zone
@@ -196,6 +204,9 @@ impl Payload {
         if let Some(n) = self.notice.pause_after {
             value["pause_after"] = json!(n);
         }
+        if let Some(seconds) = self.timeout_seconds {
+            value["timeout_seconds"] = json!(seconds);
+        }
         if let Zone::Follows { fallback } = self.zone {
             value["timezone"] = json!(FOLLOW);
             value["follow_default"] = json!(fallback.name());
@@ -221,6 +232,13 @@ impl Payload {
         let schedule =
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
         let notice = notice_policy(&f)?;
+        if f.timeout_seconds
+            .is_some_and(|s| !(1..=TIMEOUT_SECONDS_MAX).contains(&s))
+        {
+            return Err(anyhow!(
+                "payload timeout_seconds must be from 1 to {TIMEOUT_SECONDS_MAX}"
+            ));
+        }
         // A following payload names its fallback zone; a fixed one names
         // none (an absent key is the payload every older task has).
         let (zone_text, follow) = match (f.timezone.as_str(), &f.follow_default) {
@@ -258,6 +276,7 @@ impl Payload {
             schedule,
             target: f.target,
             tenant_key: f.tenant_key,
+            timeout_seconds: f.timeout_seconds,
             zone: match follow {
                 true => Zone::Follows { fallback: timezone },
                 false => Zone::Fixed(timezone),
@@ -300,6 +319,8 @@ struct StoredFields {
     schedule: Value,
     target: String,
     tenant_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout_seconds: Option<i64>,
     timezone: String,
 }
 
@@ -460,6 +481,7 @@ mod tests {
             },
             target: "chat:42".into(),
             tenant_key: "default".into(),
+            timeout_seconds: None,
             zone: Zone::Fixed("Asia/Shanghai".parse().unwrap()),
         }
     }
@@ -592,6 +614,25 @@ mod tests {
         ] {
             assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_timeout_is_written_only_when_set_and_read_back_in_range() {
+        // Unset: the pinned hash of `a_fixed_payload_hashes_as_it_always_did`.
+        assert!(!sample().canonical().contains("timeout"));
+        let limited = Payload {
+            timeout_seconds: Some(120),
+            ..sample()
+        };
+        let text = limited.canonical();
+        assert!(text.contains(r#""tenant_key":"default","timeout_seconds":120,"timezone""#));
+        assert_eq!(Payload::from_canonical(&text).unwrap(), limited);
+        for bad in ["0", "-1", "86401", "null", "1.5"] {
+            let bad = text.replacen("120", bad, 1);
+            assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
+        }
+        let day = text.replacen("120", "86400", 1);
+        assert!(Payload::from_canonical(&day).is_ok());
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub fn task(t: &Task) -> Value {
     if let Some(agent) = &t.payload.drafted_by {
         value["drafted_by"] = json!(agent);
     }
+    // Only a task with a limit of its own names it (docs/CONTRACT.md §6).
+    if let Some(seconds) = t.payload.timeout_seconds {
+        value["timeout_seconds"] = json!(seconds);
+    }
     // `timezone` is the zone in force; a following task says whom it
     // follows and its fallback (docs/CONTRACT.md §18).
     if let (Some(key), Some(default)) = (t.follow_key(), t.payload.zone.fallback()) {

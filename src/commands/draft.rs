@@ -123,6 +123,12 @@ pub struct DraftArgs {
     #[arg(long, value_name = "DUR")]
     pub retry_backoff: Option<String>,
 
+    /// Stop a run after DUR (1 s to 24 h): its process group gets TERM, then KILL; a read_only
+    /// run then fails (and is retried), a confirm_writes run is unknown [default: only the
+    /// tick's --timeout, which also caps this]
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<String>,
+
     /// Which runs are worth a notice: every settled run, those needing attention, failures only, or only what can never be silenced (unknown, parked) [default: attention]
     #[arg(long, value_enum, value_name = "MODE")]
     pub notify: Option<NotifyArg>,
@@ -259,6 +265,7 @@ impl DraftArgs {
             grace: self.grace.clone(),
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff.clone(),
+            timeout: self.timeout.clone(),
             notify: self
                 .notify
                 .map(|m| NotifyMode::from(m).as_str().to_string()),
@@ -362,11 +369,12 @@ fn print(
         ("notices", payload.notice.describe()),
         ("owners", escape(&payload.owner_keys.join(", "))),
     ];
+    let timeout = crate::output::human::timeout_row(payload);
     let drafted_by = payload
         .drafted_by
         .as_ref()
         .map(|agent| ("drafted by", escape(agent)));
-    for (label, value) in rows.into_iter().chain(drafted_by) {
+    for (label, value) in rows.into_iter().chain(timeout).chain(drafted_by) {
         text.push_str(&format!("  {label:<12} {value}\n"));
     }
     text.push_str("\nNext runs:\n");

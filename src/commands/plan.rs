@@ -21,8 +21,8 @@ use crate::wire::time;
 /// Show what applying a TOML file of tasks would change, and its plan hash
 ///
 /// Each [name] table of FILE is a task; its keys are the draft flags (instruction,
-/// every + start, daily + days, cron, at, tz, grace, max_retries, retry_backoff, policy,
-/// target, until, count, spread). Prints the tasks to create, to replace (field by field)
+/// every + start, daily + days, cron, at, tz, grace, max_retries, retry_backoff, timeout,
+/// policy, target, until, count, spread). Prints the tasks to create, to replace (field by field)
 /// and, with --prune, to delete, then the plan hash to give `agentcron apply`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {

@@ -221,6 +221,9 @@ fn field_rows(made: &Made, now: i64) -> Vec<(&'static str, String)> {
             ),
         ),
         ("notices", payload.notice.describe()),
+    ];
+    rows.extend(crate::output::human::timeout_row(payload));
+    rows.extend([
         (
             "expires",
             format!(
@@ -230,7 +233,7 @@ fn field_rows(made: &Made, now: i64) -> Vec<(&'static str, String)> {
             ),
         ),
         ("payload hash", draft.payload_hash.clone()),
-    ];
+    ]);
     if let Some(task) = &made.replacing {
         rows.push(("replaces hash", task.payload_hash.clone()));
     }

@@ -92,6 +92,17 @@ pub fn zone_words(t: &Task) -> String {
     }
 }
 
+/// The "timeout" row of `show`, `draft` and `show DRAFT`, only when the
+/// payload sets one (older tasks print as they did).
+pub fn timeout_row(payload: &crate::payload::Payload) -> Option<(&'static str, String)> {
+    payload.timeout_seconds.map(|seconds| {
+        (
+            "timeout",
+            format!("{seconds} s (the tick's --timeout caps it)"),
+        )
+    })
+}
+
 /// The full task, as `show` prints it above its runs.
 pub fn task_detail(t: &Task, now: i64) -> String {
     let mut rows: Vec<(&str, String)> = vec![
@@ -151,6 +162,9 @@ pub fn task_detail(t: &Task, now: i64) -> String {
             ),
         ),
         ("notices", t.payload.notice.describe()),
+    ]);
+    rows.extend(timeout_row(&t.payload));
+    rows.extend([
         ("revision", t.revision.to_string()),
         ("created", when(Some(t.created_at), t.zone_in_force, now)),
         ("payload hash", t.payload_hash.clone()),

@@ -48,6 +48,7 @@ use super::leases::{end_lease, lease_lost};
 pub use super::leases::{Leases, Renewals, Slot};
 use super::release;
 use super::settle::{self, NoticeClaim, Outcome};
+use super::time_limit::TimeLimit;
 
 /// How to run the executor.
 #[derive(Debug, Clone)]
@@ -600,12 +601,13 @@ fn execute(
             "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
         ));
     };
+    let limit = TimeLimit::of(executor.timeout, &job.task.payload);
     let spec = ChildSpec {
         argv: argv.clone(),
         stdin: format!("{}\n", stdin_for(job)).into_bytes(),
         env: environment(endpoint, job),
         launch: executor.launch.clone(),
-        timeout: executor.timeout,
+        timeout: limit.duration,
         kill_grace: executor.kill_grace,
         output_cap: executor.output_cap,
     };
@@ -641,10 +643,7 @@ fn execute(
     ran.map(|out| {
         let mut result = executor_result::interpret(&out);
         if matches!(out.exit, process::ChildExit::TimedOut) {
-            result.reason = Some(format!(
-                "timed out after {} s; process group killed",
-                executor.timeout.as_secs()
-            ));
+            result = limit.passed(job.task.payload.policy, result);
         }
         (result, executor_result::stderr_tail(&out))
     })

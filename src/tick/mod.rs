@@ -24,7 +24,8 @@
 //! Where each part lives: `recording` (the tick's own record, the gap),
 //! `expiry` (steps 1-3), `scheduler` (step 4 and the main loop), `claim`
 //! and `queue` (what one claim decides, fairly across tenants), `execute`
-//! and `leases` (the workers, the leases they run under), `settle` and
+//! and `leases` (the workers, the leases they run under), `time_limit`
+//! (how long a run may take), `settle` and
 //! `notice_policy` (outcomes and their notices), `deliver` and `lane`
 //! (step 5), `events` (what is reported), `dry_run`. `run` below is the
 //! sequence of those steps.
@@ -43,6 +44,7 @@ pub mod recording;
 pub mod release;
 pub mod scheduler;
 pub mod settle;
+pub mod time_limit;
 
 use std::time::{Duration, Instant};
 

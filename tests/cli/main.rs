@@ -35,6 +35,7 @@ mod run_environment;
 mod shell;
 mod small_lies;
 mod tables;
+mod task_limits;
 mod tasks;
 mod tick;
 mod transfer;

@@ -206,6 +206,12 @@ fn payload_of(
             Some(old) => old.tenant_key.clone(),
             None => who.tenant.to_string(),
         },
+        // Its range was checked with the other limits (`spec::check_limits`).
+        timeout_seconds: match (&args.timeout, old) {
+            (Some(text), _) => Some(spec::timeout_seconds(text).map_err(CmdError::usage)?),
+            (None, Some(old)) => old.timeout_seconds,
+            (None, None) => None,
+        },
         zone,
     })
 }

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::error::{fail, CmdError};
 use crate::model::{NotifyMode, Policy};
+use crate::payload::TIMEOUT_SECONDS_MAX;
 use crate::schedule;
 use crate::text::escape;
 
@@ -40,6 +41,8 @@ pub struct DraftSpec {
     pub grace: Option<String>,
     pub max_retries: Option<u32>,
     pub retry_backoff: Option<String>,
+    /// A run's own wall-clock limit, 1 s to 24 h (`timeout_seconds`).
+    pub timeout: Option<String>,
     /// `read_only` or `confirm_writes`.
     pub policy: Option<String>,
     pub target: Option<String>,
@@ -94,7 +97,25 @@ pub fn check_limits(spec: &DraftSpec) -> Result<(), (&'static str, String)> {
     if spec.until.is_some() && spec.count.is_some() {
         return Err(("count", "until and count do not go together".into()));
     }
+    if let Some(text) = &spec.timeout {
+        timeout_seconds(text).map_err(|message| ("timeout", message))?;
+    }
     Ok(())
+}
+
+/// A task's own timeout in seconds, from 1 s to 24 h. `0` is read as a
+/// duration out of range (not as a misspelled one), so its refusal says
+/// the range.
+pub fn timeout_seconds(text: &str) -> Result<i64, String> {
+    let range = || "must be from 1 s to 24 h".to_string();
+    let seconds = match text.trim() {
+        "0" | "0s" => return Err(range()),
+        other => schedule::parse_duration(other).map_err(|e| e.message)?,
+    };
+    match (1..=TIMEOUT_SECONDS_MAX).contains(&seconds) {
+        true => Ok(seconds),
+        false => Err(range()),
+    }
 }
 
 /// `check_limits` for a draft's flags: the refusal names `--flag`.
