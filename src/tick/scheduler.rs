@@ -19,7 +19,7 @@ use anyhow::Result;
 use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::model::{DeliveryState, RunStatus};
-use crate::store::{shared::SharedStore, Store};
+use crate::store::{shared::SharedStore, Store, Tx};
 
 use super::events::TickEvent;
 use super::execute::Message;
@@ -405,22 +405,7 @@ impl<'a> Scheduler<'a> {
             return;
         }
         self.last_mark = Some(Instant::now());
-        let now = self.clock.now();
-        let tenant = self.options.tenant.as_deref();
-        // Most passes find nothing new: look in a read snapshot before
-        // taking the write lock.
-        match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
-            Ok(due) if due.is_empty() => return,
-            Ok(_) => {}
-            Err(_) => return,
-        }
-        match store.write(|tx| queue::mark_queued(tx, tenant, now, MARK_LIMIT)) {
-            Ok(0) => {}
-            Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
-            // Not fatal: a later pass (or tick) marks them while within grace.
-            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
-            Err(e) => self.problems.push(e),
-        }
+        self.mark_seen(store, report, reason, queue::mark_queued);
     }
 
     /// The claims found nothing due: any due work still unclaimed was
@@ -436,22 +421,32 @@ impl<'a> Scheduler<'a> {
             return;
         }
         self.last_note = Some(Instant::now());
+        let reason = queue::HeldBack::LockedRows;
+        self.mark_seen(store, report, reason, queue::note_locked);
+    }
+
+    /// Records as seen the due work left unclaimed (`mark`: `mark_queued`
+    /// or `note_locked`) and reports how much, held back for `reason`.
+    fn mark_seen(
+        &mut self,
+        store: &mut dyn Store,
+        report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+        reason: queue::HeldBack,
+        mark: fn(&mut dyn Tx, Option<&str>, i64, u32) -> Result<usize>,
+    ) {
         let now = self.clock.now();
         let tenant = self.options.tenant.as_deref();
+        // Most passes find nothing new: look in a read snapshot before
+        // taking the write lock.
         match store.read(|tx| tx.unmarked_due(now, tenant, 1)) {
             Ok(due) if due.is_empty() => return,
             Ok(_) => {}
             Err(_) => return,
         }
-        match store.write(|tx| queue::note_locked(tx, tenant, now, MARK_LIMIT)) {
+        match store.write(|tx| mark(tx, tenant, now, MARK_LIMIT)) {
             Ok(0) => {}
-            Ok(count) => self.tell(
-                report,
-                &TickEvent::Queued {
-                    count,
-                    reason: queue::HeldBack::LockedRows,
-                },
-            ),
+            Ok(count) => self.tell(report, &TickEvent::Queued { count, reason }),
+            // Not fatal: a later pass (or tick) marks them while within grace.
             Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy => {}
             Err(e) => self.problems.push(e),
         }

@@ -234,19 +234,7 @@ fn draft(ctx: &mut Ctx, session: &Session, call: &Call, args: DraftArgs) -> Resu
         code: &code,
         max_per_hour: session.max_drafts,
     };
-    let (tenant, identity) = (ctx.tenant.clone(), ctx.identity.clone());
-    let request = crate::ops::draft::Request {
-        caller: crate::ops::access::Caller {
-            tenant: &tenant,
-            identity: &identity,
-        },
-        now: ctx.clock.now(),
-        default_zone: ctx.default_zone,
-        replace: args.replace.as_deref(),
-        ttl: &args.ttl,
-        agent: Some(agent),
-    };
-    let made = crate::ops::draft::make(ctx.store()?, request, &spec)?;
+    let made = commands::draft::make(ctx, &args, &spec, Some(agent))?;
     // The document `draft --json` prints, built, not printed and read back.
     let mut value = commands::draft::made_document(ctx, &made);
     let (sent, recorded) = code_notice::send(
