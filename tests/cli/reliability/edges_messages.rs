@@ -239,6 +239,43 @@ fn a_terminated_session_is_named_in_the_ticks_warnings() {
     if !crate::support::on_postgres() {
         return; // about PostgreSQL's sessions
     }
+    // The server's words reach the tick only when its FATAL message is read
+    // before the closed peer's reset, which drops the message from the
+    // socket (a race in the kernel, lost about 1 attempt in 6 here; the tick
+    // then says "the server closed it without a word", which is true). So:
+    // every line of every attempt says the connection was lost, and within
+    // three attempts the words come through on every line.
+    let mut last = String::new();
+    for _ in 0..3 {
+        let stderr = terminated_session_stderr();
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("agentcron: "))
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.starts_with("agentcron: warning:")),
+            "{stderr}"
+        );
+        for line in &lines {
+            assert!(
+                line.contains("the connection to the database was lost"),
+                "{stderr}"
+            );
+        }
+        if lines.iter().all(|l| {
+            l.contains("terminating connection due to administrator command")
+                && l.contains("SQLSTATE 57P01")
+        }) {
+            return;
+        }
+        last = stderr;
+    }
+    panic!("the server's words never reached the tick's lines in 3 attempts:\n{last}");
+}
+
+/// The tick's stderr when its session is terminated while two runs execute
+/// and the server then cannot be reached.
+fn terminated_session_stderr() -> String {
     let rig = Rig::new();
     let env = &rig.env;
     let proxy = crate::pg_proxy::Proxy::start();
@@ -276,17 +313,5 @@ fn a_terminated_session_is_named_in_the_ticks_warnings() {
     std::fs::write(&gate, "").unwrap();
     let out = tick.wait_with_output().unwrap();
     proxy.come_up();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("agentcron: warning:"))
-        .collect();
-    assert!(!warnings.is_empty(), "{stderr}");
-    for line in stderr.lines().filter(|l| l.starts_with("agentcron: ")) {
-        assert!(
-            line.contains("terminating connection due to administrator command")
-                && line.contains("SQLSTATE 57P01"),
-            "{stderr}"
-        );
-    }
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
