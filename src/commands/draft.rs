@@ -238,7 +238,8 @@ pub fn made_document(ctx: &Ctx, made: &Made) -> serde_json::Value {
     let (draft, payload) = (&made.draft, &made.payload);
     let mut value = document(ctx, draft, payload, made.zone, &made.upcoming);
     if let Some(task) = &made.replacing {
-        super::draft_replace::add_replaced(&mut value, task, payload, ctx.clock.now());
+        // The instant the draft was made: one clock read for the command.
+        super::draft_replace::add_replaced(&mut value, task, payload, draft.created_at);
     }
     value
 }
@@ -345,7 +346,8 @@ fn print(
             .out
             .document(&document(ctx, draft, payload, zone, upcoming));
     }
-    let now = ctx.clock.now();
+    // The instant the draft was made: one clock read for the command.
+    let now = draft.created_at;
     let mut text = format!(
         "Draft {} — expires {} ({})\n\n",
         draft.draft_id,

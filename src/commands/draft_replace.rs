@@ -39,7 +39,8 @@ pub fn add_replaced(document: &mut Value, task: &Task, payload: &Payload, now: i
 pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
     let (draft, payload, zone, upcoming) = (&made.draft, &made.payload, made.zone, &made.upcoming);
     let old = &task.payload;
-    let now = ctx.clock.now();
+    // The instant the draft was made: one clock read for the command.
+    let now = draft.created_at;
     // Each side in its zone in force (a following task's is its owner's).
     let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
     let diff = changes(old, payload);
