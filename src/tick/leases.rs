@@ -27,10 +27,15 @@ impl Slot {
     /// once it was answered so, whatever a late renewal would say: a lease
     /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
     pub(super) fn answer(&mut self, token: &str) -> bool {
+        !self.expire_if_past() && self.token == token
+    }
+
+    /// Whether the lease is over; one past its deadline is over for good.
+    fn expire_if_past(&mut self) -> bool {
         if !self.lost && Instant::now() > self.until {
             self.lost = true;
         }
-        !self.lost && self.token == token
+        self.lost
     }
 }
 
@@ -121,10 +126,13 @@ pub(super) fn end_lease(leases: &Leases, run_id: &str) {
     }
 }
 
-/// Whether the run's lease is over (lost, or settled).
+/// Whether the run's lease is over (lost, settled, or past its deadline).
+/// The deadline counts without a `lease check` asking: the executor's
+/// heartbeat stops a run whose renewals could not reach the store before
+/// another tick may find the stored lease expired (docs/CONTRACT.md §6).
 pub(super) fn lease_lost(leases: &Leases, run_id: &str) -> bool {
     leases
         .lock()
-        .map(|l| l.get(run_id).is_some_and(|s| s.lost))
+        .map(|mut l| l.get_mut(run_id).is_some_and(Slot::expire_if_past))
         .unwrap_or(true)
 }

@@ -25,8 +25,9 @@ const LOCK_HELD: Duration = Duration::from_secs(7);
 const CHECKS: u32 = 40;
 
 /// Fences the side effect, then journals the lease check's answer every
-/// 0.25 s; exits 1, so an outcome recorded after a revival would be
-/// `failed` and retried.
+/// 0.25 s, and once more when the tick stops it (the tick stops a run
+/// whose lease ran out whether or not the executor asked first); exits 1,
+/// so an outcome recorded after a revival would be `failed` and retried.
 const FENCED_EXECUTOR: &str = r#"#!/bin/sh
 cat > /dev/null
 check() {
@@ -34,6 +35,7 @@ check() {
   echo $?
 }
 if [ "$(check)" = 0 ]; then echo "effect $AGENTCRON_RUN_ID" >> "$FENCE_JOURNAL"; fi
+trap 'echo "check $(check)" >> "$FENCE_JOURNAL"; exit 1' TERM
 i=0
 while [ "$i" -lt "$FENCE_CHECKS" ]; do
   echo "check $(check)" >> "$FENCE_JOURNAL"
@@ -195,4 +197,88 @@ fn a_lease_lost_while_renewals_are_blocked_never_comes_back() {
         (1, 1),
         "the side effect happened once"
     );
+}
+
+/// Records when it was stopped; never asks `lease check`.
+const UNFENCED_EXECUTOR: &str = r#"#!/bin/sh
+cat > /dev/null
+trap 'date +%s.%N > "$FENCE_STOPPED"; exit 1' TERM
+echo started > "$FENCE_JOURNAL"
+sleep 30 &
+wait
+"#;
+
+/// An executor that never asks is stopped when the tick's lease runs out
+/// in memory (its renewals waiting for the lock), not when the lock is
+/// released and a renewal finally finds it expired: by then another tick
+/// may already have frozen the run.
+#[test]
+fn an_executor_that_never_asks_is_stopped_when_its_lease_runs_out() {
+    let rig = Rig::new();
+    let journal = rig.env.path("unfenced.journal");
+    let stopped = rig.env.path("unfenced.stopped");
+    let script = rig.env.path("unfenced.sh");
+    write_script(&script, UNFENCED_EXECUTOR);
+    rig.env
+        .set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
+    rig.env.set_env("FENCE_JOURNAL", journal.to_str().unwrap());
+    rig.env.set_env("FENCE_STOPPED", stopped.to_str().unwrap());
+    rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "30s");
+    let start = real_now();
+    rig.env.set_now(start - 3600);
+    let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
+        .unwrap()
+        .to_rfc3339();
+    rig.env.task(&[
+        "--instruction",
+        "unfenced",
+        "--every",
+        "1h",
+        "--start",
+        &anchor,
+        "--name",
+        "u",
+    ]);
+    rig.env.set_now(start);
+    let tick = spawn(&rig.env, &["tick", "--lease", LEASE]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !journal.exists() {
+        assert!(Instant::now() < deadline, "the executor never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run = rig.env.sql("SELECT run_id FROM runs")[0][0].clone();
+    let holder = block_writes(&rig.env, &run, LOCK_HELD);
+    let locked_at = real_seconds();
+    holder.join().unwrap();
+    let released_at = real_seconds();
+    let out = tick.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "tick: {stdout}");
+    let stopped_at: f64 = std::fs::read_to_string(&stopped)
+        .expect("the executor was stopped with TERM")
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!(
+        "unfenced: stopped {:.1} s after the lock was taken, {:.1} s before it was released",
+        stopped_at - locked_at,
+        released_at - stopped_at
+    );
+    assert!(
+        stopped_at < released_at - 1.0,
+        "the executor ran on past its lease until the lock was released \
+         (stopped {stopped_at:.2}, lock released {released_at:.2})"
+    );
+    assert!(
+        stdout.contains("lease lost; its outcome was not recorded"),
+        "{stdout}"
+    );
+}
+
+#[allow(clippy::disallowed_methods)] // compared with the executor's `date`
+fn real_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs_f64()
 }
