@@ -31,6 +31,7 @@ pub mod fuzzing;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 pub mod interrupt;
+pub mod limits;
 pub mod model;
 pub mod ops;
 pub mod output;

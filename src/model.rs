@@ -33,6 +33,10 @@ string_enum!(
         Unknown = "unknown",
         Missed = "missed",
         SkippedOverlap = "skipped_overlap",
+        /// Not executed: a budget's window was spent (docs/CONTRACT.md §6).
+        SkippedBudget = "skipped_budget",
+        /// Not executed: the task's gate said there was nothing to do.
+        SkippedGate = "skipped_gate",
     }
 );
 
@@ -71,6 +75,10 @@ string_enum!(
         Skipped = "skipped",
         Parked = "parked",
         Paused = "paused",
+        /// A budget's window was spent: once per window and key.
+        Budget = "budget",
+        /// No success within the task's `expect_success`: once per gap.
+        Overdue = "overdue",
     }
 );
 

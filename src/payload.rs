@@ -10,16 +10,28 @@ use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::limits::{self, Budget, CatchUp};
 use crate::schedule::{self, Schedule, Tz};
 use crate::vocabulary::string_enum;
 
 /// Everything a confirmed task is made of; hashing it fixes what will run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
+    /// At most this much per window (docs/CONTRACT.md §6), sorted by
+    /// spelling; written only when there is one.
+    pub budgets: Vec<Budget>,
+    /// Whether missed occurrences catch up; written only when `latest`.
+    pub catch_up: CatchUp,
     /// `agent:<client name>` when an agent drafted it through `agentcron mcp`
     /// (docs/CONTRACT.md §17); absent from the canonical text otherwise, so a
     /// draft made at a shell hashes as it always did.
     pub drafted_by: Option<String>,
+    /// A notice of kind `overdue` when no run succeeded within this long of
+    /// the last success (or of the confirmation); written only when set.
+    pub expect_success_seconds: Option<i64>,
+    /// The command run before the executor, deciding whether it runs;
+    /// written only when set.
+    pub gate: Option<String>,
     pub grace_seconds: i64,
     pub instruction: String,
     pub max_retries: i64,
@@ -207,6 +219,19 @@ impl Payload {
         if let Some(seconds) = self.timeout_seconds {
             value["timeout_seconds"] = json!(seconds);
         }
+        if !self.budgets.is_empty() {
+            let spelled: Vec<String> = self.budgets.iter().map(Budget::spelling).collect();
+            value["budgets"] = json!(spelled);
+        }
+        if self.catch_up != CatchUp::None {
+            value["catch_up"] = json!(self.catch_up.as_str());
+        }
+        if let Some(seconds) = self.expect_success_seconds {
+            value["expect_success_seconds"] = json!(seconds);
+        }
+        if let Some(gate) = &self.gate {
+            value["gate"] = json!(gate);
+        }
         if let Zone::Follows { fallback } = self.zone {
             value["timezone"] = json!(FOLLOW);
             value["follow_default"] = json!(fallback.name());
@@ -232,6 +257,7 @@ impl Payload {
         let schedule =
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
         let notice = notice_policy(&f)?;
+        let spend = spend_limits(&f)?;
         if f.timeout_seconds
             .is_some_and(|s| !(1..=TIMEOUT_SECONDS_MAX).contains(&s))
         {
@@ -264,7 +290,11 @@ impl Payload {
             return Err(anyhow!("payload is not in canonical form"));
         }
         Ok(Payload {
+            budgets: spend.budgets,
+            catch_up: spend.catch_up,
             drafted_by: f.drafted_by,
+            expect_success_seconds: f.expect_success_seconds,
+            gate: f.gate,
             grace_seconds: f.grace_seconds,
             instruction: f.instruction,
             max_retries: f.max_retries,
@@ -297,12 +327,21 @@ pub fn follows_a_wall_clock(schedule: &Schedule) -> bool {
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 struct StoredFields {
-    // Written only when present: `"drafted_by":null` is not canonical.
+    // Each written only when set: `"budgets":[]` or `"gate":null` is not
+    // canonical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    budgets: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    catch_up: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     drafted_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect_success_seconds: Option<i64>,
     /// Only in a following payload: absent, a payload is what it always was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     follow_default: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gate: Option<String>,
     grace_seconds: i64,
     instruction: String,
     max_retries: i64,
@@ -322,6 +361,41 @@ struct StoredFields {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout_seconds: Option<i64>,
     timezone: String,
+}
+
+/// A stored payload's spending limits, each checked as a draft checks it
+/// and in its one spelling.
+struct SpendLimits {
+    budgets: Vec<Budget>,
+    catch_up: CatchUp,
+}
+
+fn spend_limits(f: &StoredFields) -> Result<SpendLimits> {
+    let budgets = match &f.budgets {
+        None => Vec::new(),
+        Some(list) if list.is_empty() => return Err(anyhow!("payload budgets is empty")),
+        Some(list) => {
+            let parsed = limits::budgets(list).map_err(|e| anyhow!("payload budgets: {e}"))?;
+            if parsed.iter().map(Budget::spelling).ne(list.iter().cloned()) {
+                return Err(anyhow!("payload budgets are not in canonical form"));
+            }
+            parsed
+        }
+    };
+    let catch_up = match f.catch_up.as_deref() {
+        None => CatchUp::None,
+        Some("latest") => CatchUp::Latest,
+        Some(other) => return Err(anyhow!("payload catch_up '{other}' is not \"latest\"")),
+    };
+    if f.expect_success_seconds.is_some_and(|s| {
+        !(limits::EXPECT_SUCCESS_MIN_SECONDS..=limits::EXPECT_SUCCESS_MAX_SECONDS).contains(&s)
+    }) {
+        return Err(anyhow!("payload expect_success_seconds is out of range"));
+    }
+    if let Some(gate) = &f.gate {
+        limits::check_gate(gate).map_err(|e| anyhow!("payload gate: {e}"))?;
+    }
+    Ok(SpendLimits { budgets, catch_up })
 }
 
 /// The notice settings of a stored payload, each checked as a draft checks it.
@@ -413,6 +487,17 @@ pub fn step_up(change: &Change) -> Option<&'static str> {
             Some("silenced: fewer of its runs will be told to you")
         }
         "target" => Some("its notices will go somewhere else"),
+        // A longer (or no) limit of its own lets a run go on longer; the
+        // tick's --timeout still caps it.
+        "timeout_seconds" if change.new.is_null() || change.new.as_i64() > change.old.as_i64() => {
+            (!change.old.is_null()).then_some("step-up: its runs may go on longer")
+        }
+        "budgets" if change.old.is_array() => {
+            Some("step-up: its budgets changed; read them before you confirm")
+        }
+        "gate" if change.old.is_string() => {
+            Some("step-up: its gate changed; the executor may run when it did not")
+        }
         "owner_keys" => Some("other keys may act on it"),
         _ => None,
     }
@@ -482,6 +567,10 @@ mod tests {
             target: "chat:42".into(),
             tenant_key: "default".into(),
             timeout_seconds: None,
+            budgets: Vec::new(),
+            catch_up: CatchUp::None,
+            expect_success_seconds: None,
+            gate: None,
             zone: Zone::Fixed("Asia/Shanghai".parse().unwrap()),
         }
     }
@@ -612,6 +701,47 @@ mod tests {
             text.replacen(r#""pause_after":3"#, r#""pause_after":0"#, 1),
             text.replacen(r#""realert_seconds":3600"#, r#""realert_seconds":-1"#, 1),
         ] {
+            assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn spending_limits_are_written_only_when_set_and_read_back_in_one_spelling() {
+        assert_eq!(sample().canonical(), sample().canonical());
+        for key in ["budgets", "catch_up", "expect_success_seconds", "gate"] {
+            assert!(!sample().canonical().contains(key), "{key}");
+        }
+        let limited = Payload {
+            budgets: crate::limits::budgets(&["usd=2.5/day".into(), "runs=2/day".into()]).unwrap(),
+            catch_up: CatchUp::Latest,
+            expect_success_seconds: Some(86400),
+            gate: Some("test -s /var/inbox".into()),
+            ..sample()
+        };
+        let text = limited.canonical();
+        assert!(
+            text.starts_with(r#"{"budgets":["runs=2/day","usd=2.5/day"],"catch_up":"latest","#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#""expect_success_seconds":86400,"gate":"test -s /var/inbox","grace_seconds""#
+            ),
+            "{text}"
+        );
+        assert_eq!(Payload::from_canonical(&text).unwrap(), limited);
+        for (from, to) in [
+            ("runs=2/day", "runs=2.0/day"),
+            (
+                r#"["runs=2/day","usd=2.5/day"]"#,
+                r#"["usd=2.5/day","runs=2/day"]"#,
+            ),
+            (r#"["runs=2/day","usd=2.5/day"]"#, "[]"),
+            (r#""latest""#, r#""none""#),
+            ("86400", "5"),
+            ("test -s /var/inbox", ""),
+        ] {
+            let bad = text.replacen(from, to, 1);
             assert!(Payload::from_canonical(&bad).is_err(), "{bad}");
         }
     }

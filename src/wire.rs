@@ -56,6 +56,19 @@ pub fn task(t: &Task) -> Value {
     if let Some(seconds) = t.payload.timeout_seconds {
         value["timeout_seconds"] = json!(seconds);
     }
+    if !t.payload.budgets.is_empty() {
+        let spelled: Vec<String> = t.payload.budgets.iter().map(|b| b.spelling()).collect();
+        value["budgets"] = json!(spelled);
+    }
+    if let Some(gate) = &t.payload.gate {
+        value["gate"] = json!(gate);
+    }
+    if t.payload.catch_up == crate::limits::CatchUp::Latest {
+        value["catch_up"] = json!("latest");
+    }
+    if let Some(seconds) = t.payload.expect_success_seconds {
+        value["expect_success_seconds"] = json!(seconds);
+    }
     // `timezone` is the zone in force; a following task says whom it
     // follows and its fallback (docs/CONTRACT.md §18).
     if let (Some(key), Some(default)) = (t.follow_key(), t.payload.zone.fallback()) {

@@ -129,6 +129,28 @@ pub struct DraftArgs {
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
 
+    /// At most N of KEY per day, week or month in the task's zone (repeatable; `runs` counts
+    /// runs started, other keys the executor's reported usage); a run past it is
+    /// skipped_budget. `none` removes every budget from a replacement
+    #[arg(long, value_name = "KEY=N/PERIOD", value_delimiter = ',')]
+    pub budget: Vec<String>,
+
+    /// Run CMD (split into words, no shell) before the executor, at most 30 s: exit 0 runs the
+    /// executor, exit 1 skips the run (skipped_gate), anything else runs it anyway. `none`
+    /// removes the gate from a replacement
+    #[arg(long, value_name = "CMD")]
+    pub gate: Option<String>,
+
+    /// When ticks find occurrences past their grace (cron stopped, the host slept): `latest`
+    /// runs the most recent once, `none` records them all missed [default: none]
+    #[arg(long, value_name = "WHICH", value_parser = ["none", "latest"])]
+    pub catch_up: Option<String>,
+
+    /// Send one `overdue` notice when no run succeeded within DUR of the last success (or of
+    /// the confirmation). `none` removes it from a replacement
+    #[arg(long, value_name = "DUR")]
+    pub expect_success: Option<String>,
+
     /// Which runs are worth a notice: every settled run, those needing attention, failures only, or only what can never be silenced (unknown, parked) [default: attention]
     #[arg(long, value_enum, value_name = "MODE")]
     pub notify: Option<NotifyArg>,
@@ -267,6 +289,10 @@ impl DraftArgs {
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff.clone(),
             timeout: self.timeout.clone(),
+            budget: (!self.budget.is_empty()).then(|| self.budget.clone()),
+            gate: self.gate.clone(),
+            catch_up: self.catch_up.clone(),
+            expect_success: self.expect_success.clone(),
             notify: self
                 .notify
                 .map(|m| NotifyMode::from(m).as_str().to_string()),
@@ -371,7 +397,7 @@ fn print(
         ("notices", payload.notice.describe()),
         ("owners", escape(&payload.owner_keys.join(", "))),
     ];
-    let timeout = crate::output::human::timeout_row(payload);
+    let timeout = crate::output::human::limit_rows(payload);
     let drafted_by = payload
         .drafted_by
         .as_ref()

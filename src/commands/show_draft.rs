@@ -222,7 +222,7 @@ fn field_rows(made: &Made, now: i64) -> Vec<(&'static str, String)> {
         ),
         ("notices", payload.notice.describe()),
     ];
-    rows.extend(crate::output::human::timeout_row(payload));
+    rows.extend(crate::output::human::limit_rows(payload));
     rows.extend([
         (
             "expires",

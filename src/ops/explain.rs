@@ -422,6 +422,11 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
             ("failed", format!("ran as run {id} (attempt {}) at {started} and failed{why}{retry}", run.attempt))
         }
         RunStatus::Missed => ("missed", format!("was not run and is recorded as missed run {id}{why}")),
+        RunStatus::SkippedBudget => ("skipped_budget", format!("was not run: its budget was spent, recorded as run {id}{why}")),
+        RunStatus::SkippedGate => {
+            let said = run.summary.as_deref().map(|s| format!(" (it said \"{}\")", crate::text::escape(s))).unwrap_or_default();
+            ("skipped_gate", format!("was not run: its gate found nothing to do, recorded as run {id}{said}"))
+        }
         RunStatus::SkippedOverlap => {
             let blocker = match &f.blocker {
                 Some(b) => format!(

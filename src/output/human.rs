@@ -92,15 +92,40 @@ pub fn zone_words(t: &Task) -> String {
     }
 }
 
-/// The "timeout" row of `show`, `draft` and `show DRAFT`, only when the
-/// payload sets one (older tasks print as they did).
-pub fn timeout_row(payload: &crate::payload::Payload) -> Option<(&'static str, String)> {
-    payload.timeout_seconds.map(|seconds| {
-        (
+/// The rows of a payload's limits (docs/CONTRACT.md §6) for `show`, `draft`
+/// and `show DRAFT`, each only when the payload sets it (older tasks print
+/// as they did). The gate is agent-written text: quoted and escaped.
+pub fn limit_rows(payload: &crate::payload::Payload) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    if let Some(seconds) = payload.timeout_seconds {
+        rows.push((
             "timeout",
             format!("{seconds} s (the tick's --timeout caps it)"),
-        )
-    })
+        ));
+    }
+    if !payload.budgets.is_empty() {
+        let words: Vec<String> = payload.budgets.iter().map(|b| b.describe()).collect();
+        rows.push(("budgets", words.join(", ")));
+    }
+    if let Some(gate) = &payload.gate {
+        rows.push((
+            "gate",
+            format!("\"{}\" (exit 0 runs, 1 skips)", escape(gate)),
+        ));
+    }
+    if payload.catch_up == crate::limits::CatchUp::Latest {
+        rows.push((
+            "catch-up",
+            "latest (runs the most recent missed occurrence once)".into(),
+        ));
+    }
+    if let Some(seconds) = payload.expect_success_seconds {
+        rows.push((
+            "expect",
+            format!("a success within {}", crate::text::human_duration(seconds)),
+        ));
+    }
+    rows
 }
 
 /// The full task, as `show` prints it above its runs.
@@ -163,7 +188,7 @@ pub fn task_detail(t: &Task, now: i64) -> String {
         ),
         ("notices", t.payload.notice.describe()),
     ]);
-    rows.extend(timeout_row(&t.payload));
+    rows.extend(limit_rows(&t.payload));
     rows.extend([
         ("revision", t.revision.to_string()),
         ("created", when(Some(t.created_at), t.zone_in_force, now)),

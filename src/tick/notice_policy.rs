@@ -81,6 +81,12 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             NotifyMode::Attention => same_skip(facts, &failure_key(run)),
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
+        // Once per window and key, or once per gap: the tick makes one
+        // such run or notice, so only the mode holds them back.
+        NoticeKind::Budget | NoticeKind::Overdue => match mode {
+            NotifyMode::Never => Some(POLICY),
+            _ => None,
+        },
         NoticeKind::Success => match facts.executor_says {
             Some(true) => None,
             Some(false) => Some(EXECUTOR),
@@ -113,7 +119,8 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
         RunStatus::Succeeded if failing => NoticeKind::Recovery,
         RunStatus::Succeeded => NoticeKind::Success,
         RunStatus::Missed => NoticeKind::Missed,
-        RunStatus::SkippedOverlap => NoticeKind::Skipped,
+        RunStatus::SkippedOverlap | RunStatus::SkippedGate => NoticeKind::Skipped,
+        RunStatus::SkippedBudget => NoticeKind::Budget,
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => NoticeKind::Parked,
         // Running never settles a notice; treat it as the uncertain case.
         RunStatus::Unknown | RunStatus::Running => NoticeKind::Unknown,

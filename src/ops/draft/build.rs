@@ -12,6 +12,7 @@ use super::when::{
     base_of, keep_end, keep_spread, schedule_from, set_offset, spread_of, with_end, with_spread,
 };
 use crate::error::{fail, CmdError};
+use crate::limits::{Budget, CatchUp};
 use crate::model::{NoticePolicy, Policy};
 use crate::ops::access::Caller;
 use crate::payload::{Payload, Zone};
@@ -152,8 +153,13 @@ fn payload_of(
     schedule: Schedule,
     zone: Zone,
 ) -> Result<Payload> {
+    let limits = spend_limits(args, old)?;
     Ok(Payload {
+        budgets: limits.budgets,
+        catch_up: limits.catch_up,
         drafted_by: who.drafted_by.clone(),
+        expect_success_seconds: limits.expect_success_seconds,
+        gate: limits.gate,
         grace_seconds: match (&args.grace, old) {
             (Some(g), _) => duration_flag("--grace", g, true)?,
             (None, Some(old)) => old.grace_seconds,
@@ -208,12 +214,60 @@ fn payload_of(
         },
         // Its range was checked with the other limits (`spec::check_limits`).
         timeout_seconds: match (&args.timeout, old) {
+            (Some(text), _) if spec::is_none(text) => None,
             (Some(text), _) => Some(spec::timeout_seconds(text).map_err(CmdError::usage)?),
             (None, Some(old)) => old.timeout_seconds,
             (None, None) => None,
         },
         zone,
     })
+}
+
+/// A payload's spending limits (docs/CONTRACT.md §6) as a draft sets them.
+struct SpendLimits {
+    budgets: Vec<Budget>,
+    catch_up: CatchUp,
+    expect_success_seconds: Option<i64>,
+    gate: Option<String>,
+}
+
+/// The spending limits: what the flags say (`none` removes one), over the
+/// replaced payload's, over none. Their ranges were checked with the other
+/// limits (`spec::check_limits`); the errors here name the flag all the same.
+fn spend_limits(args: &DraftSpec, old: Option<&Payload>) -> Result<SpendLimits> {
+    let usage = |flag: &str, message: String| CmdError::usage(format!("--{flag}: {message}"));
+    let mut limits = match old {
+        Some(old) => SpendLimits {
+            budgets: old.budgets.clone(),
+            catch_up: old.catch_up,
+            expect_success_seconds: old.expect_success_seconds,
+            gate: old.gate.clone(),
+        },
+        None => SpendLimits {
+            budgets: Vec::new(),
+            catch_up: CatchUp::None,
+            expect_success_seconds: None,
+            gate: None,
+        },
+    };
+    if let Some(list) = &args.budget {
+        limits.budgets = spec::budgets(list).map_err(|m| usage("budget", m))?;
+    }
+    if let Some(text) = &args.catch_up {
+        limits.catch_up = spec::catch_up(text).map_err(|m| usage("catch-up", m))?;
+    }
+    if let Some(text) = &args.expect_success {
+        limits.expect_success_seconds = match spec::is_none(text) {
+            true => None,
+            false => {
+                Some(spec::expect_success_seconds(text).map_err(|m| usage("expect-success", m))?)
+            }
+        };
+    }
+    if let Some(gate) = &args.gate {
+        limits.gate = (!spec::is_none(gate)).then(|| gate.clone());
+    }
+    Ok(limits)
 }
 
 /// The spread's offset comes from the payload's SHA-256 taken with the

@@ -7,6 +7,9 @@
 use anyhow::Result;
 
 use crate::error::{fail, CmdError};
+use crate::limits::{
+    self, Budget, CatchUp, EXPECT_SUCCESS_MAX_SECONDS, EXPECT_SUCCESS_MIN_SECONDS,
+};
 use crate::model::{NotifyMode, Policy};
 use crate::payload::TIMEOUT_SECONDS_MAX;
 use crate::schedule;
@@ -41,8 +44,18 @@ pub struct DraftSpec {
     pub grace: Option<String>,
     pub max_retries: Option<u32>,
     pub retry_backoff: Option<String>,
-    /// A run's own wall-clock limit, 1 s to 24 h (`timeout_seconds`).
+    /// A run's own wall-clock limit, 1 s to 24 h (`timeout_seconds`);
+    /// `none` removes it in a replacement.
     pub timeout: Option<String>,
+    /// `KEY=N/PERIOD` each (`budgets`); `["none"]` removes them.
+    pub budget: Option<Vec<String>>,
+    /// The command run before the executor (`gate`); `none` removes it.
+    pub gate: Option<String>,
+    /// `none` or `latest` (`catch_up`).
+    pub catch_up: Option<String>,
+    /// How long the task may go without a success (`expect_success_seconds`);
+    /// `none` removes it.
+    pub expect_success: Option<String>,
     /// `read_only` or `confirm_writes`.
     pub policy: Option<String>,
     pub target: Option<String>,
@@ -97,10 +110,57 @@ pub fn check_limits(spec: &DraftSpec) -> Result<(), (&'static str, String)> {
     if spec.until.is_some() && spec.count.is_some() {
         return Err(("count", "until and count do not go together".into()));
     }
-    if let Some(text) = &spec.timeout {
+    if let Some(text) = spec.timeout.as_deref().filter(|t| !is_none(t)) {
         timeout_seconds(text).map_err(|message| ("timeout", message))?;
     }
+    spend_limits(spec)
+}
+
+/// The spending limits (docs/CONTRACT.md §6), each as its payload field
+/// will hold it.
+fn spend_limits(spec: &DraftSpec) -> Result<(), (&'static str, String)> {
+    if let Some(list) = &spec.budget {
+        budgets(list).map_err(|message| ("budget", message))?;
+    }
+    if let Some(gate) = spec.gate.as_deref().filter(|g| !is_none(g)) {
+        limits::check_gate(gate).map_err(|message| ("gate", message))?;
+    }
+    if let Some(text) = &spec.catch_up {
+        catch_up(text).map_err(|message| ("catch_up", message))?;
+    }
+    if let Some(text) = spec.expect_success.as_deref().filter(|t| !is_none(t)) {
+        expect_success_seconds(text).map_err(|message| ("expect_success", message))?;
+    }
     Ok(())
+}
+
+/// `none`: the value that removes a limit in a replacement (and sets none
+/// in a new draft).
+pub fn is_none(text: &str) -> bool {
+    text.trim() == "none"
+}
+
+/// The budgets a draft names (`none` alone: no budget).
+pub fn budgets(list: &[String]) -> Result<Vec<Budget>, String> {
+    match list {
+        [only] if is_none(only) => Ok(Vec::new()),
+        _ => limits::budgets(list),
+    }
+}
+
+/// `none` or `latest`.
+pub fn catch_up(text: &str) -> Result<CatchUp, String> {
+    CatchUp::parse(text.trim())
+        .ok_or_else(|| format!("'{}' is not one of {}", escape(text), CatchUp::spellings()))
+}
+
+/// How long a task may go without a success, a minute to a year.
+pub fn expect_success_seconds(text: &str) -> Result<i64, String> {
+    let seconds = schedule::parse_duration(text.trim()).map_err(|e| e.message)?;
+    match (EXPECT_SUCCESS_MIN_SECONDS..=EXPECT_SUCCESS_MAX_SECONDS).contains(&seconds) {
+        true => Ok(seconds),
+        false => Err("must be from 1 min to 366 d".to_string()),
+    }
 }
 
 /// A task's own timeout in seconds, from 1 s to 24 h. `0` is read as a

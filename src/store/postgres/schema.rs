@@ -307,6 +307,43 @@ const MIGRATIONS: &[&str] = &[
     -- schedules can tell they were started inside a run.
     ALTER TABLE runs ADD COLUMN runner TEXT;
 "#,
+    r#"
+    -- 19: what a run may spend (docs/CONTRACT.md §6), as SQLite's migration
+    -- 17: two run statuses, whether a run caught up and what it reported
+    -- spending, each budget's current window per task, each usage key's
+    -- total per tenant, and when a task that expects successes is overdue.
+    ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+    ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN (
+        'running', 'succeeded', 'failed', 'delivery_failed', 'awaiting_confirmation',
+        'awaiting_authorization', 'unknown', 'missed', 'skipped_overlap',
+        'skipped_budget', 'skipped_gate')) NOT VALID;
+    ALTER TABLE runs ADD COLUMN catch_up BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN usage TEXT;
+    CREATE TABLE budget_windows (
+        task_id TEXT NOT NULL, budget_key TEXT NOT NULL, period TEXT NOT NULL,
+        window_start BIGINT NOT NULL, spent DOUBLE PRECISION NOT NULL, told_at BIGINT,
+        PRIMARY KEY (task_id, budget_key, period));
+    CREATE TABLE usage_totals (
+        tenant_key TEXT NOT NULL, usage_key TEXT NOT NULL, total DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (tenant_key, usage_key));
+    ALTER TABLE tasks ADD COLUMN success_due_at BIGINT;
+    ALTER TABLE tasks ADD COLUMN overdue_since BIGINT;
+    CREATE INDEX tasks_success_due ON tasks (success_due_at) WHERE success_due_at IS NOT NULL;
+    CREATE INDEX tasks_overdue ON tasks (tenant_key) WHERE overdue_since IS NOT NULL;
+    DROP TRIGGER run_totals_insert ON runs;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        FOR EACH ROW WHEN (NEW.status IN ('missed', 'skipped_overlap', 'skipped_budget',
+                                          'skipped_gate', 'succeeded', 'failed',
+                                          'delivery_failed', 'unknown'))
+        EXECUTE FUNCTION agentcron_count_finished_run();
+    DROP TRIGGER run_totals_finish ON runs;
+    CREATE TRIGGER run_totals_finish AFTER UPDATE OF status ON runs
+        FOR EACH ROW WHEN (OLD.status IN ('running', 'awaiting_confirmation',
+                                          'awaiting_authorization')
+                           AND NEW.status IN ('succeeded', 'failed', 'delivery_failed',
+                                              'unknown', 'skipped_gate'))
+        EXECUTE FUNCTION agentcron_count_finished_run();
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -330,6 +367,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "record the hosts that tick the store and the build each ran",
     "note due work a tick saw on a task row another session held locked",
     "record which process runs a running run, for the speed bump inside runs",
+    "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

@@ -464,7 +464,99 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN runner TEXT;
     "#,
+    // 17: what a run may spend (docs/CONTRACT.md §6). Two run statuses
+    // (`skipped_budget`, `skipped_gate`: the CHECK is widened by
+    // `widen_run_statuses` after this text, since SQLite cannot alter it
+    // and rebuilding `runs` would rewrite every run); a run says whether it
+    // caught up and what its executor reported spending; each task keeps the
+    // sum of each budget's current window (read by key at every claim, never
+    // summed from history), each tenant the total of each usage key
+    // (`metrics`, never lowered by prune); a task that expects successes
+    // keeps when it is overdue and since when it is, each read along its own
+    // partial index.
+    r#"
+    ALTER TABLE runs ADD COLUMN catch_up INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN usage TEXT;     -- JSON object, as recorded
+    CREATE TABLE budget_windows (
+        task_id      TEXT NOT NULL,
+        budget_key   TEXT NOT NULL,
+        period       TEXT NOT NULL,
+        window_start INTEGER NOT NULL,   -- the window's start, UTC seconds
+        spent        REAL NOT NULL,
+        told_at      INTEGER,            -- when its `budget` notice was made
+        PRIMARY KEY (task_id, budget_key, period)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE usage_totals (
+        tenant_key TEXT NOT NULL,
+        usage_key  TEXT NOT NULL,
+        total      REAL NOT NULL,
+        PRIMARY KEY (tenant_key, usage_key)
+    ) STRICT, WITHOUT ROWID;
+    ALTER TABLE tasks ADD COLUMN success_due_at INTEGER;
+    ALTER TABLE tasks ADD COLUMN overdue_since INTEGER;
+    CREATE INDEX tasks_success_due ON tasks (success_due_at) WHERE success_due_at IS NOT NULL;
+    CREATE INDEX tasks_overdue ON tasks (tenant_key) WHERE overdue_since IS NOT NULL;
+    DROP TRIGGER run_totals_insert;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        WHEN new.status IN ('missed', 'skipped_overlap', 'skipped_budget', 'skipped_gate',
+                            'succeeded', 'failed', 'delivery_failed', 'unknown') BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
+    END;
+    DROP TRIGGER run_totals_finish;
+    CREATE TRIGGER run_totals_finish AFTER UPDATE OF status ON runs
+        WHEN old.status IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+         AND new.status IN ('succeeded', 'failed', 'delivery_failed', 'unknown',
+                            'skipped_gate') BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
+    END;
+    "#,
 ];
+
+/// The run statuses migration 17 adds to the CHECK of `runs.status`.
+const STATUSES_OF_17: &str = "'skipped_overlap', 'skipped_budget', 'skipped_gate'";
+
+/// Steps a SQL text cannot take alone, run after migration `version`'s text
+/// in its transaction.
+fn finish_step(tx: &Connection, version: i64) -> Result<()> {
+    match version {
+        17 => widen_run_statuses(tx),
+        _ => Ok(()),
+    }
+}
+
+/// Adds the statuses of migration 17 to the CHECK of `runs.status` where
+/// the table's text is kept: SQLite's documented way to loosen a CHECK
+/// without rewriting the table ("Making Other Kinds Of Table Schema
+/// Changes": edit `sqlite_schema` under `writable_schema`, then bump
+/// `schema_version` so that every connection reads the schema again). The
+/// rows on disk do not change: every row the old CHECK let in, the new one
+/// does.
+fn widen_run_statuses(tx: &Connection) -> Result<()> {
+    let old = "'missed', 'skipped_overlap')";
+    let sql: String = tx.query_row(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'runs'",
+        [],
+        |row| row.get(0),
+    )?;
+    anyhow::ensure!(
+        sql.matches(old).count() == 1,
+        "the runs table is not as migration 16 left it"
+    );
+    let widened = sql.replace(old, &format!("'missed', {STATUSES_OF_17})"));
+    let version: i64 = tx.query_row("PRAGMA schema_version", [], |row| row.get(0))?;
+    tx.execute_batch("PRAGMA writable_schema = ON")?;
+    let updated = tx.execute(
+        "UPDATE sqlite_schema SET sql = ?1 WHERE type = 'table' AND name = 'runs'",
+        [&widened],
+    );
+    let bumped = tx.execute_batch(&format!("PRAGMA schema_version = {}", version + 1));
+    tx.execute_batch("PRAGMA writable_schema = OFF")?;
+    updated.context("widening the run statuses")?;
+    bumped.context("reloading the schema")?;
+    Ok(())
+}
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
 /// `i` describes `MIGRATIONS[i]`. Append one with each migration.
@@ -485,6 +577,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "record the hosts that tick the store and the build each ran",
     "note due work a tick saw on a task row another session held locked",
     "record which process runs a running run, for the speed bump inside runs",
+    "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
@@ -523,6 +616,8 @@ pub fn migrate(conn: &mut Connection, applied: &mut dyn FnMut(i64) -> Result<()>
         let to = if current == 0 { LATEST } else { current + 1 };
         for index in current..to {
             tx.execute_batch(MIGRATIONS[index as usize])
+                .with_context(|| format!("applying schema migration {}", index + 1))?;
+            finish_step(&tx, index + 1)
                 .with_context(|| format!("applying schema migration {}", index + 1))?;
         }
         tx.pragma_update(None, "user_version", to)
@@ -617,6 +712,53 @@ mod tests {
                 row("deleted", "t1", 1)
             ]
         );
+    }
+
+    #[test]
+    fn migration_17_widens_the_run_statuses_and_keeps_the_runs() {
+        let path = std::env::temp_dir().join(format!("agentcron-17-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut conn = Connection::open(&path).unwrap();
+        // The runs name no task here.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        for sql in &MIGRATIONS[..16] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 16).unwrap();
+        let insert = |conn: &Connection, id: &str, status: &str| {
+            conn.execute(
+                "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
+                   attempt, due_at, status, payload_hash, created_at)
+                 VALUES (?1, ?1, 'default', 0, '', 1, 0, ?2, 'h', 0)",
+                rusqlite::params![id, status],
+            )
+        };
+        insert(&conn, "old", "missed").unwrap();
+        assert!(insert(&conn, "early", "skipped_budget").is_err());
+        migrate(&mut conn, &mut |_| Ok(())).unwrap();
+        for (id, status) in [("b", "skipped_budget"), ("g", "skipped_gate")] {
+            insert(&conn, id, status).unwrap();
+        }
+        assert!(insert(&conn, "x", "skipped_whim").is_err());
+        // Another connection reads the widened CHECK too, and the counters
+        // count the new statuses.
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        insert(&other, "b2", "skipped_budget").unwrap();
+        assert!(insert(&other, "y", "bogus").is_err());
+        let n: i64 = other
+            .query_row(
+                "SELECT n FROM run_totals WHERE status = 'skipped_budget'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 2);
+        let check: String = other
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
