@@ -34,6 +34,7 @@ mod run_authority;
 mod run_environment;
 mod shell;
 mod small_lies;
+mod spend_limits;
 mod tables;
 mod task_limits;
 mod tasks;

@@ -47,7 +47,9 @@ pub struct DraftSpec {
     /// A run's own wall-clock limit, 1 s to 24 h (`timeout_seconds`);
     /// `none` removes it in a replacement.
     pub timeout: Option<String>,
-    /// `KEY=N/PERIOD` each (`budgets`); `["none"]` removes them.
+    /// `KEY=N/PERIOD` each (`budgets`); `["none"]` removes them. A tasks
+    /// file may give one as a string.
+    #[serde(default, deserialize_with = "one_or_many")]
     pub budget: Option<Vec<String>>,
     /// The command run before the executor (`gate`); `none` removes it.
     pub gate: Option<String>,
@@ -72,6 +74,22 @@ pub struct DraftSpec {
     /// `--name`: a tasks file names each task by its table.
     #[serde(skip)]
     pub name: Option<String>,
+}
+
+/// A list a tasks file may give as one string.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(Some(
+        match <OneOrMany as serde::Deserialize>::deserialize(d)? {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        },
+    ))
 }
 
 /// A value a tasks file must give (serde's "missing field" otherwise).
