@@ -36,8 +36,8 @@ pub trait BudgetTx {
     fn budget_windows(&mut self, task_id: &str) -> Result<Vec<BudgetWindow>>;
     /// Writes one window (insert or replace).
     fn save_budget_window(&mut self, window: &BudgetWindow) -> Result<()>;
-    /// The windows of the tenant's active tasks (`status`).
-    fn tenant_budget_windows(&mut self, tenant_key: &str) -> Result<Vec<BudgetWindow>>;
+    /// The windows of the active tasks (`status`), one tenant's when given.
+    fn active_budget_windows(&mut self, tenant: Option<&str>) -> Result<Vec<BudgetWindow>>;
     /// Adds `amount` to the tenant's total of `key`.
     fn add_usage_total(&mut self, tenant_key: &str, key: &str, amount: f64) -> Result<()>;
     /// Every tenant's totals (one tenant's when given), by tenant and key.

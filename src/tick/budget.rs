@@ -203,23 +203,49 @@ pub fn record_usage(
     save(tx, &task.task_id, &budgets)
 }
 
+/// The active tasks whose window of a budget is spent now, with that
+/// budget (`status`): one read along the windows, each task by its key.
+pub fn spent_now(
+    tx: &mut dyn Tx,
+    tenant: Option<&str>,
+    now: i64,
+) -> Result<Vec<(Task, BudgetState)>> {
+    let rows = tx.active_budget_windows(tenant)?;
+    let mut ids: Vec<&str> = rows.iter().map(|r| r.task_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut spent = Vec::new();
+    for id in ids {
+        let Some(Ok(task)) = tx.task(id)? else {
+            continue;
+        };
+        let own: Vec<BudgetWindow> = rows.iter().filter(|r| r.task_id == id).cloned().collect();
+        for state in current(&task, &own, now)
+            .into_iter()
+            .filter(BudgetState::is_spent)
+        {
+            spent.push((task.clone(), state));
+        }
+    }
+    Ok(spent)
+}
+
+/// One budget as `show --json` and `status --json` name it.
+pub fn state_json(b: &BudgetState, task: &Task) -> Value {
+    json!({
+        "key": b.budget.key,
+        "limit": b.budget.limit,
+        "period": b.budget.period.as_str(),
+        "spent": b.spent,
+        "remaining": b.remaining(),
+        "resets_at": crate::schedule::format_local(b.window.end, task.zone_in_force),
+    })
+}
+
 /// The executor's `limits` (docs/CONTRACT.md §5): its time limit and, per
 /// budget, what is left of the window and when it resets.
 pub fn limits(timeout_seconds: u64, budgets: &[BudgetState], task: &Task) -> Value {
-    let zone = task.zone_in_force;
-    let budgets: Vec<Value> = budgets
-        .iter()
-        .map(|b| {
-            json!({
-                "key": b.budget.key,
-                "limit": b.budget.limit,
-                "period": b.budget.period.as_str(),
-                "spent": b.spent,
-                "remaining": b.remaining(),
-                "resets_at": crate::schedule::format_local(b.window.end, zone),
-            })
-        })
-        .collect();
+    let budgets: Vec<Value> = budgets.iter().map(|b| state_json(b, task)).collect();
     json!({"timeout_seconds": timeout_seconds, "budgets": budgets})
 }
 

@@ -536,6 +536,30 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
     }
 }
 
+/// Runs that never ran have notices too; the task's policy decides
+/// whether they are sent (docs/CONTRACT.md §16). A budget's window is told
+/// once (`budget_told`: an earlier skip of the window told it).
+fn never_ran_notice(
+    tx: &mut dyn Tx,
+    run: &Run,
+    task: &Task,
+    budget_told: bool,
+    now: i64,
+) -> Result<()> {
+    let never_ran = matches!(
+        run.status,
+        RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
+    );
+    if never_ran {
+        let context = super::settle::NoticeContext {
+            budget_told,
+            ..Default::default()
+        };
+        super::settle::add_decided_notice(tx, run, Some(task), now, None, context)?;
+    }
+    Ok(())
+}
+
 /// Claims the earliest due task of the whole store, if any, in the
 /// caller's write transaction.
 pub fn claim_next(
@@ -595,18 +619,8 @@ pub fn claim_due(
                            "queued_seconds": run.queued_seconds,
                            "trigger": run.trigger.as_str()}),
                 ))?;
-                // Runs that never ran have notices too; the task's policy
-                // decides whether they are sent (docs/CONTRACT.md §16).
-                let never_ran = matches!(
-                    run.status,
-                    RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
-                );
-                if never_ran && notices_for_missed {
-                    let context = super::settle::NoticeContext {
-                        budget_told,
-                        ..Default::default()
-                    };
-                    super::settle::add_decided_notice(tx, run, Some(&task), s.now, None, context)?;
+                if notices_for_missed {
+                    never_ran_notice(tx, run, &task, budget_told, s.now)?;
                 }
             }
             budget::save(tx, &task.task_id, &plan.budgets)?;

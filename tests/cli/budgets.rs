@@ -52,8 +52,16 @@ fn new_york_budget(rig: &Rig) {
     rig.env.set_now(NY_SPRING);
     spending(rig, "0.6");
     rig.env.task(&[
-        "--instruction", "x", "--every", "1h", "--name", "t",
-        "--tz", "America/New_York", "--budget", "usd=1/day",
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "t",
+        "--tz",
+        "America/New_York",
+        "--budget",
+        "usd=1/day",
     ]);
 }
 
@@ -85,14 +93,17 @@ fn a_spent_window_skips_runs_until_the_next_local_day_across_a_dst_change() {
     // One budget notice for the 8th's window, however many runs it skipped.
     let told = notices_of(&rig, "budget");
     assert_eq!(told.len(), 1, "{told:?}");
-    let held = rig.env.count(
-        "SELECT count(*) FROM deliveries WHERE kind = 'budget' AND state = 'suppressed'",
-    );
+    let held = rig
+        .env
+        .count("SELECT count(*) FROM deliveries WHERE kind = 'budget' AND state = 'suppressed'");
     assert!(held >= 1, "later skips are held back in the ledger");
     // Usage is counted in the tenant's total: three runs at 0.6.
-    let total: f64 = cell(&rig.env, "SELECT total FROM usage_totals WHERE usage_key = 'usd'")
-        .parse()
-        .unwrap();
+    let total: f64 = cell(
+        &rig.env,
+        "SELECT total FROM usage_totals WHERE usage_key = 'usd'",
+    )
+    .parse()
+    .unwrap();
     assert!((total - 1.8).abs() < 1e-9, "{total}");
 }
 
@@ -116,11 +127,23 @@ fn the_executor_sees_its_limits_on_stdin() {
     assert_eq!(usd["limit"], 1.0, "{limits}");
     assert_eq!(usd["period"], "day", "{limits}");
     assert_eq!(usd["spent"], 0.6, "{limits}");
-    assert!((usd["remaining"].as_f64().unwrap() - 0.4).abs() < 1e-9, "{limits}");
+    assert!(
+        (usd["remaining"].as_f64().unwrap() - 0.4).abs() < 1e-9,
+        "{limits}"
+    );
     assert_eq!(usd["resets_at"], "2026-03-09T00:00:00-04:00", "{limits}");
     // A task without budgets gets its timeout and no budgets.
     let plain = Rig::new();
-    plain.env.task(&["--instruction", "x", "--every", "1h", "--name", "p", "--timeout", "30s"]);
+    plain.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "p",
+        "--timeout",
+        "30s",
+    ]);
     plain.env.advance(HOUR);
     plain.tick(&[]).ok();
     let run_id = plain.runs("p")[0]["run_id"].as_str().unwrap().to_string();
@@ -128,14 +151,24 @@ fn the_executor_sees_its_limits_on_stdin() {
         &std::fs::read_to_string(plain.env.path(&format!("stdin/{run_id}.json"))).unwrap(),
     )
     .unwrap();
-    assert_eq!(stdin["limits"], serde_json::json!({"timeout_seconds": 30, "budgets": []}));
+    assert_eq!(
+        stdin["limits"],
+        serde_json::json!({"timeout_seconds": 30, "budgets": []})
+    );
 }
 
 #[test]
 fn runs_budget_counts_a_manual_trigger() {
     let rig = Rig::new();
     rig.env.task(&[
-        "--instruction", "x", "--every", "6h", "--name", "t", "--budget", "runs=2/day",
+        "--instruction",
+        "x",
+        "--every",
+        "6h",
+        "--name",
+        "t",
+        "--budget",
+        "runs=2/day",
     ]);
     rig.env.run(&["trigger", "t"]).ok();
     rig.tick(&[]).ok();
@@ -148,7 +181,10 @@ fn runs_budget_counts_a_manual_trigger() {
     let skipped = &rig.runs("t")[0];
     assert_eq!(skipped["trigger"], "manual", "{skipped}");
     assert!(
-        skipped["reason"].as_str().unwrap().starts_with("budget runs=2/day spent (2 of 2)"),
+        skipped["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("budget runs=2/day spent (2 of 2)"),
         "{skipped}"
     );
     assert_eq!(rig.starts().len(), 2);
@@ -162,7 +198,14 @@ fn a_usage_it_cannot_read_is_ignored_and_said_and_the_status_kept() {
         r#"json:{"status":"succeeded","summary":"ok","usage":{"usd":-1,"big":1e300,"txt":"0.5","Bad":1,"tokens":5}}"#,
     );
     rig.env.task(&[
-        "--instruction", "x", "--every", "1h", "--name", "t", "--budget", "tokens=10/day",
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "t",
+        "--budget",
+        "tokens=10/day",
     ]);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
@@ -170,19 +213,31 @@ fn a_usage_it_cannot_read_is_ignored_and_said_and_the_status_kept() {
     assert_eq!(run["status"], "succeeded", "{run}");
     let summary = run["summary"].as_str().unwrap();
     assert!(summary.starts_with("ok (usage ignored: "), "{summary}");
-    for said in ["'usd' is not", "'big' is not", "'txt' is not", "'Bad' is not a key"] {
+    for said in [
+        "'usd' is not",
+        "'big' is not",
+        "'txt' is not",
+        "'Bad' is not a key",
+    ] {
         assert!(summary.contains(said), "{said}: {summary}");
     }
     // What was good in it is kept.
-    assert_eq!(cell(&rig.env, "SELECT usage FROM runs"), r#"{"tokens":5.0}"#);
+    assert_eq!(
+        cell(&rig.env, "SELECT usage FROM runs"),
+        r#"{"tokens":5.0}"#
+    );
     assert_eq!(cell(&rig.env, "SELECT spent FROM budget_windows"), "5");
     // A usage that is not an object is ignored whole.
-    rig.env.set_env("FIXTURE_MODE", r#"json:{"status":"failed","usage":[1]}"#);
+    rig.env
+        .set_env("FIXTURE_MODE", r#"json:{"status":"failed","usage":[1]}"#);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = &rig.runs("t")[0];
     assert_eq!(run["status"], "failed", "{run}");
-    assert_eq!(run["summary"], "usage ignored: it is not an object", "{run}");
+    assert_eq!(
+        run["summary"], "usage ignored: it is not an object",
+        "{run}"
+    );
 }
 
 /// A crash between the executor's reply and the settling transaction counts
@@ -194,10 +249,18 @@ fn a_crash_counts_usage_once_or_not_at_all() {
         let rig = Rig::new();
         spending(&rig, "0.6");
         rig.env.task(&[
-            "--instruction", "x", "--every", "1h", "--name", "t", "--budget", "usd=1/day",
+            "--instruction",
+            "x",
+            "--every",
+            "1h",
+            "--name",
+            "t",
+            "--budget",
+            "usd=1/day",
         ]);
         rig.env.advance(HOUR);
-        rig.env.set_env("AGENTCRON_TEST_HOOK", &format!("{point}:abort"));
+        rig.env
+            .set_env("AGENTCRON_TEST_HOOK", &format!("{point}:abort"));
         let out = rig.tick(&["--lease", "2s"]);
         assert_ne!(out.code, 0, "{point}: the tick should have aborted");
         rig.env.set_env("AGENTCRON_TEST_HOOK", "");
@@ -219,4 +282,64 @@ fn a_crash_counts_usage_once_or_not_at_all() {
             assert_eq!(rig.runs("t")[0]["status"], "unknown");
         }
     }
+}
+
+#[test]
+fn show_status_explain_and_metrics_tell_a_spent_budget() {
+    let rig = Rig::new();
+    new_york_budget(&rig);
+    for hour in 1..=3 {
+        rig.env.set_now(NY_SPRING + hour * HOUR);
+        rig.tick(&[]).ok();
+    }
+    let shown = rig.env.run(&["show", "t"]).ok().stdout;
+    assert!(
+        shown.contains("spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)"),
+        "{shown}"
+    );
+    let task = rig.env.json(&["show", "t"]);
+    let window = &task["budget_windows"][0];
+    assert_eq!(window["key"], "usd", "{task}");
+    assert_eq!(window["spent"], 1.2, "{task}");
+    assert_eq!(window["remaining"], 0.0, "{task}");
+    assert_eq!(window["resets_at"], "2026-03-09T00:00:00-04:00", "{task}");
+    let status = rig.env.run(&["status"]).ok().stdout;
+    assert!(
+        status.contains("budget     t: usd 1.2 of 1 this day (spent: runs are skipped); resets"),
+        "{status}"
+    );
+    let spent = &rig.env.json(&["status"])["budgets_spent"];
+    assert_eq!(spent[0]["name"], "t", "{spent}");
+    assert_eq!(spent[0]["key"], "usd", "{spent}");
+    assert_eq!(spent[0]["limit"], 1.0, "{spent}");
+    let run_id = rig.runs("t")[0]["run_id"].as_str().unwrap().to_string();
+    let explained = rig.env.run(&["explain", &run_id]).ok().stdout;
+    assert!(
+        explained.contains("budget usd=1/day spent (1.2 of 1)"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("resets at 2026-03-09 00:00 EDT"),
+        "{explained}"
+    );
+    let metrics = rig.env.run(&["metrics"]).ok().stdout;
+    assert!(
+        metrics.contains("# TYPE agentcron_usage_total counter"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
+        "{metrics}"
+    );
+    // Prune never lowers it.
+    rig.env.set_now(NY_SPRING + 400 * 86400);
+    rig.env.run(&["prune", "--older-than", "1d"]).ok();
+    let metrics = rig.env.run(&["metrics"]).ok().stdout;
+    assert!(
+        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
+        "{metrics}"
+    );
+    // The next day's window is not spent: status names nothing.
+    let status = rig.env.json(&["status"]);
+    assert_eq!(status["budgets_spent"], serde_json::json!([]), "{status}");
 }

@@ -52,11 +52,12 @@ impl BudgetTx for PgTx<'_, '_> {
         Ok(())
     }
 
-    fn tenant_budget_windows(&mut self, tenant_key: &str) -> Result<Vec<BudgetWindow>> {
-        let rows = self
-            .tx
-            .query(sql::TENANT_BUDGET_WINDOWS, &[&tenant_key])
-            .context("reading the tenant's budget windows")?;
+    fn active_budget_windows(&mut self, tenant: Option<&str>) -> Result<Vec<BudgetWindow>> {
+        let rows = match tenant {
+            Some(t) => self.tx.query(sql::TENANT_BUDGET_WINDOWS, &[&t]),
+            None => self.tx.query(sql::ACTIVE_BUDGET_WINDOWS, &[]),
+        }
+        .context("reading the budget windows")?;
         rows.iter().map(window).collect()
     }
 

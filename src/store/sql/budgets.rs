@@ -16,12 +16,18 @@ pub const SAVE_BUDGET_WINDOW: &str = "INSERT INTO budget_windows
         window_start = excluded.window_start, spent = excluded.spent,
         told_at = excluded.told_at";
 
-/// Run by `BudgetTx::tenant_budget_windows`.
+/// Run by `BudgetTx::active_budget_windows` for one tenant: along the
+/// windows (as many as budgets), each task looked up by its key.
 pub const TENANT_BUDGET_WINDOWS: &str =
     "SELECT b.task_id, b.budget_key, b.period, b.window_start, b.spent, b.told_at
-    FROM budget_windows b JOIN tasks t ON t.task_id = b.task_id
-    WHERE t.tenant_key = $1 AND t.state = 'active'
-    ORDER BY t.name, b.budget_key, b.period";
+    FROM budget_windows b CROSS JOIN tasks t
+    WHERE t.task_id = b.task_id AND t.tenant_key = $1 AND t.state = 'active'";
+
+/// Run by `BudgetTx::active_budget_windows` for every tenant.
+pub const ACTIVE_BUDGET_WINDOWS: &str =
+    "SELECT b.task_id, b.budget_key, b.period, b.window_start, b.spent, b.told_at
+    FROM budget_windows b CROSS JOIN tasks t
+    WHERE t.task_id = b.task_id AND t.state = 'active'";
 
 /// Run by `BudgetTx::add_usage_total`.
 pub const ADD_USAGE_TOTAL: &str = "INSERT INTO usage_totals (tenant_key, usage_key, total)

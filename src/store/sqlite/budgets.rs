@@ -51,12 +51,20 @@ impl BudgetTx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn tenant_budget_windows(&mut self, tenant_key: &str) -> Result<Vec<BudgetWindow>> {
-        self.conn
-            .prepare_cached(&numbered(sql::TENANT_BUDGET_WINDOWS))?
-            .query_map([tenant_key], window)?
-            .collect::<rusqlite::Result<_>>()
-            .context("reading the tenant's budget windows")
+    fn active_budget_windows(&mut self, tenant: Option<&str>) -> Result<Vec<BudgetWindow>> {
+        let rows = match tenant {
+            Some(t) => self
+                .conn
+                .prepare_cached(&numbered(sql::TENANT_BUDGET_WINDOWS))?
+                .query_map([t], window)?
+                .collect::<rusqlite::Result<_>>(),
+            None => self
+                .conn
+                .prepare_cached(sql::ACTIVE_BUDGET_WINDOWS)?
+                .query_map([], window)?
+                .collect::<rusqlite::Result<_>>(),
+        };
+        rows.context("reading the budget windows")
     }
 
     fn add_usage_total(&mut self, tenant_key: &str, key: &str, amount: f64) -> Result<()> {
