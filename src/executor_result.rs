@@ -33,6 +33,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::limits::Usage;
 use crate::process::{ChildExit, ChildOutcome};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub struct ExecResult {
     /// The reply's `"notify"`: whether a success is worth a notice
     /// (docs/CONTRACT.md §16); the policy ignores it for anything else.
     pub notify: Option<bool>,
+    /// What the reply says the run spent (checked; `limits::Usage::read`).
+    pub usage: Usage,
 }
 
 pub const SUMMARY_MAX_CHARS: usize = 2000;
@@ -107,6 +110,7 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
                     .to_string(),
             ),
             notify: None,
+            usage: Usage::default(),
         };
     }
     match last_line(&outcome.stdout).map(reply_of) {
@@ -122,6 +126,7 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
                     "malformed executor reply: the last line begins like a JSON reply but is not valid JSON ({error})"
                 )),
                 notify: None,
+                usage: Usage::default(),
             }
         }
         Some(Reply::Output) | None => {}
@@ -138,6 +143,7 @@ pub fn interpret(outcome: &ChildOutcome) -> ExecResult {
         wait_deadline: None,
         reason,
         notify: None,
+        usage: Usage::default(),
     }
 }
 
@@ -150,6 +156,7 @@ fn unknown(outcome: &ChildOutcome, reason: String) -> ExecResult {
         wait_deadline: None,
         reason: Some(reason),
         notify: None,
+        usage: Usage::default(),
     }
 }
 
@@ -209,6 +216,10 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
         ExecStatus::AwaitingConfirmation | ExecStatus::AwaitingAuthorization
     );
     let notify = reply.get("notify").and_then(Value::as_bool);
+    // A usage it could not read is ignored and said in the summary; the
+    // status the executor gave stands.
+    let (usage, ignored) = reply.get("usage").map(Usage::read).unwrap_or_default();
+    let summary = with_note(summary, ignored);
     if !awaiting {
         return Some(ExecResult {
             status,
@@ -217,6 +228,7 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
             wait_deadline: None,
             reason: None,
             notify,
+            usage,
         });
     }
     match (field(reply, "wait_id"), field(reply, "wait_deadline")) {
@@ -231,6 +243,7 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
                 crate::text::clip(&wait_deadline, 64)
             )),
             notify: None,
+            usage: usage.clone(),
         }),
         (Some(wait_id), Some(wait_deadline)) => Some(ExecResult {
             status,
@@ -239,6 +252,7 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
             wait_deadline: Some(wait_deadline),
             reason: None,
             notify: None,
+            usage: usage.clone(),
         }),
         (wait_id, wait_deadline) => {
             let missing: Vec<&str> = [
@@ -259,7 +273,23 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
                     missing.join(" and ")
                 )),
                 notify: None,
+                usage: usage.clone(),
             })
+        }
+    }
+}
+
+/// The summary with a note on what was ignored of the reply, kept within
+/// `SUMMARY_MAX_CHARS` (the summary gives up its end, the note is whole).
+fn with_note(summary: Option<String>, note: Option<String>) -> Option<String> {
+    let Some(note) = note else { return summary };
+    let note = crate::text::clip(&note, SUMMARY_MAX_CHARS / 2);
+    match summary {
+        None => Some(note),
+        Some(text) => {
+            let room = SUMMARY_MAX_CHARS - note.chars().count() - 3;
+            let kept: String = text.chars().take(room).collect();
+            Some(format!("{} ({note})", kept.trim_end()))
         }
     }
 }
@@ -361,6 +391,7 @@ mod tests {
             wait_deadline: None,
             reason: reason.map(str::to_string),
             notify: None,
+            usage: Usage::default(),
         }
     }
 
@@ -464,6 +495,7 @@ mod tests {
             wait_deadline: Some("2030-01-01T00:00:00Z".to_string()),
             reason: None,
             notify: None,
+            usage: Usage::default(),
         };
         assert_eq!(exited(0, stdout), expected);
 

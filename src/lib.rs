@@ -19,6 +19,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod budget_window;
 pub mod cli;
 pub mod clock;
 pub mod commands;

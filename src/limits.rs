@@ -145,6 +145,124 @@ pub fn check_gate(command: &str) -> Result<(), String> {
         .map_err(|e| format!("the gate command does not split into words: {e}"))
 }
 
+/// The largest usage amount a reply may report: beyond it a number is a
+/// mistake (or a float's noise), never spending.
+pub const USAGE_MAX: f64 = 1e15;
+
+/// What an executor's reply says its run spent (docs/CONTRACT.md §5):
+/// `"usage": {"KEY": number, …}`, each kept key checked. Kept as the reply
+/// gave them, in key order.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    pub amounts: Vec<(String, f64)>,
+}
+
+/// Compared bit for bit, so that results holding usage stay `Eq`.
+impl PartialEq for Usage {
+    fn eq(&self, other: &Usage) -> bool {
+        self.amounts.len() == other.amounts.len()
+            && self
+                .amounts
+                .iter()
+                .zip(&other.amounts)
+                .all(|(a, b)| a.0 == b.0 && a.1.to_bits() == b.1.to_bits())
+    }
+}
+impl Eq for Usage {}
+
+impl Usage {
+    pub fn is_empty(&self) -> bool {
+        self.amounts.is_empty()
+    }
+
+    /// Reads a reply's `usage`: the entries of a non-negative finite
+    /// number up to `USAGE_MAX` under a key of `check_key` are kept; any
+    /// other entry (and the built-in key `runs`) is ignored, and all of it
+    /// when it is not an object or has over `BUDGETS_MAX` keys. The second
+    /// value says what was ignored, for the run's summary.
+    pub fn read(value: &serde_json::Value) -> (Usage, Option<String>) {
+        let Some(object) = value.as_object() else {
+            return (
+                Usage::default(),
+                Some("usage ignored: it is not an object".into()),
+            );
+        };
+        if object.len() > BUDGETS_MAX {
+            let why = format!("usage ignored: more than {BUDGETS_MAX} keys");
+            return (Usage::default(), Some(why));
+        }
+        let mut amounts = Vec::with_capacity(object.len());
+        let mut ignored = Vec::new();
+        for (key, amount) in object {
+            match entry(key, amount) {
+                Ok(number) => amounts.push((key.clone(), number)),
+                Err(why) => ignored.push(why),
+            }
+        }
+        amounts.sort_by(|a, b| a.0.cmp(&b.0));
+        let note = (!ignored.is_empty()).then(|| format!("usage ignored: {}", ignored.join("; ")));
+        (Usage { amounts }, note)
+    }
+
+    /// As stored on the run and shown in its JSON: `{"usd": 0.6}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let map = self
+            .amounts
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+            .collect();
+        serde_json::Value::Object(map)
+    }
+
+    /// This usage added to one stored as JSON (a run that parked and
+    /// continued reports twice).
+    pub fn added_to(&self, stored: Option<&str>) -> Usage {
+        let mut amounts: Vec<(String, f64)> = stored
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+            .and_then(|v| v.as_object().cloned())
+            .map(|m| {
+                m.into_iter()
+                    .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (key, amount) in &self.amounts {
+            match amounts.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => entry.1 += amount,
+                None => amounts.push((key.clone(), *amount)),
+            }
+        }
+        amounts.sort_by(|a, b| a.0.cmp(&b.0));
+        Usage { amounts }
+    }
+}
+
+/// An amount for people: at most six decimals, no trailing zeros
+/// (`1.2`, not `1.2000000000000002`).
+pub fn amount_words(amount: f64) -> String {
+    let text = format!("{amount:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    match text {
+        "-0" => "0".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// One entry of a reply's `usage`: its amount, or why it is ignored.
+fn entry(key: &str, amount: &serde_json::Value) -> Result<f64, String> {
+    let shown = crate::text::clip(&crate::text::escape(key), 40);
+    if check_key(key).is_err() {
+        return Err(format!("'{shown}' is not a key of a-z, 0-9 and _"));
+    }
+    if key == RUNS_KEY {
+        return Err(format!("'{RUNS_KEY}' is counted by agentcron"));
+    }
+    amount
+        .as_f64()
+        .filter(|n| n.is_finite() && *n >= 0.0 && *n <= USAGE_MAX)
+        .ok_or_else(|| format!("'{shown}' is not a non-negative number"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +316,48 @@ mod tests {
         assert!(twice.contains("two budgets"), "{twice}");
         let many: Vec<String> = (0..17).map(|i| format!("k{i}=1/day")).collect();
         assert!(budgets(&many).is_err());
+    }
+
+    #[test]
+    fn usage_keeps_finite_non_negative_numbers_or_nothing() {
+        use serde_json::json;
+        let (usage, note) = Usage::read(&json!({"usd": 0.6, "tokens": 1200}));
+        assert_eq!(note, None);
+        assert_eq!(
+            usage.amounts,
+            [("tokens".to_string(), 1200.0), ("usd".to_string(), 0.6)]
+        );
+        for (bad, says) in [
+            (json!({"usd": -1}), "'usd' is not a non-negative number"),
+            (json!({"usd": 1e300}), "'usd' is not a non-negative number"),
+            (json!({"usd": "0.5"}), "'usd' is not a non-negative number"),
+            (json!({"USD": 1}), "'USD' is not a key"),
+            (json!({"runs": 1}), "'runs' is counted by agentcron"),
+            (json!([1, 2]), "not an object"),
+        ] {
+            let (usage, note) = Usage::read(&bad);
+            assert!(usage.is_empty(), "{bad}");
+            let note = note.unwrap();
+            assert!(
+                note.starts_with("usage ignored: ") && note.contains(says),
+                "{note}"
+            );
+        }
+        // The good entries of a reply are kept beside the bad ones.
+        let (usage, note) = Usage::read(&json!({"usd": 0.5, "tokens": -1, "Bad": 2}));
+        assert_eq!(usage.amounts, [("usd".to_string(), 0.5)]);
+        let note = note.unwrap();
+        assert!(
+            note.contains("'tokens'") && note.contains("'Bad'"),
+            "{note}"
+        );
+        let many: serde_json::Map<String, serde_json::Value> =
+            (0..17).map(|i| (format!("k{i}"), json!(1))).collect();
+        assert!(Usage::read(&serde_json::Value::Object(many)).1.is_some());
+        let added = Usage::read(&json!({"usd": 0.5}))
+            .0
+            .added_to(Some(r#"{"usd":0.25,"tok":3}"#));
+        assert_eq!(added.to_json(), json!({"tok": 3.0, "usd": 0.75}));
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         let tallies = tx.tallies(tenant.as_deref())?;
+        let usage = tx.usage_totals(tenant.as_deref())?;
         let last_tick: Option<f64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
         let duration: Option<f64> = tx.meta("last_tick_seconds")?.and_then(|v| v.parse().ok());
         Ok(Counted {
@@ -41,6 +42,7 @@ pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
             tallies,
             last_tick,
             last_duration: duration,
+            usage,
         })
     })?;
     let out = exposition(&counted);

@@ -11,6 +11,7 @@ use crate::error::{classify, ErrorKind};
 use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
 use crate::output::human;
+use crate::tick::budget::{self, BudgetState};
 use crate::wire as json;
 
 /// Show one task and its last 10 runs, or a pending draft in full
@@ -42,6 +43,8 @@ pub struct Found {
     pub runs: Vec<Run>,
     pub blocker: Option<Run>,
     pub held_back: Option<(i64, Option<i64>)>,
+    /// Its budgets in their current windows (none without budgets).
+    pub budgets: Vec<BudgetState>,
 }
 
 /// The task or pending draft `arg` names, of the caller in the tenant.
@@ -52,14 +55,16 @@ pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
         tenant: &tenant,
         identity: &identity,
     };
+    let now = ctx.clock.now();
     let found = ctx.store()?.read(|tx| {
         let task = owned_task(tx, &caller, arg)?;
         let runs = tx.task_runs(&task.task_id, 10)?;
         let blocker = tx.blocking_run(&task.task_id)?;
         let memory = tx.task_memory(&task.task_id)?;
-        Ok((task, runs, blocker, memory))
+        let budgets = crate::tick::budget::read(tx, &task, now)?;
+        Ok((task, runs, blocker, memory, budgets))
     });
-    let (task, runs, blocker, memory) = match found {
+    let (task, runs, blocker, memory, budgets) = match found {
         Ok(found) => found,
         // No such task: a pending draft of the caller's, else the task's "no task".
         Err(e) if classify(&e).0 == ErrorKind::NotFound => {
@@ -79,6 +84,7 @@ pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
         runs,
         blocker,
         held_back,
+        budgets,
     }))
 }
 
@@ -91,6 +97,13 @@ pub fn document(found: &Found) -> Value {
         "count": held_back.map_or(0, |(n, _)| n),
         "since": json::time(held_back.and_then(|(_, since)| since)),
     });
+    if !found.budgets.is_empty() {
+        let spent = found
+            .budgets
+            .iter()
+            .map(|b| budget::state_json(b, &found.task));
+        value["budget_windows"] = Value::Array(spent.collect());
+    }
     value["runs"] = Value::Array(found.runs.iter().map(json::run).collect());
     value
 }
@@ -113,6 +126,7 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
         runs,
         blocker,
         held_back,
+        budgets,
     } = found;
     let held_back = *held_back;
     let now = ctx.clock.now();
@@ -130,6 +144,13 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
         };
         ctx.out
             .line(&format!("{:<13} {blocked}: {hint}", "blocked"))?;
+    }
+    for b in budgets {
+        ctx.out.line(&format!(
+            "{:<13} {}",
+            "spent",
+            human::budget_words(b, task, now)
+        ))?;
     }
     if let Some((count, since)) = held_back {
         let since = since

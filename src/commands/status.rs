@@ -89,6 +89,7 @@ pub fn report(ctx: &mut Ctx, max_age: Option<std::time::Duration>) -> Result<Sta
         queue: read.queue,
         limit: read.limit,
         places: read.places,
+        budgets: read.budgets,
     })
 }
 
@@ -103,6 +104,7 @@ struct Recorded {
     places: Vec<UnknownPlace>,
     hosts: Vec<Host>,
     authority: Option<RunAuthority>,
+    budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
 }
 
 impl Recorded {
@@ -120,7 +122,9 @@ impl Recorded {
         };
         let hosts = tx.hosts()?;
         let authority = recorded_authority(tx)?;
+        let budgets = crate::tick::budget::spent_now(tx, tenant, now)?;
         Ok(Recorded {
+            budgets,
             stats,
             queue,
             limit,

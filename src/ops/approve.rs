@@ -168,7 +168,7 @@ fn claim_here(store: &mut dyn Store, parked: &Parked<'_>, lease: Duration) -> Re
     let (actor, now) = (&parked.caller.identity[0], parked.now);
     let token = uuid::Uuid::new_v4().to_string();
     let lease_until = now + lease.as_secs().max(1) as i64;
-    let (task, run, previous) = store.write(|tx| {
+    let (task, run, previous, budgets) = store.write(|tx| {
         let (task, mut run) = find_parked(tx, parked)?;
         runnable(&task, &run)?;
         tx.reclaim_parked(&run.run_id, parked.wait_id, &token, lease_until, now)?;
@@ -179,11 +179,14 @@ fn claim_here(store: &mut dyn Store, parked: &Parked<'_>, lease: Duration) -> Re
         run.status = RunStatus::Running;
         run.lease_until = Some(lease_until);
         let previous = previous_run(tx, &task.task_id)?;
-        Ok((task, run, previous))
+        // A continuation is not a new start: it counts in no budget.
+        let budgets = crate::tick::budget::read(tx, &task, now)?;
+        Ok((task, run, previous, budgets))
     })?;
     Ok(Job {
         continuation: approved_continuation(&run),
         previous,
+        budgets,
         task,
         run,
         token,

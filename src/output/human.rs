@@ -92,6 +92,25 @@ pub fn zone_words(t: &Task) -> String {
     }
 }
 
+/// One budget's window for people: "usd 1.2 of 1 this day (spent); resets
+/// 2026-03-09 00:00 EDT (in 5 h)".
+pub fn budget_words(b: &crate::tick::budget::BudgetState, task: &Task, now: i64) -> String {
+    use crate::limits::amount_words;
+    format!(
+        "{} {} of {} this {}{}; resets {}",
+        b.budget.key,
+        amount_words(b.spent),
+        amount_words(b.budget.limit),
+        b.budget.period,
+        if b.is_spent() {
+            " (spent: runs are skipped)"
+        } else {
+            ""
+        },
+        when(Some(b.window.end), task.zone_in_force, now)
+    )
+}
+
 /// The rows of a payload's limits (docs/CONTRACT.md §6) for `show`, `draft`
 /// and `show DRAFT`, each only when the payload sets it (older tasks print
 /// as they did). The gate is agent-written text: quoted and escaped.

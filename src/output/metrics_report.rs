@@ -16,6 +16,8 @@ pub struct Counted {
     pub last_tick: Option<f64>,
     /// How long the last tick that finished took.
     pub last_duration: Option<f64>,
+    /// What executors reported spending, by tenant and key.
+    pub usage: Vec<crate::store::UsageTotal>,
 }
 
 /// Every family, in the order the exposition lists them.
@@ -24,7 +26,30 @@ pub fn exposition(counted: &Counted) -> Exposition {
     last_tick(&mut out, counted);
     backlog(&mut out, counted);
     runs_and_notices(&mut out, counted);
+    usage(&mut out, counted);
     out
+}
+
+/// What executors reported spending since the store began, by key (every
+/// tenant's summed); prune never lowers it. Absent until a run reports any.
+fn usage(out: &mut Exposition, counted: &Counted) {
+    let mut keys: Vec<(&str, f64)> = Vec::new();
+    for total in &counted.usage {
+        match keys.iter_mut().find(|(k, _)| *k == total.key) {
+            Some(entry) => entry.1 += total.total,
+            None => keys.push((&total.key, total.total)),
+        }
+    }
+    if keys.is_empty() {
+        return;
+    }
+    keys.sort_by(|a, b| a.0.cmp(b.0));
+    out.counter(
+        "usage_total",
+        "What executors reported spending (their reply's usage), by key; prune does not lower it.",
+        "key",
+        &keys,
+    );
 }
 
 fn last_tick(out: &mut Exposition, counted: &Counted) {

@@ -38,6 +38,8 @@ pub struct StatusReport {
     /// The --max-running the last tick ran with.
     pub limit: Option<i64>,
     pub places: Vec<UnknownPlace>,
+    /// Tasks whose window of a budget is spent now, with that budget.
+    pub budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
 }
 
 impl StatusReport {
@@ -83,6 +85,12 @@ impl StatusReport {
             "notices": {"pending": stats.notices_pending, "sending": stats.notices_sending,
                         "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable,
                         "suppressed": stats.notices_suppressed},
+            "budgets_spent": self.budgets.iter().map(|(task, b)| {
+                let mut spent = crate::tick::budget::state_json(b, task);
+                spent["task_id"] = json!(task.task_id);
+                spent["name"] = json!(task.payload.name);
+                spent
+            }).collect::<Vec<_>>(),
         })
     }
 
@@ -113,6 +121,14 @@ impl StatusReport {
         }
         if let Some(skew) = self.skew {
             text.push(format!("{:<10} {}", "clock skew", describe_skew(skew)));
+        }
+        for (task, b) in &self.budgets {
+            let words = crate::output::human::budget_words(b, task, self.now);
+            text.push(format!(
+                "{:<10} {}: {words}",
+                "budget",
+                escape(&task.label())
+            ));
         }
         text.join("\n")
     }

@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 
 pub use cron::CronExpr;
 pub use parse::{parse_days, parse_duration, parse_hhmm, parse_instant, parse_time, parse_zone};
+pub use resolve::compatible;
 
 /// 9999-12-31T23:59:59Z: no occurrence is later.
 pub const MAX_INSTANT: i64 = 253_402_300_799;

@@ -12,6 +12,7 @@
 //! change is a guarded UPDATE that returns a Conflict when its guard matches
 //! no row.
 
+pub mod budgets;
 pub mod completion;
 pub mod deliveries;
 pub mod drafts;
@@ -36,6 +37,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+pub use budgets::{BudgetTx, BudgetWindow, UsageTotal};
 pub use completion::CompletionTx;
 pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
@@ -57,7 +59,8 @@ pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error::
 
 /// Everything one transaction can do.
 pub trait Tx:
-    DraftTx
+    BudgetTx
+    + DraftTx
     + TaskTx
     + RunTx
     + DeliveryTx
@@ -72,7 +75,8 @@ pub trait Tx:
 {
 }
 impl<
-        T: DraftTx
+        T: BudgetTx
+            + DraftTx
             + TaskTx
             + RunTx
             + DeliveryTx

@@ -9,6 +9,7 @@ use crate::text::human_duration;
 use anyhow::Result;
 use serde_json::json;
 
+use super::budget::{self, BudgetState};
 use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
@@ -31,6 +32,9 @@ pub struct Plan {
     pub superseded_retry: Option<String>,
     /// The manual trigger (its `trigger_at`) this plan decides.
     pub consumed_trigger: Option<i64>,
+    /// The task's budgets in their current windows, as this claim leaves
+    /// them (tick/budget.rs); empty for a task without budgets.
+    pub budgets: Vec<BudgetState>,
 }
 
 /// A pending manual trigger and the `scheduled_for` its run takes: the
@@ -80,6 +84,7 @@ pub fn plan(
         state: TaskState::Active,
         superseded_retry: None,
         consumed_trigger: None,
+        budgets: Vec::new(),
     };
     let occurrence_due = task.next_run_at.filter(|at| *at <= now);
     if let Some(first) = occurrence_due {
@@ -379,6 +384,8 @@ pub enum Claimed {
         run: Box<Run>,
         continuation: serde_json::Value,
         previous: serde_json::Value,
+        /// The task's budgets now, for the executor's `limits`.
+        budgets: Vec<BudgetState>,
     },
 }
 
@@ -454,11 +461,14 @@ pub fn continue_approved(
     // approved_at/by stay on this copy (the stored row dropped them) so the
     // tick can say who approved what it runs.
     let previous = previous_run(tx, &task.task_id)?;
+    // A continuation is not a new start: it counts in no budget.
+    let budgets = budget::read(tx, &task, s.now)?;
     Ok(Some(Claimed::Continued {
         task: Box::new(task),
         run: Box::new(run),
         continuation,
         previous,
+        budgets,
     }))
 }
 
@@ -486,7 +496,7 @@ pub fn prepare(
         Some(trigger) => Some(trigger_slot(tx, &task, trigger)?),
         None => None,
     };
-    let plan = plan(
+    let mut plan = plan(
         &task,
         blocking.as_ref(),
         failed.as_ref(),
@@ -494,6 +504,12 @@ pub fn prepare(
         trigger.as_ref(),
         s,
     );
+    // Only a run about to start asks the budgets (a task without any
+    // reads nothing).
+    if plan.running().is_some() && !task.payload.budgets.is_empty() {
+        let budgets = budget::read(tx, &task, s.now)?;
+        budget::apply(&mut plan, &task, budgets, s.now);
+    }
     Ok(Some(Ok((task, plan))))
 }
 
@@ -518,6 +534,30 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
         }
         at -= 1;
     }
+}
+
+/// Runs that never ran have notices too; the task's policy decides
+/// whether they are sent (docs/CONTRACT.md §16). A budget's window is told
+/// once (`budget_told`: an earlier skip of the window told it).
+fn never_ran_notice(
+    tx: &mut dyn Tx,
+    run: &Run,
+    task: &Task,
+    budget_told: bool,
+    now: i64,
+) -> Result<()> {
+    let never_ran = matches!(
+        run.status,
+        RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
+    );
+    if never_ran {
+        let context = super::settle::NoticeContext {
+            budget_told,
+            ..Default::default()
+        };
+        super::settle::add_decided_notice(tx, run, Some(task), now, None, context)?;
+    }
+    Ok(())
 }
 
 /// Claims the earliest due task of the whole store, if any, in the
@@ -562,7 +602,10 @@ pub fn claim_due(
             })?;
             Ok(Some(Claimed::Quarantined { task_id, problem }))
         }
-        Some(Ok((task, plan))) => {
+        Some(Ok((task, mut plan))) => {
+            // The notice of a budget's window is made once (docs/CONTRACT.md
+            // §16): later skips in the window hold theirs back.
+            let budget_told = budget::tell(&mut plan, s.now).unwrap_or(false);
             for run in &plan.runs {
                 tx.insert_run(run)?;
                 tx.append_event(&Event::of_run(
@@ -576,13 +619,11 @@ pub fn claim_due(
                            "queued_seconds": run.queued_seconds,
                            "trigger": run.trigger.as_str()}),
                 ))?;
-                // Runs that never ran have notices too; the task's policy
-                // decides whether they are sent (docs/CONTRACT.md §16).
-                let never_ran = matches!(run.status, RunStatus::Missed | RunStatus::SkippedOverlap);
-                if never_ran && notices_for_missed {
-                    super::settle::add_notice(tx, run, Some(&task), s.now, None)?;
+                if notices_for_missed {
+                    never_ran_notice(tx, run, &task, budget_told, s.now)?;
                 }
             }
+            budget::save(tx, &task.task_id, &plan.budgets)?;
             if let Some(at) = plan.consumed_trigger {
                 tx.clear_trigger(&task.task_id, at)?;
             }

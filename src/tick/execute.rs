@@ -73,6 +73,9 @@ pub struct Job {
     pub continuation: Value,
     /// The task's last settled run (docs/CONTRACT.md §16), or null.
     pub previous: Value,
+    /// The task's budgets as the claim left them, for the executor's
+    /// `limits` (tick/budget.rs).
+    pub budgets: Vec<super::budget::BudgetState>,
 }
 
 /// What happened to one job.
@@ -604,7 +607,7 @@ fn execute(
     let limit = TimeLimit::of(executor.timeout, &job.task.payload);
     let spec = ChildSpec {
         argv: argv.clone(),
-        stdin: format!("{}\n", stdin_for(job)).into_bytes(),
+        stdin: format!("{}\n", stdin_for(job, limit.duration)).into_bytes(),
         env: environment(endpoint, job),
         launch: executor.launch.clone(),
         timeout: limit.duration,
@@ -672,6 +675,7 @@ fn lost(
         wait_deadline: None,
         reason: Some("lease lost before the executor started".into()),
         notify: None,
+        usage: crate::limits::Usage::default(),
     });
     store.write(|tx| {
         tx.append_event(&Event::of_run(
@@ -726,16 +730,20 @@ fn outcome_of(r: &ExecResult) -> Outcome {
             stderr: None,
             retryable: true,
             notify: None,
+            usage: r.usage.clone(),
         };
     }
     Outcome {
         notify: r.notify,
+        usage: r.usage.clone(),
         ..Outcome::settled(status, r.summary.clone(), r.reason.clone())
     }
 }
 
-/// The executor's standard input (docs/CONTRACT.md §6).
-fn stdin_for(job: &Job) -> Value {
+/// The executor's standard input (docs/CONTRACT.md §6): `limits` says
+/// the time it has (the task's own timeout held to the tick's) and what is
+/// left of each budget.
+fn stdin_for(job: &Job, timeout: Duration) -> Value {
     json!({
         "task": json::task(&job.task),
         "run": json::run(&job.run),
@@ -746,6 +754,7 @@ fn stdin_for(job: &Job) -> Value {
         "payload_hash": job.task.payload_hash,
         "continuation": job.continuation,
         "previous": job.previous,
+        "limits": super::budget::limits(timeout.as_secs(), &job.budgets, &job.task),
     })
 }
 

@@ -30,6 +30,7 @@
 //! (step 5), `events` (what is reported), `dry_run`. `run` below is the
 //! sequence of those steps.
 
+pub mod budget;
 pub mod claim;
 pub mod deliver;
 pub mod dry_run;

@@ -17,6 +17,8 @@ pub const UNCHANGED_CONTENT: &str = "unchanged content";
 pub const POLICY: &str = "policy";
 /// The executor said `"notify":false` of a success.
 pub const EXECUTOR: &str = "executor";
+/// A budget's window whose notice was made by an earlier skip.
+pub const BUDGET_TOLD: &str = "budget window told";
 
 /// What happens to one settled run's notice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub struct Facts<'a> {
     /// The key and time of the task's last skip notice sent within the
     /// re-alert window (the caller reads it from the ledger).
     pub last_skip_sent: Option<(String, i64)>,
+    /// A `skipped_budget` run whose window's notice was made already.
+    pub budget_told: bool,
     pub now: i64,
 }
 
@@ -85,6 +89,7 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         // such run or notice, so only the mode holds them back.
         NoticeKind::Budget | NoticeKind::Overdue => match mode {
             NotifyMode::Never => Some(POLICY),
+            _ if facts.budget_told => Some(BUDGET_TOLD),
             _ => None,
         },
         NoticeKind::Success => match facts.executor_says {

@@ -333,6 +333,7 @@ impl<'a> Scheduler<'a> {
                 run,
                 continuation,
                 previous,
+                budgets,
             } => {
                 self.started += 1;
                 self.in_flight.insert(run.run_id.clone());
@@ -349,6 +350,7 @@ impl<'a> Scheduler<'a> {
                     run: *run,
                     continuation,
                     previous,
+                    budgets,
                 });
             }
             claim::Claimed::Planned {
@@ -366,6 +368,7 @@ impl<'a> Scheduler<'a> {
                             run: run.clone(),
                             continuation: serde_json::Value::Null,
                             previous: previous.clone(),
+                            budgets: plan.budgets.clone(),
                         });
                     } else {
                         self.decisions += 1;

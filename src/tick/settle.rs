@@ -31,6 +31,9 @@ pub struct Outcome {
     /// The executor's `"notify"` (docs/CONTRACT.md §16): heeded for a
     /// success only.
     pub notify: Option<bool>,
+    /// What the executor's reply says the run spent: recorded with the
+    /// outcome, in its transaction (tick/budget.rs).
+    pub usage: crate::limits::Usage,
 }
 
 impl Outcome {
@@ -45,6 +48,7 @@ impl Outcome {
             stderr: None,
             retryable: true,
             notify: None,
+            usage: crate::limits::Usage::default(),
         }
     }
 
@@ -89,6 +93,7 @@ pub fn settle(
     let context = NoticeContext {
         executor_says: outcome.notify,
         paused: paused.as_deref(),
+        budget_told: false,
     };
     add_decided_notice(tx, &settled, task.as_ref(), now, claim, context)
 }
@@ -127,6 +132,7 @@ pub fn record(
         Some(task) => bookkeep(tx, task, run, outcome, now)?,
         None => None,
     };
+    super::budget::record_usage(tx, task.as_ref(), run, &outcome.usage, now)?;
     tx.append_event(&Event::of_run(
         AuditAction::Finish,
         run,
@@ -305,6 +311,8 @@ pub struct NoticeContext<'a> {
     /// Set when this run's failure paused the task (`--pause-after`): the
     /// pause's reason.
     pub paused: Option<&'a str>,
+    /// A `skipped_budget` run whose window's notice was made already.
+    pub budget_told: bool,
 }
 
 /// Adds the notice of a run that left `running` (or never ran: missed,
@@ -342,6 +350,7 @@ pub fn add_decided_notice(
             policy,
             executor_says: context.executor_says,
             paused_task: context.paused.is_some(),
+            budget_told: context.budget_told,
             last_skip_sent,
             now,
         },

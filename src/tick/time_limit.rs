@@ -53,6 +53,7 @@ impl TimeLimit {
                 wait_deadline: None,
                 reason,
                 notify: None,
+                usage: crate::limits::Usage::default(),
             };
         }
         ExecResult { reason, ..result }
@@ -79,6 +80,7 @@ mod tests {
             wait_deadline: None,
             reason: Some("timed out after 2s".into()),
             notify: None,
+            usage: crate::limits::Usage::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 #[allow(dead_code)] // helpers shared by the suites; not every suite uses each one
 mod support;
 
+mod budgets;
 mod capacity;
 mod completion;
 mod confirm;

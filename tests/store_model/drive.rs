@@ -601,6 +601,7 @@ impl Harness {
             stderr: None,
             retryable: true,
             notify: None,
+            usage: Default::default(),
         };
         let claim_token = notify.then(|| uuid::Uuid::new_v4().to_string());
         let id = self.model.runs[run].id.clone();

@@ -10,6 +10,7 @@
 //! `jsonb` operators and cursors; SQLite's `INDEXED BY` hints, `json_each`,
 //! `INSERT OR REPLACE`, temporary tables and `max` of two values.
 
+pub mod budgets;
 pub mod deliveries;
 pub mod drafts;
 pub mod events;

@@ -16,6 +16,7 @@
 //! as it closes.
 
 mod backup;
+mod budgets;
 mod busy;
 mod completion;
 mod deliveries;

@@ -68,6 +68,7 @@ impl Player {
                 executor_says: says,
                 paused_task: false,
                 last_skip_sent: self.skip_sent.clone(),
+                budget_told: false,
                 now: at,
             },
             self.memory.clone(),
