@@ -6,12 +6,14 @@
 mod support;
 
 mod capacity;
+mod catch_up;
 mod completion;
 mod confirm;
 mod continuations;
 mod day2;
 mod diagnostics;
 mod draft;
+mod gate;
 mod generated;
 mod growth;
 mod hooks;

@@ -118,6 +118,8 @@ pub const LEGAL_STATUSES: &[&str] = &[
     "unknown",
     "missed",
     "skipped_overlap",
+    "skipped_budget",
+    "skipped_gate",
 ];
 
 /// `start <run_id> <token> <pid> ...` lines of the executor fixture's journal.
