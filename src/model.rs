@@ -200,6 +200,9 @@ pub struct Run {
     /// The process running it ("BOOT PID START", `process::runner_identity`),
     /// written when a tick claims it; never read back into a `Run`.
     pub runner: Option<String>,
+    /// A `catch_up: latest` task's latest occurrence, run although its
+    /// grace had passed with no tick to decide it (docs/CONTRACT.md §6).
+    pub catch_up: bool,
 }
 
 impl Run {
@@ -242,6 +245,7 @@ impl Run {
             approved_at: None,
             approved_by: None,
             runner: None,
+            catch_up: false,
             delivery_status: None,
             trigger: if attempt > 1 {
                 RunTrigger::Retry

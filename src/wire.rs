@@ -79,7 +79,7 @@ pub fn task(t: &Task) -> Value {
 }
 
 pub fn run(r: &Run) -> Value {
-    json!({
+    let mut value = json!({
         "run_id": r.run_id,
         "task_id": r.task_id,
         "scheduled_for": time(Some(r.scheduled_for)),
@@ -101,5 +101,10 @@ pub fn run(r: &Run) -> Value {
         "trigger": r.trigger.as_str(),
         "approved_at": time(r.approved_at),
         "approved_by": r.approved_by,
-    })
+    });
+    // Only when true (docs/CONTRACT.md §9): most runs never catch up.
+    if r.catch_up {
+        value["catch_up"] = json!(true);
+    }
+    value
 }

@@ -83,6 +83,14 @@ pub struct TickArgs {
     #[arg(long, value_name = "DUR", default_value = "30m")]
     pub timeout: String,
 
+    /// Stop a task's gate after this long (at most 30s); the executor then runs anyway
+    ///
+    /// A gate (`draft --gate CMD`) asks whether there is anything to do
+    /// before the executor runs; one that hangs past this fails open: the
+    /// executor runs and the run's summary says "gate failed: timed out".
+    #[arg(long, value_name = "DUR", default_value = "30s")]
+    pub gate_timeout: String,
+
     /// Print what this tick would do, changing nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -115,12 +123,26 @@ pub fn executor(args: &TickArgs, launch: &crate::process::Launch) -> Result<Exec
             .map(|c| command_argv("--executor", c))
             .transpose()?,
         timeout: duration("--timeout", &args.timeout)?,
+        gate_timeout: gate_timeout(&args.gate_timeout)?,
         kill_grace: duration("--kill-grace", &args.kill_grace)?,
         lease: duration("--lease", &args.lease)?,
         jobs: args.jobs as usize,
         output_cap: 1 << 20,
         launch: launch.clone(),
     })
+}
+
+/// `--gate-timeout`: from 1 s to the gate's limit.
+fn gate_timeout(text: &str) -> Result<std::time::Duration> {
+    let limit = crate::limits::GATE_TIMEOUT_SECONDS;
+    let value = duration("--gate-timeout", text)?;
+    if !(1..=limit).contains(&value.as_secs()) {
+        return Err(crate::error::CmdError::usage(format!(
+            "--gate-timeout: must be from 1 s to {limit} s"
+        ))
+        .into());
+    }
+    Ok(value)
 }
 
 pub fn notifier(args: &TickArgs, launch: &crate::process::Launch) -> Result<Option<Notifier>> {

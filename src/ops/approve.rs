@@ -124,6 +124,8 @@ fn approve_here(
     let executor = Executor {
         argv: Some(here.argv),
         timeout: here.timeout,
+        // A continuation's gate opened before it parked: none runs here.
+        gate_timeout: Duration::from_secs(crate::limits::GATE_TIMEOUT_SECONDS),
         kill_grace: Duration::from_secs(5),
         lease: here.lease,
         jobs: 1,

@@ -400,6 +400,12 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
     let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
     // Capacity is not lateness: say how long it waited for a slot.
     let started = match run.queued_seconds {
+        // Past its grace with no tick to decide it: the task catches up.
+        Some(wait) if run.catch_up => format!(
+            "{started}, {} after it was due, as a catch-up (its grace passed with no tick to decide it, \
+             and the task runs its latest missed occurrence once: catch-up latest)",
+            crate::text::human_duration(wait)
+        ),
         Some(wait) if wait > f.task.payload.grace_seconds => format!(
             "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
             crate::text::human_duration(wait)

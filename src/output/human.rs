@@ -257,9 +257,14 @@ pub fn run_summary(r: &Run) -> String {
     if r.skipped_occurrences > 1 {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
-    // How long it waited for a free slot after it was due (not lateness).
-    if let Some(wait) = r.queued_seconds.filter(|w| *w > 0) {
-        let queued = format!("started {} after due", crate::text::human_duration(wait));
+    // How long it waited for a free slot after it was due (not lateness),
+    // or, for a catch-up, how late it ran.
+    if let Some(wait) = r.queued_seconds.filter(|w| *w > 0 || r.catch_up) {
+        let late = crate::text::human_duration(wait);
+        let queued = match r.catch_up {
+            true => format!("catch-up, started {late} after due"),
+            false => format!("started {late} after due"),
+        };
         summary = match summary.is_empty() {
             true => queued,
             false => format!("{queued}; {summary}"),

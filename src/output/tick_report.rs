@@ -80,8 +80,15 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
             // A dry run records nothing: the id it drew for the run is never used.
             let mut run = run_json(run);
             run["run_id"] = Value::Null;
-            json!({"event": "would_claim", "task_name": task.payload.name,
-                   "decision": run["status"], "run": run})
+            let mut event = json!({"event": "would_claim", "task_name": task.payload.name,
+                   "decision": run["status"], "run": run});
+            // The gate it would run first, for a run it would start.
+            if let (Some(gate), "running") =
+                (&task.payload.gate, run["status"].as_str().unwrap_or(""))
+            {
+                event["gate"] = json!(gate);
+            }
+            event
         }
         TickEvent::Quarantined { task_id, problem } => {
             json!({"event": "quarantined", "task_id": task_id, "problem": problem})
@@ -205,14 +212,19 @@ fn decided_line(verb: &str, task: &Task, run: &Run) -> String {
     let when = wall_time(run.scheduled_for, task.zone_in_force);
     let label = escape(&task.label());
     match run.status {
-        // A dry run's run id is never used: it is not shown.
-        RunStatus::Running if !verb.is_empty() => {
-            format!("{verb}run {label} for {when} (attempt {})", run.attempt)
-        }
+        // A dry run's run id is never used: it is not shown. It names the
+        // gate it would run first (and does not run it).
+        RunStatus::Running if !verb.is_empty() => format!(
+            "{verb}run {label} for {when} (attempt {}{}){}",
+            run.attempt,
+            catching_up(run),
+            gate_words(task)
+        ),
         RunStatus::Running => format!(
-            "{verb}run {label} for {when} (run {}, attempt {})",
+            "{verb}run {label} for {when} (run {}, attempt {}{})",
             short_id(&run.run_id),
-            run.attempt
+            run.attempt,
+            catching_up(run)
         ),
         RunStatus::Missed => format!(
             "{verb}record {label} for {when} missed: {}",
@@ -224,6 +236,23 @@ fn decided_line(verb: &str, task: &Task, run: &Run) -> String {
         ),
         other => format!("{verb}record {label} for {when}: {other}"),
     }
+}
+
+/// ", catching up": a run whose occurrence passed its grace unclaimed.
+fn catching_up(run: &Run) -> &'static str {
+    match run.catch_up {
+        true => ", catching up a missed occurrence",
+        false => "",
+    }
+}
+
+/// " after its gate `CMD`" for a gated task: the command, quoted, escaped.
+fn gate_words(task: &Task) -> String {
+    task.payload
+        .gate
+        .as_deref()
+        .map(|gate| format!(" after its gate `{}`", escape(gate)))
+        .unwrap_or_default()
 }
 
 /// An approved continuation run again (`verb`: "would" in a dry run).

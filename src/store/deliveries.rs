@@ -29,7 +29,8 @@ pub struct NoticeFinish<'a> {
 /// it reads no further back than the re-alert window.
 pub const LAST_SKIP_SENT: &str = "SELECT r.status, r.reason, r.summary, d.created_at
     FROM runs r JOIN deliveries d ON d.run_id = r.run_id
-    WHERE r.task_id = $1 AND r.scheduled_for >= $2 AND r.status = 'skipped_overlap'
+    WHERE r.task_id = $1 AND r.scheduled_for >= $2
+      AND r.status IN ('skipped_overlap', 'skipped_gate')
       AND d.kind = 'skipped' AND d.state <> 'suppressed'
     ORDER BY d.created_at DESC LIMIT 1";
 

@@ -110,6 +110,7 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
         approved_at: row.opt_int(25)?,
         approved_by: row.opt_text(26)?,
         runner: None,
+        catch_up: row.int(27)? != 0,
     })
 }
 

@@ -10,6 +10,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::budget::{self, BudgetState};
+use crate::limits::CatchUp;
 use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
@@ -240,7 +241,9 @@ fn decide_occurrences(
         Some(mark) => {
             runs.push(coalesced(count - 1, superseded(mark, latest, count)));
             let late_by = now - latest;
-            if late_by > grace {
+            if late_by > grace && catches_up(task, blocking) {
+                runs.push(caught_up(task, latest, s));
+            } else if late_by > grace {
                 runs.push(Run::new(
                     task,
                     latest,
@@ -260,17 +263,38 @@ fn decide_occurrences(
         }
         None => {
             let late_by = now - latest;
-            if late_by > grace {
+            let catch_up = late_by > grace && catches_up(task, blocking);
+            if late_by > grace && !catch_up {
                 runs.push(coalesced(count, late(count, late_by, grace, now - first)));
             } else {
                 if count > 1 {
                     runs.push(coalesced(count - 1, unclaimed(count - 1)));
                 }
-                runs.push(decided(task, latest, latest, 1, blocking, s));
+                runs.push(match catch_up {
+                    true => caught_up(task, latest, s),
+                    false => decided(task, latest, latest, 1, blocking, s),
+                });
             }
         }
     }
     runs
+}
+
+/// Whether a task runs its latest occurrence although its grace passed
+/// with no tick to decide it (`catch_up: latest`, docs/CONTRACT.md §6):
+/// only when nothing blocks it, so a catch-up is a run, never a skip; a
+/// blocked task records the occurrence missed as any other.
+fn catches_up(task: &Task, blocking: Option<&Run>) -> bool {
+    task.payload.catch_up == CatchUp::Latest && blocking.is_none()
+}
+
+/// The catch-up run of the task's latest occurrence, past its grace: one
+/// run, the occurrences before it coalesced missed beside it, so a tick
+/// after a long outage starts at most one run per task, never a burst.
+fn caught_up(task: &Task, latest: i64, s: ClaimSettings) -> Run {
+    let mut run = decided(task, latest, latest, 1, None, s);
+    run.catch_up = true;
+    run
 }
 
 /// Why `count` occurrences, the newest late by `late_by` (the first by
@@ -472,6 +496,19 @@ pub fn continue_approved(
     }))
 }
 
+/// The claim event's detail; `catch_up` only when the run catches up.
+fn claim_detail(run: &Run) -> serde_json::Value {
+    let mut detail = json!({"decision": run.status.as_str(), "attempt": run.attempt,
+           "scheduled_for": run.scheduled_for, "reason": run.reason,
+           "skipped_occurrences": run.skipped_occurrences,
+           "queued_seconds": run.queued_seconds,
+           "trigger": run.trigger.as_str()});
+    if run.catch_up {
+        detail["catch_up"] = json!(true);
+    }
+    detail
+}
+
 /// Reads what `plan` needs for one due task inside `tx`.
 pub fn prepare(
     tx: &mut dyn Tx,
@@ -613,11 +650,7 @@ pub fn claim_due(
                     run,
                     "agentcron:tick",
                     s.now,
-                    json!({"decision": run.status.as_str(), "attempt": run.attempt,
-                           "scheduled_for": run.scheduled_for, "reason": run.reason,
-                           "skipped_occurrences": run.skipped_occurrences,
-                           "queued_seconds": run.queued_seconds,
-                           "trigger": run.trigger.as_str()}),
+                    claim_detail(run),
                 ))?;
                 if notices_for_missed {
                     never_ran_notice(tx, run, &task, budget_told, s.now)?;
@@ -651,3 +684,6 @@ pub fn claim_due(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -44,6 +44,7 @@ use crate::store::{shared::SharedStore, Store};
 use crate::wire as json;
 
 use super::deliver::{self, Delivery, Notifier};
+use super::gate::{self, Gate};
 use super::leases::{end_lease, lease_lost};
 pub use super::leases::{Leases, Renewals, Slot};
 use super::release;
@@ -56,6 +57,9 @@ pub struct Executor {
     /// None when no executor is configured: claimed runs then fail saying so.
     pub argv: Option<Vec<String>>,
     pub timeout: Duration,
+    /// How long a task's gate may run (`limits::GATE_TIMEOUT_SECONDS` at
+    /// most).
+    pub gate_timeout: Duration,
     pub kill_grace: Duration,
     pub lease: Duration,
     pub jobs: usize,
@@ -140,7 +144,14 @@ enum Failure {
     Interrupted,
     /// A stop signal seen before the spawn: nothing ran.
     NotSpawned,
+    /// The task's gate exited 1: nothing to do, the executor not started
+    /// (its first line of stdout).
+    GateClosed(Option<String>),
 }
+
+/// What the executor answered and the end of its stderr, or why there is
+/// no answer.
+type Executed = Result<(ExecResult, Option<String>), Failure>;
 
 /// The reason recorded on a run whose tick was told to stop.
 pub const INTERRUPTED: &str = "tick interrupted";
@@ -406,7 +417,8 @@ fn run_one(
 ) -> (Result<Finished>, Option<(Notice, String)>) {
     // Removed when this function returns: the run is settled by then.
     let endpoint = open_endpoint(shared, job);
-    let result = execute(endpoint.as_ref().map(Endpoint::path), shared, job);
+    let (result, gate_failed) =
+        gate_then_execute(endpoint.as_ref().map(Endpoint::path), shared, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -420,7 +432,13 @@ fn run_one(
         });
         return (finished, None);
     }
-    let (outcome, not_started) = outcome_of_result(&result);
+    let (mut outcome, not_started) = outcome_of_result(&result);
+    if let Some(words) = gate_failed {
+        outcome.summary = Some(gate::failed_open_summary(
+            &words,
+            outcome.summary.as_deref(),
+        ));
+    }
     if lease_lost(&shared.leases, &job.run.run_id) {
         return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
     }
@@ -463,9 +481,7 @@ fn run_one(
 
 /// The outcome to record for how the executor ended, and the error when
 /// it could not start.
-fn outcome_of_result(
-    result: &Result<(ExecResult, Option<String>), Failure>,
-) -> (Outcome, Option<String>) {
+fn outcome_of_result(result: &Executed) -> (Outcome, Option<String>) {
     match result {
         Ok((r, stderr)) => (
             Outcome {
@@ -482,6 +498,14 @@ fn outcome_of_result(
         // Killed mid-run because this tick must stop: uncertain too.
         Err(Failure::Interrupted | Failure::NotSpawned) => (
             Outcome::settled(RunStatus::Unknown, None, Some(INTERRUPTED.into())),
+            None,
+        ),
+        Err(Failure::GateClosed(said)) => (
+            Outcome::settled(
+                RunStatus::SkippedGate,
+                said.clone(),
+                Some(gate::CLOSED.into()),
+            ),
             None,
         ),
         Err(Failure::NotStarted(e)) => (
@@ -591,29 +615,74 @@ fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Run {
     run
 }
 
-/// Spawns the executor and waits for it, watching the lease.
-/// What the executor answered, and the end of its stderr.
-fn execute(
+/// What the executor's run came to, after the task's gate if it has one
+/// (not for a continuation: its gate opened before it parked), and the
+/// words of a gate that failed open.
+fn gate_then_execute(
     endpoint: Option<&std::path::Path>,
     shared: &Shared,
     job: &Job,
-) -> Result<(ExecResult, Option<String>), Failure> {
+) -> (Executed, Option<String>) {
     let executor = &shared.executor;
-    let Some(argv) = &executor.argv else {
+    let opened = match (&job.task.payload.gate, &executor.argv) {
+        (Some(command), Some(_)) if job.continuation.is_null() => {
+            let spec = child_spec(endpoint, shared, job, executor.gate_timeout);
+            gate::run(command, spec, &shared.leases, &job.run.run_id)
+        }
+        _ => Gate::Open,
+    };
+    match opened {
+        Gate::Open => (execute(endpoint, shared, job), None),
+        Gate::FailedOpen(words) => (execute(endpoint, shared, job), Some(words)),
+        Gate::Closed(said) => (Err(Failure::GateClosed(said)), None),
+        // Nothing of the run was started: it is taken back, due again.
+        Gate::Stopped { interrupted: true } => (Err(Failure::NotSpawned), None),
+        Gate::Stopped { interrupted: false } => (
+            Err(Failure::Lost("lease lost while the gate ran".into())),
+            None,
+        ),
+    }
+}
+
+/// The child the run starts (the executor, or its gate first): the
+/// executor's stdin and environment, its launch, held to `timeout`; its
+/// argv is the caller's to set.
+fn child_spec(
+    endpoint: Option<&std::path::Path>,
+    shared: &Shared,
+    job: &Job,
+    timeout: Duration,
+) -> ChildSpec {
+    let executor = &shared.executor;
+    ChildSpec {
+        argv: executor.argv.clone().unwrap_or_default(),
+        // The gate reads what the executor will: its stdin names the
+        // executor's own time limit.
+        stdin: format!("{}\n", stdin_for(job, executor_limit(shared, job))).into_bytes(),
+        env: environment(endpoint, job),
+        launch: executor.launch.clone(),
+        timeout,
+        kill_grace: executor.kill_grace,
+        output_cap: executor.output_cap,
+    }
+}
+
+/// The executor's own time limit: the task's, held to the tick's.
+fn executor_limit(shared: &Shared, job: &Job) -> Duration {
+    TimeLimit::of(shared.executor.timeout, &job.task.payload).duration
+}
+
+/// Spawns the executor and waits for it, watching the lease.
+/// What the executor answered, and the end of its stderr.
+fn execute(endpoint: Option<&std::path::Path>, shared: &Shared, job: &Job) -> Executed {
+    let executor = &shared.executor;
+    if executor.argv.is_none() {
         return Err(Failure::NotStarted(
             "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
         ));
-    };
+    }
     let limit = TimeLimit::of(executor.timeout, &job.task.payload);
-    let spec = ChildSpec {
-        argv: argv.clone(),
-        stdin: format!("{}\n", stdin_for(job, limit.duration)).into_bytes(),
-        env: environment(endpoint, job),
-        launch: executor.launch.clone(),
-        timeout: limit.duration,
-        kill_grace: executor.kill_grace,
-        output_cap: executor.output_cap,
-    };
+    let spec = child_spec(endpoint, shared, job, limit.duration);
     let run_id = job.run.run_id.clone();
     // Claimed, but the tick was told to stop before the spawn: a
     // continuation stays uncertain (its approval is spent), anything else

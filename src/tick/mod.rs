@@ -24,7 +24,8 @@
 //! Where each part lives: `recording` (the tick's own record, the gap),
 //! `expiry` (steps 1-3), `scheduler` (step 4 and the main loop), `claim`
 //! and `queue` (what one claim decides, fairly across tenants), `execute`
-//! and `leases` (the workers, the leases they run under), `time_limit`
+//! and `leases` (the workers, the leases they run under), `gate` (the
+//! task's check before its executor), `time_limit`
 //! (how long a run may take), `settle` and
 //! `notice_policy` (outcomes and their notices), `deliver` and `lane`
 //! (step 5), `events` (what is reported), `dry_run`. `run` below is the
@@ -37,6 +38,7 @@ pub mod dry_run;
 pub mod events;
 pub mod execute;
 pub mod expiry;
+pub mod gate;
 pub mod lane;
 pub mod leases;
 pub mod notice_policy;

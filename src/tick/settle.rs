@@ -400,11 +400,13 @@ pub fn add_decided_notice(
 /// sent since `since`, as the notice policy compares it.
 fn last_skip_sent(tx: &mut dyn Tx, run: &Run, since: i64) -> Result<Option<(String, i64)>> {
     Ok(match run.status {
-        RunStatus::SkippedOverlap => tx.last_skip_sent(&run.task_id, since)?.map(|s| {
-            let key =
-                notice_policy::dedup_key(&s.status, s.reason.as_deref(), s.summary.as_deref());
-            (key, s.at)
-        }),
+        RunStatus::SkippedOverlap | RunStatus::SkippedGate => {
+            tx.last_skip_sent(&run.task_id, since)?.map(|s| {
+                let key =
+                    notice_policy::dedup_key(&s.status, s.reason.as_deref(), s.summary.as_deref());
+                (key, s.at)
+            })
+        }
         _ => None,
     })
 }

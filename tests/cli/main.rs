@@ -7,12 +7,14 @@ mod support;
 
 mod budgets;
 mod capacity;
+mod catch_up;
 mod completion;
 mod confirm;
 mod continuations;
 mod day2;
 mod diagnostics;
 mod draft;
+mod gate;
 mod generated;
 mod growth;
 mod hooks;

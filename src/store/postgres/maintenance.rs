@@ -10,7 +10,8 @@ use crate::store::maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 
 const PRUNABLE_RUNS: &str = "
     SELECT r.run_id FROM runs r
-    WHERE r.status IN ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap')
+    WHERE r.status IN ('succeeded', 'failed', 'delivery_failed', 'missed', 'skipped_overlap',
+                       'skipped_gate')
       AND r.finished_at < $1 AND ($2::text IS NULL OR r.tenant_key = $2)
       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.run_id = r.run_id AND d.state NOT IN ('delivered', 'suppressed'))
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.retry_run_id = r.run_id)";

@@ -107,6 +107,7 @@ impl RunTx for PgTx<'_, '_> {
                     &r.queued_seconds,
                     &r.trigger.as_str(),
                     &r.runner,
+                    &i64::from(r.catch_up),
                 ],
             )
             .context("recording the run")?;

@@ -6,9 +6,9 @@ pub const INSERT_RUN: &str =
     "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
        attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
        lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner)
+       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-       $17, $18, $19, $20, $21, $22, $23, $24)";
+       $17, $18, $19, $20, $21, $22, $23, $24, $25)";
 
 /// Run by `RunTx::insert_reconciliation`.
 pub const INSERT_RECONCILIATION: &str = "INSERT INTO reconciliations (run_id, tenant_key, actor, decision, reason, prior_reason, decided_at)

@@ -82,7 +82,8 @@ impl RunTx for SqliteTx<'_> {
                 r.wait_deadline,
                 r.queued_seconds,
                 r.trigger.as_str(),
-                r.runner
+                r.runner,
+                i64::from(r.catch_up)
             ])
             .context("recording the run")?;
         Ok(())
