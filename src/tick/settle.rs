@@ -127,6 +127,9 @@ pub fn record(
         Some(task) => bookkeep(tx, task, run, outcome, now)?,
         None => None,
     };
+    if let (Some(task), RunStatus::Succeeded) = (&task, outcome.status) {
+        super::overdue::succeeded(tx, task, now)?;
+    }
     tx.append_event(&Event::of_run(
         AuditAction::Finish,
         run,
