@@ -80,6 +80,8 @@ open_string_enum!(
         ZoneUnset = "zone_unset",
         /// A following task moved to its owner's new zone.
         Retime = "retime",
+        /// No run of the task succeeded within its `expect_success`.
+        Overdue = "overdue",
         // A run's life (§5, §6, §8).
         Claim = "claim",
         /// An approved continuation claimed back to running.

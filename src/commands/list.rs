@@ -17,7 +17,9 @@ use crate::wire as json;
 /// List your tasks in the tenant, the next to run first
 ///
 /// Tasks that will not run again come last. LAST RUN and RESULT are those of
-/// the latest run; a paused task shows why it was paused.
+/// the latest run; a paused task shows why it was paused, and a task no run
+/// of which succeeded within its --expect-success says since when it is
+/// overdue.
 #[derive(Debug, Args, schemars::JsonSchema)]
 pub struct ListArgs {
     /// Include deleted tasks
@@ -78,6 +80,9 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
                     _ => format!("{}; {blocked}", row[2]),
                 };
             }
+            if let Some(since) = overdue_since(tx, &task)? {
+                row[2] = format!("{}; overdue {}", row[2], crate::text::relative(since, now));
+            }
             each(row)?;
             Ok(Continue(()))
         })
@@ -128,17 +133,29 @@ pub fn each_document(
             let Some(task) = readable(Some(&out), row) else {
                 return Ok(Continue(()));
             };
-            each(document(&task, tx.blocking_run(&task.task_id)?.as_ref()))?;
+            let blocker = tx.blocking_run(&task.task_id)?;
+            each(document(&task, blocker.as_ref(), overdue_since(tx, &task)?))?;
             Ok(Continue(()))
         })
     })
 }
 
-/// One task as `list --json` shows it, with the run that blocks it.
-pub fn document(task: &Task, blocker: Option<&Run>) -> Value {
+/// One task as `list --json` shows it, with the run that blocks it and
+/// since when it is overdue (null when it is not).
+pub fn document(task: &Task, blocker: Option<&Run>, overdue_since: Option<i64>) -> Value {
     let mut value = json::task(task);
     value["blocked_by"] = human::blocked_by_json(blocker);
+    value["overdue_since"] = json::time(overdue_since);
     value
+}
+
+/// Since when the task is overdue; read only for a task that expects
+/// successes (one row by its key), so other tasks cost nothing more.
+fn overdue_since(tx: &mut dyn Tx, task: &Task) -> Result<Option<i64>> {
+    match task.payload.expect_success_seconds {
+        Some(_) => Ok(tx.success_clock(&task.task_id)?.overdue_since),
+        None => Ok(None),
+    }
 }
 
 /// An empty listing says so on stderr (stdout stays empty for scripts),

@@ -15,7 +15,8 @@ use crate::output::metrics_report::{exposition, Counted};
 /// wait, runs by status, unknown and stuck runs, notices by state and the
 /// scheduler gaps still in the audit log: gauges, in seconds where a time. And
 /// agentcron_runs_finished_total{status}, a counter kept as runs finish (prune does
-/// not lower it, so rate() works).
+/// not lower it, so rate() works). And agentcron_last_success_timestamp_seconds{task}
+/// for each task that sets --expect-success and has succeeded once.
 /// With --textfile, the file is replaced atomically (mode 0644) for
 /// node_exporter's textfile collector; run it from cron after `tick`.
 #[derive(Debug, Args)]
@@ -35,6 +36,7 @@ pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
         let usage = tx.usage_totals(tenant.as_deref())?;
         let last_tick: Option<f64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
         let duration: Option<f64> = tx.meta("last_tick_seconds")?.and_then(|v| v.parse().ok());
+        let expecting = tx.expecting_success(tenant.as_deref())?;
         Ok(Counted {
             now,
             stats,
@@ -43,6 +45,7 @@ pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
             last_tick,
             last_duration: duration,
             usage,
+            expecting,
         })
     })?;
     let out = exposition(&counted);

@@ -11,6 +11,7 @@ use crate::error::{classify, ErrorKind};
 use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
 use crate::output::human;
+use crate::store::SuccessClock;
 use crate::tick::budget::{self, BudgetState};
 use crate::wire as json;
 
@@ -45,6 +46,9 @@ pub struct Found {
     pub held_back: Option<(i64, Option<i64>)>,
     /// Its budgets in their current windows (none without budgets).
     pub budgets: Vec<BudgetState>,
+    /// The success clock (`expect_success`): when it runs out, or since
+    /// when the task is overdue.
+    pub clock: SuccessClock,
 }
 
 /// The task or pending draft `arg` names, of the caller in the tenant.
@@ -62,9 +66,10 @@ pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
         let blocker = tx.blocking_run(&task.task_id)?;
         let memory = tx.task_memory(&task.task_id)?;
         let budgets = crate::tick::budget::read(tx, &task, now)?;
-        Ok((task, runs, blocker, memory, budgets))
+        let clock = tx.success_clock(&task.task_id)?;
+        Ok((task, runs, blocker, memory, budgets, clock))
     });
-    let (task, runs, blocker, memory, budgets) = match found {
+    let (task, runs, blocker, memory, budgets, clock) = match found {
         Ok(found) => found,
         // No such task: a pending draft of the caller's, else the task's "no task".
         Err(e) if classify(&e).0 == ErrorKind::NotFound => {
@@ -85,6 +90,7 @@ pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
         blocker,
         held_back,
         budgets,
+        clock,
     }))
 }
 
@@ -104,6 +110,8 @@ pub fn document(found: &Found) -> Value {
             .map(|b| budget::state_json(b, &found.task));
         value["budget_windows"] = Value::Array(spent.collect());
     }
+    value["success_due_at"] = json::time(found.clock.success_due_at);
+    value["overdue_since"] = json::time(found.clock.overdue_since);
     value["runs"] = Value::Array(found.runs.iter().map(json::run).collect());
     value
 }
@@ -127,6 +135,7 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
         blocker,
         held_back,
         budgets,
+        clock,
     } = found;
     let held_back = *held_back;
     let now = ctx.clock.now();
@@ -161,6 +170,9 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
             "suppressed"
         ))?;
     }
+    if let Some(line) = clock_line(clock, task, now) {
+        ctx.out.line(&line)?;
+    }
     if runs.is_empty() {
         return ctx.out.line("\nNo runs yet.");
     }
@@ -174,5 +186,31 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
     match runs.first().and_then(human::stderr_block) {
         Some(block) => ctx.out.line(&format!("\n{block}")),
         None => Ok(()),
+    }
+}
+
+/// "overdue       since 2026-12-03 09:00 UTC (2 h ago): no run succeeded
+/// within its expect_success; the next success ends it", or when the
+/// clock runs out.
+fn clock_line(clock: &SuccessClock, task: &Task, now: i64) -> Option<String> {
+    let at = |t| {
+        format!(
+            "{} ({})",
+            crate::text::wall_time(t, task.zone_in_force),
+            crate::text::relative(t, now)
+        )
+    };
+    match (clock.overdue_since, clock.success_due_at) {
+        (Some(since), _) => Some(format!(
+            "{:<13} since {}: no run succeeded in time; the next success ends it",
+            "overdue",
+            at(since)
+        )),
+        (None, Some(due)) => Some(format!(
+            "{:<13} {} unless a run succeeds first",
+            "overdue at",
+            at(due)
+        )),
+        (None, None) => None,
     }
 }

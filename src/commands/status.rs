@@ -6,12 +6,12 @@ use clap::Args;
 use crate::commands::flags::duration;
 use crate::context::Ctx;
 use crate::output::status_report::{Gap, StatusReport};
-use crate::store::{Host, QueueStats, Stats, Tx, UnknownPlace};
+use crate::store::{Expecting, Host, QueueStats, Stats, Tx, UnknownPlace};
 use crate::tick::{self, RunAuthority};
 
 pub use crate::output::status_report::authority_warning;
 
-/// Report the last tick, the due backlog, stuck runs and undelivered notices
+/// Report the last tick, the due backlog, stuck runs, undelivered notices and overdue tasks
 ///
 /// Warns when no tick ran for more than 2 minutes while a task is active (cron
 /// stopped?), and names the last scheduler gap of the past day. Warns, one line,
@@ -90,6 +90,7 @@ pub fn report(ctx: &mut Ctx, max_age: Option<std::time::Duration>) -> Result<Sta
         limit: read.limit,
         places: read.places,
         budgets: read.budgets,
+        overdue: read.overdue,
     })
 }
 
@@ -105,6 +106,7 @@ struct Recorded {
     hosts: Vec<Host>,
     authority: Option<RunAuthority>,
     budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
+    overdue: Vec<Expecting>,
 }
 
 impl Recorded {
@@ -123,6 +125,8 @@ impl Recorded {
         let hosts = tx.hosts()?;
         let authority = recorded_authority(tx)?;
         let budgets = crate::tick::budget::spent_now(tx, tenant, now)?;
+        // Along tasks_overdue: only the tasks that are overdue.
+        let overdue = tx.overdue_tasks(tenant)?;
         Ok(Recorded {
             budgets,
             stats,
@@ -133,6 +137,7 @@ impl Recorded {
             places,
             hosts,
             authority,
+            overdue,
         })
     }
 }

@@ -321,7 +321,8 @@ fn needs_a_person(event: &TickEvent, claimed: &ClaimedRuns) -> bool {
         | TickEvent::NoticeExpired { .. }
         | TickEvent::NoticesUndelivered { .. }
         | TickEvent::ContinuationExpired { .. }
-        | TickEvent::Quarantined { .. } => true,
+        | TickEvent::Quarantined { .. }
+        | TickEvent::Overdue { .. } => true,
         TickEvent::Delivered(d) => d.state == DeliveryState::Unknown,
         TickEvent::Finished(f) => match f.as_ref() {
             Finished::Recorded {
@@ -366,6 +367,7 @@ fn event_tenant(event: &TickEvent) -> Option<String> {
             Some(notice.tenant_key.clone())
         }
         TickEvent::Delivered(d) => Some(d.notice.tenant_key.clone()),
+        TickEvent::Overdue { tenant_key, .. } => Some(tenant_key.clone()),
         TickEvent::Finished(f) => match f.as_ref() {
             Finished::Recorded { run, .. }
             | Finished::LeaseLost { run, .. }

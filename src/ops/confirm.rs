@@ -233,6 +233,9 @@ fn confirm_checked(
         now,
     );
     tx.insert_task(&task)?;
+    if task.payload.expect_success_seconds.is_some() {
+        crate::tick::overdue::start(tx, &task, now)?;
+    }
     tx.consume_draft(&draft.draft_id)?;
     tx.append_event(&Event::of_task(
         AuditAction::Confirm,
@@ -328,5 +331,14 @@ pub fn replace(
     );
     new.next_run_at = next_run_at;
     tx.replace_task(&new, old.revision, now)?;
+    // A replacement is a confirmation: the success clock starts over (or
+    // stops, when the new payload expects no successes).
+    if (
+        old.payload.expect_success_seconds,
+        new.payload.expect_success_seconds,
+    ) != (None, None)
+    {
+        crate::tick::overdue::start(tx, &new, now)?;
+    }
     Ok(old)
 }

@@ -113,6 +113,9 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             AuditAction::Resume,
             detail,
         )?;
+        if task.state == TaskState::Active {
+            crate::tick::overdue::resumed(tx, &task, req.now)?;
+        }
         Ok(Changed {
             task,
             changed: true,
@@ -156,7 +159,12 @@ pub fn delete_in(
     if let (Some(detail), serde_json::Value::Object(extra)) = (detail.as_object_mut(), extra) {
         detail.extend(extra);
     }
-    apply(tx, actor, now, task, &change, AuditAction::Delete, detail)
+    let deleted = apply(tx, actor, now, task, &change, AuditAction::Delete, detail)?;
+    // A deleted task expects nothing: it leaves `status`'s overdue list.
+    if task.payload.expect_success_seconds.is_some() {
+        tx.set_success_due(&task.task_id, None)?;
+    }
+    Ok(deleted)
 }
 
 fn require_state(task: &Task, wanted: TaskState, verb: &str) -> Result<()> {

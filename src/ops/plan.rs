@@ -425,6 +425,9 @@ fn create(
         req.now,
     );
     tx.insert_task(&task)?;
+    if task.payload.expect_success_seconds.is_some() {
+        crate::tick::overdue::start(tx, &task, req.now)?;
+    }
     tx.set_managed_by(&task.task_id, req.file)?;
     tx.set_declared(
         &task.task_id,

@@ -32,6 +32,7 @@ pub fn sentence(action: &AuditAction, detail: &Value) -> String {
         A::ZoneSet => zone_changed(d, true),
         A::ZoneUnset => zone_changed(d, false),
         A::Retime => retimed(d),
+        A::Overdue => overdue(d),
         // A run's life.
         A::Claim => claimed(d),
         A::Continue => continued(d),
@@ -188,6 +189,21 @@ fn retimed(d: &Detail) -> Vec<String> {
     )];
     words.extend(d.text("follows").map(|key| format!("following {key}")));
     words.extend(d.text("next_run_at").map(|t| format!("next run {t}")));
+    words
+}
+
+/// "overdue: no success since 2026-12-01T09:00:00Z, expected within 1 d".
+fn overdue(d: &Detail) -> Vec<String> {
+    let since = match d.text("last_success_at") {
+        Some(at) => format!("no success since {at}"),
+        None => "no success since it was confirmed".to_string(),
+    };
+    let mut words = vec![format!("overdue: {since}")];
+    words.extend(
+        d.number("expect_success_seconds")
+            .map(|s| format!("expected within {}", crate::text::human_duration(s))),
+    );
+    words.extend(d.text("notice").map(|n| format!("notice {n}")));
     words
 }
 

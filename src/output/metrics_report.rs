@@ -4,7 +4,7 @@
 
 use crate::model::{DeliveryState, RunStatus, TaskState};
 use crate::output::metrics::Exposition;
-use crate::store::{QueueStats, Stats, Tallies};
+use crate::store::{Expecting, QueueStats, Stats, Tallies};
 
 /// What `metrics` read in one transaction, and the `now` waits count to.
 pub struct Counted {
@@ -18,6 +18,8 @@ pub struct Counted {
     pub last_duration: Option<f64>,
     /// What executors reported spending, by tenant and key.
     pub usage: Vec<crate::store::UsageTotal>,
+    /// The tasks that set `expect_success`, each with its last success.
+    pub expecting: Vec<Expecting>,
 }
 
 /// Every family, in the order the exposition lists them.
@@ -27,6 +29,7 @@ pub fn exposition(counted: &Counted) -> Exposition {
     backlog(&mut out, counted);
     runs_and_notices(&mut out, counted);
     usage(&mut out, counted);
+    last_successes(&mut out, counted);
     out
 }
 
@@ -49,6 +52,24 @@ fn usage(out: &mut Exposition, counted: &Counted) {
         "What executors reported spending (their reply's usage), by key; prune does not lower it.",
         "key",
         &keys,
+    );
+}
+
+/// The last success of each task that expects successes, by task id. A
+/// task that never succeeded has no sample (no success "in 1970"): alert
+/// on `absent()`, or on the task's overdue notice. No such task: no family.
+fn last_successes(out: &mut Exposition, counted: &Counted) {
+    let samples: Vec<(&str, f64)> = (counted.expecting.iter())
+        .filter_map(|t| Some((t.task_id.as_str(), t.last_success_at? as f64)))
+        .collect();
+    if samples.is_empty() {
+        return;
+    }
+    out.labelled(
+        "last_success_timestamp_seconds",
+        "When a run of the task last succeeded, in seconds since the epoch (tasks that set expect_success).",
+        "task",
+        &samples,
     );
 }
 

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 
+use crate::model::short_id;
 use crate::schedule::{format_utc, Tz};
-use crate::store::{Host, QueueStats, Stats, UnknownPlace};
+use crate::store::{Expecting, Host, QueueStats, Stats, UnknownPlace};
 use crate::text::{escape, human_bytes, human_duration, relative, wall_time};
 use crate::tick::RunAuthority;
 use crate::wire::time;
@@ -40,6 +41,9 @@ pub struct StatusReport {
     pub places: Vec<UnknownPlace>,
     /// Tasks whose window of a budget is spent now, with that budget.
     pub budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
+    /// Tasks no run of which succeeded within their `expect_success`,
+    /// longest overdue first.
+    pub overdue: Vec<Expecting>,
 }
 
 impl StatusReport {
@@ -91,6 +95,10 @@ impl StatusReport {
                 spent["name"] = json!(task.payload.name);
                 spent
             }).collect::<Vec<_>>(),
+            "overdue": self.overdue.iter().map(|t| json!({"task_id": t.task_id,
+                "tenant": t.tenant_key, "name": t.name,
+                "overdue_since": time(t.overdue_since),
+                "last_success_at": time(t.last_success_at)})).collect::<Vec<_>>(),
         })
     }
 
@@ -130,7 +138,37 @@ impl StatusReport {
                 escape(&task.label())
             ));
         }
+        for task in &self.overdue {
+            text.push(format!(
+                "{:<10} {}",
+                "overdue",
+                self.overdue_words(task, zone)
+            ));
+        }
         text.join("\n")
+    }
+
+    /// "digest (1a2b3c4d) since 2026-12-03 09:00 UTC (2 d ago), last success 2026-12-02 09:00 UTC".
+    fn overdue_words(&self, task: &Expecting, zone: Tz) -> String {
+        let label = match &task.name {
+            Some(name) => format!("{} ({})", escape(name), short_id(&task.task_id)),
+            None => short_id(&task.task_id).to_string(),
+        };
+        let since = task
+            .overdue_since
+            .map(|at| {
+                format!(
+                    " since {} ({})",
+                    wall_time(at, zone),
+                    relative(at, self.now)
+                )
+            })
+            .unwrap_or_default();
+        let last = match task.last_success_at {
+            Some(at) => format!("last success {}", wall_time(at, zone)),
+            None => "no success yet".to_string(),
+        };
+        format!("{label}{since}, {last}")
     }
 
     /// (subject, what it is) for the lines every store shows.

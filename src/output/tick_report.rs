@@ -93,6 +93,16 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
         TickEvent::Quarantined { task_id, problem } => {
             json!({"event": "quarantined", "task_id": task_id, "problem": problem})
         }
+        TickEvent::Overdue {
+            task,
+            since,
+            message,
+            notice,
+            ..
+        } => json!({"event": "overdue", "task_id": task.task_id, "task_name": task.name,
+            "overdue_since": time(Some(*since)), "message": message,
+            "delivery_id": notice.as_ref().map(|n| n.delivery_id.clone()),
+            "notice_state": notice.as_ref().map(|n| n.state.as_str())}),
         TickEvent::Finished(f) => match f.as_ref() {
             Finished::Recorded { run, .. } => json!({"event": "finished",
                 "task_name": name_of(&run.run_id), "run": run_json(run)}),
@@ -183,6 +193,11 @@ pub fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) 
         TickEvent::WouldContinue { task, run } => continued_line("would", task, run),
         TickEvent::Quarantined { task_id, problem } => format!(
             "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
+        ),
+        TickEvent::Overdue { message, notice, .. } => format!(
+            "{}{}",
+            escape(message),
+            if notice.is_none() { " (no notice: the task has no run yet)" } else { "" }
         ),
         TickEvent::Finished(f) => finished_line(f, claimed),
     };

@@ -21,6 +21,7 @@ pub mod invariants;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;
+pub mod overdue;
 pub mod postgres;
 pub mod queue;
 pub mod rows;
@@ -45,6 +46,7 @@ pub use events::EventTx;
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};
 pub use meta::{Host, MetaTx};
+pub use overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
@@ -67,6 +69,7 @@ pub trait Tx:
     + EventTx
     + MetaTx
     + MemoryTx
+    + OverdueTx
     + MaintenanceTx
     + TransferTx
     + QueueTx
@@ -83,6 +86,7 @@ impl<
             + EventTx
             + MetaTx
             + MemoryTx
+            + OverdueTx
             + MaintenanceTx
             + TransferTx
             + QueueTx

@@ -47,6 +47,9 @@ pub struct Agenda {
     /// Step 4: a due occurrence, retry or trigger of an active task, or an
     /// approved continuation.
     pub claims: bool,
+    /// A task's success came due (`expect_success`): the tick decides
+    /// whether it is overdue.
+    pub overdue: bool,
 }
 
 pub trait QueueTx {

@@ -74,6 +74,9 @@ pub const TABLES: &[Table] = &[
             ("declared_hash", T),
             ("follow_key", T),
             ("zone_in_force", T),
+            // The success clock of `expect_success` (tick/overdue.rs).
+            ("success_due_at", I),
+            ("overdue_since", I),
         ],
     },
     Table {

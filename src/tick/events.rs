@@ -55,6 +55,15 @@ pub enum TickEvent {
         task_id: String,
         problem: String,
     },
+    /// No run of the task succeeded within its `expect_success` (since
+    /// `since`): its notice, when it has a run to carry one.
+    Overdue {
+        task: TaskRef,
+        tenant_key: String,
+        since: i64,
+        message: String,
+        notice: Option<crate::model::Notice>,
+    },
     Finished(Box<execute::Finished>),
     /// Dry run only: a run whose lease expired, which step 1 would freeze.
     WouldExpireLease {

@@ -42,6 +42,7 @@ pub mod gate;
 pub mod lane;
 pub mod leases;
 pub mod notice_policy;
+pub mod overdue;
 pub mod queue;
 pub mod recording;
 pub mod release;
@@ -177,7 +178,7 @@ pub fn run(
     refuse_claims_without_executor(&agenda, options)?;
     // An idle tick's work is done by now: its duration goes with its
     // record, one small write (no fsync) instead of two.
-    let idle = (!agenda.expiries && !agenda.claims).then(|| started.elapsed());
+    let idle = (!agenda.expiries && !agenda.claims && !agenda.overdue).then(|| started.elapsed());
     let recorded = recording::record_tick(store, options, clock.now(), idle, report)
         .busy_during("recording the tick")?;
     let before = expire_if_due(store, options, clock, &agenda, &recorded, report)?;
@@ -220,7 +221,7 @@ fn refuse_claims_without_executor(agenda: &Agenda, options: &TickOptions) -> Res
     Ok(())
 }
 
-/// Steps 1-3 when the agenda has expiries, after the `--run-as`
+/// Steps 1-3 when the agenda has expiries, then the overdue tasks, after the `--run-as`
 /// preflight whenever anything is to be claimed, expired or sent.
 fn expire_if_due(
     store: &mut dyn Store,
@@ -236,7 +237,7 @@ fn expire_if_due(
         // Nothing was due a moment ago: the first claim would find nothing.
         nothing_due: !agenda.claims,
     };
-    if agenda.claims || agenda.expiries || before.notices_waiting {
+    if agenda.claims || agenda.expiries || agenda.overdue || before.notices_waiting {
         // Under `--run-as` through sudo: refused before anything is claimed
         // or sent.
         preflight(options)?;
@@ -247,6 +248,14 @@ fn expire_if_due(
             .busy_during("expiring leases and notices")?;
         before.notices_waiting |= expired.notices_added;
         before.changed = expired.changed;
+    }
+    // Before the claims, so that its notice goes out in this tick: the task
+    // was overdue when the tick began, whatever its run does next.
+    if agenda.overdue {
+        let decided = overdue::decide(store, options, clock, report)
+            .busy_during("deciding which tasks are overdue")?;
+        before.notices_waiting |= decided.notices_added;
+        before.changed |= decided.changed;
     }
     Ok(before)
 }

@@ -87,11 +87,11 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         },
         // Once per window and key, or once per gap: the tick makes one
         // such run or notice, so only the mode holds them back.
-        NoticeKind::Budget | NoticeKind::Overdue => match mode {
-            NotifyMode::Never => Some(POLICY),
-            _ if facts.budget_told => Some(BUDGET_TOLD),
-            _ => None,
+        NoticeKind::Budget => match held_back_by_mode(facts.policy) {
+            None if facts.budget_told => Some(BUDGET_TOLD),
+            by_mode => by_mode,
         },
+        NoticeKind::Overdue => held_back_by_mode(facts.policy),
         NoticeKind::Success => match facts.executor_says {
             Some(true) => None,
             Some(false) => Some(EXECUTOR),
@@ -114,6 +114,15 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         suppressed,
         suppressed_since_last,
         memory,
+    }
+}
+
+/// A notice the tick makes once per window or gap (`budget`, `overdue`):
+/// sent under every mode but `never`, which holds it back.
+pub fn held_back_by_mode(policy: NoticePolicy) -> Option<&'static str> {
+    match policy.mode() {
+        NotifyMode::Never => Some(POLICY),
+        _ => None,
     }
 }
 

@@ -133,6 +133,9 @@ pub fn record(
         None => None,
     };
     super::budget::record_usage(tx, task.as_ref(), run, &outcome.usage, now)?;
+    if let (Some(task), RunStatus::Succeeded) = (&task, outcome.status) {
+        super::overdue::succeeded(tx, task, now)?;
+    }
     tx.append_event(&Event::of_run(
         AuditAction::Finish,
         run,

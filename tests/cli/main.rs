@@ -23,6 +23,7 @@ mod metrics;
 mod notices;
 mod operator;
 mod operator_truth;
+mod overdue;
 mod panel;
 mod pg_proxy;
 mod plan;

@@ -36,6 +36,8 @@ const PARTIAL: &[&str] = &[
     "deliveries_undeliverable",
     // One event per cron outage (no tick for 5 minutes), not per run.
     "events_scheduler_gaps",
+    // The tasks that are overdue now (`status`).
+    "tasks_overdue",
 ];
 
 /// The plan lines that read all of `tasks`, `runs`, `deliveries` or `events`
@@ -93,7 +95,7 @@ fn sorts(conn: &Connection, sql: &str) -> Vec<String> {
 }
 
 /// EXPLAIN QUERY PLAN's lines for `sql`.
-fn plan(conn: &Connection, sql: &str) -> Vec<String> {
+pub fn plan(conn: &Connection, sql: &str) -> Vec<String> {
     plan_with_parents(conn, sql)
         .into_iter()
         .map(|(_, line)| line)

@@ -15,6 +15,7 @@ pub(super) mod fault;
 mod maintenance;
 mod memory;
 mod meta;
+mod overdue;
 pub mod password;
 mod queue;
 mod runs;

@@ -64,13 +64,17 @@ impl QueueTx for PgTx<'_, '_> {
                    OR EXISTS (SELECT 1 FROM runs
                                 WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
                                   AND approved_at IS NOT NULL
-                                  AND ($2::text IS NULL OR tenant_key = $2))",
+                                  AND ($2::text IS NULL OR tenant_key = $2)),
+                   EXISTS (SELECT 1 FROM tasks
+                             WHERE success_due_at IS NOT NULL AND success_due_at <= $1
+                               AND state <> 'paused' AND ($2::text IS NULL OR tenant_key = $2))",
                 &[&now, &tenant, &give_up_before],
             )
             .context("looking for due work")?;
         Ok(Agenda {
             expiries: col(&row, 0)?,
             claims: col(&row, 1)?,
+            overdue: col(&row, 2)?,
         })
     }
 

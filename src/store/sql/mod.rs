@@ -17,6 +17,7 @@ pub mod events;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;
+pub mod overdue;
 pub mod queue;
 pub mod runs;
 pub mod tasks;

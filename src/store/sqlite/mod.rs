@@ -29,6 +29,7 @@ mod maintenance;
 mod memory;
 mod meta;
 mod open;
+mod overdue;
 mod queue;
 mod runs;
 pub mod schema;

@@ -49,12 +49,16 @@ impl QueueTx for SqliteTx<'_> {
                    OR EXISTS (SELECT 1 FROM runs INDEXED BY runs_parked
                                 WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
                                   AND approved_at IS NOT NULL
-                                  AND (?2 IS NULL OR tenant_key = ?2))",
+                                  AND (?2 IS NULL OR tenant_key = ?2)),
+                   EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_success_due
+                             WHERE success_due_at IS NOT NULL AND success_due_at <= ?1
+                               AND state <> 'paused' AND (?2 IS NULL OR tenant_key = ?2))",
             )?
             .query_row(params![now, tenant, give_up_before], |row| {
                 Ok(Agenda {
                     expiries: row.get(0)?,
                     claims: row.get(1)?,
+                    overdue: row.get(2)?,
                 })
             })
             .context("looking for due work")

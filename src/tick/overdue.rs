@@ -1,0 +1,223 @@
+//! Silence noticed (docs/CONTRACT.md §6, §16): a task whose payload sets
+//! `expect_success_seconds` (DUR) is overdue when no run of it succeeded
+//! within DUR of its last success, or of its confirmation.
+//!
+//! The clock is two columns of the task (`store::overdue`): the instant it
+//! runs out (`success_due_at`) and, once a tick decided it ran out, since
+//! when the task is overdue (`overdue_since`). Confirming a task starts it
+//! at DUR after its first occurrence (a task is never overdue before it
+//! could have run: its first occurrence may be weeks away); every success
+//! starts it again at DUR after the run finished; a replacement restarts
+//! or, without `expect_success`, stops it; `resume` restarts it unless the
+//! task is overdue.
+//!
+//! A tick decides it (`decide`): it reads the tasks whose clock ran out
+//! along `tasks_success_due` (a bounded batch, never the run history) and,
+//! for each, in one write transaction, moves the clock into
+//! `overdue_since` (guarded by the instant read, so a success committed
+//! meanwhile wins), writes the audit event and adds one notice of kind
+//! `overdue`. The clock is then stopped: the task is told once per gap,
+//! and again only after a new success and a new gap. A paused task is not
+//! decided (its clock waits for `resume`); one that will not run again
+//! (completed, deleted, quarantined) has its clock dropped quietly.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::audit::{AuditAction, Event};
+use crate::clock::Clock;
+use crate::model::{DeliveryState, Notice, NoticeKind, Task};
+use crate::store::{Store, SuccessDue, Tx};
+use crate::text::{human_duration, wall_time};
+use crate::wire::time;
+
+use super::events::{TickEvent, ACTOR};
+use super::{notice_policy, TaskRef, TickOptions};
+
+/// Tasks one tick decides at most; the rest wait for the next tick (the
+/// earliest first, so none waits forever).
+pub const BATCH: u32 = 100;
+
+/// When the clock of `task`, confirmed, replaced or resumed at `now`,
+/// runs out: DUR after its next occurrence, or after `now` when that is
+/// later (or there is none). None when the task expects no successes.
+pub fn first_due(task: &Task, now: i64) -> Option<i64> {
+    let expect = task.payload.expect_success_seconds?;
+    let start = task.next_run_at.map_or(now, |next| next.max(now));
+    Some(start.saturating_add(expect))
+}
+
+/// Starts the clock of a task just confirmed or replaced (`first_due`),
+/// or stops it when its payload expects no successes: a replacement
+/// starts the task over, overdue or not.
+pub fn start(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
+    tx.set_success_due(&task.task_id, first_due(task, now))
+}
+
+/// A run of `task` succeeded at `finished_at`: the clock starts again and
+/// the task is no longer overdue. Part of the settling transaction.
+pub fn succeeded(tx: &mut dyn Tx, task: &Task, finished_at: i64) -> Result<()> {
+    match task.payload.expect_success_seconds {
+        Some(expect) => tx.set_success_due(&task.task_id, Some(finished_at.saturating_add(expect))),
+        None => Ok(()),
+    }
+}
+
+/// A resumed task's clock starts again from now (its next occurrence), as
+/// at confirmation, unless it is overdue: then it stays overdue, and was
+/// told, until a run succeeds.
+pub fn resumed(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
+    if task.payload.expect_success_seconds.is_none()
+        || tx.success_clock(&task.task_id)?.overdue_since.is_some()
+    {
+        return Ok(());
+    }
+    start(tx, task, now)
+}
+
+/// What deciding changed.
+#[derive(Debug, Default)]
+pub struct Decided {
+    /// Notices were added (to be sent in this tick).
+    pub notices_added: bool,
+    /// Anything at all was written.
+    pub changed: bool,
+}
+
+/// The tick's step: every task (of the tick's tenant) whose clock ran out
+/// by now, up to `BATCH`, decided in its own transaction and reported.
+pub fn decide(
+    store: &mut dyn Store,
+    options: &TickOptions,
+    clock: Clock,
+    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
+) -> Result<Decided> {
+    let now = clock.now();
+    let tenant = options.tenant.as_deref();
+    let due = store.read(|tx| tx.successes_due(now, tenant, BATCH))?;
+    let mut decided = Decided::default();
+    for due in due {
+        let Some(event) = store.write(|tx| decide_one(tx, &due, now))? else {
+            continue;
+        };
+        decided.changed = true;
+        if let TickEvent::Overdue {
+            notice: Some(n), ..
+        } = &event
+        {
+            decided.notices_added |= n.state == DeliveryState::Pending;
+        }
+        report(&event)?;
+    }
+    Ok(decided)
+}
+
+/// One task: overdue (with its event and notice), or its clock dropped
+/// when it will not run again. None when a success or another tick moved
+/// it since it was read.
+fn decide_one(tx: &mut dyn Tx, due: &SuccessDue, now: i64) -> Result<Option<TickEvent>> {
+    let task = match tx.task(&due.task_id)? {
+        Some(Ok(task)) if due.active => task,
+        // Completed, deleted or quarantined (or a row the claim step
+        // quarantines): nothing will run, so nothing is expected.
+        _ => return settled_quietly(tx.drop_success_due(due)),
+    };
+    if let Err(e) = tx.mark_overdue(due) {
+        return settled_quietly(Err(e));
+    }
+    let last_success_at = tx
+        .task_memory(&task.task_id)?
+        .and_then(|m| m.last_success_at);
+    let message = message(&task, last_success_at, now);
+    let notice = add_notice(tx, &task, &message, now)?;
+    let detail = json!({
+        "success_due_at": time(Some(due.success_due_at)),
+        "last_success_at": time(last_success_at),
+        "expect_success_seconds": task.payload.expect_success_seconds,
+        "run_id": notice.as_ref().map(|n| n.run_id.clone()),
+        "notice": notice.as_ref().map(|n| match n.state {
+            DeliveryState::Suppressed => "held back by policy",
+            _ => "pending",
+        }).unwrap_or("none: the task has no run yet"),
+    });
+    tx.append_event(&Event::of_task(
+        AuditAction::Overdue,
+        &task,
+        ACTOR,
+        now,
+        detail,
+    ))?;
+    Ok(Some(TickEvent::Overdue {
+        task: TaskRef::of(&task),
+        tenant_key: task.payload.tenant_key.clone(),
+        since: due.success_due_at,
+        message,
+        notice,
+    }))
+}
+
+/// A guarded change that found the task moved on is not an error: the
+/// success (or the other tick) that moved it decided it.
+fn settled_quietly(change: Result<()>) -> Result<Option<TickEvent>> {
+    match change {
+        Ok(()) => Ok(None),
+        Err(e) if super::deliver::is_conflict(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// "digest (1a2b3c4d) is overdue: no run has succeeded for 3 d (last
+/// success 2026-12-01 09:00 CET); it expects one within 1 d".
+pub fn message(task: &Task, last_success_at: Option<i64>, now: i64) -> String {
+    let zone = task.zone_in_force;
+    let since = match last_success_at {
+        Some(at) => format!(
+            "no run has succeeded for {} (last success {})",
+            human_duration(now - at),
+            wall_time(at, zone)
+        ),
+        None => format!(
+            "no run has succeeded since it was confirmed {} ago ({})",
+            human_duration(now - task.created_at),
+            wall_time(task.created_at, zone)
+        ),
+    };
+    let expect = task.payload.expect_success_seconds.unwrap_or_default();
+    format!(
+        "{} is overdue: {since}; it expects one within {}",
+        task.label(),
+        human_duration(expect)
+    )
+}
+
+/// The notice, on the task's most recent run (a notice is delivered with a
+/// run); none when the task has no run at all. Held back under `never`.
+fn add_notice(tx: &mut dyn Tx, task: &Task, message: &str, now: i64) -> Result<Option<Notice>> {
+    let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() else {
+        return Ok(None);
+    };
+    let suppressed = notice_policy::held_back_by_mode(task.payload.notice);
+    let notice = Notice {
+        delivery_id: uuid::Uuid::new_v4().to_string(),
+        run_id: run.run_id.clone(),
+        tenant_key: run.tenant_key.clone(),
+        seq: tx.next_notice_seq(&run.run_id)?,
+        state: match suppressed {
+            Some(_) => DeliveryState::Suppressed,
+            None => DeliveryState::Pending,
+        },
+        target: task.payload.target.clone(),
+        message: message.to_string(),
+        created_at: now,
+        updated_at: now,
+        claim_token: None,
+        deadline: None,
+        attempts: 0,
+        last_error: None,
+        kind: Some(NoticeKind::Overdue),
+        suppressed_since_last: 0,
+        suppressed_reason: suppressed.map(str::to_string),
+    };
+    tx.insert_notice(&notice)?;
+    Ok(Some(notice))
+}
