@@ -203,6 +203,9 @@ pub struct Run {
     /// A `catch_up: latest` task's latest occurrence, run although its
     /// grace had passed with no tick to decide it (docs/CONTRACT.md §6).
     pub catch_up: bool,
+    /// What its executor reported spending, as recorded when it settled
+    /// (docs/CONTRACT.md §6, Budgets); none when it reported nothing.
+    pub usage: Option<serde_json::Value>,
 }
 
 impl Run {
@@ -246,6 +249,7 @@ impl Run {
             approved_by: None,
             runner: None,
             catch_up: false,
+            usage: None,
             delivery_status: None,
             trigger: if attempt > 1 {
                 RunTrigger::Retry

@@ -106,5 +106,9 @@ pub fn run(r: &Run) -> Value {
     if r.catch_up {
         value["catch_up"] = json!(true);
     }
+    // Only when its executor reported any (docs/CONTRACT.md §6).
+    if let Some(usage) = &r.usage {
+        value["usage"] = usage.clone();
+    }
     value
 }

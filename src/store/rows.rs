@@ -111,6 +111,13 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
         approved_by: row.opt_text(26)?,
         runner: None,
         catch_up: row.int(27)? != 0,
+        usage: match row.opt_text(28)? {
+            None => None,
+            Some(text) => Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| row.invalid(28, format!("a run's usage is not JSON: {e}")))?,
+            ),
+        },
     })
 }
 

@@ -11,7 +11,7 @@ pub const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_fo
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
     r.blocked_by, r.wait_kind, r.wait_id, r.wait_deadline, r.queued_seconds, r.stderr_tail,
     (SELECT d.state FROM deliveries d WHERE d.run_id = r.run_id ORDER BY d.seq DESC LIMIT 1),
-    r.trigger, r.approved_at, r.approved_by, r.catch_up";
+    r.trigger, r.approved_at, r.approved_by, r.catch_up, r.usage";
 
 /// A guarded change of a run's status: applies only while the run is still
 /// `from` (and, for a leased run, still holds `token`).

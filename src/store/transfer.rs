@@ -7,8 +7,17 @@ use serde_json::{Map, Value};
 
 use crate::store::tasks::RawTask;
 
-/// A column and whether it holds an integer (else text).
-pub type Column = (&'static str, bool);
+/// What a column holds, as a JSON line writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Text,
+    /// A real number (a budget's spending, docs/CONTRACT.md §6).
+    Real,
+}
+
+/// A column and what it holds.
+pub type Column = (&'static str, Kind);
 
 /// One table's name and columns, in the order rows must be imported
 /// (parents before children).
@@ -17,8 +26,13 @@ pub struct Table {
     pub columns: &'static [Column],
 }
 
-const I: bool = true;
-const T: bool = false;
+const I: Kind = Kind::Int;
+const T: Kind = Kind::Text;
+const R: Kind = Kind::Real;
+
+/// Columns an older export has no key for, and what they hold then (a NOT
+/// NULL column a later schema added).
+const DEFAULTS: &[(&str, &str, i64)] = &[("runs", "catch_up", 0)];
 
 pub const TABLES: &[Table] = &[
     Table {
@@ -108,7 +122,29 @@ pub const TABLES: &[Table] = &[
             ("trigger", T),
             ("approved_at", I),
             ("approved_by", T),
+            // What a run may spend (docs/CONTRACT.md §6).
+            ("catch_up", I),
+            ("usage", T),
         ],
+    },
+    // Each budget's current window: without them a copy would let a task
+    // spend its day's budget again.
+    Table {
+        name: "budget_windows",
+        columns: &[
+            ("task_id", T),
+            ("budget_key", T),
+            ("period", T),
+            ("window_start", I),
+            ("spent", R),
+            ("told_at", I),
+        ],
+    },
+    // The counters of `agentcron_usage_total`, kept like the runs' totals
+    // are not: a copy of them is what they counted.
+    Table {
+        name: "usage_totals",
+        columns: &[("tenant_key", T), ("usage_key", T), ("total", R)],
     },
     // What the notice policy and the executor's `previous` remember of each
     // task (docs/CONTRACT.md §16); without it a copy would start every
@@ -185,8 +221,11 @@ impl Table {
         let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
         let order = match self.name {
             "events" => "event_id",
-            // Its key has two columns: one file for one store, byte for byte.
+            // Keys of more than one column: one file for one store, byte
+            // for byte.
             "zones" => "tenant_key, identity_key",
+            "budget_windows" => "task_id, budget_key, period",
+            "usage_totals" => "tenant_key, usage_key",
             _ => columns[0],
         };
         format!(
@@ -197,7 +236,7 @@ impl Table {
     }
 
     /// `INSERT INTO t (a, b, …) VALUES (…)` with placeholders from `placeholder(i, is_int)`.
-    pub fn insert_sql(&self, placeholder: impl Fn(usize, bool) -> String) -> String {
+    pub fn insert_sql(&self, placeholder: impl Fn(usize, Kind) -> String) -> String {
         let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
         let values: Vec<String> = self
             .columns
@@ -223,15 +262,27 @@ impl Table {
         }
         self.columns
             .iter()
-            .map(
-                |(name, is_int)| match row.get(*name).unwrap_or(&Value::Null) {
-                    Value::Null => Ok(Value::Null),
-                    Value::Number(n) if *is_int && n.is_i64() => Ok(Value::Number(n.clone())),
-                    Value::String(s) if !*is_int => Ok(Value::String(s.clone())),
-                    other => anyhow::bail!("column {}.{name} cannot hold {other}", self.name),
-                },
-            )
+            .map(|(name, kind)| match (row.get(*name), kind) {
+                (None, _) => Ok(self.default_of(name)),
+                (Some(Value::Null), _) => Ok(Value::Null),
+                (Some(Value::Number(n)), Kind::Int) if n.is_i64() => Ok(Value::Number(n.clone())),
+                (Some(Value::Number(n)), Kind::Real) if n.as_f64().is_some_and(f64::is_finite) => {
+                    Ok(Value::Number(n.clone()))
+                }
+                (Some(Value::String(s)), Kind::Text) => Ok(Value::String(s.clone())),
+                (Some(other), _) => {
+                    anyhow::bail!("column {}.{name} cannot hold {other}", self.name)
+                }
+            })
             .collect()
+    }
+
+    /// What a column an older export lacks holds: its default, else null.
+    fn default_of(&self, column: &str) -> Value {
+        DEFAULTS
+            .iter()
+            .find(|(table, name, _)| *table == self.name && *name == column)
+            .map_or(Value::Null, |(_, _, value)| Value::from(*value))
     }
 }
 

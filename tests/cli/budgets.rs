@@ -75,7 +75,16 @@ fn a_spent_window_skips_runs_until_the_next_local_day_across_a_dst_change() {
     }
     assert_eq!(statuses(&rig), ["succeeded", "succeeded", "skipped_budget"]);
     assert_eq!(rig.starts().len(), 2, "the skipped run never started");
-    let skipped = &rig.runs("t")[0];
+    // Each run says what it spent; the skipped one spent nothing.
+    let runs = rig.runs("t");
+    assert_eq!(
+        runs[1]["usage"],
+        serde_json::json!({"usd": 0.6}),
+        "{}",
+        runs[1]
+    );
+    assert!(runs[0].get("usage").is_none(), "{}", runs[0]);
+    let skipped = &runs[0];
     assert_eq!(
         skipped["reason"],
         "budget usd=1/day spent (1.2 of 1); the window resets at 2026-03-09 00:00 EDT",

@@ -234,3 +234,87 @@ fn a_tasks_memory_survives_export_and_import() {
         out.stderr
     );
 }
+
+/// What a run may spend moves with the store (docs/CONTRACT.md §6): the
+/// budget's current window (a copy must not let the task spend its day
+/// again), the usage totals of `metrics`, each run's usage and catch-up
+/// mark; an export made before them (no `catch_up` key) still imports.
+#[test]
+fn what_runs_spent_survives_export_and_import() {
+    let rig = Rig::new();
+    rig.env.set_env(
+        "FIXTURE_MODE",
+        r#"json:{"status":"succeeded","summary":"ok","usage":{"usd":0.75}}"#,
+    );
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "b",
+        "--budget",
+        "usd=1/day",
+        "--catch-up",
+        "latest",
+    ]);
+    // Three hours without a tick: the latest occurrence catches up.
+    rig.env.set_now(T0 + 3 * 3600 + 600);
+    rig.tick(&[]).ok();
+    let dump = export(&rig, None);
+    for table in ["budget_windows", "usage_totals"] {
+        assert!(
+            dump.contains(&format!(r#""table":"{table}""#)),
+            "{table}: {dump}"
+        );
+    }
+    assert!(dump.contains(r#""catch_up":1"#), "{dump}");
+    assert!(dump.contains(r#""usage":"{\"usd\":0.75}""#), "{dump}");
+    let target = rig.env.path("spent.db");
+    let target = target.to_str().unwrap();
+    rig.env
+        .run_with_stdin(&["--db", target, "import"], dump.as_bytes())
+        .ok();
+    assert_eq!(
+        export(&rig, Some(target)),
+        dump,
+        "a round trip changes nothing"
+    );
+    let windows = |db: Option<&str>| {
+        let mut args = vec!["show", "b"];
+        if let Some(db) = db {
+            args = vec!["--db", db, "show", "b"];
+        }
+        rig.env.json(&args)["budget_windows"].clone()
+    };
+    assert_eq!(windows(Some(target)), windows(None));
+    assert_eq!(windows(None)[0]["spent"], 0.75);
+    let metrics = rig.env.run(&["--db", target, "metrics"]).ok().stdout;
+    assert!(
+        metrics.contains(r#"agentcron_usage_total{key="usd"} 0.75"#),
+        "{metrics}"
+    );
+
+    // An export from before these columns: no catch_up key on its runs.
+    let old: String = dump
+        .lines()
+        .filter(|l| {
+            !l.contains(r#""table":"budget_windows""#) && !l.contains(r#""table":"usage_totals""#)
+        })
+        .map(|l| {
+            let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(object) = row.as_object_mut() {
+                object.remove("catch_up");
+                object.remove("usage");
+            }
+            format!("{row}\n")
+        })
+        .collect();
+    let older = rig.env.path("older.db");
+    let older = older.to_str().unwrap();
+    rig.env
+        .run_with_stdin(&["--db", older, "import"], old.as_bytes())
+        .ok();
+    let runs = rig.env.json(&["--db", older, "runs", "b"]);
+    assert!(runs[0].get("catch_up").is_none(), "{runs}");
+}

@@ -6,7 +6,7 @@ use postgres::types::ToSql;
 use serde_json::{Map, Value};
 
 use super::{col, PgTx};
-use crate::store::transfer::{Table, TransferTx, REBUILD_MEMORY_SQL};
+use crate::store::transfer::{Kind, Table, TransferTx, REBUILD_MEMORY_SQL};
 
 impl TransferTx for PgTx<'_, '_> {
     fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
@@ -17,16 +17,13 @@ impl TransferTx for PgTx<'_, '_> {
         rows.iter()
             .map(|row| {
                 let mut object = Map::new();
-                for (i, (name, is_int)) in table.columns.iter().enumerate() {
-                    let value = if *is_int {
-                        col::<Option<i64>>(row, i)?
-                            .map(Value::from)
-                            .unwrap_or(Value::Null)
-                    } else {
-                        col::<Option<String>>(row, i)?
-                            .map(Value::String)
-                            .unwrap_or(Value::Null)
-                    };
+                for (i, (name, kind)) in table.columns.iter().enumerate() {
+                    let value = match kind {
+                        Kind::Int => col::<Option<i64>>(row, i)?.map(Value::from),
+                        Kind::Real => col::<Option<f64>>(row, i)?.map(Value::from),
+                        Kind::Text => col::<Option<String>>(row, i)?.map(Value::String),
+                    }
+                    .unwrap_or(Value::Null);
                     object.insert(name.to_string(), value);
                 }
                 Ok(object)
@@ -39,17 +36,23 @@ impl TransferTx for PgTx<'_, '_> {
             .columns
             .iter()
             .zip(values)
-            .map(|((_, is_int), v)| -> Box<dyn ToSql + Sync> {
-                if *is_int {
-                    Box::new(v.as_i64())
-                } else {
-                    Box::new(v.as_str().map(str::to_string))
+            .map(|((_, kind), v)| -> Box<dyn ToSql + Sync> {
+                match kind {
+                    Kind::Int => Box::new(v.as_i64()),
+                    Kind::Real => Box::new(v.as_f64()),
+                    Kind::Text => Box::new(v.as_str().map(str::to_string)),
                 }
             })
             .collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        let sql = table
-            .insert_sql(|i, is_int| format!("${i}::{}", if is_int { "bigint" } else { "text" }));
+        let sql = table.insert_sql(|i, kind| {
+            let cast = match kind {
+                Kind::Int => "bigint",
+                Kind::Real => "double precision",
+                Kind::Text => "text",
+            };
+            format!("${i}::{cast}")
+        });
         self.tx
             .execute(&sql, &refs)
             .with_context(|| format!("importing a row into {}", table.name))?;

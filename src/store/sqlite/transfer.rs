@@ -46,7 +46,10 @@ impl TransferTx for SqliteTx<'_> {
         let params: Vec<Sql> = values
             .iter()
             .map(|v| match v {
-                Value::Number(n) => Sql::Integer(n.as_i64().unwrap_or_default()),
+                Value::Number(n) => match n.as_i64() {
+                    Some(i) => Sql::Integer(i),
+                    None => Sql::Real(n.as_f64().unwrap_or_default()),
+                },
                 Value::String(s) => Sql::Text(s.clone()),
                 _ => Sql::Null,
             })
