@@ -231,8 +231,21 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
             usage,
         });
     }
+    Some(waiting(reply, status, name, summary, usage))
+}
+
+/// The reply of an executor that asks to wait (`status` is awaiting): its
+/// `wait_id` and an RFC 3339 `wait_deadline`, or a failed run saying what
+/// is missing or malformed.
+fn waiting(
+    reply: &Map<String, Value>,
+    status: ExecStatus,
+    name: &str,
+    summary: Option<String>,
+    usage: Usage,
+) -> ExecResult {
     match (field(reply, "wait_id"), field(reply, "wait_deadline")) {
-        (Some(_), Some(wait_deadline)) if !is_rfc3339(&wait_deadline) => Some(ExecResult {
+        (Some(_), Some(wait_deadline)) if !is_rfc3339(&wait_deadline) => ExecResult {
             status: ExecStatus::Failed,
             summary,
             wait_id: None,
@@ -243,17 +256,17 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
                 crate::text::clip(&wait_deadline, 64)
             )),
             notify: None,
-            usage: usage.clone(),
-        }),
-        (Some(wait_id), Some(wait_deadline)) => Some(ExecResult {
+            usage,
+        },
+        (Some(wait_id), Some(wait_deadline)) => ExecResult {
             status,
             summary,
             wait_id: Some(wait_id),
             wait_deadline: Some(wait_deadline),
             reason: None,
             notify: None,
-            usage: usage.clone(),
-        }),
+            usage,
+        },
         (wait_id, wait_deadline) => {
             let missing: Vec<&str> = [
                 ("\"wait_id\"", wait_id),
@@ -263,7 +276,7 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
             .filter(|(_, value)| value.is_none())
             .map(|(key, _)| key)
             .collect();
-            Some(ExecResult {
+            ExecResult {
                 status: ExecStatus::Failed,
                 summary,
                 wait_id: None,
@@ -273,8 +286,8 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
                     missing.join(" and ")
                 )),
                 notify: None,
-                usage: usage.clone(),
-            })
+                usage,
+            }
         }
     }
 }

@@ -263,6 +263,40 @@ pub fn replace(
     payload: &Payload,
     now: i64,
 ) -> Result<Task> {
+    let old = replaceable(tx, caller, replaces, payload)?;
+    let zone = crate::ops::zones::zone_in_force(tx, payload)?;
+    let next_run_at = next_run_of_replacement(&old, payload, zone, now)?;
+    let mut new = payload.new_task(
+        old.task_id.clone(),
+        payload_hash.to_string(),
+        next_run_at.unwrap_or(0),
+        zone,
+        now,
+    );
+    new.next_run_at = next_run_at;
+    tx.replace_task(&new, old.revision, now)?;
+    // A replacement is a confirmation: the success clock starts over (or
+    // stops, when the new payload expects no successes).
+    if (
+        old.payload.expect_success_seconds,
+        new.payload.expect_success_seconds,
+    ) != (None, None)
+    {
+        crate::tick::overdue::start(tx, &new, now)?;
+    }
+    Ok(old)
+}
+
+/// The task the draft replaces, when it may still be replaced by `caller`:
+/// it exists and reads, is in the caller's and the draft's tenant, the
+/// caller owns it, it is at the draft's revision, active or paused, and
+/// the draft keeps its owners.
+fn replaceable(
+    tx: &mut dyn crate::store::Tx,
+    caller: &Caller<'_>,
+    replaces: &crate::model::Replaces,
+    payload: &Payload,
+) -> Result<Task> {
     let old = match tx.task(&replaces.task_id)? {
         Some(Ok(task)) => task,
         Some(Err(corrupt)) => {
@@ -308,9 +342,19 @@ pub fn replace(
             "the draft would change the task's owners; a replacement keeps them",
         ));
     }
-    // A paused task stays paused: `resume` picks its next run then.
-    let zone = crate::ops::zones::zone_in_force(tx, payload)?;
-    let next_run_at = match old.state {
+    Ok(old)
+}
+
+/// The replacement's next run: the new schedule's next occurrence after
+/// now, none for a paused task (it stays paused: `resume` picks its next
+/// run then); refused when an active task's new schedule has none.
+fn next_run_of_replacement(
+    old: &Task,
+    payload: &Payload,
+    zone: schedule::Tz,
+    now: i64,
+) -> Result<Option<i64>> {
+    Ok(match old.state {
         TaskState::Paused => None,
         _ => match schedule::next_after(&payload.schedule, zone, now) {
             Some(next) => Some(next.at),
@@ -321,24 +365,5 @@ pub fn replace(
                 )
             }
         },
-    };
-    let mut new = payload.new_task(
-        old.task_id.clone(),
-        payload_hash.to_string(),
-        next_run_at.unwrap_or(0),
-        zone,
-        now,
-    );
-    new.next_run_at = next_run_at;
-    tx.replace_task(&new, old.revision, now)?;
-    // A replacement is a confirmation: the success clock starts over (or
-    // stops, when the new payload expects no successes).
-    if (
-        old.payload.expect_success_seconds,
-        new.payload.expect_success_seconds,
-    ) != (None, None)
-    {
-        crate::tick::overdue::start(tx, &new, now)?;
-    }
-    Ok(old)
+    })
 }

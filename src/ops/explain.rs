@@ -394,25 +394,11 @@ fn detail(run: &Run) -> Option<String> {
     })
 }
 
+/// What became of the occurrence's run, in words, by its status.
 fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'static str, String) {
     let id = &run.run_id;
-    let started = run.started_at.map(when).unwrap_or_else(|| "?".into());
+    let started = started_words(f, run, when);
     let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
-    // Capacity is not lateness: say how long it waited for a slot.
-    let started = match run.queued_seconds {
-        // Past its grace with no tick to decide it: the task catches up.
-        Some(wait) if run.catch_up => format!(
-            "{started}, {} after it was due, as a catch-up (its grace passed with no tick to decide it, \
-             and the task runs its latest missed occurrence once: catch-up latest)",
-            crate::text::human_duration(wait)
-        ),
-        Some(wait) if wait > f.task.payload.grace_seconds => format!(
-            "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
-            crate::text::human_duration(wait)
-        ),
-        Some(wait) if wait > 0 => format!("{started}, {} after it was due", crate::text::human_duration(wait)),
-        _ => started,
-    };
     match run.status {
         RunStatus::Succeeded => ("succeeded", format!("ran as run {id} (attempt {}) at {started} and succeeded", run.attempt)),
         RunStatus::DeliveryFailed => (
@@ -420,11 +406,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
             format!("ran as run {id} at {started}; the work was done but the executor's own reply failed{why}"),
         ),
         RunStatus::Failed => {
-            let retry = match (&f.task.retry_run_id, f.task.next_retry_at) {
-                (Some(r), Some(at)) if r == id => format!("; a retry is due at {}", when(at)),
-                _ if run.attempt > f.task.payload.max_retries => format!("; no retry is left (max {})", f.task.payload.max_retries),
-                _ => String::new(),
-            };
+            let retry = retry_words(f, run, when);
             ("failed", format!("ran as run {id} (attempt {}) at {started} and failed{why}{retry}", run.attempt))
         }
         RunStatus::Missed => ("missed", format!("was not run and is recorded as missed run {id}{why}")),
@@ -434,15 +416,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
             ("skipped_gate", format!("was not run: its gate found nothing to do, recorded as run {id}{said}"))
         }
         RunStatus::SkippedOverlap => {
-            let blocker = match &f.blocker {
-                Some(b) => format!(
-                    "blocked by run {} which is {} (since {})",
-                    b.run_id,
-                    b.status,
-                    when(b.finished_at.or(b.started_at).unwrap_or(b.created_at))
-                ),
-                None => run.reason.clone().unwrap_or_else(|| "blocked by an earlier run".into()),
-            };
+            let blocker = blocker_words(f, run, when);
             ("skipped_overlap", format!("was skipped as run {id}: {blocker}"))
         }
         RunStatus::Unknown => (
@@ -474,5 +448,53 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
                 run.wait_deadline.map(when).unwrap_or_default()
             ),
         ),
+    }
+}
+
+/// When the run started and, capacity not being lateness, how long it
+/// waited for a slot (or that it caught up past its grace).
+fn started_words(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> String {
+    let started = run.started_at.map(when).unwrap_or_else(|| "?".into());
+    match run.queued_seconds {
+        // Past its grace with no tick to decide it: the task catches up.
+        Some(wait) if run.catch_up => format!(
+            "{started}, {} after it was due, as a catch-up (its grace passed with no tick to decide it, \
+             and the task runs its latest missed occurrence once: catch-up latest)",
+            crate::text::human_duration(wait)
+        ),
+        Some(wait) if wait > f.task.payload.grace_seconds => format!(
+            "{started}, {} after it was due (it waited for a free slot; a tick had seen it due within grace)",
+            crate::text::human_duration(wait)
+        ),
+        Some(wait) if wait > 0 => format!("{started}, {} after it was due", crate::text::human_duration(wait)),
+        _ => started,
+    }
+}
+
+/// What follows a failed run: the retry due for it, or that none is left.
+fn retry_words(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> String {
+    match (&f.task.retry_run_id, f.task.next_retry_at) {
+        (Some(r), Some(at)) if *r == run.run_id => format!("; a retry is due at {}", when(at)),
+        _ if run.attempt > f.task.payload.max_retries => {
+            format!("; no retry is left (max {})", f.task.payload.max_retries)
+        }
+        _ => String::new(),
+    }
+}
+
+/// What blocked a skipped_overlap run: the blocking run now, or the
+/// reason recorded when it was skipped.
+fn blocker_words(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> String {
+    match &f.blocker {
+        Some(b) => format!(
+            "blocked by run {} which is {} (since {})",
+            b.run_id,
+            b.status,
+            when(b.finished_at.or(b.started_at).unwrap_or(b.created_at))
+        ),
+        None => run
+            .reason
+            .clone()
+            .unwrap_or_else(|| "blocked by an earlier run".into()),
     }
 }

@@ -76,20 +76,7 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
             "task_name": task.payload.name, "run": run_json(run)}),
         TickEvent::WouldContinue { task, run } => json!({"event": "would_continue",
             "task_name": task.payload.name, "run": run_json(run)}),
-        TickEvent::WouldDecide { task, run } => {
-            // A dry run records nothing: the id it drew for the run is never used.
-            let mut run = run_json(run);
-            run["run_id"] = Value::Null;
-            let mut event = json!({"event": "would_claim", "task_name": task.payload.name,
-                   "decision": run["status"], "run": run});
-            // The gate it would run first, for a run it would start.
-            if let (Some(gate), "running") =
-                (&task.payload.gate, run["status"].as_str().unwrap_or(""))
-            {
-                event["gate"] = json!(gate);
-            }
-            event
-        }
+        TickEvent::WouldDecide { task, run } => would_claim_json(task, run),
         TickEvent::Quarantined { task_id, problem } => {
             json!({"event": "quarantined", "task_id": task_id, "problem": problem})
         }
@@ -103,20 +90,42 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
             "overdue_since": time(Some(*since)), "message": message,
             "delivery_id": notice.as_ref().map(|n| n.delivery_id.clone()),
             "notice_state": notice.as_ref().map(|n| n.state.as_str())}),
-        TickEvent::Finished(f) => match f.as_ref() {
-            Finished::Recorded { run, .. } => json!({"event": "finished",
-                "task_name": name_of(&run.run_id), "run": run_json(run)}),
-            Finished::LeaseLost { run, claimed } => {
-                json!({"event": "outcome_discarded", "task_name": name_of(&run.run_id),
-                "run": run_json(run), "reason": "lease lost",
-                "executor_said": format!("{:?}", claimed.status)})
-            }
-            Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
-                "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
-            Finished::Released { run } => json!({"event": "released",
-                "task_name": name_of(&run.run_id), "run": run_json(run),
-                "reason": crate::tick::release::NOT_STARTED}),
-        },
+        TickEvent::Finished(f) => finished_json(f, name_of),
+    }
+}
+
+/// The dry run's `would_claim` event: what step 4 would decide, and the
+/// gate it would run first for a run it would start.
+fn would_claim_json(task: &Task, run: &Run) -> Value {
+    // A dry run records nothing: the id it drew for the run is never used.
+    let mut run = run_json(run);
+    run["run_id"] = Value::Null;
+    let mut event = json!({"event": "would_claim", "task_name": task.payload.name,
+           "decision": run["status"], "run": run});
+    // The gate it would run first, for a run it would start.
+    if let (Some(gate), "running") = (&task.payload.gate, run["status"].as_str().unwrap_or("")) {
+        event["gate"] = json!(gate);
+    }
+    event
+}
+
+/// The event of an executor's end: its outcome recorded, discarded (the
+/// lease lost), not started, or the run taken back. `name_of` gives the
+/// task name of a run this tick claimed.
+fn finished_json(f: &Finished, name_of: &dyn Fn(&str) -> Option<String>) -> Value {
+    match f {
+        Finished::Recorded { run, .. } => json!({"event": "finished",
+            "task_name": name_of(&run.run_id), "run": run_json(run)}),
+        Finished::LeaseLost { run, claimed } => {
+            json!({"event": "outcome_discarded", "task_name": name_of(&run.run_id),
+            "run": run_json(run), "reason": "lease lost",
+            "executor_said": format!("{:?}", claimed.status)})
+        }
+        Finished::NotStarted { run, error, .. } => json!({"event": "executor_not_started",
+            "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
+        Finished::Released { run } => json!({"event": "released",
+            "task_name": name_of(&run.run_id), "run": run_json(run),
+            "reason": crate::tick::release::NOT_STARTED}),
     }
 }
 

@@ -23,6 +23,11 @@
 //! variables, never the store's location, and asks `lease check` through
 //! the run's lease endpoint, which this tick answers from its memory of
 //! the leases (held, lost, settled) until the run is settled.
+//!
+//! This file is the job's lifecycle: dispatch, the lease it runs under, the
+//! outcome recorded, the notice delivered. What the child itself is given
+//! (its stdin, environment, time limit, the gate before it) and what its
+//! answer maps onto is tick/child.rs.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,56 +36,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::BusyStep;
-use crate::executor_result::{self, ExecResult, ExecStatus};
-use crate::model::{DeliveryState, Notice, Run, RunStatus, Task};
-use crate::process::{self, endpoint::Endpoint, ChildSpec, Heartbeat, Launch};
-use crate::schedule;
+use crate::executor_result::{ExecResult, ExecStatus};
+use crate::model::{DeliveryState, Notice, Run, RunStatus};
+use crate::process::endpoint::Endpoint;
 use crate::store::{shared::SharedStore, Store};
-use crate::wire as json;
 
+use super::child::{self, Failure};
+pub use super::child::{Executor, Job, INTERRUPTED};
 use super::deliver::{self, Delivery, Notifier};
-use super::gate::{self, Gate};
+use super::gate;
 use super::leases::{end_lease, lease_lost};
 pub use super::leases::{Leases, Renewals, Slot};
 use super::release;
 use super::settle::{self, NoticeClaim, Outcome};
-use super::time_limit::TimeLimit;
-
-/// How to run the executor.
-#[derive(Debug, Clone)]
-pub struct Executor {
-    /// None when no executor is configured: claimed runs then fail saying so.
-    pub argv: Option<Vec<String>>,
-    pub timeout: Duration,
-    /// How long a task's gate may run (`limits::GATE_TIMEOUT_SECONDS` at
-    /// most).
-    pub gate_timeout: Duration,
-    pub kill_grace: Duration,
-    pub lease: Duration,
-    pub jobs: usize,
-    pub output_cap: usize,
-    /// The environment the executor starts from, and as whom it runs.
-    pub launch: Launch,
-}
-
-/// One claimed run to execute.
-#[derive(Debug, Clone)]
-pub struct Job {
-    pub task: Task,
-    pub run: Run,
-    pub token: String,
-    pub continuation: Value,
-    /// The task's last settled run (docs/CONTRACT.md §16), or null.
-    pub previous: Value,
-    /// The task's budgets as the claim left them, for the executor's
-    /// `limits` (tick/budget.rs).
-    pub budgets: Vec<super::budget::BudgetState>,
-}
 
 /// What happened to one job.
 #[derive(Debug, Clone)]
@@ -134,27 +107,6 @@ impl Finished {
         }
     }
 }
-
-/// Why there is no executor result.
-enum Failure {
-    NotStarted(String),
-    Lost(String),
-    /// A stop signal: the executor was killed (or, for a continuation,
-    /// never spawned).
-    Interrupted,
-    /// A stop signal seen before the spawn: nothing ran.
-    NotSpawned,
-    /// The task's gate exited 1: nothing to do, the executor not started
-    /// (its first line of stdout).
-    GateClosed(Option<String>),
-}
-
-/// What the executor answered and the end of its stderr, or why there is
-/// no answer.
-type Executed = Result<(ExecResult, Option<String>), Failure>;
-
-/// The reason recorded on a run whose tick was told to stop.
-pub const INTERRUPTED: &str = "tick interrupted";
 
 /// Delivery lanes: how many notifiers the workers may run at once.
 #[derive(Debug)]
@@ -386,27 +338,6 @@ pub fn run_jobs(
     }
 }
 
-/// The run's lease endpoint, answered from `leases`; None (the executor
-/// then has no endpoint, and its `lease check` answers 5) when the system
-/// refuses one.
-fn open_endpoint(shared: &Shared, job: &Job) -> Option<Endpoint> {
-    let (leases, run_id) = (shared.leases.clone(), job.run.run_id.clone());
-    let answer = Box::new(move |token: &str| {
-        crate::interrupt::received().is_none()
-            && leases
-                .lock()
-                .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
-    });
-    let launch = &shared.executor.launch;
-    Endpoint::open(
-        &launch.temp_dir(),
-        &job.run.run_id,
-        launch.run_as.as_ref(),
-        answer,
-    )
-    .ok()
-}
-
 /// Runs one job to its recorded outcome. Returns the outcome and, when a
 /// delivery lane was free, the notice claimed in the outcome's transaction
 /// for this worker to deliver.
@@ -416,9 +347,13 @@ fn run_one(
     job: &Job,
 ) -> (Result<Finished>, Option<(Notice, String)>) {
     // Removed when this function returns: the run is settled by then.
-    let endpoint = open_endpoint(shared, job);
-    let (result, gate_failed) =
-        gate_then_execute(endpoint.as_ref().map(Endpoint::path), shared, job);
+    let endpoint = child::open_endpoint(&shared.executor, &shared.leases, job);
+    let (result, gate_failed) = child::gate_then_execute(
+        endpoint.as_ref().map(Endpoint::path),
+        &shared.executor,
+        &shared.leases,
+        job,
+    );
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -432,7 +367,7 @@ fn run_one(
         });
         return (finished, None);
     }
-    let (mut outcome, not_started) = outcome_of_result(&result);
+    let (mut outcome, not_started) = child::outcome_of_result(&result);
     if let Some(words) = gate_failed {
         outcome.summary = Some(gate::failed_open_summary(
             &words,
@@ -477,46 +412,6 @@ fn run_one(
         },
     };
     (Ok(finished), to_deliver)
-}
-
-/// The outcome to record for how the executor ended, and the error when
-/// it could not start.
-fn outcome_of_result(result: &Executed) -> (Outcome, Option<String>) {
-    match result {
-        Ok((r, stderr)) => (
-            Outcome {
-                stderr: stderr.clone(),
-                ..outcome_of(r)
-            },
-            None,
-        ),
-        // It ran, but we could not see how it ended: uncertain, never retried.
-        Err(Failure::Lost(e)) => (
-            Outcome::settled(RunStatus::Unknown, None, Some(e.clone())),
-            None,
-        ),
-        // Killed mid-run because this tick must stop: uncertain too.
-        Err(Failure::Interrupted | Failure::NotSpawned) => (
-            Outcome::settled(RunStatus::Unknown, None, Some(INTERRUPTED.into())),
-            None,
-        ),
-        Err(Failure::GateClosed(said)) => (
-            Outcome::settled(
-                RunStatus::SkippedGate,
-                said.clone(),
-                Some(gate::CLOSED.into()),
-            ),
-            None,
-        ),
-        Err(Failure::NotStarted(e)) => (
-            Outcome::settled(
-                RunStatus::Failed,
-                None,
-                Some(format!("executor could not start: {e}")),
-            ),
-            Some(e.clone()),
-        ),
-    }
 }
 
 /// A delivery lane this worker reserved to send its run's notice right
@@ -615,116 +510,6 @@ fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Run {
     run
 }
 
-/// What the executor's run came to, after the task's gate if it has one
-/// (not for a continuation: its gate opened before it parked), and the
-/// words of a gate that failed open.
-fn gate_then_execute(
-    endpoint: Option<&std::path::Path>,
-    shared: &Shared,
-    job: &Job,
-) -> (Executed, Option<String>) {
-    let executor = &shared.executor;
-    let opened = match (&job.task.payload.gate, &executor.argv) {
-        (Some(command), Some(_)) if job.continuation.is_null() => {
-            let spec = child_spec(endpoint, shared, job, executor.gate_timeout);
-            gate::run(command, spec, &shared.leases, &job.run.run_id)
-        }
-        _ => Gate::Open,
-    };
-    match opened {
-        Gate::Open => (execute(endpoint, shared, job), None),
-        Gate::FailedOpen(words) => (execute(endpoint, shared, job), Some(words)),
-        Gate::Closed(said) => (Err(Failure::GateClosed(said)), None),
-        // Nothing of the run was started: it is taken back, due again.
-        Gate::Stopped { interrupted: true } => (Err(Failure::NotSpawned), None),
-        Gate::Stopped { interrupted: false } => (
-            Err(Failure::Lost("lease lost while the gate ran".into())),
-            None,
-        ),
-    }
-}
-
-/// The child the run starts (the executor, or its gate first): the
-/// executor's stdin and environment, its launch, held to `timeout`; its
-/// argv is the caller's to set.
-fn child_spec(
-    endpoint: Option<&std::path::Path>,
-    shared: &Shared,
-    job: &Job,
-    timeout: Duration,
-) -> ChildSpec {
-    let executor = &shared.executor;
-    ChildSpec {
-        argv: executor.argv.clone().unwrap_or_default(),
-        // The gate reads what the executor will: its stdin names the
-        // executor's own time limit.
-        stdin: format!("{}\n", stdin_for(job, executor_limit(shared, job))).into_bytes(),
-        env: environment(endpoint, job),
-        launch: executor.launch.clone(),
-        timeout,
-        kill_grace: executor.kill_grace,
-        output_cap: executor.output_cap,
-    }
-}
-
-/// The executor's own time limit: the task's, held to the tick's.
-fn executor_limit(shared: &Shared, job: &Job) -> Duration {
-    TimeLimit::of(shared.executor.timeout, &job.task.payload).duration
-}
-
-/// Spawns the executor and waits for it, watching the lease.
-/// What the executor answered, and the end of its stderr.
-fn execute(endpoint: Option<&std::path::Path>, shared: &Shared, job: &Job) -> Executed {
-    let executor = &shared.executor;
-    if executor.argv.is_none() {
-        return Err(Failure::NotStarted(
-            "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
-        ));
-    }
-    let limit = TimeLimit::of(executor.timeout, &job.task.payload);
-    let spec = child_spec(endpoint, shared, job, limit.duration);
-    let run_id = job.run.run_id.clone();
-    // Claimed, but the tick was told to stop before the spawn: a
-    // continuation stays uncertain (its approval is spent), anything else
-    // is taken back.
-    if crate::interrupt::received().is_some() {
-        return Err(if job.continuation.is_null() {
-            Failure::NotSpawned
-        } else {
-            Failure::Interrupted
-        });
-    }
-    let mut interrupted = false;
-    let mut heartbeat = || {
-        // The first heartbeat comes once the child is running.
-        #[cfg(feature = "test-hooks")]
-        crate::hooks::at("after_spawn");
-        if lease_lost(&shared.leases, &run_id) {
-            Heartbeat::Abort
-        } else if crate::interrupt::received().is_some() {
-            interrupted = true;
-            Heartbeat::Abort
-        } else {
-            Heartbeat::Continue
-        }
-    };
-    let ran = process::run_child(&spec, Duration::from_millis(100), &mut heartbeat);
-    if interrupted {
-        return Err(Failure::Interrupted);
-    }
-    ran.map(|out| {
-        let mut result = executor_result::interpret(&out);
-        if matches!(out.exit, process::ChildExit::TimedOut) {
-            result = limit.passed(job.task.payload.policy, result);
-        }
-        (result, executor_result::stderr_tail(&out))
-    })
-    .map_err(|e| match e {
-        process::SpawnError::Lost(message) => Failure::Lost(message),
-        other => Failure::NotStarted(other.to_string()),
-    })
-}
-
 fn is_busy(err: &anyhow::Error) -> bool {
     crate::error::classify(err).0 == crate::error::ErrorKind::Busy
 }
@@ -760,90 +545,4 @@ fn lost(
         run: job.run.clone(),
         claimed,
     })
-}
-
-/// Maps the executor's answer onto a run outcome.
-fn outcome_of(r: &ExecResult) -> Outcome {
-    let status = match r.status {
-        ExecStatus::Succeeded => RunStatus::Succeeded,
-        ExecStatus::Failed => RunStatus::Failed,
-        ExecStatus::DeliveryFailed => RunStatus::DeliveryFailed,
-        ExecStatus::AwaitingConfirmation => RunStatus::AwaitingConfirmation,
-        ExecStatus::AwaitingAuthorization => RunStatus::AwaitingAuthorization,
-        ExecStatus::Unknown => RunStatus::Unknown,
-    };
-    if status.is_awaiting() {
-        let deadline = r
-            .wait_deadline
-            .as_deref()
-            .and_then(|d| schedule::parse_instant(d).ok());
-        let (Some(wait_id), Some(deadline)) = (r.wait_id.clone(), deadline) else {
-            return Outcome::settled(
-                RunStatus::Failed,
-                r.summary.clone(),
-                Some("the executor asked to wait without a valid wait_id and wait_deadline".into()),
-            );
-        };
-        let kind = if status == RunStatus::AwaitingConfirmation {
-            "confirmation"
-        } else {
-            "authorization"
-        };
-        return Outcome {
-            status,
-            summary: r.summary.clone(),
-            reason: None,
-            wait_kind: Some(kind.into()),
-            wait_id: Some(wait_id),
-            wait_deadline: Some(deadline),
-            stderr: None,
-            retryable: true,
-            notify: None,
-            usage: r.usage.clone(),
-        };
-    }
-    Outcome {
-        notify: r.notify,
-        usage: r.usage.clone(),
-        ..Outcome::settled(status, r.summary.clone(), r.reason.clone())
-    }
-}
-
-/// The executor's standard input (docs/CONTRACT.md §6): `limits` says
-/// the time it has (the task's own timeout held to the tick's) and what is
-/// left of each budget.
-fn stdin_for(job: &Job, timeout: Duration) -> Value {
-    json!({
-        "task": json::task(&job.task),
-        "run": json::run(&job.run),
-        "instruction": job.task.payload.instruction,
-        "policy": job.task.payload.policy.as_str(),
-        "timezone": job.task.zone_in_force.name(),
-        "lease_token": job.token,
-        "payload_hash": job.task.payload_hash,
-        "continuation": job.continuation,
-        "previous": job.previous,
-        "limits": super::budget::limits(timeout.as_secs(), &job.budgets, &job.task),
-    })
-}
-
-/// The run's own variables (docs/CONTRACT.md §6, §19), added to the
-/// allowlisted environment of `Executor::launch`.
-fn environment(endpoint: Option<&std::path::Path>, job: &Job) -> Vec<(String, String)> {
-    let mut vars = vec![
-        (
-            "AGENTCRON_TENANT".into(),
-            job.task.payload.tenant_key.clone(),
-        ),
-        ("AGENTCRON_TASK_ID".into(), job.task.task_id.clone()),
-        ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
-        ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),
-    ];
-    if let Some(path) = endpoint {
-        vars.push((
-            crate::process::endpoint::VARIABLE.into(),
-            path.display().to_string(),
-        ));
-    }
-    vars
 }

@@ -24,7 +24,8 @@
 //! Where each part lives: `recording` (the tick's own record, the gap),
 //! `expiry` (steps 1-3), `scheduler` (step 4 and the main loop), `claim`
 //! and `queue` (what one claim decides, fairly across tenants), `execute`
-//! and `leases` (the workers, the leases they run under), `gate` (the
+//! and `leases` (the workers, the leases they run under), `child` (what a
+//! run's executor is given, and what its answer comes to), `gate` (the
 //! task's check before its executor), `time_limit`
 //! (how long a run may take), `settle` and
 //! `notice_policy` (outcomes and their notices), `deliver` and `lane`
@@ -32,6 +33,7 @@
 //! sequence of those steps.
 
 pub mod budget;
+pub mod child;
 pub mod claim;
 pub mod deliver;
 pub mod dry_run;

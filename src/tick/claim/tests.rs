@@ -4,6 +4,7 @@
 //! records them all missed, as before.
 
 use super::*;
+use crate::limits::CatchUp;
 use crate::payload::Payload;
 use crate::schedule::Schedule;
 

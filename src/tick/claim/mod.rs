@@ -3,6 +3,14 @@
 //! claim's IMMEDIATE transaction together with the advance of the task's
 //! clock, so each occurrence is decided exactly once however many ticks
 //! race for it. Which task comes next is tick/queue.rs's question.
+//!
+//! Beside it: `occurrences` (what a schedule's due occurrences come to:
+//! on time, coalesced missed, superseded while queued, caught up; pure,
+//! part of `plan`) and `continuation` (an approved parked run claimed
+//! again, and the `previous` every executor is told).
+
+mod continuation;
+mod occurrences;
 
 use crate::audit::{AuditAction, Event};
 use crate::text::human_duration;
@@ -10,10 +18,12 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::budget::{self, BudgetState};
-use crate::limits::CatchUp;
 use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
+
+pub use continuation::{approved_continuation, continue_approved, previous_run};
+use occurrences::{decide_occurrences, decided};
 
 /// The most occurrences one coalesced `missed` run counts exactly; beyond
 /// it the count is a lower bound (a minutely cron down for two years).
@@ -209,185 +219,6 @@ fn triggered(
     run
 }
 
-/// The runs for the `count` due occurrences from `first` to `latest`.
-fn decide_occurrences(
-    task: &Task,
-    first: i64,
-    latest: i64,
-    count: i64,
-    queued: Option<&QueueMark>,
-    blocking: Option<&Run>,
-    s: ClaimSettings,
-) -> Vec<Run> {
-    let now = s.now;
-    let grace = task.payload.grace_seconds;
-    let coalesced = |skipped: i64, reason: String| {
-        Run::new(task, first, first, 1, RunStatus::Missed, now, |r| {
-            r.skipped_occurrences = skipped;
-            r.reason = Some(reason);
-            r.finished_at = Some(now);
-        })
-    };
-    let mut runs = Vec::new();
-    match queued {
-        // Seen in time, still the newest: it runs whatever the queue wait.
-        Some(mark) if mark.due_at == latest => {
-            if count > 1 {
-                runs.push(coalesced(count - 1, unclaimed(count - 1)));
-            }
-            runs.push(decided(task, latest, latest, 1, blocking, s));
-        }
-        // A newer occurrence overtook the queued one: only the newest may run.
-        Some(mark) => {
-            runs.push(coalesced(count - 1, superseded(mark, latest, count)));
-            let late_by = now - latest;
-            if late_by > grace && catches_up(task, blocking) {
-                runs.push(caught_up(task, latest, s));
-            } else if late_by > grace {
-                runs.push(Run::new(
-                    task,
-                    latest,
-                    latest,
-                    1,
-                    RunStatus::Missed,
-                    now,
-                    |r| {
-                        r.skipped_occurrences = 1;
-                        r.reason = Some(late(1, late_by, grace, 0));
-                        r.finished_at = Some(now);
-                    },
-                ));
-            } else {
-                runs.push(decided(task, latest, latest, 1, blocking, s));
-            }
-        }
-        None => {
-            let late_by = now - latest;
-            let catch_up = late_by > grace && catches_up(task, blocking);
-            if late_by > grace && !catch_up {
-                runs.push(coalesced(count, late(count, late_by, grace, now - first)));
-            } else {
-                if count > 1 {
-                    runs.push(coalesced(count - 1, unclaimed(count - 1)));
-                }
-                runs.push(match catch_up {
-                    true => caught_up(task, latest, s),
-                    false => decided(task, latest, latest, 1, blocking, s),
-                });
-            }
-        }
-    }
-    runs
-}
-
-/// Whether a task runs its latest occurrence although its grace passed
-/// with no tick to decide it (`catch_up: latest`, docs/CONTRACT.md §6):
-/// only when nothing blocks it, so a catch-up is a run, never a skip; a
-/// blocked task records the occurrence missed as any other.
-fn catches_up(task: &Task, blocking: Option<&Run>) -> bool {
-    task.payload.catch_up == CatchUp::Latest && blocking.is_none()
-}
-
-/// The catch-up run of the task's latest occurrence, past its grace: one
-/// run, the occurrences before it coalesced missed beside it, so a tick
-/// after a long outage starts at most one run per task, never a burst.
-fn caught_up(task: &Task, latest: i64, s: ClaimSettings) -> Run {
-    let mut run = decided(task, latest, latest, 1, None, s);
-    run.catch_up = true;
-    run
-}
-
-/// Why `count` occurrences, the newest late by `late_by` (the first by
-/// `first_late`), were missed.
-fn late(count: i64, late_by: i64, grace: i64, first_late: i64) -> String {
-    if count > 1 {
-        format!(
-            "late by {} > grace {} ({count} occurrences coalesced, \
-             the first late by {}); no tick saw them due within grace",
-            human_duration(late_by),
-            human_duration(grace),
-            human_duration(first_late)
-        )
-    } else {
-        format!(
-            "late by {} > grace {}; no tick saw it due within grace",
-            human_duration(late_by),
-            human_duration(grace)
-        )
-    }
-}
-
-/// Why a queued occurrence did not run: a newer one, at `latest`,
-/// overtook it while it waited for a slot.
-fn superseded(mark: &QueueMark, latest: i64, count: i64) -> String {
-    format!(
-        "superseded while queued: the occurrence at {} (seen due at {}, waiting for a free slot) \
-         was overtaken by the one at {}{}",
-        crate::schedule::format_utc(mark.due_at),
-        crate::schedule::format_utc(mark.seen_at),
-        crate::schedule::format_utc(latest),
-        if count > 2 {
-            format!(" ({} occurrences coalesced)", count - 1)
-        } else {
-            String::new()
-        }
-    )
-}
-
-/// Why occurrences before the one that runs were not claimed. A tick that
-/// failed (a full disk) leaves no trace, so this names both causes.
-fn unclaimed(count: i64) -> String {
-    format!(
-        "{count} occurrence(s) passed unclaimed: no tick claimed them within grace \
-         (cron was not running, or the ticks failed)"
-    )
-}
-
-/// The run for an occurrence (or retry) that is within grace.
-fn decided(
-    task: &Task,
-    scheduled_for: i64,
-    due_at: i64,
-    attempt: i64,
-    blocking: Option<&Run>,
-    s: ClaimSettings,
-) -> Run {
-    match blocking {
-        Some(blocker) => Run::new(
-            task,
-            scheduled_for,
-            due_at,
-            attempt,
-            RunStatus::SkippedOverlap,
-            s.now,
-            |r| {
-                r.blocked_by = Some(blocker.run_id.clone());
-                r.reason = Some(format!(
-                    "run {} is still {}",
-                    blocker.run_id, blocker.status
-                ));
-                r.finished_at = Some(s.now);
-            },
-        ),
-        None => Run::new(
-            task,
-            scheduled_for,
-            due_at,
-            attempt,
-            RunStatus::Running,
-            s.now,
-            |r| {
-                r.lease_token = Some(uuid::Uuid::new_v4().to_string());
-                r.lease_until = Some(s.now + s.lease_seconds);
-                r.runner = s.runner.map(str::to_string);
-                // Claimed only when a slot is free: its executor starts now.
-                r.started_at = Some(s.now);
-                r.queued_seconds = Some((s.now - due_at).max(0));
-            },
-        ),
-    }
-}
-
 /// What one claim transaction did.
 #[derive(Debug)]
 pub enum Claimed {
@@ -411,89 +242,6 @@ pub enum Claimed {
         /// The task's budgets now, for the executor's `limits`.
         budgets: Vec<BudgetState>,
     },
-}
-
-/// The executor's `previous` (docs/CONTRACT.md §16): the task's last
-/// settled run and its last success's time, from the task's memory (one
-/// lookup, however long its history); null when it has neither.
-pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value> {
-    let Some(memory) = tx.task_memory(task_id)? else {
-        return Ok(serde_json::Value::Null);
-    };
-    let last = match &memory.last_settled_run_id {
-        Some(run_id) => tx.run(run_id)?,
-        None => None,
-    };
-    if last.is_none() && memory.last_success_at.is_none() {
-        return Ok(serde_json::Value::Null);
-    }
-    let time = crate::wire::time;
-    Ok(json!({
-        "run_id": last.as_ref().map(|r| r.run_id.clone()),
-        "scheduled_for": time(last.as_ref().map(|r| r.scheduled_for)),
-        "status": last.as_ref().map(|r| r.status.as_str()),
-        "finished_at": time(last.as_ref().and_then(|r| r.finished_at)),
-        "summary": last.as_ref().and_then(|r| r.summary.clone()),
-        "last_success_at": time(memory.last_success_at),
-    }))
-}
-
-/// What the executor of an approved parked run is told on stdin
-/// (docs/CONTRACT.md §6, executor protocol).
-pub fn approved_continuation(run: &Run) -> serde_json::Value {
-    json!({"kind": run.wait_kind, "wait_id": run.wait_id, "decision": "approved"})
-}
-
-/// Claims a continuation an owner approved (docs/CONTRACT.md §6, Continuations;
-/// `approve` without `--here` leaves it to the tick, which has cron's
-/// executor and environment). None when its task cannot be read (the due
-/// path quarantines it) or another tick claimed it first.
-pub fn continue_approved(
-    tx: &mut dyn Tx,
-    mut run: Run,
-    s: ClaimSettings,
-) -> Result<Option<Claimed>> {
-    let Some(Ok(task)) = tx.task(&run.task_id)? else {
-        return Ok(None);
-    };
-    let wait_id = run.wait_id.clone().unwrap_or_default();
-    let token = uuid::Uuid::new_v4().to_string();
-    let lease_until = s.now + s.lease_seconds;
-    match tx.reclaim_parked(&run.run_id, &wait_id, &token, lease_until, s.now) {
-        Ok(()) => {}
-        Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {
-            return Ok(None)
-        }
-        Err(e) => return Err(e),
-    }
-    if let Some(runner) = s.runner {
-        tx.mark_runner(&run.run_id, runner)?;
-    }
-    tx.append_event(&Event::of_run(
-        AuditAction::Continue,
-        &run,
-        "agentcron:tick",
-        s.now,
-        json!({"wait_id": wait_id, "approved_by": run.approved_by,
-               "approved_at": run.approved_at}),
-    ))?;
-    let continuation = approved_continuation(&run);
-    run.status = RunStatus::Running;
-    run.lease_token = Some(token);
-    run.lease_until = Some(lease_until);
-    run.started_at = Some(s.now);
-    // approved_at/by stay on this copy (the stored row dropped them) so the
-    // tick can say who approved what it runs.
-    let previous = previous_run(tx, &task.task_id)?;
-    // A continuation is not a new start: it counts in no budget.
-    let budgets = budget::read(tx, &task, s.now)?;
-    Ok(Some(Claimed::Continued {
-        task: Box::new(task),
-        run: Box::new(run),
-        continuation,
-        previous,
-        budgets,
-    }))
 }
 
 /// The claim event's detail; `catch_up` only when the run catches up.

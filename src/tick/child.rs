@@ -1,0 +1,345 @@
+//! A run's child: what the executor (and the task's gate before it) is
+//! given, how it runs, and what its end comes to. `execute.rs` owns the
+//! job's lifecycle around it (the workers, the lease, the recorded outcome,
+//! the notice); this file owns the child itself, so what a run's process
+//! sees is read in one place:
+//!
+//! - its standard input (docs/CONTRACT.md §6): the task, the run, the
+//!   lease token, the continuation, the previous run and `limits` (the
+//!   executor's own time limit and what is left of each budget); the gate
+//!   reads the very same stdin, its limits included;
+//! - its environment: the allowlist of `Executor::launch` and the run's own
+//!   variables (docs/CONTRACT.md §19), never the store's location; the lease
+//!   endpoint, answered from the tick's memory of the leases;
+//! - its time limit: the task's own timeout held to the tick's
+//!   (tick/time_limit.rs), the gate's `--gate-timeout`;
+//! - the gate first, when the task has one and the run is not a
+//!   continuation (tick/gate.rs), then the executor, watching the lease and
+//!   the stop signal at every heartbeat;
+//! - the `Outcome` its answer, or its failure to give one, maps onto.
+//!
+//! Imports run one way: `execute` uses this file, never the reverse.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::executor_result::{self, ExecResult, ExecStatus};
+use crate::model::{Run, RunStatus, Task};
+use crate::process::{self, endpoint::Endpoint, ChildSpec, Heartbeat, Launch};
+use crate::schedule;
+use crate::wire as json;
+
+use super::budget;
+use super::gate::{self, Gate};
+use super::leases::{lease_lost, Leases};
+use super::settle::Outcome;
+use super::time_limit::TimeLimit;
+
+/// The reason recorded on a run whose tick was told to stop.
+pub const INTERRUPTED: &str = "tick interrupted";
+
+/// How to run the executor.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    /// None when no executor is configured: claimed runs then fail saying so.
+    pub argv: Option<Vec<String>>,
+    pub timeout: Duration,
+    /// How long a task's gate may run (`limits::GATE_TIMEOUT_SECONDS` at
+    /// most).
+    pub gate_timeout: Duration,
+    pub kill_grace: Duration,
+    pub lease: Duration,
+    pub jobs: usize,
+    pub output_cap: usize,
+    /// The environment the executor starts from, and as whom it runs.
+    pub launch: Launch,
+}
+
+/// One claimed run to execute.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub task: Task,
+    pub run: Run,
+    pub token: String,
+    pub continuation: Value,
+    /// The task's last settled run (docs/CONTRACT.md §16), or null.
+    pub previous: Value,
+    /// The task's budgets as the claim left them, for the executor's
+    /// `limits` (tick/budget.rs).
+    pub budgets: Vec<budget::BudgetState>,
+}
+
+/// Why there is no executor result.
+pub(super) enum Failure {
+    NotStarted(String),
+    Lost(String),
+    /// A stop signal: the executor was killed (or, for a continuation,
+    /// never spawned).
+    Interrupted,
+    /// A stop signal seen before the spawn: nothing ran.
+    NotSpawned,
+    /// The task's gate exited 1: nothing to do, the executor not started
+    /// (its first line of stdout).
+    GateClosed(Option<String>),
+}
+
+/// What the executor answered and the end of its stderr, or why there is
+/// no answer.
+pub(super) type Executed = Result<(ExecResult, Option<String>), Failure>;
+
+/// The run's lease endpoint, answered from `leases`; None (the executor
+/// then has no endpoint, and its `lease check` answers 5) when the system
+/// refuses one.
+pub(super) fn open_endpoint(executor: &Executor, leases: &Leases, job: &Job) -> Option<Endpoint> {
+    let (leases, run_id) = (leases.clone(), job.run.run_id.clone());
+    let answer = Box::new(move |token: &str| {
+        crate::interrupt::received().is_none()
+            && leases
+                .lock()
+                .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
+    });
+    let launch = &executor.launch;
+    Endpoint::open(
+        &launch.temp_dir(),
+        &job.run.run_id,
+        launch.run_as.as_ref(),
+        answer,
+    )
+    .ok()
+}
+
+/// What the executor's run came to, after the task's gate if it has one
+/// (not for a continuation: its gate opened before it parked), and the
+/// words of a gate that failed open.
+pub(super) fn gate_then_execute(
+    endpoint: Option<&Path>,
+    executor: &Executor,
+    leases: &Leases,
+    job: &Job,
+) -> (Executed, Option<String>) {
+    let opened = match (&job.task.payload.gate, &executor.argv) {
+        (Some(command), Some(_)) if job.continuation.is_null() => {
+            let spec = child_spec(endpoint, executor, job, executor.gate_timeout);
+            gate::run(command, spec, leases, &job.run.run_id)
+        }
+        _ => Gate::Open,
+    };
+    match opened {
+        Gate::Open => (execute(endpoint, executor, leases, job), None),
+        Gate::FailedOpen(words) => (execute(endpoint, executor, leases, job), Some(words)),
+        Gate::Closed(said) => (Err(Failure::GateClosed(said)), None),
+        // Nothing of the run was started: it is taken back, due again.
+        Gate::Stopped { interrupted: true } => (Err(Failure::NotSpawned), None),
+        Gate::Stopped { interrupted: false } => (
+            Err(Failure::Lost("lease lost while the gate ran".into())),
+            None,
+        ),
+    }
+}
+
+/// The child the run starts (the executor, or its gate first): the
+/// executor's stdin and environment, its launch, held to `timeout`; its
+/// argv is the caller's to set.
+fn child_spec(
+    endpoint: Option<&Path>,
+    executor: &Executor,
+    job: &Job,
+    timeout: Duration,
+) -> ChildSpec {
+    ChildSpec {
+        argv: executor.argv.clone().unwrap_or_default(),
+        // The gate reads what the executor will: its stdin names the
+        // executor's own time limit.
+        stdin: format!("{}\n", stdin_for(job, executor_limit(executor, job))).into_bytes(),
+        env: environment(endpoint, job),
+        launch: executor.launch.clone(),
+        timeout,
+        kill_grace: executor.kill_grace,
+        output_cap: executor.output_cap,
+    }
+}
+
+/// The executor's own time limit: the task's, held to the tick's.
+fn executor_limit(executor: &Executor, job: &Job) -> Duration {
+    TimeLimit::of(executor.timeout, &job.task.payload).duration
+}
+
+/// Spawns the executor and waits for it, watching the lease.
+/// What the executor answered, and the end of its stderr.
+fn execute(endpoint: Option<&Path>, executor: &Executor, leases: &Leases, job: &Job) -> Executed {
+    if executor.argv.is_none() {
+        return Err(Failure::NotStarted(
+            "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
+        ));
+    }
+    let limit = TimeLimit::of(executor.timeout, &job.task.payload);
+    let spec = child_spec(endpoint, executor, job, limit.duration);
+    let run_id = job.run.run_id.clone();
+    // Claimed, but the tick was told to stop before the spawn: a
+    // continuation stays uncertain (its approval is spent), anything else
+    // is taken back.
+    if crate::interrupt::received().is_some() {
+        return Err(if job.continuation.is_null() {
+            Failure::NotSpawned
+        } else {
+            Failure::Interrupted
+        });
+    }
+    let mut interrupted = false;
+    let mut heartbeat = || {
+        // The first heartbeat comes once the child is running.
+        #[cfg(feature = "test-hooks")]
+        crate::hooks::at("after_spawn");
+        if lease_lost(leases, &run_id) {
+            Heartbeat::Abort
+        } else if crate::interrupt::received().is_some() {
+            interrupted = true;
+            Heartbeat::Abort
+        } else {
+            Heartbeat::Continue
+        }
+    };
+    let ran = process::run_child(&spec, Duration::from_millis(100), &mut heartbeat);
+    if interrupted {
+        return Err(Failure::Interrupted);
+    }
+    ran.map(|out| {
+        let mut result = executor_result::interpret(&out);
+        if matches!(out.exit, process::ChildExit::TimedOut) {
+            result = limit.passed(job.task.payload.policy, result);
+        }
+        (result, executor_result::stderr_tail(&out))
+    })
+    .map_err(|e| match e {
+        process::SpawnError::Lost(message) => Failure::Lost(message),
+        other => Failure::NotStarted(other.to_string()),
+    })
+}
+
+/// The executor's standard input (docs/CONTRACT.md §6): `limits` says
+/// the time it has (the task's own timeout held to the tick's) and what is
+/// left of each budget.
+fn stdin_for(job: &Job, timeout: Duration) -> Value {
+    json!({
+        "task": json::task(&job.task),
+        "run": json::run(&job.run),
+        "instruction": job.task.payload.instruction,
+        "policy": job.task.payload.policy.as_str(),
+        "timezone": job.task.zone_in_force.name(),
+        "lease_token": job.token,
+        "payload_hash": job.task.payload_hash,
+        "continuation": job.continuation,
+        "previous": job.previous,
+        "limits": budget::limits(timeout.as_secs(), &job.budgets, &job.task),
+    })
+}
+
+/// The run's own variables (docs/CONTRACT.md §6, §19), added to the
+/// allowlisted environment of `Executor::launch`.
+fn environment(endpoint: Option<&Path>, job: &Job) -> Vec<(String, String)> {
+    let mut vars = vec![
+        (
+            "AGENTCRON_TENANT".into(),
+            job.task.payload.tenant_key.clone(),
+        ),
+        ("AGENTCRON_TASK_ID".into(), job.task.task_id.clone()),
+        ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
+        ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),
+    ];
+    if let Some(path) = endpoint {
+        vars.push((
+            crate::process::endpoint::VARIABLE.into(),
+            path.display().to_string(),
+        ));
+    }
+    vars
+}
+
+/// The outcome to record for how the executor ended, and the error when
+/// it could not start.
+pub(super) fn outcome_of_result(result: &Executed) -> (Outcome, Option<String>) {
+    match result {
+        Ok((r, stderr)) => (
+            Outcome {
+                stderr: stderr.clone(),
+                ..outcome_of(r)
+            },
+            None,
+        ),
+        // It ran, but we could not see how it ended: uncertain, never retried.
+        Err(Failure::Lost(e)) => (
+            Outcome::settled(RunStatus::Unknown, None, Some(e.clone())),
+            None,
+        ),
+        // Killed mid-run because this tick must stop: uncertain too.
+        Err(Failure::Interrupted | Failure::NotSpawned) => (
+            Outcome::settled(RunStatus::Unknown, None, Some(INTERRUPTED.into())),
+            None,
+        ),
+        Err(Failure::GateClosed(said)) => (
+            Outcome::settled(
+                RunStatus::SkippedGate,
+                said.clone(),
+                Some(gate::CLOSED.into()),
+            ),
+            None,
+        ),
+        Err(Failure::NotStarted(e)) => (
+            Outcome::settled(
+                RunStatus::Failed,
+                None,
+                Some(format!("executor could not start: {e}")),
+            ),
+            Some(e.clone()),
+        ),
+    }
+}
+
+/// Maps the executor's answer onto a run outcome.
+fn outcome_of(r: &ExecResult) -> Outcome {
+    let status = match r.status {
+        ExecStatus::Succeeded => RunStatus::Succeeded,
+        ExecStatus::Failed => RunStatus::Failed,
+        ExecStatus::DeliveryFailed => RunStatus::DeliveryFailed,
+        ExecStatus::AwaitingConfirmation => RunStatus::AwaitingConfirmation,
+        ExecStatus::AwaitingAuthorization => RunStatus::AwaitingAuthorization,
+        ExecStatus::Unknown => RunStatus::Unknown,
+    };
+    if status.is_awaiting() {
+        let deadline = r
+            .wait_deadline
+            .as_deref()
+            .and_then(|d| schedule::parse_instant(d).ok());
+        let (Some(wait_id), Some(deadline)) = (r.wait_id.clone(), deadline) else {
+            return Outcome::settled(
+                RunStatus::Failed,
+                r.summary.clone(),
+                Some("the executor asked to wait without a valid wait_id and wait_deadline".into()),
+            );
+        };
+        let kind = if status == RunStatus::AwaitingConfirmation {
+            "confirmation"
+        } else {
+            "authorization"
+        };
+        return Outcome {
+            status,
+            summary: r.summary.clone(),
+            reason: None,
+            wait_kind: Some(kind.into()),
+            wait_id: Some(wait_id),
+            wait_deadline: Some(deadline),
+            stderr: None,
+            retryable: true,
+            notify: None,
+            usage: r.usage.clone(),
+        };
+    }
+    Outcome {
+        notify: r.notify,
+        usage: r.usage.clone(),
+        ..Outcome::settled(status, r.summary.clone(), r.reason.clone())
+    }
+}

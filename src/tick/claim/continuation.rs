@@ -1,0 +1,100 @@
+//! An approved continuation claimed again (docs/CONTRACT.md §6,
+//! Continuations), and what every executor is told of its task's last
+//! settled run (`previous`, §16). `approve` without `--here` leaves the
+//! continuation to the tick, which has cron's executor and environment;
+//! `approve --here` (ops/approve.rs) builds the same stdin from the same
+//! two functions. A continuation is not a new start: it counts in no
+//! budget and passes no gate again.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::audit::{AuditAction, Event};
+use crate::model::{Run, RunStatus};
+use crate::store::Tx;
+
+use super::{ClaimSettings, Claimed};
+use crate::tick::budget;
+
+/// The executor's `previous` (docs/CONTRACT.md §16): the task's last
+/// settled run and its last success's time, from the task's memory (one
+/// lookup, however long its history); null when it has neither.
+pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value> {
+    let Some(memory) = tx.task_memory(task_id)? else {
+        return Ok(serde_json::Value::Null);
+    };
+    let last = match &memory.last_settled_run_id {
+        Some(run_id) => tx.run(run_id)?,
+        None => None,
+    };
+    if last.is_none() && memory.last_success_at.is_none() {
+        return Ok(serde_json::Value::Null);
+    }
+    let time = crate::wire::time;
+    Ok(json!({
+        "run_id": last.as_ref().map(|r| r.run_id.clone()),
+        "scheduled_for": time(last.as_ref().map(|r| r.scheduled_for)),
+        "status": last.as_ref().map(|r| r.status.as_str()),
+        "finished_at": time(last.as_ref().and_then(|r| r.finished_at)),
+        "summary": last.as_ref().and_then(|r| r.summary.clone()),
+        "last_success_at": time(memory.last_success_at),
+    }))
+}
+
+/// What the executor of an approved parked run is told on stdin
+/// (docs/CONTRACT.md §6, executor protocol).
+pub fn approved_continuation(run: &Run) -> serde_json::Value {
+    json!({"kind": run.wait_kind, "wait_id": run.wait_id, "decision": "approved"})
+}
+
+/// Claims a continuation an owner approved (docs/CONTRACT.md §6, Continuations;
+/// `approve` without `--here` leaves it to the tick, which has cron's
+/// executor and environment). None when its task cannot be read (the due
+/// path quarantines it) or another tick claimed it first.
+pub fn continue_approved(
+    tx: &mut dyn Tx,
+    mut run: Run,
+    s: ClaimSettings,
+) -> Result<Option<Claimed>> {
+    let Some(Ok(task)) = tx.task(&run.task_id)? else {
+        return Ok(None);
+    };
+    let wait_id = run.wait_id.clone().unwrap_or_default();
+    let token = uuid::Uuid::new_v4().to_string();
+    let lease_until = s.now + s.lease_seconds;
+    match tx.reclaim_parked(&run.run_id, &wait_id, &token, lease_until, s.now) {
+        Ok(()) => {}
+        Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    }
+    if let Some(runner) = s.runner {
+        tx.mark_runner(&run.run_id, runner)?;
+    }
+    tx.append_event(&Event::of_run(
+        AuditAction::Continue,
+        &run,
+        "agentcron:tick",
+        s.now,
+        json!({"wait_id": wait_id, "approved_by": run.approved_by,
+               "approved_at": run.approved_at}),
+    ))?;
+    let continuation = approved_continuation(&run);
+    run.status = RunStatus::Running;
+    run.lease_token = Some(token);
+    run.lease_until = Some(lease_until);
+    run.started_at = Some(s.now);
+    // approved_at/by stay on this copy (the stored row dropped them) so the
+    // tick can say who approved what it runs.
+    let previous = previous_run(tx, &task.task_id)?;
+    // A continuation is not a new start: it counts in no budget.
+    let budgets = budget::read(tx, &task, s.now)?;
+    Ok(Some(Claimed::Continued {
+        task: Box::new(task),
+        run: Box::new(run),
+        continuation,
+        previous,
+        budgets,
+    }))
+}
