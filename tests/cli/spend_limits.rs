@@ -9,26 +9,7 @@ use serde_json::json;
 
 use crate::mcp::RawSession;
 use crate::support::TestEnv;
-
-/// The payload and hash `draft` makes for `flags` on a fixed schedule.
-fn payload_of(env: &TestEnv, flags: &[&str]) -> (String, String) {
-    let mut args = vec![
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-25 09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "n",
-    ];
-    args.extend_from_slice(flags);
-    let draft = env.draft(&args);
-    (
-        draft["payload"].as_str().unwrap().to_string(),
-        draft["payload_hash"].as_str().unwrap().to_string(),
-    )
-}
+use crate::task_limits::payload_of;
 
 #[test]
 fn each_limit_is_in_the_payload_only_when_set_in_one_spelling() {

@@ -136,8 +136,9 @@ fn a_run_within_its_timeout_is_untouched() {
     assert_eq!(rig.runs("t")[0]["status"], "succeeded");
 }
 
-/// The payload `draft` shows for `flags` on a fixed schedule and name.
-fn payload_of(env: &TestEnv, flags: &[&str]) -> (String, String) {
+/// The payload `draft` shows for `flags` on a fixed schedule and name, and
+/// its hash.
+pub fn payload_of(env: &TestEnv, flags: &[&str]) -> (String, String) {
     let mut args = vec![
         "--instruction",
         "x",

@@ -111,6 +111,31 @@ fn wait_for_effect(journal: &std::path::Path) -> String {
     }
 }
 
+/// An hourly task `name` due at the real clock's now, which the tick and
+/// the executor's `lease check` read; renewals wait for a held lock rather
+/// than give up as busy.
+fn due_now_in_real_time(rig: &Rig, name: &str) {
+    rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "30s");
+    let start = real_now();
+    rig.env.set_now(start - 3600);
+    // Anchored at the draft's own second (the default anchor is the next
+    // whole minute, which would not be due at `start`).
+    let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
+        .unwrap()
+        .to_rfc3339();
+    rig.env.task(&[
+        "--instruction",
+        name,
+        "--every",
+        "1h",
+        "--start",
+        &anchor,
+        "--name",
+        name,
+    ]);
+    rig.env.set_now(start);
+}
+
 #[test]
 fn a_lease_lost_while_renewals_are_blocked_never_comes_back() {
     let rig = Rig::new();
@@ -122,26 +147,7 @@ fn a_lease_lost_while_renewals_are_blocked_never_comes_back() {
     rig.env.set_env("FENCE_BIN", BIN);
     rig.env.set_env("FENCE_JOURNAL", journal.to_str().unwrap());
     rig.env.set_env("FENCE_CHECKS", &CHECKS.to_string());
-    // The renewals wait for the lock rather than give up as busy.
-    rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "30s");
-    let start = real_now();
-    rig.env.set_now(start - 3600);
-    // Anchored at the draft's own second (the default anchor is the next
-    // whole minute, which would not be due at `start`).
-    let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
-        .unwrap()
-        .to_rfc3339();
-    rig.env.task(&[
-        "--instruction",
-        "fenced",
-        "--every",
-        "1h",
-        "--start",
-        &anchor,
-        "--name",
-        "f",
-    ]);
-    rig.env.set_now(start);
+    due_now_in_real_time(&rig, "f");
     let tick = spawn(&rig.env, &["tick", "--lease", LEASE]);
     let run = wait_for_effect(&journal);
     let holder = block_writes(&rig.env, &run, LOCK_HELD);
@@ -223,23 +229,7 @@ fn an_executor_that_never_asks_is_stopped_when_its_lease_runs_out() {
         .set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
     rig.env.set_env("FENCE_JOURNAL", journal.to_str().unwrap());
     rig.env.set_env("FENCE_STOPPED", stopped.to_str().unwrap());
-    rig.env.set_env("AGENTCRON_BUSY_TIMEOUT", "30s");
-    let start = real_now();
-    rig.env.set_now(start - 3600);
-    let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
-        .unwrap()
-        .to_rfc3339();
-    rig.env.task(&[
-        "--instruction",
-        "unfenced",
-        "--every",
-        "1h",
-        "--start",
-        &anchor,
-        "--name",
-        "u",
-    ]);
-    rig.env.set_now(start);
+    due_now_in_real_time(&rig, "u");
     let tick = spawn(&rig.env, &["tick", "--lease", LEASE]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !journal.exists() {
