@@ -170,7 +170,7 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
             "suppressed"
         ))?;
     }
-    if let Some(line) = clock_line(clock, task, now) {
+    if let Some(line) = human::success_clock_line(clock, task, now) {
         ctx.out.line(&line)?;
     }
     if runs.is_empty() {
@@ -186,31 +186,5 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
     match runs.first().and_then(human::stderr_block) {
         Some(block) => ctx.out.line(&format!("\n{block}")),
         None => Ok(()),
-    }
-}
-
-/// "overdue       since 2026-12-03 09:00 UTC (2 h ago): no run succeeded
-/// within its expect_success; the next success ends it", or when the
-/// clock runs out.
-fn clock_line(clock: &SuccessClock, task: &Task, now: i64) -> Option<String> {
-    let at = |t| {
-        format!(
-            "{} ({})",
-            crate::text::wall_time(t, task.zone_in_force),
-            crate::text::relative(t, now)
-        )
-    };
-    match (clock.overdue_since, clock.success_due_at) {
-        (Some(since), _) => Some(format!(
-            "{:<13} since {}: no run succeeded in time; the next success ends it",
-            "overdue",
-            at(since)
-        )),
-        (None, Some(due)) => Some(format!(
-            "{:<13} {} unless a run succeeds first",
-            "overdue at",
-            at(due)
-        )),
-        (None, None) => None,
     }
 }

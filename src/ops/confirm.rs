@@ -277,10 +277,7 @@ pub fn replace(
     tx.replace_task(&new, old.revision, now)?;
     // A replacement is a confirmation: the success clock starts over (or
     // stops, when the new payload expects no successes).
-    if (
-        old.payload.expect_success_seconds,
-        new.payload.expect_success_seconds,
-    ) != (None, None)
+    if old.payload.expect_success_seconds.is_some() || new.payload.expect_success_seconds.is_some()
     {
         crate::tick::overdue::start(tx, &new, now)?;
     }

@@ -111,6 +111,30 @@ pub fn budget_words(b: &crate::tick::budget::BudgetState, task: &Task, now: i64)
     )
 }
 
+/// `show`'s line of a task's success clock (`expect_success`): "overdue
+/// since 2026-12-03 09:00 UTC (2 h ago): no run succeeded in time; the
+/// next success ends it", or when the clock runs out; none without one.
+pub fn success_clock_line(
+    clock: &crate::store::SuccessClock,
+    task: &Task,
+    now: i64,
+) -> Option<String> {
+    let at = |t| when(Some(t), task.zone_in_force, now);
+    match (clock.overdue_since, clock.success_due_at) {
+        (Some(since), _) => Some(format!(
+            "{:<13} since {}: no run succeeded in time; the next success ends it",
+            "overdue",
+            at(since)
+        )),
+        (None, Some(due)) => Some(format!(
+            "{:<13} {} unless a run succeeds first",
+            "overdue at",
+            at(due)
+        )),
+        (None, None) => None,
+    }
+}
+
 /// The rows of a payload's limits (docs/CONTRACT.md §6) for `show`, `draft`
 /// and `show DRAFT`, each only when the payload sets it (older tasks print
 /// as they did). The gate is agent-written text: quoted and escaped.

@@ -10,6 +10,7 @@
 use crate::audit::{Event, StoredEvent};
 use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger, Task};
 use crate::store::memory::TaskMemory;
+use crate::store::overdue::Expecting;
 use crate::store::tasks::{CorruptRow, RawTask};
 
 /// The columns of an audit event row, in the order `event` reads them.
@@ -118,6 +119,17 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
                     .map_err(|e| row.invalid(28, format!("a run's usage is not JSON: {e}")))?,
             ),
         },
+    })
+}
+
+/// A task that expects successes, from `sql::overdue::EXPECTING_COLUMNS`.
+pub fn expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
+    Ok(Expecting {
+        task_id: row.text(0)?,
+        tenant_key: row.text(1)?,
+        name: row.opt_text(2)?,
+        overdue_since: row.opt_int(3)?,
+        last_success_at: row.opt_int(4)?,
     })
 }
 

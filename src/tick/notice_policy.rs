@@ -85,8 +85,9 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             NotifyMode::Attention => same_skip(facts, &failure_key(run)),
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
-        // Once per window and key, or once per gap: the tick makes one
-        // such run or notice, so only the mode holds them back.
+        // A budget's window is told once (later skips of the window are
+        // held back); an overdue task once per gap (the tick makes one
+        // notice). `never` holds both back.
         NoticeKind::Budget => match held_back_by_mode(facts.policy) {
             None if facts.budget_told => Some(BUDGET_TOLD),
             by_mode => by_mode,

@@ -2,21 +2,10 @@
 
 use crate::store::sql::overdue as sql;
 use anyhow::{Context, Result};
-use postgres::Row;
 
 use super::{col, expect_one, PgTx};
 use crate::store::overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
-use crate::store::rows::Cells;
-
-fn decode_expecting(row: &Row) -> Result<Expecting> {
-    Ok(Expecting {
-        task_id: row.text(0)?,
-        tenant_key: row.text(1)?,
-        name: row.opt_text(2)?,
-        overdue_since: row.opt_int(3)?,
-        last_success_at: row.opt_int(4)?,
-    })
-}
+use crate::store::rows;
 
 impl PgTx<'_, '_> {
     fn expecting(&mut self, query: &str, tenant: Option<&str>) -> Result<Vec<Expecting>> {
@@ -24,7 +13,7 @@ impl PgTx<'_, '_> {
             .query(query, &[&tenant])
             .context("reading the tasks that expect successes")?
             .iter()
-            .map(decode_expecting)
+            .map(rows::expecting)
             .collect()
     }
 }

@@ -1,9 +1,6 @@
 //! The statements of budget windows and usage totals that both stores run
 //! as written (see `store::sql`).
 
-/// The columns of a window row, in the order both stores read them.
-pub const WINDOW_COLUMNS: &str = "task_id, budget_key, period, window_start, spent, told_at";
-
 /// Run by `BudgetTx::budget_windows`: the table's key begins with task_id.
 pub const BUDGET_WINDOWS: &str = "SELECT task_id, budget_key, period, window_start, spent, told_at
     FROM budget_windows WHERE task_id = $1";

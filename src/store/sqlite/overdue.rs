@@ -4,11 +4,11 @@
 use super::numbered;
 use crate::store::sql::overdue as sql;
 use anyhow::{Context, Result};
-use rusqlite::{params, OptionalExtension, Row};
+use rusqlite::{params, OptionalExtension};
 
 use super::{expect_one, SqliteTx};
 use crate::store::overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
-use crate::store::rows::Cells;
+use crate::store::rows;
 
 /// `successes_due`'s query, along `tasks_success_due`.
 pub(super) const SUCCESSES_DUE: &str = "SELECT task_id, success_due_at, state = 'active'
@@ -17,21 +17,12 @@ pub(super) const SUCCESSES_DUE: &str = "SELECT task_id, success_due_at, state = 
       AND (?2 IS NULL OR tenant_key = ?2)
     ORDER BY success_due_at LIMIT ?3";
 
-fn decode_expecting(row: &Row<'_>) -> rusqlite::Result<Expecting> {
-    Ok(Expecting {
-        task_id: row.text(0)?,
-        tenant_key: row.text(1)?,
-        name: row.opt_text(2)?,
-        overdue_since: row.opt_int(3)?,
-        last_success_at: row.opt_int(4)?,
-    })
-}
-
 impl SqliteTx<'_> {
     fn expecting(&mut self, query: &str, tenant: Option<&str>) -> Result<Vec<Expecting>> {
         let mut stmt = self.conn.prepare_cached(query)?;
-        let rows = stmt.query_map(params![tenant], decode_expecting)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
+        let found = stmt.query_map(params![tenant], |row| rows::expecting(row))?;
+        found
+            .collect::<rusqlite::Result<Vec<_>>>()
             .context("reading the tasks that expect successes")
     }
 }
