@@ -416,10 +416,10 @@ pub fn child_environment(pass: &[String]) -> Vec<(String, String)> {
 }
 
 /// The run's lease endpoint (AGENTCRON_LEASE_ENDPOINT), inside a run.
-pub fn lease_endpoint() -> Option<PathBuf> {
-    std::env::var_os(crate::process::endpoint::VARIABLE)
+pub fn lease_endpoint() -> Option<String> {
+    std::env::var(crate::process::endpoint::VARIABLE)
+        .ok()
         .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
 }
 
 /// An environment variable, None when unset; a value that is not UTF-8 is

@@ -3,6 +3,11 @@
 use clap::{CommandFactory, Parser};
 
 fn main() {
+    // A run's supervisor (`agentcron supervise`, started by a tick) is the
+    // binary's hot path: it skips the parser, the context and the store.
+    if is_supervisor(std::env::args_os()) {
+        agentcron::process::supervisor::main();
+    }
     // A shell asking for candidates (COMPLETE=bash …) is answered and exits.
     agentcron::completion::complete_if_requested(<agentcron::cli::Cli as CommandFactory>::command);
     let cli = match agentcron::cli::Cli::try_parse() {
@@ -20,4 +25,12 @@ fn main() {
         Err(err) => agentcron::output::report_error_as(&err, json, detailed.then_some(1)),
     };
     std::process::exit(code);
+}
+
+/// Exactly `agentcron supervise`, as `process::Launch` starts it.
+fn is_supervisor(mut args: std::env::ArgsOs) -> bool {
+    let _program = args.next();
+    args.next()
+        .is_some_and(|a| a == agentcron::process::SUPERVISE)
+        && args.next().is_none()
 }

@@ -124,12 +124,9 @@ fn here(args: &ApproveArgs) -> Result<Here> {
         notifier: notifier_of(args.notifier.as_deref(), &launch)?,
         launch,
     };
-    for argv in [Some(&here.argv), here.notifier.as_ref().map(|n| &n.argv)]
-        .into_iter()
-        .flatten()
-    {
-        here.launch.preflight(&argv[0]).map_err(CmdError::usage)?;
-    }
+    // One rule covers the executor and the notifier: both start under the
+    // supervisor.
+    here.launch.preflight().map_err(CmdError::usage)?;
     Ok(here)
 }
 

@@ -61,7 +61,7 @@ pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
 
 /// The tick's answer. An endpoint that does not answer belongs to a tick
 /// that is gone: the lease does not hold (its run will end `unknown`).
-fn ask_endpoint(endpoint: &std::path::Path, run: &str, token: &str) -> (String, bool) {
+fn ask_endpoint(endpoint: &str, run: &str, token: &str) -> (String, bool) {
     match crate::process::endpoint::ask(endpoint, run, token) {
         Ok((holds, run_id)) => (run_id, holds),
         Err(_) => (run.to_string(), false),

@@ -70,11 +70,33 @@ pub(super) struct Capture {
 impl Capture {
     /// Drains `reader` on a new thread, which tells `notify` when the
     /// stream is done.
-    pub(super) fn start<R>(
+    pub(super) fn start<R>(name: &str, reader: R, cap: usize, notify: Notify) -> io::Result<Capture>
+    where
+        R: Read + Send + 'static,
+    {
+        Capture::spawn(name, reader, cap, notify, false)
+    }
+
+    /// Like `start`, but `notify` is told at every read too, not only at
+    /// the end: for the supervisor's reports, which matter as they come.
+    pub(super) fn start_eager<R>(
+        name: &str,
+        reader: R,
+        cap: usize,
+        notify: Notify,
+    ) -> io::Result<Capture>
+    where
+        R: Read + Send + 'static,
+    {
+        Capture::spawn(name, reader, cap, notify, true)
+    }
+
+    fn spawn<R>(
         name: &str,
         mut reader: R,
         cap: usize,
         notify: Notify,
+        eager: bool,
     ) -> io::Result<Capture>
     where
         R: Read + Send + 'static,
@@ -90,7 +112,12 @@ impl Capture {
                 loop {
                     match reader.read(&mut chunk) {
                         Ok(0) => break,
-                        Ok(n) => lock(&sink).push(&chunk[..n]),
+                        Ok(n) => {
+                            lock(&sink).push(&chunk[..n]);
+                            if eager {
+                                notify.done();
+                            }
+                        }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         // A read error on a pipe means it is unusable; what was
                         // read so far is all we will get.
@@ -110,6 +137,11 @@ impl Capture {
     /// True once the stream reached end-of-file (every writer closed it).
     pub(super) fn is_done(&self) -> bool {
         self.done.load(Ordering::Acquire)
+    }
+
+    /// A copy of what is held so far, leaving it in place.
+    pub(super) fn peek(&self) -> Vec<u8> {
+        lock(&self.shared).bytes.iter().copied().collect()
     }
 
     /// The tail captured so far. A thread still blocked on an open pipe is left

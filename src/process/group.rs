@@ -110,6 +110,90 @@ pub(super) fn reap(pid: i32) -> bool {
     }
 }
 
+/// Reaps any one child that has ended, without blocking: its pid and how it
+/// ended, `Ok(None)` while every child still runs, `Err` (ECHILD) when there
+/// is no child at all. Only the supervisor calls it: it holds no `Child` of
+/// std's whose status this could steal.
+pub(super) fn reap_any() -> io::Result<Option<(i32, std::process::ExitStatus)>> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid, writable int.
+        let rc = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        match rc {
+            0 => return Ok(None),
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            -1 => return Err(io::Error::last_os_error()),
+            pid => return Ok(Some((pid, std::process::ExitStatus::from_raw(status)))),
+        }
+    }
+}
+
+/// Names this process in /proc (`comm`, 15 bytes at most): what the speed
+/// bump looks for among a caller's ancestors.
+pub(super) fn set_name(name: &std::ffi::CStr) {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of ours.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+}
+
+/// Moves descriptor 0 to a new close-on-exec descriptor and puts /dev/null
+/// in its place: the supervisor's channel must not leak into the child it
+/// runs, nor be read by anything that reads "standard input".
+pub(super) fn take_stdin() -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC on descriptor 0 returns a new descriptor or -1.
+    let fd = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let channel = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    null_onto(&[0])?;
+    Ok(channel)
+}
+
+/// Puts /dev/null in place of each of `fds` (0, 1, 2): the supervisor lets
+/// go of the tick's pipes once its child holds them, so that their end
+/// means the run's processes closed them.
+pub(super) fn null_onto(fds: &[libc::c_int]) -> io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?
+        .into_raw_fd();
+    let mut failed = None;
+    for &fd in fds {
+        // SAFETY: dup2 of a descriptor we own onto a standard one.
+        if unsafe { libc::dup2(null, fd) } < 0 {
+            failed = Some(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: `null` is ours and no longer needed.
+    unsafe { libc::close(null) };
+    failed.map_or(Ok(()), Err)
+}
+
+/// Waits until one of `fds` is readable (or hung up) or `timeout` passes;
+/// which of them are.
+pub(super) fn poll_readable(fds: &[libc::c_int], timeout: std::time::Duration) -> Vec<bool> {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_millis().min(60_000) as libc::c_int;
+    // SAFETY: `polled` is a live array of `polled.len()` pollfd structs.
+    let rc = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+    polled
+        .iter()
+        .map(|p| rc > 0 && p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
+        .collect()
+}
+
 /// The highest descriptor number the fallback of `cloexec_from_3` must cover,
 /// computed in the parent because the child may only make async-signal-safe calls.
 pub(super) fn fd_limit() -> libc::c_int {

@@ -36,20 +36,21 @@ impl Launch {
         vars
     }
 
-    /// Refuses (one line) when sudo would not run `program` as the run-as
-    /// user without a password; nothing to check as root or without one.
-    pub fn preflight(&self, program: &str) -> Result<(), String> {
+    /// Refuses (one line) when sudo would not run the supervisor as the
+    /// run-as user without a password; nothing to check as root or
+    /// without one. One rule covers every command a task may configure:
+    /// sudo only ever runs `agentcron supervise`.
+    pub fn preflight(&self) -> Result<(), String> {
         let Some(user) = self.run_as.as_ref().filter(|u| u.switch == Switch::Sudo) else {
             return Ok(());
         };
-        let path = self.path();
-        let absolute = resolve(program, &path)
-            .ok_or_else(|| format!("`{program}` was not found in PATH ({path})"))?;
+        let supervisor = supervisor_program()?;
         let out = Command::new("sudo")
             .args(["-n", "-l", "-u", &user.name, "--"])
-            .arg(&absolute)
+            .arg(&supervisor)
+            .arg(SUPERVISE)
             .env_clear()
-            .env("PATH", &path)
+            .env("PATH", self.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -59,66 +60,37 @@ impl Launch {
             return Ok(());
         }
         Err(format!(
-            "--run-as {}: sudo would ask for a password (or refuses) to run {} as {}; \
+            "--run-as {}: sudo would ask for a password (or refuses) to run `{} {SUPERVISE}` as {}; \
              install the rule `agentcron sudoers --run-as {}` prints, or run the tick as root",
             user.name,
-            absolute.display(),
+            supervisor.display(),
             user.name,
             user.name
         ))
     }
 
-    /// Where endpoints are made: the caller's TMPDIR, else /tmp (always
-    /// /tmp under `--run-as`: the caller's may be closed to the user).
-    pub fn temp_dir(&self) -> std::path::PathBuf {
-        let tmpdir = self
-            .env
-            .iter()
-            .find(|(k, v)| k == "TMPDIR" && v.starts_with('/'))
-            .filter(|_| self.run_as.is_none());
-        match tmpdir {
-            Some((_, dir)) => dir.into(),
-            None => "/tmp".into(),
-        }
-    }
-
-    /// The command that starts `program` as this launch says: directly,
-    /// with the ids switched (as root), or through sudo. Its arguments,
-    /// environment and stdio are the caller's to add.
-    pub(super) fn command(
-        &self,
-        program: &str,
-        env: &[(String, String)],
-    ) -> Result<Command, SpawnError> {
+    /// The command that starts a child's supervisor as this launch says:
+    /// directly, with the ids switched (as root), or through sudo (in a
+    /// session of its own). It starts from an empty environment but PATH:
+    /// the child's own travels over the supervisor's channel, so sudo needs
+    /// no SETENV. Its stdio is the caller's to add.
+    pub(super) fn supervisor(&self) -> Result<Command, SpawnError> {
+        let program = supervisor_program().map_err(SpawnError::Other)?;
         let mut command = match &self.run_as {
-            None => self.direct(program),
-            Some(user) if user.switch == Switch::Ids => {
-                let mut command = self.direct(program);
-                user.set_ids(&mut command);
+            Some(user) if user.switch == Switch::Sudo => {
+                let mut command = self.direct("sudo");
+                command.args(["-n", "-u", &user.name, "--"]).arg(&program);
+                super::user::new_session(&mut command);
                 command
             }
             Some(user) => {
-                // sudo resets the environment: it keeps exactly the names
-                // listed (its SETENV rule allows that) and sets HOME, USER and
-                // LOGNAME to the user's; the program is found here, in the
-                // run's PATH, as it would be without sudo.
-                let path = self.path();
-                let absolute =
-                    resolve(program, &path).ok_or_else(|| SpawnError::NotFound(program.into()))?;
-                let keep: Vec<&str> = env
-                    .iter()
-                    .map(|(k, _)| k.as_str())
-                    .filter(|k| !matches!(*k, "HOME" | "USER" | "LOGNAME"))
-                    .collect();
-                let mut command = self.direct("sudo");
-                command.args(["-n", "-u", &user.name]);
-                if !keep.is_empty() {
-                    command.arg(format!("--preserve-env={}", keep.join(",")));
-                }
-                command.arg("--").arg(absolute);
+                let mut command = Command::new(&program);
+                user.set_ids(&mut command);
                 command
             }
+            None => Command::new(&program),
         };
+        command.arg(SUPERVISE).env_clear().env("PATH", self.path());
         if self.run_as.is_some() {
             // The tick's folder may be closed to the user: every run starts at /.
             command.current_dir("/");
@@ -169,4 +141,28 @@ pub fn resolve(program: &str, path: &str) -> Option<std::path::PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// The argument that makes the binary a supervisor (main.rs looks for it
+/// before anything else).
+pub const SUPERVISE: &str = "supervise";
+
+/// The supervisor's program: this binary. (A unit test runs inside the test
+/// harness, so there it is the `agentcron` binary cargo built beside it.)
+pub fn supervisor_program() -> Result<std::path::PathBuf, String> {
+    static PROGRAM: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    PROGRAM
+        .get_or_init(|| {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find this program to supervise a run: {e}"))?;
+            #[cfg(test)]
+            let exe = exe
+                .parent()
+                .and_then(|deps| deps.parent())
+                .map(|dir| dir.join("agentcron"))
+                .unwrap_or(exe);
+            Ok(exe)
+        })
+        .clone()
 }

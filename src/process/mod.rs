@@ -25,6 +25,7 @@
 
 mod ancestry;
 mod capture;
+mod control;
 pub mod endpoint;
 pub mod environment;
 mod group;
@@ -32,6 +33,7 @@ mod launch;
 pub mod notifier;
 mod procfs;
 mod reaper;
+pub mod supervisor;
 #[cfg(test)]
 mod tests;
 pub mod user;
@@ -42,6 +44,7 @@ pub use reaper::{become_subreaper, Subreaper};
 
 use std::fmt;
 use std::io::{self, Write};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
@@ -50,7 +53,7 @@ use std::time::{Duration, Instant};
 use capture::Capture;
 use wake::Waker;
 
-pub use launch::{resolve, Launch};
+pub use launch::{resolve, supervisor_program, Launch, SUPERVISE};
 pub use user::{RunAs, Switch};
 
 /// The uid this process runs as, and so the uid of what it runs unless
@@ -82,6 +85,9 @@ pub struct ChildSpec {
     pub kill_grace: Duration,
     /// Most bytes kept per stream (the tail).
     pub output_cap: usize,
+    /// The run's lease endpoint, told which process tree it answers: the
+    /// one this child starts (`endpoint::Root`).
+    pub lease_root: Option<endpoint::Root>,
 }
 
 /// The heartbeat callback's answer.
@@ -190,49 +196,86 @@ pub fn run_child(
         .iter()
         .find(|(key, _)| key == "AGENTCRON_RUN_ID")
         .map(|(_, value)| value.clone());
-    let mut child = reaper::start(marker.clone(), || spawn(spec, program), Child::id)?;
+    let not_started = |e: io::Error| SpawnError::Other(format!("could not start `{program}`: {e}"));
+    // The supervisor's channel: its stdin, and the tick's only way to it.
+    let (channel, theirs) = UnixStream::pair().map_err(not_started)?;
+    let mut child = reaper::start(marker.clone(), || spawn(spec, theirs), Child::id)?;
     let pid = child.id();
-    // Every wait below wakes on the child's exit or a stream's end, not on
-    // a poll: a quick child costs no sleeping.
+    if let Some(root) = &spec.lease_root {
+        root.set(pid);
+    }
+    // Every wait below wakes on the supervisor's exit or a stream's end,
+    // not on a poll: a quick child costs no sleeping.
     let mut waker = Waker::new(pid);
-    let (stdout, stderr) = match start_io(&mut child, spec, &waker) {
+    let streams = match start_io(&mut child, spec, &channel, &waker) {
         Ok(captures) => captures,
         Err(e) => {
             group::signal_group(pid, libc::SIGKILL);
             // Reaping only; the run never really started.
             let _ = child.wait();
             reaper::ended(pid);
-            return Err(SpawnError::Other(format!(
-                "could not start `{program}`: {e}"
-            )));
+            return Err(not_started(e));
         }
     };
-
     let deadline = later(started, spec.timeout);
-    let stopped = watch(&mut child, &mut waker, deadline, heartbeat_every, heartbeat);
-    if stopped.is_some() {
-        group::signal_group(pid, libc::SIGTERM);
-        group::signal_group(pid, libc::SIGCONT);
-    }
-    settle(
+    let stopped = watch(
         &mut child,
         &mut waker,
-        &[&stdout, &stderr],
-        later(Instant::now(), spec.kill_grace),
+        &streams[2],
+        deadline,
+        heartbeat_every,
+        heartbeat,
     );
+    if stopped.is_some() {
+        // The supervisor TERMs everything, KILLs it a grace later and
+        // exits once nothing is left.
+        let _ = (&channel).write_all(control::TERM);
+        let within = spec.kill_grace.saturating_mul(2) + SUPERVISOR_MARGIN;
+        settle(
+            &mut child,
+            &mut waker,
+            &streams,
+            later(Instant::now(), within),
+        );
+    } else {
+        // The child ended: its output may trail the exit for the grace (a
+        // background job's last line); once stdout and stderr are closed,
+        // or the grace has passed, whatever is left is killed at once.
+        linger(&mut waker, &streams[..2], spec.kill_grace);
+        let _ = (&channel).write_all(control::KILL);
+        let within = SUPERVISOR_MARGIN;
+        settle(
+            &mut child,
+            &mut waker,
+            &streams,
+            later(Instant::now(), within),
+        );
+    }
+    // The supervisor's own group (it, or sudo): only a supervisor that did
+    // not finish in time is still there.
     group::signal_group(pid, libc::SIGKILL);
     let status = child.wait();
     reaper::ended(pid);
-    // What left the group (setsid, double-fork) and was reparented to a
-    // subreaper tick goes now: it must not outlive the run either, nor hold
-    // our pipes open.
+    if let Some(root) = &spec.lease_root {
+        root.set(0);
+    }
+    // A supervisor killed before its children leaves them to this process
+    // (same user): they go now.
     reaper::sweep(marker.as_deref(), spec.kill_grace);
-    linger(&mut waker, &[&stdout, &stderr], spec.kill_grace);
+    linger(&mut waker, &streams, spec.kill_grace);
+    // A supervisor still alive (through sudo, beyond our signals) reads the
+    // end of its channel here and kills what is left.
+    drop(channel);
     let elapsed = started.elapsed();
 
+    let [stdout, stderr, said] = streams;
+    let (said, _) = said.finish();
     let exit = match stopped {
         Some(exit) => exit,
-        None => exit_observed(status, program)?,
+        None => match control::outcome(&said, program) {
+            Some(ended) => ended?,
+            None => return Err(unreported(status, &said, program)),
+        },
     };
     let (stdout, stdout_truncated) = stdout.finish();
     let (stderr, stderr_truncated) = stderr.finish();
@@ -246,10 +289,28 @@ pub fn run_child(
     })
 }
 
+/// Beyond the supervisor's own 2 × grace: the time it takes to start and
+/// to report.
+const SUPERVISOR_MARGIN: Duration = Duration::from_millis(500);
+
+/// Why a supervisor that never said how its child ended gives no outcome:
+/// one that exited having said nothing never started it (sudo refused, the
+/// request was unreadable); one killed may have.
+fn unreported(status: io::Result<ExitStatus>, said: &[u8], program: &str) -> SpawnError {
+    match status.ok().and_then(|s| s.code()) {
+        Some(code) if said.is_empty() => SpawnError::Other(format!(
+            "could not start `{program}`: its supervisor exited {code} before starting it"
+        )),
+        _ => SpawnError::Lost(format!(
+            "lost track of `{program}`: its supervisor ended without saying how it ended"
+        )),
+    }
+}
+
 /// Waits for the streams to close, at most `grace`: output still unread
 /// then (a process that left the group keeps a pipe open) is abandoned to
 /// its reader thread.
-fn linger(waker: &mut Waker, streams: &[&Capture], grace: Duration) {
+fn linger(waker: &mut Waker, streams: &[Capture], grace: Duration) {
     let until = later(Instant::now(), grace);
     loop {
         let now = Instant::now();
@@ -260,24 +321,13 @@ fn linger(waker: &mut Waker, streams: &[&Capture], grace: Duration) {
     }
 }
 
-/// How a child we did not stop ended, from its wait status.
-fn exit_observed(status: io::Result<ExitStatus>, program: &str) -> Result<ChildExit, SpawnError> {
-    let status = status.map_err(|e| SpawnError::Lost(format!("lost track of `{program}`: {e}")))?;
-    exit_of(status).ok_or_else(|| {
-        SpawnError::Lost(format!(
-            "`{program}` ended with an unrecognised wait status"
-        ))
-    })
-}
-
-fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
-    let env = spec.launch.environment(&spec.env);
-    let mut command = spec.launch.command(program, &env)?;
+/// Starts the child's supervisor (`supervisor.rs`) as the launch says,
+/// with `channel` as its stdin; the child's own stdout and stderr are the
+/// supervisor's, which we read.
+fn spawn(spec: &ChildSpec, channel: UnixStream) -> Result<Child, SpawnError> {
+    let mut command = spec.launch.supervisor()?;
     command
-        .args(&spec.argv[1..])
-        .env_clear()
-        .envs(env.iter().map(|(key, value)| (key, value)))
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(channel)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -288,9 +338,12 @@ fn spawn(spec: &ChildSpec, program: &str) -> Result<Child, SpawnError> {
     // hook, `spawn` can use posix_spawn (vfork) instead of a fork that copies
     // the tick's page tables for every run.
     group::cloexec_from_3(group::fd_limit());
-    command
-        .spawn()
-        .map_err(|e| classify_spawn_error(program, &e))
+    command.spawn().map_err(|e| {
+        SpawnError::Other(format!(
+            "could not start the supervisor `{}`: {e}",
+            launch::supervisor_program().unwrap_or_default().display()
+        ))
+    })
 }
 
 fn classify_spawn_error(program: &str, e: &io::Error) -> SpawnError {
@@ -307,36 +360,50 @@ fn classify_spawn_error(program: &str, e: &io::Error) -> SpawnError {
     }
 }
 
-/// Starts the stdout and stderr readers and the stdin writer.
-fn start_io(child: &mut Child, spec: &ChildSpec, waker: &Waker) -> io::Result<(Capture, Capture)> {
+/// Starts the readers of stdout, stderr and the supervisor's reports, and
+/// the writer of its request (the child's argv, environment and stdin).
+fn start_io(
+    child: &mut Child,
+    spec: &ChildSpec,
+    channel: &UnixStream,
+    waker: &Waker,
+) -> io::Result<[Capture; 3]> {
     let missing = |name| io::Error::other(format!("the child's {name} pipe is missing"));
     let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
     let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
     let stdout = Capture::start("stdout", stdout, spec.output_cap, waker.notify())?;
     let stderr = Capture::start("stderr", stderr, spec.output_cap, waker.notify())?;
-    let mut stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
-    if !spec.stdin.is_empty() {
-        let data = spec.stdin.clone();
-        // A thread, because a child that never reads would block a direct write
-        // once the pipe buffer is full. The handle is dropped: the writer ends by
-        // itself when all is written or the pipe's reader is gone.
-        thread::Builder::new()
-            .name("agentcron-stdin".to_string())
-            .spawn(move || {
-                // EPIPE means the child exited or closed stdin without reading it
-                // all; its exit status tells that story, so this is not an error.
-                let _ = stdin.write_all(&data);
-            })?;
-    }
-    // With nothing to write, `stdin` was dropped above and the child reads EOF.
-    Ok((stdout, stderr))
+    let said = Capture::start_eager("control", channel.try_clone()?, REPORTS_CAP, waker.notify())?;
+    let request = control::Request {
+        argv: spec.argv.clone(),
+        env: spec.launch.environment(&spec.env),
+        grace_ms: spec.kill_grace.as_millis().min(u64::MAX as u128) as u64,
+        stdin_len: spec.stdin.len() as u64,
+    };
+    let mut message = serde_json::to_vec(&request).map_err(io::Error::other)?;
+    message.push(b'\n');
+    message.extend_from_slice(&spec.stdin);
+    let mut writer = channel.try_clone()?;
+    // A thread, because a supervisor that does not read (it could not
+    // start) would block a direct write once the socket buffer is full.
+    // It ends by itself when all is written or the reader is gone.
+    thread::Builder::new()
+        .name("agentcron-stdin".to_string())
+        .spawn(move || {
+            let _ = writer.write_all(&message);
+        })?;
+    Ok([stdout, stderr, said])
 }
+
+/// The most the supervisor's reports may take (they are a few short lines).
+const REPORTS_CAP: usize = 4096;
 
 /// Waits while the child runs; returns why we must stop it, or `None` once it
 /// exited by itself.
 fn watch(
     child: &mut Child,
     waker: &mut Waker,
+    said: &Capture,
     deadline: Instant,
     heartbeat_every: Duration,
     heartbeat: &mut dyn FnMut() -> Heartbeat,
@@ -344,7 +411,7 @@ fn watch(
     let every = heartbeat_every.clamp(MIN_HEARTBEAT, CENTURY);
     let mut next_beat = later(Instant::now(), every);
     loop {
-        if has_exited(child) {
+        if has_exited(child) || control::ended(&said.peek()) {
             return None;
         }
         let now = Instant::now();
@@ -370,7 +437,7 @@ fn watch(
 
 /// Waits until the direct child has exited and both streams reached end-of-file,
 /// or until `until`.
-fn settle(child: &mut Child, waker: &mut Waker, streams: &[&Capture], until: Instant) {
+fn settle(child: &mut Child, waker: &mut Waker, streams: &[Capture], until: Instant) {
     loop {
         let exited = has_exited(child);
         if exited && streams.iter().all(|stream| stream.is_done()) {

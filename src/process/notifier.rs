@@ -66,6 +66,7 @@ impl Notifier {
             timeout: self.timeout,
             kill_grace: self.kill_grace,
             output_cap: OUTPUT_CAP,
+            lease_root: None,
         };
         let mut stop = || match crate::interrupt::received() {
             Some(_) => Heartbeat::Abort,

@@ -22,6 +22,7 @@ fn spec(argv: &[&str]) -> ChildSpec {
         timeout: Duration::from_secs(10),
         kill_grace: GRACE,
         output_cap: 1 << 20,
+        lease_root: None,
     }
 }
 

@@ -85,8 +85,13 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The user id at the other end of a connected Unix socket.
-pub fn peer_uid(socket: &std::os::unix::net::UnixStream) -> io::Result<u32> {
+/// The process at the other end of a connected Unix socket (as it was when
+/// the connection was made: the connecting or listening process).
+pub fn peer_pid(socket: &std::os::unix::net::UnixStream) -> io::Result<i32> {
+    peer_credentials(socket).map(|cred| cred.pid)
+}
+
+fn peer_credentials(socket: &std::os::unix::net::UnixStream) -> io::Result<libc::ucred> {
     use std::os::fd::AsRawFd;
     let mut cred = libc::ucred {
         pid: 0,
@@ -105,8 +110,22 @@ pub fn peer_uid(socket: &std::os::unix::net::UnixStream) -> io::Result<u32> {
         )
     };
     match rc {
-        0 => Ok(cred.uid),
+        0 => Ok(cred),
         _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Makes `command` start a session of its own before exec: sudo then has
+/// no controlling terminal, so it never puts the supervisor behind a
+/// pseudo-terminal (`use_pty`), which would cut its socket to the tick.
+pub(super) fn new_session(command: &mut Command) {
+    // SAFETY: the hook runs between fork and exec and only makes the
+    // async-signal-safe setsid call.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
     }
 }
 

@@ -132,7 +132,7 @@ impl Waker {
 }
 
 #[cfg(target_os = "linux")]
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
     // (close-on-exec by definition) or -1; nothing is borrowed.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
@@ -141,7 +141,7 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
+pub(super) fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
     None
 }
 

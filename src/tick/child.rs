@@ -20,7 +20,6 @@
 //!
 //! Imports run one way: `execute` uses this file, never the reverse.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -92,7 +91,7 @@ pub(super) type Executed = Result<(ExecResult, Option<String>), Failure>;
 /// The run's lease endpoint, answered from `leases`; None (the executor
 /// then has no endpoint, and its `lease check` answers 5) when the system
 /// refuses one.
-pub(super) fn open_endpoint(executor: &Executor, leases: &Leases, job: &Job) -> Option<Endpoint> {
+pub(super) fn open_endpoint(leases: &Leases, job: &Job) -> Option<Endpoint> {
     let (leases, run_id) = (leases.clone(), job.run.run_id.clone());
     let answer = Box::new(move |token: &str| {
         crate::interrupt::received().is_none()
@@ -100,21 +99,14 @@ pub(super) fn open_endpoint(executor: &Executor, leases: &Leases, job: &Job) -> 
                 .lock()
                 .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
     });
-    let launch = &executor.launch;
-    Endpoint::open(
-        &launch.temp_dir(),
-        &job.run.run_id,
-        launch.run_as.as_ref(),
-        answer,
-    )
-    .ok()
+    Endpoint::open(&job.run.run_id, answer).ok()
 }
 
 /// What the executor's run came to, after the task's gate if it has one
 /// (not for a continuation: its gate opened before it parked), and the
 /// words of a gate that failed open.
 pub(super) fn gate_then_execute(
-    endpoint: Option<&Path>,
+    endpoint: Option<&Endpoint>,
     executor: &Executor,
     leases: &Leases,
     job: &Job,
@@ -143,7 +135,7 @@ pub(super) fn gate_then_execute(
 /// executor's stdin and environment, its launch, held to `timeout`; its
 /// argv is the caller's to set.
 fn child_spec(
-    endpoint: Option<&Path>,
+    endpoint: Option<&Endpoint>,
     executor: &Executor,
     job: &Job,
     timeout: Duration,
@@ -158,6 +150,7 @@ fn child_spec(
         timeout,
         kill_grace: executor.kill_grace,
         output_cap: executor.output_cap,
+        lease_root: endpoint.map(Endpoint::root),
     }
 }
 
@@ -168,7 +161,12 @@ fn executor_limit(executor: &Executor, job: &Job) -> Duration {
 
 /// Spawns the executor and waits for it, watching the lease.
 /// What the executor answered, and the end of its stderr.
-fn execute(endpoint: Option<&Path>, executor: &Executor, leases: &Leases, job: &Job) -> Executed {
+fn execute(
+    endpoint: Option<&Endpoint>,
+    executor: &Executor,
+    leases: &Leases,
+    job: &Job,
+) -> Executed {
     if executor.argv.is_none() {
         return Err(Failure::NotStarted(
             "no executor is configured (pass --executor CMD or set AGENTCRON_EXECUTOR)".to_string(),
@@ -238,7 +236,7 @@ fn stdin_for(job: &Job, timeout: Duration) -> Value {
 
 /// The run's own variables (docs/CONTRACT.md §6, §19), added to the
 /// allowlisted environment of `Executor::launch`.
-fn environment(endpoint: Option<&Path>, job: &Job) -> Vec<(String, String)> {
+fn environment(endpoint: Option<&Endpoint>, job: &Job) -> Vec<(String, String)> {
     let mut vars = vec![
         (
             "AGENTCRON_TENANT".into(),
@@ -248,10 +246,10 @@ fn environment(endpoint: Option<&Path>, job: &Job) -> Vec<(String, String)> {
         ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
         ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),
     ];
-    if let Some(path) = endpoint {
+    if let Some(endpoint) = endpoint {
         vars.push((
             crate::process::endpoint::VARIABLE.into(),
-            path.display().to_string(),
+            endpoint.address(),
         ));
     }
     vars

@@ -43,7 +43,6 @@ use crate::clock::Clock;
 use crate::error::BusyStep;
 use crate::executor_result::{ExecResult, ExecStatus};
 use crate::model::{DeliveryState, Notice, Run, RunStatus};
-use crate::process::endpoint::Endpoint;
 use crate::store::{shared::SharedStore, Store};
 
 use super::child::{self, Failure};
@@ -347,13 +346,9 @@ fn run_one(
     job: &Job,
 ) -> (Result<Finished>, Option<(Notice, String)>) {
     // Removed when this function returns: the run is settled by then.
-    let endpoint = child::open_endpoint(&shared.executor, &shared.leases, job);
-    let (result, gate_failed) = child::gate_then_execute(
-        endpoint.as_ref().map(Endpoint::path),
-        &shared.executor,
-        &shared.leases,
-        job,
-    );
+    let endpoint = child::open_endpoint(&shared.leases, job);
+    let (result, gate_failed) =
+        child::gate_then_execute(endpoint.as_ref(), &shared.executor, &shared.leases, job);
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;

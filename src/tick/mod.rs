@@ -265,15 +265,13 @@ fn expire_if_due(
 /// Refuses (exit 2) when a child could not be started as the `--run-as`
 /// user without a password (docs/CONTRACT.md §19).
 fn preflight(options: &TickOptions) -> Result<()> {
-    let executor = options
-        .executor
-        .argv
-        .as_ref()
-        .map(|a| (&options.executor.launch, a));
-    let notifier = options.notifier.as_ref().map(|n| (&n.launch, &n.argv));
-    for (launch, argv) in executor.into_iter().chain(notifier) {
+    // Executor, gate and notifier all start under the supervisor: one rule
+    // covers them all, checked once per launch.
+    let executor = Some(&options.executor.launch).filter(|_| options.executor.argv.is_some());
+    let notifier = options.notifier.as_ref().map(|n| &n.launch);
+    for launch in executor.into_iter().chain(notifier) {
         launch
-            .preflight(&argv[0])
+            .preflight()
             .map_err(|e| CmdError::usage(format!("{e}; nothing was claimed")))?;
     }
     Ok(())
