@@ -108,6 +108,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         _ => {}
     }
     if changes_schedules(&command) {
+        crate::ops::inside_run::refuse_supervised()?;
         crate::ops::inside_run::refuse_marked(ctx.run_marker.as_deref())?;
         // A store not made yet runs nothing; the command says what it
         // lacks (or makes it) in its own order.

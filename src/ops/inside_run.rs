@@ -12,8 +12,11 @@
 //! its run, as issue 32's executor did.
 //!
 //! A process is inside a run when
+//! - a run's supervisor is among its ancestors (`agentcron supervise`, under
+//!   which every executor, gate and notifier starts, and which is the
+//!   subreaper of all they start: nothing of a run escapes it); or
 //! - its environment holds the run's marker, `AGENTCRON_RUN_ID` (the tick
-//!   sets it for executor and notifier; no person's shell has it); or
+//!   sets it for executor, gate and notifier; no person's shell has it); or
 //! - it descends from the process that runs a running run, as the tick
 //!   recorded itself on the run (`process::descends_from`): every process
 //!   of a run does, whatever it did to its session or process group, since
@@ -32,6 +35,22 @@ pub fn refuse_marked(marker: Option<&str>) -> Result<()> {
     match marker {
         Some(run_id) => Err(refused(run_id)),
         None => Ok(()),
+    }
+}
+
+/// Refuses (exit 4) when a run's supervisor is among this process's
+/// ancestors: the executor, the gate and the notifier (which runs after its
+/// run settled) alike, and whatever they left running, with or without the
+/// marker in their environment.
+pub fn refuse_supervised() -> Result<()> {
+    match crate::process::under_supervisor() {
+        true => Err(CmdError::denied(
+            "refused inside a run (a process started under agentcron's run supervisor): \
+             a run, its gate or its notifier cannot confirm or change schedules; \
+             confirm from your own shell",
+        )
+        .into()),
+        false => Ok(()),
     }
 }
 

@@ -74,6 +74,28 @@ pub fn descends_from<'a>(runners: impl IntoIterator<Item = &'a str>) -> Option<u
     None
 }
 
+/// Whether a run's supervisor (`supervisor.rs`) is among this process's
+/// ancestors: then it is a process of a run — its executor, its gate, its
+/// notifier, or anything they started, whatever they did to their
+/// environment, session or group (the supervisor is their subreaper). A
+/// few small reads of /proc, no store.
+pub fn under_supervisor() -> bool {
+    let mut pid = std::os::unix::process::parent_id() as i32;
+    for _ in 0..MAX_DEPTH {
+        if pid <= 1 {
+            return false;
+        }
+        if procfs::comm(pid).as_deref() == Some(super::supervisor::NAME) {
+            return true;
+        }
+        match procfs::stat(pid) {
+            Some(stat) => pid = stat.ppid,
+            None => return false,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +115,10 @@ mod tests {
         let elsewhere = format!("other-boot {parent} {start}");
         assert_eq!(descends_from([elsewhere.as_str()]), None);
         assert_eq!(descends_from([me, "garbage", ""]), None);
+    }
+
+    #[test]
+    fn a_test_is_not_under_a_supervisor() {
+        assert!(!under_supervisor());
     }
 }

@@ -39,7 +39,7 @@ mod tests;
 pub mod user;
 mod wake;
 
-pub use ancestry::{descends_from, runner_identity};
+pub use ancestry::{descends_from, runner_identity, under_supervisor};
 pub use reaper::{become_subreaper, Subreaper};
 
 use std::fmt;

@@ -80,6 +80,12 @@ fn children_by_scan(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The process's name (`comm`: its program's, or what it set).
+pub(super) fn comm(pid: i32) -> Option<String> {
+    let text = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(text.trim_end_matches('\n').to_string())
+}
+
 /// `AGENTCRON_RUN_ID` as the process was started with it (exec's
 /// environment), if it was.
 pub(super) fn run_marker(pid: i32) -> Option<String> {

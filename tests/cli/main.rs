@@ -39,6 +39,7 @@ mod run_environment;
 mod shell;
 mod small_lies;
 mod spend_limits;
+mod supervised_runs;
 mod tables;
 mod task_limits;
 mod tasks;

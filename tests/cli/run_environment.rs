@@ -296,14 +296,14 @@ fn run_as_unavailable() -> Option<String> {
 }
 
 /// A system user and a folder it may use, removed on drop.
-struct RunUser {
-    name: String,
-    dir: PathBuf,
+pub struct RunUser {
+    pub name: String,
+    pub dir: PathBuf,
 }
 
 impl RunUser {
     /// None (with a note) when this host cannot add one.
-    fn add() -> Option<RunUser> {
+    pub fn add() -> Option<RunUser> {
         if let Some(why) = run_as_unavailable() {
             if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
                 panic!("--run-as cannot be tested here: {why}");
@@ -334,7 +334,7 @@ impl RunUser {
     }
 
     /// The agentcron binary, where the run's user may execute it.
-    fn bin(&self) -> String {
+    pub fn bin(&self) -> String {
         let bin = self.dir.join("agentcron");
         if !bin.exists() {
             std::fs::copy(BIN, &bin).unwrap();
