@@ -108,12 +108,21 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         _ => {}
     }
     if changes_schedules(&command) {
-        crate::ops::inside_run::refuse_supervised()?;
         crate::ops::inside_run::refuse_marked(ctx.run_marker.as_deref())?;
+        let supervised = crate::process::under_supervisor();
         // A store not made yet runs nothing; the command says what it
-        // lacks (or makes it) in its own order.
+        // lacks (or makes it) in its own order. Under a supervisor the
+        // store may be out of reach (another user's): the refusal below
+        // stands, only without the run's name.
         if ctx.store_may_exist() {
-            crate::ops::inside_run::refuse_by_ancestry(ctx.store()?)?;
+            match ctx.store() {
+                Ok(store) => crate::ops::inside_run::refuse_by_ancestry(store)?,
+                Err(e) if !supervised => return Err(e),
+                Err(_) => {}
+            }
+        }
+        if supervised {
+            crate::ops::inside_run::refuse_supervised()?;
         }
     }
     match command {

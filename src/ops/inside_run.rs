@@ -38,20 +38,18 @@ pub fn refuse_marked(marker: Option<&str>) -> Result<()> {
     }
 }
 
-/// Refuses (exit 4) when a run's supervisor is among this process's
-/// ancestors: the executor, the gate and the notifier (which runs after its
+/// The refusal (exit 4) of a process that has a run's supervisor among
+/// its ancestors (`process::under_supervisor`) but whose run no running
+/// run names: the executor, the gate and the notifier (which runs after its
 /// run settled) alike, and whatever they left running, with or without the
 /// marker in their environment.
 pub fn refuse_supervised() -> Result<()> {
-    match crate::process::under_supervisor() {
-        true => Err(CmdError::denied(
-            "refused inside a run (a process started under agentcron's run supervisor): \
-             a run, its gate or its notifier cannot confirm or change schedules; \
-             confirm from your own shell",
-        )
-        .into()),
-        false => Ok(()),
-    }
+    Err(CmdError::denied(
+        "refused inside a run (a process started under agentcron's run supervisor): \
+         a run, its gate or its notifier cannot confirm or change schedules; \
+         confirm from your own shell",
+    )
+    .into())
 }
 
 /// Refuses (exit 4) when this process descends from the process running a

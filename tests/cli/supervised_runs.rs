@@ -334,7 +334,8 @@ fn nothing_outlives_a_run(deploy: Deploy) {
         let executor = site.script(
             "executor.sh",
             &format!(
-                "#!/bin/sh\ncat >/dev/null\n{}echo \"$$ executor.sh\" >> '{p}'\ntouch '{s}'\n{}",
+                "#!/bin/sh\ncat >/dev/null\n{}echo \"$$ executor.sh\" >> '{p}'\n\
+                 echo \"$AGENTCRON_LEASE_ENDPOINT\" > '{s}.endpoint'\ntouch '{s}'\n{}",
                 leave(71, &pids),
                 if hang {
                     // TERM is ignored by the shell and by the sleep it starts.
@@ -404,6 +405,12 @@ fn nothing_outlives_a_run(deploy: Deploy) {
             _ => Duration::from_millis(500),
         };
         leftovers.assert_gone(within, &case, expected);
+        // Nor is its lease endpoint left behind, whatever the end.
+        let endpoint = std::fs::read_to_string(site.dir.join("started.endpoint")).unwrap();
+        let endpoint = endpoint.trim();
+        assert!(endpoint.starts_with("@agentcron-lease-"), "{case}: {endpoint}");
+        let sockets = std::fs::read_to_string("/proc/net/unix").unwrap();
+        assert!(!sockets.contains(endpoint), "{case}: {endpoint} is still bound");
         if let Some(status) = status {
             assert_eq!(site.runs("t")[0]["status"], status, "{case}: {out:?}");
         }
