@@ -33,13 +33,31 @@ pub enum LeaseAction {
         /// The lease token (AGENTCRON_LEASE_TOKEN in the executor's environment)
         #[arg(long, value_name = "T")]
         token: String,
+        /// Tell the tick what the run has spent so far (repeatable)
+        ///
+        /// KEY=N is the run's total of KEY until now (as its final reply's
+        /// `usage` would say), not an increment. The tick records it when it
+        /// arrives, so a crash loses at most what was not told yet, and
+        /// counts it once with the final reply. When it takes a budget of
+        /// the task past its limit, the answer is 5 and the run is stopped.
+        /// Only inside a run (its lease endpoint).
+        #[arg(long, value_name = "KEY=N", value_parser = usage_word)]
+        usage: Vec<String>,
     },
 }
 
 pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
-    let LeaseAction::Check { run, token } = args.action;
+    let LeaseAction::Check { run, token, usage } = args.action;
     let (run, holds) = match crate::context::lease_endpoint().filter(|_| !ctx.db_given()) {
-        Some(endpoint) => ask_endpoint(&endpoint, &run, &token),
+        Some(endpoint) => ask_endpoint(&endpoint, &run, &token, &usage),
+        None if !usage.is_empty() => {
+            return fail(
+                CmdError::usage(
+                    "--usage is told to the tick running the run: it works only inside a run",
+                )
+                .with_hint("call it from the executor, where AGENTCRON_LEASE_ENDPOINT is set"),
+            )
+        }
         None => ask_store(ctx, run, &token)?,
     };
     if ctx.out.json {
@@ -61,8 +79,8 @@ pub fn run(ctx: &mut Ctx, args: LeaseArgs) -> Result<()> {
 
 /// The tick's answer. An endpoint that does not answer belongs to a tick
 /// that is gone: the lease does not hold (its run will end `unknown`).
-fn ask_endpoint(endpoint: &str, run: &str, token: &str) -> (String, bool) {
-    match crate::process::endpoint::ask(endpoint, run, token) {
+fn ask_endpoint(endpoint: &str, run: &str, token: &str, usage: &[String]) -> (String, bool) {
+    match crate::process::endpoint::ask(endpoint, run, token, usage) {
         Ok((holds, run_id)) => (run_id, holds),
         Err(_) => (run.to_string(), false),
     }
@@ -96,4 +114,24 @@ fn ask_store(ctx: &mut Ctx, run: String, token: &str) -> Result<(String, bool)> 
         let holds = tx.lease_holds(&run_id, token, now)?;
         Ok((run_id, holds))
     })
+}
+
+/// One `--usage KEY=N`: a budget key and a finite non-negative number
+/// within the cap (docs/CONTRACT.md §20).
+fn usage_word(text: &str) -> Result<String, String> {
+    let (key, amount) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{}' is not KEY=N", crate::text::escape(text)))?;
+    crate::limits::check_key(key)?;
+    let number: f64 = amount
+        .parse()
+        .map_err(|_| format!("{} is not a number", crate::text::escape(amount)))?;
+    if !(number.is_finite() && (0.0..=crate::limits::USAGE_MAX).contains(&number)) {
+        return Err(format!(
+            "{} is not a finite number from 0 to {}",
+            crate::text::escape(amount),
+            crate::limits::USAGE_MAX
+        ));
+    }
+    Ok(format!("{key}={amount}"))
 }

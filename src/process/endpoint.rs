@@ -20,7 +20,8 @@
 //!   flooding peer delays no other run's check.
 //! - Dropping the endpoint stops its thread and frees the name.
 //!
-//! Protocol: the client writes `RUN TOKEN\n`; the endpoint answers
+//! Protocol: the client writes `RUN TOKEN [KEY=N …]\n` (the run's usage so
+//! far, `lease check --usage`); the endpoint answers
 //! `0 RUN_ID\n` while the lease holds, `5 RUN_ID\n` otherwise (a run id that
 //! is neither this run's nor a prefix of it of 4+ characters does not hold).
 //!
@@ -41,11 +42,14 @@ use super::{procfs, user};
 /// The variable that names the run's endpoint.
 pub const VARIABLE: &str = "AGENTCRON_LEASE_ENDPOINT";
 
-/// Whether the lease holds for this token, answered from the tick's memory.
-pub type Answer = Box<dyn Fn(&str) -> bool + Send + Sync>;
+/// Whether the lease holds for this token, answered from the tick's memory;
+/// the words after the token (usage reports, `KEY=N`) are handed over too.
+pub type Answer = Box<dyn Fn(&str, &[&str]) -> bool + Send + Sync>;
 
 /// The longest request line.
 const REQUEST_CAP: u64 = 512;
+/// Most usage words one request may carry.
+const MAX_REPORTS: usize = 16;
 /// The whole of one request: reading it and writing the answer.
 const REQUEST_DEADLINE: Duration = Duration::from_millis(20);
 /// Requests served at once; a connection beyond them is closed unanswered.
@@ -207,7 +211,8 @@ fn reply(stream: &UnixStream, run_id: &str, answer: &Answer) -> io::Result<()> {
     let mut words = line.split_whitespace();
     let (run, token) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let this_run = run == run_id || (run.len() >= 4 && run_id.starts_with(run));
-    let holds = this_run && words.next().is_none() && answer(token);
+    let reports: Vec<&str> = words.take(MAX_REPORTS).collect();
+    let holds = this_run && answer(token, &reports);
     let code = if holds { 0 } else { 5 };
     let left = deadline.saturating_duration_since(Instant::now());
     stream.set_write_timeout(Some(left.max(Duration::from_millis(1))))?;
@@ -247,10 +252,11 @@ fn readable(listener: &UnixListener, timeout_ms: libc::c_int) -> bool {
 }
 
 /// What the endpoint at `address` (`@name`, from AGENTCRON_LEASE_ENDPOINT)
-/// says of `run` and `token`: whether the lease holds, and the run's full
-/// id. An endpoint whose server is not an ancestor of this process is not
-/// this run's tick, and is not asked.
-pub fn ask(address: &str, run: &str, token: &str) -> io::Result<(bool, String)> {
+/// says of `run` and `token`, told the run's `usage` so far (`KEY=N`
+/// words): whether the lease holds, and the run's full id. An endpoint
+/// whose server is not an ancestor of this process is not this run's tick,
+/// and is not asked.
+pub fn ask(address: &str, run: &str, token: &str, usage: &[String]) -> io::Result<(bool, String)> {
     let name = address
         .strip_prefix('@')
         .ok_or_else(|| io::Error::other("the endpoint is not an abstract socket name"))?;
@@ -263,7 +269,13 @@ pub fn ask(address: &str, run: &str, token: &str) -> io::Result<(bool, String)> 
     }
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    (&stream).write_all(format!("{run} {token}\n").as_bytes())?;
+    let mut request = format!("{run} {token}");
+    for word in usage {
+        request.push(' ');
+        request.push_str(word);
+    }
+    request.push('\n');
+    (&stream).write_all(request.as_bytes())?;
     let mut line = String::new();
     BufReader::new((&stream).take(REQUEST_CAP)).read_line(&mut line)?;
     match line.trim_end().split_once(' ') {
@@ -302,7 +314,7 @@ mod tests {
         let seen = lost.clone();
         let endpoint = Endpoint::open(
             "run-0123456789",
-            Box::new(move |token| token == "t" && !seen.load(Ordering::Acquire)),
+            Box::new(move |token, _| token == "t" && !seen.load(Ordering::Acquire)),
         )
         .expect("an endpoint");
         let address = endpoint.address();

@@ -35,6 +35,7 @@ use super::gate::{self, Gate};
 use super::leases::{lease_lost, Leases};
 use super::settle::Outcome;
 use super::time_limit::TimeLimit;
+use super::usage_reports::{self, Recorded};
 
 /// The reason recorded on a run whose tick was told to stop.
 pub const INTERRUPTED: &str = "tick interrupted";
@@ -93,11 +94,18 @@ pub(super) type Executed = Result<(ExecResult, Option<String>), Failure>;
 /// refuses one.
 pub(super) fn open_endpoint(leases: &Leases, job: &Job) -> Option<Endpoint> {
     let (leases, run_id) = (leases.clone(), job.run.run_id.clone());
-    let answer = Box::new(move |token: &str| {
+    let answer = Box::new(move |token: &str, reports: &[&str]| {
+        let usage = super::usage_reports::parse(reports);
         crate::interrupt::received().is_none()
-            && leases
-                .lock()
-                .is_ok_and(|mut l| l.get_mut(&run_id).is_some_and(|s| s.answer(token)))
+            && leases.lock().is_ok_and(|mut l| {
+                l.get_mut(&run_id).is_some_and(|s| {
+                    let holds = s.answer(token);
+                    if holds {
+                        s.report(&usage);
+                    }
+                    holds
+                })
+            })
     });
     Endpoint::open(&job.run.run_id, answer).ok()
 }
@@ -110,6 +118,7 @@ pub(super) fn gate_then_execute(
     executor: &Executor,
     leases: &Leases,
     job: &Job,
+    reports: Reports<'_>,
 ) -> (Executed, Option<String>) {
     let opened = match (&job.task.payload.gate, &executor.argv) {
         (Some(command), Some(_)) if job.continuation.is_null() => {
@@ -119,8 +128,11 @@ pub(super) fn gate_then_execute(
         _ => Gate::Open,
     };
     match opened {
-        Gate::Open => (execute(endpoint, executor, leases, job), None),
-        Gate::FailedOpen(words) => (execute(endpoint, executor, leases, job), Some(words)),
+        Gate::Open => (execute(endpoint, executor, leases, job, reports), None),
+        Gate::FailedOpen(words) => (
+            execute(endpoint, executor, leases, job, reports),
+            Some(words),
+        ),
         Gate::Closed(said) => (Err(Failure::GateClosed(said)), None),
         // Nothing of the run was started: it is taken back, due again.
         Gate::Stopped { interrupted: true } => (Err(Failure::NotSpawned), None),
@@ -159,13 +171,22 @@ fn executor_limit(executor: &Executor, job: &Job) -> Duration {
     TimeLimit::of(executor.timeout, &job.task.payload).duration
 }
 
-/// Spawns the executor and waits for it, watching the lease.
+/// Where the usage a run reports as it goes is recorded: the worker's own
+/// connection, on the tick's clock (`usage_reports.rs`).
+pub(super) struct Reports<'a> {
+    pub store: &'a mut dyn crate::store::Store,
+    pub clock: &'a crate::clock::Clock,
+}
+
+/// Spawns the executor and waits for it, watching the lease and recording
+/// the usage it reports as it goes.
 /// What the executor answered, and the end of its stderr.
 fn execute(
     endpoint: Option<&Endpoint>,
     executor: &Executor,
     leases: &Leases,
     job: &Job,
+    reports: Reports<'_>,
 ) -> Executed {
     if executor.argv.is_none() {
         return Err(Failure::NotStarted(
@@ -186,6 +207,8 @@ fn execute(
         });
     }
     let mut interrupted = false;
+    let mut spent: Option<String> = None;
+    let Reports { store, clock } = reports;
     let mut heartbeat = || {
         // The first heartbeat comes once the child is running.
         #[cfg(feature = "test-hooks")]
@@ -194,6 +217,11 @@ fn execute(
             Heartbeat::Abort
         } else if crate::interrupt::received().is_some() {
             interrupted = true;
+            Heartbeat::Abort
+        } else if let Recorded::Spent(reason) =
+            usage_reports::record_new(store, leases, job, clock.now())
+        {
+            spent = Some(reason);
             Heartbeat::Abort
         } else {
             Heartbeat::Continue
@@ -207,6 +235,9 @@ fn execute(
         let mut result = executor_result::interpret(&out);
         if matches!(out.exit, process::ChildExit::TimedOut) {
             result = limit.passed(job.task.payload.policy, result);
+        }
+        if let (process::ChildExit::Aborted, Some(reason)) = (out.exit, &spent) {
+            result = usage_reports::stopped(job.task.payload.policy, result, reason);
         }
         (result, executor_result::stderr_tail(&out))
     })

@@ -197,14 +197,7 @@ impl Workers {
         let left = job.run.lease_until.unwrap_or(now + lease) - now;
         let until = Instant::now() + Duration::from_secs(left.max(0) as u64);
         if let Ok(mut leases) = self.shared.leases.lock() {
-            leases.insert(
-                job.run.run_id.clone(),
-                Slot {
-                    token: job.token.clone(),
-                    lost: false,
-                    until,
-                },
-            );
+            leases.insert(job.run.run_id.clone(), Slot::new(job.token.clone(), until));
         }
         // The main loop keeps fewer than `jobs` executors in flight and the
         // lanes let at most `jobs` workers deliver, so below this limit a
@@ -347,8 +340,17 @@ fn run_one(
 ) -> (Result<Finished>, Option<(Notice, String)>) {
     // Removed when this function returns: the run is settled by then.
     let endpoint = child::open_endpoint(&shared.leases, job);
-    let (result, gate_failed) =
-        child::gate_then_execute(endpoint.as_ref(), &shared.executor, &shared.leases, job);
+    let reports = child::Reports {
+        store: &mut *store,
+        clock: &shared.clock,
+    };
+    let (result, gate_failed) = child::gate_then_execute(
+        endpoint.as_ref(),
+        &shared.executor,
+        &shared.leases,
+        job,
+        reports,
+    );
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("before_outcome");
     let clock = &shared.clock;
@@ -363,6 +365,12 @@ fn run_one(
         return (finished, None);
     }
     let (mut outcome, not_started) = child::outcome_of_result(&result);
+    // What the run reported as it went is counted already.
+    outcome.usage = super::usage_reports::beyond_recorded(
+        &shared.leases,
+        &job.run.run_id,
+        std::mem::take(&mut outcome.usage),
+    );
     if let Some(words) = gate_failed {
         outcome.summary = Some(gate::failed_open_summary(
             &words,

@@ -20,6 +20,14 @@ pub struct Slot {
     /// When the lease expires unless renewed, on the monotonic clock (never
     /// later than the stored `lease_until`).
     pub(super) until: Instant,
+    /// The run's usage as it reported it through `lease check --usage`
+    /// (its totals so far, the highest of each key), and the part of it
+    /// recorded in the store (`usage_reports.rs`).
+    pub(super) reported: crate::limits::Usage,
+    pub(super) recorded: crate::limits::Usage,
+    /// A budget the run took past its limit while it ran: `lease check`
+    /// answers 5 from then on, and the run is stopped.
+    pub(super) spent: Option<String>,
 }
 
 impl Slot {
@@ -27,7 +35,25 @@ impl Slot {
     /// once it was answered so, whatever a late renewal would say: a lease
     /// check never answers 0 after a 5 (docs/CONTRACT.md §6).
     pub(super) fn answer(&mut self, token: &str) -> bool {
-        !self.expire_if_past() && self.token == token
+        !self.expire_if_past() && self.token == token && self.spent.is_none()
+    }
+
+    /// A new slot for a run claimed with `token`, its lease until `until`.
+    pub(super) fn new(token: String, until: Instant) -> Slot {
+        Slot {
+            token,
+            lost: false,
+            until,
+            reported: crate::limits::Usage::default(),
+            recorded: crate::limits::Usage::default(),
+            spent: None,
+        }
+    }
+
+    /// Notes what the run reported it spent so far (with a token that
+    /// holds).
+    pub(super) fn report(&mut self, usage: &crate::limits::Usage) {
+        super::usage_reports::note(&mut self.reported, usage);
     }
 
     /// Whether the lease is over; one past its deadline is over for good.

@@ -51,6 +51,7 @@ pub mod release;
 pub mod scheduler;
 pub mod settle;
 pub mod time_limit;
+pub mod usage_reports;
 
 use std::time::{Duration, Instant};
 

@@ -46,5 +46,6 @@ mod tasks;
 mod tick;
 mod transfer;
 mod upgrade;
+mod usage_reports;
 mod wiring;
 mod zones;

@@ -408,9 +408,15 @@ fn nothing_outlives_a_run(deploy: Deploy) {
         // Nor is its lease endpoint left behind, whatever the end.
         let endpoint = std::fs::read_to_string(site.dir.join("started.endpoint")).unwrap();
         let endpoint = endpoint.trim();
-        assert!(endpoint.starts_with("@agentcron-lease-"), "{case}: {endpoint}");
+        assert!(
+            endpoint.starts_with("@agentcron-lease-"),
+            "{case}: {endpoint}"
+        );
         let sockets = std::fs::read_to_string("/proc/net/unix").unwrap();
-        assert!(!sockets.contains(endpoint), "{case}: {endpoint} is still bound");
+        assert!(
+            !sockets.contains(endpoint),
+            "{case}: {endpoint} is still bound"
+        );
         if let Some(status) = status {
             assert_eq!(site.runs("t")[0]["status"], status, "{case}: {out:?}");
         }
