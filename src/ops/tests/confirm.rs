@@ -231,3 +231,18 @@ fn a_draft_whose_only_occurrence_passed_is_refused_at_confirm() {
     );
     assert!(f.tasks(&alice).is_empty());
 }
+
+#[test]
+fn a_draft_is_confirmed_by_a_unique_prefix_which_then_names_its_fate() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let made = f.draft(&alice, &daily("09:00")).unwrap();
+    let prefix = &made.draft.draft_id[..8];
+    let c = confirmed(f.confirm(&alice, prefix, &made.draft.payload_hash).unwrap());
+    let (kind, e) = refusal(f.confirm(&alice, prefix, &made.draft.payload_hash));
+    assert_eq!(kind, ErrorKind::NotFound);
+    assert!(
+        e.message.contains(short_id(&c.task.task_id)),
+        "{}",
+        e.message
+    );
+}

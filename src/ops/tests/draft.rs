@@ -5,7 +5,7 @@
 use super::fixture::{daily, named, refusal, Fixture, Person, T0};
 use crate::audit::AuditAction;
 use crate::error::ErrorKind;
-use crate::ops::draft::{self, Agent, DraftSpec, Request};
+use crate::ops::draft::{self, Agent, DraftSpec, Request, MAX_WAITING_AGENT_DRAFTS};
 use crate::payload::changes_for_review;
 
 /// Drafts `spec` as an agent working for `who` that may draft `per_hour` an hour.
@@ -252,4 +252,32 @@ fn an_agents_drafts_record_the_agent_and_lock_a_code() {
         &made.draft.draft_id,
         "123456"
     ));
+}
+
+#[test]
+fn at_most_twenty_of_an_agents_drafts_wait_for_a_person() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let waiting: Vec<draft::Made> = (0..MAX_WAITING_AGENT_DRAFTS)
+        .map(|_| agent_draft(&mut f, &alice, 100).unwrap())
+        .collect();
+    let (kind, e) = refusal(agent_draft(&mut f, &alice, 100));
+    assert_eq!(kind, ErrorKind::Busy);
+    assert!(e.message.contains("wait for confirmation"), "{}", e.message);
+    // One confirmed with its code: one more may wait.
+    let first = &waiting[0].draft;
+    let confirmed = crate::ops::confirm::confirm_in(
+        f.store.as_mut(),
+        &alice.caller(),
+        &first.draft_id,
+        &first.payload_hash,
+        crate::ops::confirm_code::Proof::Code("123456"),
+        alice.actor(),
+        f.now,
+    )
+    .unwrap();
+    assert!(matches!(
+        confirmed,
+        crate::ops::confirm::Outcome::Confirmed(_)
+    ));
+    agent_draft(&mut f, &alice, 100).unwrap();
 }

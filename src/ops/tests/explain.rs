@@ -118,3 +118,38 @@ fn another_persons_task_is_not_explained() {
     let (kind, _) = refusal(explain(&mut f, &alice, "no-such-task", None, NINE + 600));
     assert_eq!(kind, ErrorKind::NotFound);
 }
+
+#[test]
+fn right_after_a_re_time_the_last_occurrence_is_the_old_zones() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let follows = crate::ops::draft::DraftSpec {
+        tz: Some("follow".into()),
+        ..daily("09:00")
+    };
+    let c = f.task(&alice, &follows);
+    let task = f.read_task(&c.task_id);
+    let ran = f.settled_run(&task, RunStatus::Succeeded, NINE);
+    let moved_at = NINE + 600;
+    let tokyo = Some(chrono_tz::Asia::Tokyo);
+    crate::ops::zones::set_zone(
+        f.store.as_mut(),
+        "acme",
+        "unix:alice",
+        tokyo,
+        "host:sync",
+        moved_at,
+    )
+    .unwrap();
+    // 09:00 in Tokyo was 00:00 UTC: in the new zone, but before the move.
+    let e = explain(&mut f, &alice, &c.task_id, None, moved_at + 60).unwrap();
+    assert_eq!(e.occurrence.at, NINE);
+    assert_eq!(e.explanation.rule, "succeeded");
+    assert!(e.explanation.paragraph.contains(&ran.run_id));
+    assert!(
+        e.explanation
+            .paragraph
+            .contains("re-timed from UTC to Asia/Tokyo"),
+        "{}",
+        e.explanation.paragraph
+    );
+}

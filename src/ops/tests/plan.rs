@@ -334,3 +334,123 @@ fn an_applied_one_shot_whose_time_passed_is_no_change() {
         .read(|tx| compute(tx, &alice.caller(), FILE, &mut once(later), false, false).map(|_| ()));
     assert_eq!(refusal(refused).0, ErrorKind::Usage);
 }
+
+#[test]
+fn a_task_changed_by_hand_since_the_apply_is_planned_back_to_the_file() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let (_, hash) = plan(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "09:00"),
+        false,
+        false,
+    );
+    apply_as(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "09:00"),
+        &hash,
+        false,
+        false,
+    )
+    .unwrap();
+    let by_hand = DraftSpec {
+        daily: Some("11:00".into()),
+        ..DraftSpec::default()
+    };
+    let made = f.draft_replacing(&alice, "digest", &by_hand).unwrap();
+    f.confirm(&alice, &made.draft.draft_id, &made.draft.payload_hash)
+        .unwrap();
+    let (kinds, _) = plan(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "09:00"),
+        false,
+        false,
+    );
+    assert_eq!(
+        kinds,
+        vec![
+            ("backup".into(), Kind::Unchanged),
+            ("digest".into(), Kind::Replace)
+        ]
+    );
+}
+
+#[test]
+fn a_task_drafted_by_hand_is_replaced_by_a_file_and_stays_unmanaged() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let by_hand = f.task(&alice, &named("digest", "08:30"));
+    let mut mine = vec![desired(&alice, T0, "digest", daily("09:00"))];
+    let (kinds, hash) = plan(&mut f, &alice, FILE, &mut mine, false, false);
+    assert_eq!(kinds, vec![("digest".into(), Kind::Replace)]);
+    apply_as(&mut f, &alice, FILE, &mut mine, &hash, false, false).unwrap();
+    assert_eq!(f.read_task(&by_hand.task_id).revision, 2);
+    let managers = f.store.read(|tx| tx.managers("acme")).unwrap();
+    assert_eq!(managers.get(&by_hand.task_id), None);
+    // So the file's --prune never deletes it.
+    let (kinds, _) = plan(&mut f, &alice, FILE, &mut [], true, false);
+    assert!(kinds.is_empty(), "{kinds:?}");
+}
+
+#[test]
+fn apply_is_refused_when_a_task_it_touches_moved_since_the_plan() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let (_, hash) = plan(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "09:00"),
+        false,
+        false,
+    );
+    apply_as(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "09:00"),
+        &hash,
+        false,
+        false,
+    )
+    .unwrap();
+    let (kinds, seen) = plan(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "10:00"),
+        false,
+        false,
+    );
+    assert_eq!(kinds[1], ("digest".into(), Kind::Replace));
+    let digest = f
+        .store
+        .read(|tx| tx.task_id_named("acme", "digest"))
+        .unwrap()
+        .unwrap();
+    let request = crate::ops::lifecycle::Request {
+        caller: alice.caller(),
+        task: &digest,
+        expect_revision: None,
+        now: T0,
+    };
+    let paused = crate::ops::lifecycle::pause(f.store.as_mut(), &request, None).unwrap();
+    let (kind, _) = refusal(apply_as(
+        &mut f,
+        &alice,
+        FILE,
+        &mut file(&alice, T0, "10:00"),
+        &seen,
+        false,
+        false,
+    ));
+    assert_eq!(kind, ErrorKind::DraftRejected);
+    let task = f.read_task(&digest);
+    assert_eq!(
+        (task.revision, task.payload_hash),
+        (2, paused.task.payload_hash)
+    );
+}

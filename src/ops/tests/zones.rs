@@ -191,3 +191,50 @@ fn a_following_task_confirmed_after_zone_set_starts_in_the_owners_zone() {
         (Berlin, Some(T0 + DAY))
     );
 }
+
+#[test]
+fn a_schedule_that_ends_before_its_next_run_in_the_new_zone_keeps_its_run() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let last_day = DraftSpec {
+        until: Some("2026-12-02T12:00:00Z".into()),
+        ..following()
+    };
+    let follows = f.task(&alice, &last_day);
+    set_zone(
+        f.store.as_mut(),
+        "acme",
+        "unix:alice",
+        Some(Berlin),
+        "host:sync",
+        T0 + 60,
+    )
+    .unwrap();
+    let task = f.read_task(&follows.task_id);
+    assert_eq!(task.zone_in_force, Berlin);
+    assert_eq!(task.next_run_at, Some(T0 + 3600), "the claim completes it");
+}
+
+#[test]
+fn a_deleted_following_task_is_not_retimed() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let follows = f.task(&alice, &following());
+    let request = lifecycle::Request {
+        caller: alice.caller(),
+        task: &follows.task_id,
+        expect_revision: None,
+        now: T0,
+    };
+    lifecycle::delete(f.store.as_mut(), &request).unwrap();
+    let change = set_zone(
+        f.store.as_mut(),
+        "acme",
+        "unix:alice",
+        Some(Berlin),
+        "host:sync",
+        T0,
+    )
+    .unwrap();
+    assert!(change.changed && change.retimed.is_empty());
+    assert_eq!(f.read_task(&follows.task_id).zone_in_force, UTC);
+    assert!(f.events(&alice, AuditAction::Retime).is_empty());
+}
