@@ -246,3 +246,25 @@ fn a_draft_is_confirmed_by_a_unique_prefix_which_then_names_its_fate() {
         e.message
     );
 }
+
+#[test]
+fn an_expected_success_clock_starts_at_confirm_and_a_replacement_can_stop_it() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let expecting = DraftSpec {
+        expect_success: Some("1h".into()),
+        ..daily("09:00")
+    };
+    let task = f.task(&alice, &expecting);
+    let clock = f.store.read(|tx| tx.success_clock(&task.task_id)).unwrap();
+    // An hour after its first occurrence.
+    assert_eq!(clock.success_due_at, Some(T0 + 2 * 3600));
+    let none = DraftSpec {
+        expect_success: Some("none".into()),
+        ..DraftSpec::default()
+    };
+    let made = f.draft_replacing(&alice, &task.task_id, &none).unwrap();
+    f.confirm(&alice, &made.draft.draft_id, &made.draft.payload_hash)
+        .unwrap();
+    let clock = f.store.read(|tx| tx.success_clock(&task.task_id)).unwrap();
+    assert_eq!(clock.success_due_at, None);
+}

@@ -158,3 +158,51 @@ fn delete_by_the_owner_frees_the_name_and_a_second_delete_is_a_conflict() {
     // The name is free for a new task.
     f.task(&alice, &spec);
 }
+
+#[test]
+fn a_deleted_task_expects_no_more_successes() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let expecting = DraftSpec {
+        expect_success: Some("1h".into()),
+        ..daily("09:00")
+    };
+    let task = f.task(&alice, &expecting);
+    let expected = f
+        .store
+        .read(|tx| tx.expecting_success(Some("acme")))
+        .unwrap();
+    assert_eq!(expected.len(), 1);
+    delete(f.store.as_mut(), &request(&alice, &task.task_id, T0)).unwrap();
+    let clock = f.store.read(|tx| tx.success_clock(&task.task_id)).unwrap();
+    assert_eq!(clock.success_due_at, None);
+    assert!(f
+        .store
+        .read(|tx| tx.expecting_success(Some("acme")))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn resuming_a_one_shot_that_already_ran_completes_it_without_a_missed_run() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let once = DraftSpec {
+        instruction: Some("renew the certificate".into()),
+        at: Some("2026-12-02T09:00:00Z".into()),
+        ..DraftSpec::default()
+    };
+    let c = f.task(&alice, &once);
+    let task = f.read_task(&c.task_id);
+    // It ran and failed; the pause drops its retry.
+    f.settled_run(&task, RunStatus::Failed, T0 + 3600);
+    pause(
+        f.store.as_mut(),
+        &request(&alice, &c.task_id, T0 + 3700),
+        None,
+    )
+    .unwrap();
+    let resumed = resume(f.store.as_mut(), &request(&alice, &c.task_id, T0 + 7200)).unwrap();
+    assert_eq!(resumed.task.state, TaskState::Completed);
+    let runs = f.store.read(|tx| tx.task_runs(&c.task_id, 10)).unwrap();
+    assert_eq!(runs.len(), 1, "one run per occurrence");
+    assert_eq!(runs[0].status, RunStatus::Failed);
+}
