@@ -231,7 +231,7 @@ impl Fixture {
 
     /// A run of `task` for its occurrence `at`, in `status`, recorded as the
     /// tick records one; `fill` sets what that status carries.
-    pub fn insert_run(
+    fn insert_run(
         &mut self,
         task: &Task,
         status: RunStatus,
@@ -254,15 +254,28 @@ impl Fixture {
         })
     }
 
+    /// A run a tick claimed at `at` and runs under a lease until
+    /// `lease_until`, in the process `runner` (`process::runner_identity`).
+    pub fn running_run(
+        &mut self,
+        task: &Task,
+        at: i64,
+        lease_until: i64,
+        runner: Option<&str>,
+    ) -> Run {
+        self.insert_run(task, RunStatus::Running, at, |r| {
+            r.started_at = Some(at);
+            r.lease_token = Some(uuid::Uuid::new_v4().to_string());
+            r.lease_until = Some(lease_until);
+            r.queued_seconds = Some(0);
+            r.runner = runner.map(str::to_string);
+        })
+    }
+
     /// A run whose tick died: its lease ran out at `at + 60`, and
     /// `reconcile`'s freeze (as a tick's first step) made it unknown.
     pub fn unknown_run(&mut self, task: &Task, at: i64) -> Run {
-        let run = self.insert_run(task, RunStatus::Running, at, |r| {
-            r.started_at = Some(at);
-            r.lease_token = Some("token".into());
-            r.lease_until = Some(at + 60);
-            r.queued_seconds = Some(0);
-        });
+        let run = self.running_run(task, at, at + 60, None);
         let (tenant, now) = (task.payload.tenant_key.clone(), at + 61);
         crate::ops::reconcile::freeze_expired(self.store.as_mut(), now, &tenant)
             .expect("freeze the expired lease");

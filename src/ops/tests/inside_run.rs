@@ -4,7 +4,7 @@
 
 use super::fixture::{daily, refusal, Fixture, Person, T0};
 use crate::error::ErrorKind;
-use crate::model::{short_id, RunStatus};
+use crate::model::short_id;
 use crate::ops::inside_run::{refuse_by_ancestry, refuse_marked};
 
 /// How `process::runner_identity` writes this process's parent (the test
@@ -35,18 +35,11 @@ fn a_descendant_of_a_running_runs_process_is_refused_and_no_one_else() {
     let task = f.read_task(&c.task_id);
     refuse_by_ancestry(f.store.as_mut()).unwrap();
     // A run this process runs itself is no ancestor of it.
-    let own = crate::process::runner_identity().unwrap().to_string();
-    let running = |f: &mut Fixture, at: i64, runner: String| {
-        f.insert_run(&task, RunStatus::Running, at, |r| {
-            r.started_at = Some(at);
-            r.lease_token = Some("t".into());
-            r.lease_until = Some(at + 600);
-            r.runner = Some(runner);
-        })
-    };
-    running(&mut f, T0 + 3600, own);
+    let own = crate::process::runner_identity().unwrap();
+    f.running_run(&task, T0 + 3600, T0 + 4200, Some(own));
     refuse_by_ancestry(f.store.as_mut()).unwrap();
-    let run = running(&mut f, T0 + 3600 + 86_400, parent_runner());
+    let day = T0 + 3600 + 86_400;
+    let run = f.running_run(&task, day, day + 600, Some(&parent_runner()));
     let (kind, e) = refusal(refuse_by_ancestry(f.store.as_mut()));
     assert_eq!(kind, ErrorKind::Denied);
     assert!(e.message.contains(short_id(&run.run_id)), "{}", e.message);

@@ -47,11 +47,7 @@ fn unknown_running_and_parked_runs_stay_however_old() {
     let task = alices_task(&mut f, &alice);
     let unknown = f.unknown_run(&task, T0 + 3600);
     let parked = f.parked_run(&task, T0 + 3600 + DAY, "w1", T0 + 30 * DAY);
-    let running = f.insert_run(&task, RunStatus::Running, T0 + 3600 + 2 * DAY, |r| {
-        r.started_at = Some(T0 + 3600 + 2 * DAY);
-        r.lease_token = Some("t".into());
-        r.lease_until = Some(T0 + 100 * DAY);
-    });
+    let running = f.running_run(&task, T0 + 3600 + 2 * DAY, T0 + 100 * DAY, None);
     let pruned = prune_before(&mut f, T0 + 20 * DAY, None, false);
     assert_eq!(pruned.counts.runs, 0);
     for run in [unknown, parked, running] {

@@ -18,11 +18,7 @@ fn only_runs_past_their_lease_are_frozen_unknown() {
     let task = f.read_task(&c.task_id);
     let lost = f.unknown_run(&task, NINE);
     assert_eq!(lost.status, RunStatus::Unknown);
-    let alive = f.insert_run(&task, RunStatus::Running, NINE + 86400, |r| {
-        r.started_at = Some(NINE + 86400);
-        r.lease_token = Some("live".into());
-        r.lease_until = Some(NINE + 86400 + 600);
-    });
+    let alive = f.running_run(&task, NINE + 86400, NINE + 86400 + 600, None);
     freeze_expired(f.store.as_mut(), NINE + 86400 + 60, "acme").unwrap();
     assert_eq!(
         f.read_run(&alive.run_id).unwrap().status,
