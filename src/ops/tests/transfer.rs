@@ -114,3 +114,34 @@ fn a_zone_that_does_not_read_is_refused_naming_its_line() {
         e.message
     );
 }
+
+#[test]
+fn a_following_task_and_its_owners_zone_move_together() {
+    let (mut source, alice) = (Fixture::new(), Person::alice());
+    let berlin = Some(chrono_tz::Europe::Berlin);
+    crate::ops::zones::set_zone(
+        source.store.as_mut(),
+        "acme",
+        "unix:alice",
+        berlin,
+        "host:sync",
+        T0,
+    )
+    .unwrap();
+    let follows = crate::ops::draft::DraftSpec {
+        tz: Some("follow".into()),
+        ..daily("09:00")
+    };
+    let c = source.task(&alice, &follows);
+    let lines = source.export();
+    let mut target = Fixture::new();
+    import(target.store.as_mut(), &checked(&lines).unwrap()).unwrap();
+    let zone = target
+        .store
+        .read(|tx| crate::ops::zones::current_zone(tx, "acme", "unix:alice"))
+        .unwrap();
+    assert_eq!(zone, berlin);
+    let task = target.read_task(&c.task_id);
+    assert_eq!(task.zone_in_force, chrono_tz::Europe::Berlin);
+    assert_eq!(task.follow_key(), Some("unix:alice"));
+}
