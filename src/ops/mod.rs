@@ -35,3 +35,6 @@ pub mod reconcile;
 pub mod transfer;
 pub mod trigger;
 pub mod zones;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,24 @@
+//! The operations tested where they live, without the binary: each file
+//! holds one operation's behaviours, over a real store in a temporary
+//! folder (`fixture`). `cargo test --lib ops::` runs them on SQLite;
+//! `AGENTCRON_TEST_STORE=postgres cargo test --lib ops::` on PostgreSQL,
+//! each test in a schema of its own. The end-to-end suite (tests/cli)
+//! covers what needs processes: ticks, executors, notifiers.
+
+mod fixture;
+
+mod access;
+mod approve;
+mod confirm;
+mod confirm_code;
+mod draft;
+mod explain;
+mod inside_run;
+mod lifecycle;
+mod migrate;
+mod plan;
+mod prune;
+mod reconcile;
+mod transfer;
+mod trigger;
+mod zones;
