@@ -32,10 +32,10 @@ use crate::wire as json;
 
 use super::budget;
 use super::gate::{self, Gate};
-use super::leases::{lease_lost, Leases};
+use super::leases::{self, lease_lost, Leases};
 use super::settle::Outcome;
 use super::time_limit::TimeLimit;
-use super::usage_reports::{self, Recorded};
+use super::usage_reports;
 
 /// The reason recorded on a run whose tick was told to stop.
 pub const INTERRUPTED: &str = "tick interrupted";
@@ -218,9 +218,7 @@ fn execute(
         } else if crate::interrupt::received().is_some() {
             interrupted = true;
             Heartbeat::Abort
-        } else if let Recorded::Spent(reason) =
-            usage_reports::record_new(store, leases, job, clock.now())
-        {
+        } else if let Some(reason) = record_reports(store, leases, job, clock.now()) {
             spent = Some(reason);
             Heartbeat::Abort
         } else {
@@ -245,6 +243,30 @@ fn execute(
         process::SpawnError::Lost(message) => Failure::Lost(message),
         other => Failure::NotStarted(other.to_string()),
     })
+}
+
+/// Records what the run reported since the last heartbeat
+/// (`usage_reports.rs`); the budget it took past its limit, if it did.
+fn record_reports(
+    store: &mut dyn crate::store::Store,
+    leases: &Leases,
+    job: &Job,
+    now: i64,
+) -> Option<String> {
+    let new = match leases::unrecorded(leases, &job.run.run_id) {
+        Ok(new) if new.is_empty() => return None,
+        Ok(new) => new,
+        Err(spent) => return Some(spent),
+    };
+    // Not written (busy, the lease gone): tried again at the next beat, or
+    // left to the settle and the reconcile.
+    let Ok(Some(spent)) =
+        budget::record_reported(store, &job.task, &job.run, &job.token, &new, now)
+    else {
+        return None;
+    };
+    leases::recorded(leases, &job.run.run_id, &new, spent.clone());
+    spent
 }
 
 /// The executor's standard input (docs/CONTRACT.md §6): `limits` says

@@ -366,7 +366,7 @@ fn run_one(
     }
     let (mut outcome, not_started) = child::outcome_of_result(&result);
     // What the run reported as it went is counted already.
-    outcome.usage = super::usage_reports::beyond_recorded(
+    outcome.usage = super::leases::left_to_count(
         &shared.leases,
         &job.run.run_id,
         std::mem::take(&mut outcome.usage),

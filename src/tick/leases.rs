@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::clock::Clock;
+use crate::limits::Usage;
 use crate::store::Store;
+
+use super::usage_reports;
 
 /// One lease this tick holds, as its lease endpoint answers it.
 pub struct Slot {
@@ -23,8 +26,8 @@ pub struct Slot {
     /// The run's usage as it reported it through `lease check --usage`
     /// (its totals so far, the highest of each key), and the part of it
     /// recorded in the store (`usage_reports.rs`).
-    pub(super) reported: crate::limits::Usage,
-    pub(super) recorded: crate::limits::Usage,
+    pub(super) reported: Usage,
+    pub(super) recorded: Usage,
     /// A budget the run took past its limit while it ran: `lease check`
     /// answers 5 from then on, and the run is stopped.
     pub(super) spent: Option<String>,
@@ -44,16 +47,16 @@ impl Slot {
             token,
             lost: false,
             until,
-            reported: crate::limits::Usage::default(),
-            recorded: crate::limits::Usage::default(),
+            reported: Usage::default(),
+            recorded: Usage::default(),
             spent: None,
         }
     }
 
     /// Notes what the run reported it spent so far (with a token that
     /// holds).
-    pub(super) fn report(&mut self, usage: &crate::limits::Usage) {
-        super::usage_reports::note(&mut self.reported, usage);
+    pub(super) fn report(&mut self, usage: &Usage) {
+        usage_reports::note(&mut self.reported, usage);
     }
 
     /// Whether the lease is over; one past its deadline is over for good.
@@ -161,4 +164,41 @@ pub(super) fn lease_lost(leases: &Leases, run_id: &str) -> bool {
         .lock()
         .map(|mut l| l.get_mut(run_id).is_some_and(Slot::expire_if_past))
         .unwrap_or(true)
+}
+
+/// What the run reported beyond what was recorded of it, or the budget it
+/// already took past its limit.
+pub(super) fn unrecorded(leases: &Leases, run_id: &str) -> Result<Usage, String> {
+    match leases.lock() {
+        Ok(l) => match l.get(run_id) {
+            Some(slot) => match &slot.spent {
+                Some(reason) => Err(reason.clone()),
+                None => Ok(usage_reports::beyond(&slot.reported, &slot.recorded)),
+            },
+            None => Ok(Usage::default()),
+        },
+        Err(_) => Ok(Usage::default()),
+    }
+}
+
+/// `new` was recorded (and took a budget past its limit, when `spent`).
+pub(super) fn recorded(leases: &Leases, run_id: &str, new: &Usage, spent: Option<String>) {
+    if let Ok(mut l) = leases.lock() {
+        if let Some(slot) = l.get_mut(run_id) {
+            slot.recorded = usage_reports::plus(&slot.recorded, new);
+            slot.spent = spent;
+        }
+    }
+}
+
+/// What is left to count of the run's usage at settle
+/// (`usage_reports::left_to_count`).
+pub(super) fn left_to_count(leases: &Leases, run_id: &str, final_reply: Usage) -> Usage {
+    match leases.lock() {
+        Ok(l) => match l.get(run_id) {
+            Some(slot) => usage_reports::left_to_count(final_reply, &slot.reported, &slot.recorded),
+            None => final_reply,
+        },
+        Err(_) => final_reply,
+    }
 }

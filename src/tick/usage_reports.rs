@@ -16,16 +16,9 @@
 //! is (TERM, then KILL): a `read_only` run ends `failed`, a
 //! `confirm_writes` run `unknown`, saying which budget (`stopped`).
 
-use anyhow::Result;
-
 use crate::executor_result::{ExecResult, ExecStatus};
 use crate::limits::Usage;
 use crate::model::Policy;
-use crate::store::Store;
-
-use super::budget;
-use super::execute::Job;
-use super::leases::Leases;
 
 /// Parses the words after a lease request's token: `KEY=N` pairs read as a
 /// reply's `usage` object is (bad entries dropped).
@@ -44,82 +37,13 @@ pub fn parse(words: &[&str]) -> Usage {
     Usage::read(&serde_json::Value::Object(object)).0
 }
 
-/// What a heartbeat's recording came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recorded {
-    /// Nothing new, or recorded within every budget.
-    Within,
-    /// A budget's window went past its limit during the run: stop it.
-    Spent(String),
-}
-
-/// Records what the run reported since the last heartbeat (nothing when
-/// it reported nothing new, or its lease is not ours any more).
-pub fn record_new(store: &mut dyn Store, leases: &Leases, job: &Job, now: i64) -> Recorded {
-    let (new, spent) = match leases.lock() {
-        Ok(l) => match l.get(&job.run.run_id) {
-            Some(slot) => (beyond(&slot.reported, &slot.recorded), slot.spent.clone()),
-            None => return Recorded::Within,
-        },
-        Err(_) => return Recorded::Within,
-    };
-    if let Some(reason) = spent {
-        return Recorded::Spent(reason);
-    }
-    if new.is_empty() {
-        return Recorded::Within;
-    }
-    let written = store.write(|tx| {
-        if !tx.lease_holds(&job.run.run_id, &job.token, now)? {
-            return Ok(None);
-        }
-        budget::record_usage(tx, Some(&job.task), &job.run, &new, now)?;
-        let states = budget::read(tx, &job.task, now)?;
-        let passed = states.iter().find(|b| {
-            b.spent > b.budget.limit && new.amounts.iter().any(|(k, _)| *k == b.budget.key)
-        });
-        Ok(Some(passed.map(|b| {
-            format!(
-                "budget {} spent during the run ({} of {})",
-                b.budget.spelling(),
-                crate::limits::amount_words(b.spent),
-                crate::limits::amount_words(b.budget.limit)
-            )
-        })))
-    });
-    let verdict: Result<Option<Option<String>>> = written;
-    let Ok(Some(passed)) = verdict else {
-        // Not written (busy, lease gone): tried again at the next beat, or
-        // left to the settle and the reconcile.
-        return Recorded::Within;
-    };
-    if let Ok(mut l) = leases.lock() {
-        if let Some(slot) = l.get_mut(&job.run.run_id) {
-            slot.recorded = plus(&slot.recorded, &new);
-            slot.spent = passed.clone();
-        }
-    }
-    match passed {
-        Some(reason) => Recorded::Spent(reason),
-        None => Recorded::Within,
-    }
-}
-
 /// What is left to count at settle: the run's total (the larger of its
 /// final reply's and its last report's, key by key) less what was recorded
 /// while it went.
-pub fn beyond_recorded(leases: &Leases, run_id: &str, usage: Usage) -> Usage {
-    match leases.lock() {
-        Ok(l) => match l.get(run_id) {
-            Some(slot) => {
-                let mut total = usage;
-                note(&mut total, &slot.reported);
-                beyond(&total, &slot.recorded)
-            }
-            None => usage,
-        },
-        Err(_) => usage,
-    }
+pub fn left_to_count(final_reply: Usage, reported: &Usage, recorded: &Usage) -> Usage {
+    let mut total = final_reply;
+    note(&mut total, reported);
+    beyond(&total, recorded)
 }
 
 /// Notes a report in `reported`: the highest total of each key.
@@ -133,7 +57,7 @@ pub fn note(reported: &mut Usage, report: &Usage) {
 }
 
 /// What `total` holds beyond `recorded`, key by key (none below zero).
-fn beyond(total: &Usage, recorded: &Usage) -> Usage {
+pub fn beyond(total: &Usage, recorded: &Usage) -> Usage {
     let amounts = total
         .amounts
         .iter()
@@ -149,7 +73,7 @@ fn beyond(total: &Usage, recorded: &Usage) -> Usage {
     Usage { amounts }
 }
 
-fn plus(a: &Usage, b: &Usage) -> Usage {
+pub fn plus(a: &Usage, b: &Usage) -> Usage {
     let mut sum = a.clone();
     for (key, amount) in &b.amounts {
         match sum.amounts.iter_mut().find(|(k, _)| k == key) {
