@@ -108,7 +108,7 @@ pub struct TickArgs {
     /// For the tick alone: no run receives these values, and no printed
     /// line or unit file carries them (`crontab --env-file` puts only the
     /// path in the line). FILE must be a regular file of the tick's user
-    /// with no permission for others (0600); blank lines and `#` comments
+    /// with no permission for group or others (0600); blank lines and `#` comments
     /// aside, every line is one of those two names, else the tick exits 2
     /// before it opens the store.
     #[arg(long, value_name = "FILE")]
