@@ -241,6 +241,18 @@ impl Ctx {
         })
     }
 
+    /// The store's password from `tick --env-file` (PGPASSWORD, PGPASSFILE),
+    /// ahead of the environment's; before the store is opened.
+    pub fn use_store_credentials(&mut self, password: Option<String>, file: Option<PathBuf>) {
+        debug_assert!(self.store.is_none(), "the store is already open");
+        if password.is_some() {
+            self.postgres_password.password = password;
+        }
+        if file.is_some() {
+            self.postgres_password.file = file;
+        }
+    }
+
     /// Makes `store()` refuse to create a missing database: for commands that
     /// only read or act on what exists, where an empty new file would only
     /// hide a mistyped `--db`.

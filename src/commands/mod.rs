@@ -15,6 +15,7 @@ pub mod confirm;
 pub mod delete;
 pub mod draft;
 pub mod draft_replace;
+pub mod env_file;
 pub mod explain;
 pub mod flags;
 pub mod install;

@@ -103,6 +103,17 @@ pub struct TickArgs {
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
 
+    /// Read the store's password from FILE: `PGPASSWORD=…` (or `PGPASSFILE=…`) lines
+    ///
+    /// For the tick alone: no run receives these values, and no printed
+    /// line or unit file carries them (`crontab --env-file` puts only the
+    /// path in the line). FILE must be a regular file of the tick's user
+    /// with no permission for group or others (0600); blank lines and `#` comments
+    /// aside, every line is one of those two names, else the tick exits 2
+    /// before it opens the store.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<std::path::PathBuf>,
+
     /// Time between SIGTERM and SIGKILL when a child is stopped
     #[arg(long, value_name = "DUR", default_value = "5s", hide = true)]
     pub kill_grace: String,
@@ -182,6 +193,10 @@ fn runs_uid(launch: &crate::process::Launch) -> u32 {
 }
 
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    if let Some(file) = &args.env_file {
+        let found = crate::commands::env_file::read(file, crate::process::own_uid())?;
+        ctx.use_store_credentials(found.password, found.password_file);
+    }
     let launch = args.launch.launch()?;
     let options = TickOptions {
         tenant: ctx.explicit_tenant(),

@@ -249,6 +249,39 @@ pub fn limits(timeout_seconds: u64, budgets: &[BudgetState], task: &Task) -> Val
     json!({"timeout_seconds": timeout_seconds, "budgets": budgets})
 }
 
+/// Records `new` (what the run reported beyond what was recorded) in one
+/// transaction guarded by the run's lease: on the run, its budget windows
+/// and the tenant's totals. None when the lease is not ours any more (left
+/// to the settle and the reconcile); else the budget the run took past its
+/// limit, if one.
+pub fn record_reported(
+    store: &mut dyn crate::store::Store,
+    task: &Task,
+    run: &Run,
+    token: &str,
+    new: &Usage,
+    now: i64,
+) -> Result<Option<Option<String>>> {
+    store.write(|tx| {
+        if !tx.lease_holds(&run.run_id, token, now)? {
+            return Ok(None);
+        }
+        record_usage(tx, Some(task), run, new, now)?;
+        let states = read(tx, task, now)?;
+        let passed = states.iter().find(|b| {
+            b.spent > b.budget.limit && new.amounts.iter().any(|(k, _)| *k == b.budget.key)
+        });
+        Ok(Some(passed.map(|b| {
+            format!(
+                "budget {} spent during the run ({} of {})",
+                b.budget.spelling(),
+                crate::limits::amount_words(b.spent),
+                crate::limits::amount_words(b.budget.limit)
+            )
+        })))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,37 +329,4 @@ mod tests {
         assert_eq!((runs.spent, runs.told_at, runs.changed), (0.0, None, true));
         assert_eq!(runs.window.start, today - 6 * 86400);
     }
-}
-
-/// Records `new` (what the run reported beyond what was recorded) in one
-/// transaction guarded by the run's lease: on the run, its budget windows
-/// and the tenant's totals. None when the lease is not ours any more (left
-/// to the settle and the reconcile); else the budget the run took past its
-/// limit, if one.
-pub fn record_reported(
-    store: &mut dyn crate::store::Store,
-    task: &Task,
-    run: &Run,
-    token: &str,
-    new: &Usage,
-    now: i64,
-) -> Result<Option<Option<String>>> {
-    store.write(|tx| {
-        if !tx.lease_holds(&run.run_id, token, now)? {
-            return Ok(None);
-        }
-        record_usage(tx, Some(task), run, new, now)?;
-        let states = read(tx, task, now)?;
-        let passed = states.iter().find(|b| {
-            b.spent > b.budget.limit && new.amounts.iter().any(|(k, _)| *k == b.budget.key)
-        });
-        Ok(Some(passed.map(|b| {
-            format!(
-                "budget {} spent during the run ({} of {})",
-                b.budget.spelling(),
-                crate::limits::amount_words(b.spent),
-                crate::limits::amount_words(b.budget.limit)
-            )
-        })))
-    })
 }

@@ -142,11 +142,15 @@ fn examples(path: &str) -> &'static [&'static str] {
         "crontab" => &[
             "agentcron crontab --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify",
             "agentcron crontab --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent --log /var/log/agentcron.log",
+            "agentcron --db postgresql://agentcron@db.internal/agentcron crontab --executor /usr/local/bin/run-agent --env-file ~/.config/agentcron/store.env",
         ],
-        "systemd" => &["agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent"],
+        "systemd" => &[
+            "agentcron systemd --executor /usr/local/bin/run-agent --env AGENT_HOME=/srv/agent",
+            "agentcron systemd --user agentcron --env-file /etc/agentcron/store.env",
+        ],
         "sudoers" => &[
-            "agentcron sudoers --run-as agent --executor /usr/local/bin/run-agent --notifier /usr/local/bin/notify > agentcron-agent",
-            "visudo -cf agentcron-agent && install -m 0440 agentcron-agent /etc/sudoers.d/agentcron-agent",
+            "agentcron sudoers --run-as agent --user agentcron > agentcron-agentcron-as-agent",
+            "visudo -cf agentcron-agentcron-as-agent && install -m 0440 agentcron-agentcron-as-agent /etc/sudoers.d/",
         ],
         "export" => &["agentcron export > agentcron.jsonl"],
         "import" => &["agentcron --db postgresql://agentcron@db.internal:5432/agentcron import agentcron.jsonl"],

@@ -18,6 +18,7 @@ mod gate;
 mod generated;
 mod growth;
 mod hooks;
+mod install_lines;
 mod mcp;
 mod metrics;
 mod notices;

@@ -558,10 +558,26 @@ echo "read $?" >> '{out}'
     assert!(stderr.contains("sudo would ask for a password"), "{stderr}");
     assert!(stderr.contains("nothing was claimed"), "{stderr}");
     assert!(!out.exists());
-    // TODO(merge): the rule `agentcron sudoers` prints, checked by visudo.
-    let rule = format!(
-        "{} ALL=({}) NOPASSWD: {bin} supervise\n",
-        service.name, agent.name
+    // The rule `agentcron sudoers` prints (from the binary the tick runs:
+    // the rule names it), checked by visudo: the supervisor alone.
+    let printed = Command::new(&bin)
+        .args(["sudoers", "--run-as", &agent.name, "--user", &service.name])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(printed.status.success(), "{printed:?}");
+    let rule = String::from_utf8(printed.stdout).unwrap();
+    assert!(
+        rule.contains(&format!(
+            "{} ALL=({}) NOPASSWD: {bin} supervise\n",
+            service.name, agent.name
+        )),
+        "{rule}"
+    );
+    assert!(
+        rule.lines().all(|l| l.starts_with('#') || !l.contains("SETENV")),
+        "{rule}"
     );
     std::fs::write(&sudoers, &rule).unwrap();
     std::fs::set_permissions(&sudoers, std::fs::Permissions::from_mode(0o440)).unwrap();

@@ -105,16 +105,16 @@ impl Site {
         if deploy == Deploy::SudoRunAs {
             let service = RunUser::add()?;
             let agent = site.agent.as_ref().unwrap();
-            // The one rule a tick that is not root needs: the supervisor.
+            // The one rule a tick that is not root needs, as `agentcron
+            // sudoers` prints it: the supervisor.
+            let printed = Command::new(&site.bin)
+                .args(["sudoers", "--run-as", &agent.name, "--user", &service.name])
+                .env_clear()
+                .output()
+                .unwrap();
+            assert!(printed.status.success(), "{printed:?}");
             let rule = PathBuf::from(format!("/etc/sudoers.d/agentcron-test-{}", agent.name));
-            std::fs::write(
-                &rule,
-                format!(
-                    "{} ALL=({}) NOPASSWD: {} supervise\n",
-                    service.name, agent.name, site.bin
-                ),
-            )
-            .unwrap();
+            std::fs::write(&rule, &printed.stdout).unwrap();
             site.rule = Some(rule);
             // The store is the service user's.
             let owned = Command::new("chown")
