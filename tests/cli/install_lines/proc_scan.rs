@@ -4,65 +4,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use super::private_file;
+use crate::run_environment::RunUser;
 use crate::support::{journal, write_script, TestEnv};
-
-/// A system user for the runs and a folder it may write, removed on drop;
-/// None (with a note) where users cannot be added (not root).
-struct RunUser {
-    name: String,
-    dir: std::path::PathBuf,
-}
-
-impl RunUser {
-    fn add() -> Option<RunUser> {
-        // SAFETY: geteuid cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
-        let useradd = Command::new("sh")
-            .args(["-c", "command -v useradd && command -v userdel"])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !root || !useradd {
-            if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
-                panic!("--run-as cannot be tested here: needs root and useradd");
-            }
-            crate::support::skipped("a run as another user: needs root and useradd");
-            return None;
-        }
-        let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
-        let user = RunUser {
-            name: format!("acpw{suffix}"),
-            dir: std::path::PathBuf::from(format!("/tmp/agentcron-pw-{suffix}")),
-        };
-        let out = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-            ])
-            .arg(&user.name)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        std::fs::create_dir(&user.dir).unwrap();
-        std::fs::set_permissions(&user.dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        Some(user)
-    }
-}
-
-impl Drop for RunUser {
-    fn drop(&mut self) {
-        let _ = Command::new("userdel")
-            .arg(&self.name)
-            .stderr(Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// How many /proc files the scan read, and in how many it found the
 /// password and the canary.
