@@ -1,26 +1,28 @@
-//! Running one child process — the executor or the notifier — safely.
+//! Running one child process — an executor, a gate or a notifier — safely.
 //!
 //! This module owns everything between "here is an argv" and "here is how the child
-//! ended": spawning without a shell, feeding stdin, draining stdout and stderr under
-//! a size cap, the wall-clock timeout, the heartbeat that renews the caller's lease,
-//! and killing the child's process group.
+//! ended": spawning without a shell under a supervisor, feeding stdin, draining
+//! stdout and stderr under a size cap, the wall-clock timeout, the heartbeat that
+//! renews the caller's lease, and ending everything the child started.
 //!
 //! Invariants:
 //! - No shell is ever involved: the command line is split by shell word rules here
 //!   and the program is executed directly.
-//! - The child leads its own process group, and when `run_child` returns that group
-//!   has been sent SIGKILL, so nothing the child started outlives the run and its
-//!   recorded result; in a child subreaper (the tick), what left the group is
-//!   killed too (`reaper`).
+//! - Every child starts under its own supervisor (`supervisor.rs`), which runs as
+//!   the run's user and is the child subreaper of all the child starts; the tick
+//!   talks to it only over the supervisor's stdin (`control.rs`). When `run_child`
+//!   returns, the supervisor has killed everything the child started (or, if it was
+//!   itself killed from outside, the tick's own subreaper sweep has, `reaper`), so
+//!   nothing outlives the run and its recorded result.
 //! - The child inherits no file descriptor besides 0, 1 and 2.
 //! - The child inherits no environment: it gets exactly `Launch::env` (the
 //!   caller's allowlisted variables, `environment`) and the spec's own.
-//! - With `Launch::run_as`, the child runs as that user (`user`): its ids set
-//!   before exec as root, else through `sudo -n -u USER`.
+//! - With `Launch::run_as`, the supervisor (and so the child) runs as that user
+//!   (`user`): its ids set before exec as root, else through `sudo -n -u USER`.
 //! - Pipes are always drained to the end, so a child never blocks on output; at most
 //!   `output_cap` bytes of each stream are kept, and they are the last ones.
-//! - `run_child` returns within `timeout + 2 × kill_grace` plus the time spent in the
-//!   heartbeat callback, whatever the child does.
+//! - `run_child` returns within `timeout + 3 × kill_grace` plus half a second and
+//!   the time spent in the heartbeat callback, whatever the child does.
 //! - Nothing here panics on anything a child or the OS can do.
 
 mod ancestry;
@@ -170,20 +172,20 @@ pub fn split_command(cmd: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// Runs the child in its own process group and waits for it, calling `heartbeat`
+/// Runs the child under its supervisor and waits for it, calling `heartbeat`
 /// every `heartbeat_every` (never more often than every 10 ms) while it runs.
 ///
-/// On timeout or `Heartbeat::Abort` the group gets SIGTERM (and SIGCONT, so a
-/// stopped member can act on it); once the direct child has exited and both output
-/// pipes are closed, or `kill_grace` has passed, the group gets SIGKILL.
+/// On timeout or `Heartbeat::Abort` the supervisor is told `term`: everything
+/// gets SIGTERM (and SIGCONT, so a stopped process can act on it), and SIGKILL
+/// after `kill_grace`.
 ///
-/// After a normal exit the same rule applies: output may trail the exit for up to
-/// `kill_grace` (a background job finishing its last line), then the group is
-/// SIGKILLed. We kill rather than leave survivors because a stray process still
-/// acting after its run was recorded would break "at most once"; we stop waiting
-/// because a stray holding our pipes open must not hang the tick. Output still
-/// unread after a further `kill_grace` (a process that left the group keeps a pipe
-/// open) is abandoned to a detached reader thread.
+/// After a normal exit, output may trail the exit for up to `kill_grace` (a
+/// background job finishing its last line); once both output pipes are closed, or
+/// the grace has passed, the supervisor is told `kill` and SIGKILLs what is left.
+/// We kill rather than leave survivors because a stray process still acting after
+/// its run was recorded would break "at most once"; we stop waiting because a
+/// stray holding our pipes open must not hang the tick. Output still unread after
+/// a further `kill_grace` is abandoned to a detached reader thread.
 pub fn run_child(
     spec: &ChildSpec,
     heartbeat_every: Duration,
