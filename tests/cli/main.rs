@@ -45,5 +45,6 @@ mod tasks;
 mod tick;
 mod transfer;
 mod upgrade;
+mod visible_text;
 mod wiring;
 mod zones;
