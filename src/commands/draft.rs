@@ -367,7 +367,6 @@ fn print(
     zone: Tz,
     upcoming: &[Occurrence],
 ) -> Result<()> {
-    let summary = payload.schedule.describe(zone);
     if ctx.out.json {
         return ctx
             .out
@@ -386,7 +385,10 @@ fn print(
         .map(|w| ("", w));
     let rows = [
         ("instruction", escape(&payload.instruction)),
-        ("schedule", schedule_words(&summary, payload, zone)),
+        (
+            "schedule",
+            crate::output::confirmed::schedule_words(payload, zone),
+        ),
         (
             "name",
             payload.name.as_deref().map(escape).unwrap_or("-".into()),
@@ -441,16 +443,6 @@ fn print(
         confirm_line(ctx, draft)
     ));
     ctx.out.line(&text)
-}
-
-/// The schedule in words with the zone it is read in: "(Asia/Shanghai)",
-/// or for a following draft whom it follows and where they are now
-/// (docs/CONTRACT.md §18).
-fn schedule_words(summary: &str, payload: &Payload, zone: Tz) -> String {
-    match payload.follow_key() {
-        Some(key) => format!("{summary}, follows {} (now {})", escape(key), zone.name()),
-        None => format!("{summary} ({})", zone.name()),
-    }
 }
 
 /// The exact confirm command, carrying the flags that put the draft where

@@ -221,11 +221,6 @@ pub fn instruction_size(instruction: &str) -> String {
     )
 }
 
-/// The schedule in words with the zone it is read in.
-pub fn schedule_words(payload: &Payload, zone: Tz) -> String {
-    confirmed::schedule_words(payload, zone)
-}
-
 /// The next runs, one indented line each, on the zone's wall clock.
 pub fn next_runs(payload: &Payload, zone: Tz, upcoming: &[Occurrence], now: i64) -> String {
     if upcoming.is_empty() {
