@@ -33,7 +33,12 @@ pub fn lookalikes(text: &str) -> Option<String> {
     if text.is_ascii() {
         return None;
     }
-    let findings: Vec<String> = words(text).filter_map(finding).collect();
+    // Each distinct word once: a repeated word is one finding, looked at once.
+    let mut seen = std::collections::HashSet::new();
+    let findings: Vec<String> = words(text)
+        .filter(|w| seen.insert(*w))
+        .filter_map(finding)
+        .collect();
     if findings.is_empty() {
         return None;
     }
@@ -238,8 +243,15 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_word_is_named_once() {
+        let said = lookalikes(&"\u{430}pprov\u{435}d ".repeat(50)).unwrap();
+        assert_eq!(said.matches("mixes").count(), 1, "{said}");
+    }
+
+    #[test]
     fn many_words_make_one_line() {
-        let said = lookalikes(&"\u{430}b ".repeat(6)).unwrap();
+        let words: Vec<String> = (0..6).map(|i| format!("\u{430}b{i}")).collect();
+        let said = lookalikes(&words.join(" ")).unwrap();
         assert!(!said.contains('\n'));
         assert!(said.ends_with("; and 2 more such word(s)"), "{said}");
     }
