@@ -133,6 +133,9 @@ pub struct Ctx {
     db_given: bool,
     /// Global flags that a follow-up command (the confirm line) must repeat.
     followup: Vec<(&'static str, String)>,
+    /// The words every command handed to a person begins with
+    /// (docs/CONTRACT.md §17).
+    confirm_prefix: Vec<String>,
 }
 
 impl Ctx {
@@ -175,6 +178,7 @@ impl Ctx {
             tenant_given: args.tenant.is_some(),
             db_given: args.db.is_some(),
             followup,
+            confirm_prefix: confirm_prefix()?,
             tenant,
             identity,
             default_zone: default_zone()?,
@@ -344,13 +348,16 @@ impl Ctx {
         self.followup.clone()
     }
 
-    /// The user sudo runs this process as, when sudo started it for
-    /// another (SUDO_USER is who ran sudo, USER whom it runs as): what the
-    /// person's commands must be prefixed with to reach the same store.
-    pub fn run_by_sudo_as(&self) -> Option<String> {
-        let by = std::env::var("SUDO_USER").ok()?;
-        let user = std::env::var("USER").ok()?;
-        (!user.is_empty() && by != user).then_some(user)
+    /// The words every command handed to a person begins with, so that it
+    /// works as printed: AGENTCRON_CONFIRM_PREFIX (split by shell word
+    /// rules), else `sudo -u USER` when sudo runs this as USER for another.
+    pub fn confirm_prefix(&self) -> &[String] {
+        &self.confirm_prefix
+    }
+
+    /// `agentcron mcp --confirm-prefix` wins over the environment's.
+    pub fn set_confirm_prefix(&mut self, words: Vec<String>) {
+        self.confirm_prefix = words;
     }
 
     /// The actor recorded in audit events.
@@ -364,6 +371,26 @@ impl Ctx {
         keys.sort();
         keys
     }
+}
+
+/// AGENTCRON_CONFIRM_PREFIX, else `sudo -u USER` when sudo runs this
+/// process as USER for another (`Ctx::confirm_prefix`).
+fn confirm_prefix() -> Result<Vec<String>> {
+    if let Some(words) = env_text("AGENTCRON_CONFIRM_PREFIX")? {
+        return shell_words::split(&words).map_err(|e| {
+            CmdError::usage(format!("AGENTCRON_CONFIRM_PREFIX: {e}"))
+                .with_hint("quote it as a shell would, e.g. 'sudo -u agentcron'")
+                .into()
+        });
+    }
+    let by = std::env::var("SUDO_USER").ok();
+    let user = std::env::var("USER").ok();
+    Ok(match (by, user) {
+        (Some(by), Some(user)) if !user.is_empty() && by != user => {
+            vec!["sudo".into(), "-u".into(), user]
+        }
+        _ => Vec::new(),
+    })
 }
 
 /// `AGENTCRON_TEST_CLOCK_SKEW` ("-30s", "+2m", "30s"): how far this

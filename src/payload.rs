@@ -464,87 +464,12 @@ pub fn changes(old: &Payload, new: &Payload) -> Vec<Change> {
         .collect()
 }
 
-/// Why a change gives the task more power or tells the person less, if it
-/// does: what a person must read first of a replacement (docs/CONTRACT.md
-/// §17), before the changes that only move it.
-pub fn step_up(change: &Change) -> Option<&'static str> {
-    // From the loudest notice mode to the quietest; absent is the default.
-    let loudness = |v: &Value| match v.as_str().unwrap_or("attention") {
-        "always" => 3,
-        "attention" => 2,
-        "failures" => 1,
-        _ => 0,
-    };
-    match change.field.as_str() {
-        "policy" if change.new == "confirm_writes" => {
-            Some("step-up: the executor may now write, asking before each write")
-        }
-        "notify" if loudness(&change.new) < loudness(&change.old) => {
-            Some("silenced: fewer of its runs will be told to you")
-        }
-        "target" => Some("its notices will go somewhere else"),
-        // A longer (or no) limit of its own lets a run go on longer; the
-        // tick's --timeout still caps it.
-        "timeout_seconds" if change.new.is_null() || change.new.as_i64() > change.old.as_i64() => {
-            (!change.old.is_null()).then_some("step-up: its runs may go on longer")
-        }
-        "budgets" if change.old.is_array() => {
-            Some("step-up: its budgets changed; read them before you confirm")
-        }
-        "gate" if change.old.is_string() => {
-            Some("step-up: its gate changed; the executor may run when it did not")
-        }
-        "owner_keys" => Some("other keys may act on it"),
-        _ => None,
-    }
-}
-
-/// The changes from `old` to `new` as a person reads them: those `step_up`
-/// flags first (with why; a policy step-up before all), then the others,
-/// each group in key order.
-pub fn changes_for_review(old: &Payload, new: &Payload) -> Vec<(Change, Option<&'static str>)> {
-    let mut all: Vec<_> = changes(old, new)
-        .into_iter()
-        .map(|c| {
-            let why = step_up(&c);
-            (c, why)
-        })
-        .collect();
-    all.sort_by_key(|(c, why)| (why.is_none(), c.field != "policy"));
-    all
-}
-
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    #[test]
-    fn a_step_up_of_policy_or_a_silenced_notice_is_read_first() {
-        let old = sample();
-        let mut new = sample();
-        new.max_retries = 100;
-        new.policy = Policy::ConfirmWrites;
-        new.notice.notify = Some(NotifyMode::Never);
-        let fields: Vec<(String, bool)> = changes_for_review(&old, &new)
-            .into_iter()
-            .map(|(c, why)| (c.field, why.is_some()))
-            .collect();
-        assert_eq!(
-            fields,
-            [
-                ("policy".to_string(), true),
-                ("notify".to_string(), true),
-                ("max_retries".to_string(), false)
-            ]
-        );
-        new.notice.notify = Some(NotifyMode::Always);
-        new.policy = Policy::ReadOnly;
-        assert!(changes_for_review(&old, &new)
-            .iter()
-            .all(|(_, why)| why.is_none()));
-    }
-
-    fn sample() -> Payload {
+    /// A payload of the shape most tests start from (other modules' too).
+    pub fn sample() -> Payload {
         Payload {
             drafted_by: None,
             grace_seconds: 60,

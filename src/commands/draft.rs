@@ -356,6 +356,7 @@ pub(super) fn document(
             "last": schedule::is_last(&payload.schedule, zone, o.at),
         })).collect::<Vec<_>>(),
         "confirm_command": confirm_line(ctx, draft),
+        "warnings": crate::output::confirmed::warnings(payload),
     })
 }
 
@@ -366,7 +367,6 @@ fn print(
     zone: Tz,
     upcoming: &[Occurrence],
 ) -> Result<()> {
-    let summary = payload.schedule.describe(zone);
     if ctx.out.json {
         return ctx
             .out
@@ -380,10 +380,19 @@ fn print(
         wall_time(draft.expires_at, zone),
         relative(draft.expires_at, now)
     );
+    let warnings = crate::output::confirmed::warnings(payload)
+        .into_iter()
+        .map(|w| ("", w));
     let rows = [
         ("instruction", escape(&payload.instruction)),
-        ("schedule", schedule_words(&summary, payload, zone)),
-        ("name", payload.name.clone().unwrap_or_else(|| "-".into())),
+        (
+            "schedule",
+            crate::output::confirmed::schedule_words(payload, zone),
+        ),
+        (
+            "name",
+            payload.name.as_deref().map(escape).unwrap_or("-".into()),
+        ),
         ("target", escape(&payload.target)),
         ("policy", payload.policy.to_string()),
         ("grace", format!("{} s", payload.grace_seconds)),
@@ -402,7 +411,13 @@ fn print(
         .drafted_by
         .as_ref()
         .map(|agent| ("drafted by", escape(agent)));
-    for (label, value) in rows.into_iter().chain(timeout).chain(drafted_by) {
+    let (first, rest) = rows.split_at(1);
+    let rows = first
+        .iter()
+        .cloned()
+        .chain(warnings)
+        .chain(rest.iter().cloned());
+    for (label, value) in rows.chain(timeout).chain(drafted_by) {
         text.push_str(&format!("  {label:<12} {value}\n"));
     }
     text.push_str("\nNext runs:\n");
@@ -430,17 +445,8 @@ fn print(
     ctx.out.line(&text)
 }
 
-/// The schedule in words with the zone it is read in: "(Asia/Shanghai)",
-/// or for a following draft whom it follows and where they are now
-/// (docs/CONTRACT.md §18).
-fn schedule_words(summary: &str, payload: &Payload, zone: Tz) -> String {
-    match payload.follow_key() {
-        Some(key) => format!("{summary}, follows {} (now {})", escape(key), zone.name()),
-        None => format!("{summary} ({})", zone.name()),
-    }
-}
-
-/// The exact confirm command, carrying the flags that put the draft where it is.
+/// The exact confirm command, carrying the flags that put the draft where
+/// it is, behind the prefix every command handed to a person carries.
 pub(super) fn confirm_line(ctx: &Ctx, draft: &Draft) -> String {
     let mut words = vec![
         "agentcron".to_string(),
@@ -458,5 +464,5 @@ pub(super) fn confirm_line(ctx: &Ctx, draft: &Draft) -> String {
         words.push(flag.into());
         words.push(value);
     }
-    shell_words::join(words)
+    crate::text::command_line(ctx.confirm_prefix(), &shell_words::join(words))
 }

@@ -1,5 +1,6 @@
 //! What `draft --replace` shows: each field of the confirmed payload that
-//! the draft changes (old → new), the next runs before and after, both
+//! the draft changes (old → new, in words, step-ups and what silences
+//! first, as `output::confirmed` reviews them), the next runs before and after, both
 //! hashes and the confirm line (docs/CONTRACT.md §13). `draft` calls it
 //! with what it made; it calls nothing of `draft`'s.
 
@@ -9,8 +10,8 @@ use serde_json::{json, Value};
 use crate::context::Ctx;
 use crate::model::Task;
 use crate::ops::draft::Made;
-use crate::output::human::in_words;
-use crate::payload::{changes, Payload};
+use crate::output::confirmed;
+use crate::payload::Payload;
 use crate::schedule::{self, Occurrence, Tz};
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
@@ -29,9 +30,13 @@ pub fn add_replaced(document: &mut Value, task: &Task, payload: &Payload, now: i
             "summary": old.schedule.describe(task.zone_in_force),
             "next_runs": old_upcoming.iter().map(|o| time(Some(o.at))).collect::<Vec<_>>(),
     });
-    document["diff"] = json!(changes(old, payload)
-        .iter()
-        .map(|c| json!({"field": c.field, "old": c.old, "new": c.new}))
+    // Step-ups first, as the person reads them (docs/CONTRACT.md §17).
+    document["diff"] = json!(confirmed::review(old, payload)
+        .into_iter()
+        .map(
+            |r| json!({"field": r.change.field, "label": r.label, "old": r.change.old,
+                        "new": r.change.new, "step_up": r.why.map(|w| w.words())})
+        )
         .collect::<Vec<_>>());
 }
 
@@ -43,7 +48,6 @@ pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
     let now = draft.created_at;
     // Each side in its zone in force (a following task's is its owner's).
     let old_upcoming = schedule::upcoming(&old.schedule, task.zone_in_force, now, 3);
-    let diff = changes(old, payload);
     let mut text = format!(
         "Draft {} — replaces task {} ({}) at revision {} — expires {} ({})\n\nChanges:\n",
         draft.draft_id,
@@ -53,13 +57,12 @@ pub fn print(ctx: &Ctx, made: &Made, task: &Task, confirm: &str) -> Result<()> {
         wall_time(draft.expires_at, zone),
         relative(draft.expires_at, now)
     );
-    for c in &diff {
-        text.push_str(&format!(
-            "  {:<22} {} → {}\n",
-            c.field,
-            in_words(&c.field, old, &c.old),
-            in_words(&c.field, payload, &c.new)
-        ));
+    // In words, what adds power or silences first, each with why.
+    for line in confirmed::change_lines(old, payload, usize::MAX) {
+        text.push_str(&format!("  {line}\n"));
+    }
+    for warning in confirmed::warnings(payload) {
+        text.push_str(&format!("  {warning}\n"));
     }
     let runs = |title: &str, occ: &[Occurrence], p: &Payload, zone: Tz| {
         let mut block = format!("\n{title}:\n");

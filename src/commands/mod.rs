@@ -296,6 +296,9 @@ fn unknown_place_line(ctx: &Ctx, place: &crate::store::UnknownPlace) -> String {
         place.count,
         crate::text::escape(&place.tenant_key),
         crate::text::escape(&place.owner_key),
-        crate::text::escape(&shell_words::join(&words))
+        crate::text::escape(&crate::text::command_line(
+            ctx.confirm_prefix(),
+            &shell_words::join(&words)
+        ))
     )
 }

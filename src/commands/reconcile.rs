@@ -141,7 +141,8 @@ fn list(ctx: &mut Ctx) -> Result<()> {
 }
 
 /// The command that settles `run_id`, carrying the global flags that found
-/// it (the same database, tenant and identity), ready to paste.
+/// it (the same database, tenant and identity) behind the prefix every
+/// command handed to a person carries, ready to paste.
 fn settle_line(ctx: &Ctx, run_id: &str) -> String {
     let mut words: Vec<String> = vec!["agentcron".into(), "reconcile".into(), run_id.into()];
     words.extend(["--decision", "DECISION", "--reason", "WHAT YOU FOUND"].map(String::from));
@@ -149,7 +150,7 @@ fn settle_line(ctx: &Ctx, run_id: &str) -> String {
         words.push(flag.into());
         words.push(value);
     }
-    shell_words::join(words)
+    crate::text::command_line(ctx.confirm_prefix(), &shell_words::join(words))
 }
 
 fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) -> Result<()> {

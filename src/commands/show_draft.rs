@@ -13,10 +13,10 @@ use super::draft::{confirm_line, Made};
 use crate::context::Ctx;
 use crate::model::TaskState;
 use crate::ops::access::{owned_draft, Caller};
-use crate::output::human::in_words;
-use crate::payload::{changes_for_review, Payload};
+use crate::output::confirmed;
+use crate::payload::Payload;
 use crate::schedule::{self, Occurrence, Tz};
-use crate::text::{escape, quoted, relative, wall_time};
+use crate::text::{escape, relative, wall_time};
 
 /// How many next runs are shown.
 const NEXT_RUNS: usize = 3;
@@ -81,25 +81,26 @@ pub fn document(ctx: &Ctx, made: &Made) -> Value {
             "revision": r.revision,
             "name": made.replacing.as_ref().and_then(|t| t.payload.name.clone()),
         });
-        value["changes"] = json!(changes(made)
-            .into_iter()
-            .map(|(field, old, new, why)| json!({
-                "field": field, "old": old, "new": new, "step_up": why,
-            }))
-            .collect::<Vec<_>>());
+        value["changes"] = json!(changes(made));
     }
+    value["warnings"] = json!(confirmed::warnings(payload));
     value
 }
 
-/// A replacement's changes against the task as it is now, step-ups first:
-/// (field, old, new, why it is a step-up).
-pub fn changes(made: &Made) -> Vec<(String, Value, Value, Option<&'static str>)> {
+/// A replacement's changes against the task as it is now, step-ups first,
+/// as `--json` and the notifier get them: `field` (the payload key),
+/// `label` (in words), `old`, `new`, `step_up` (why it is read first:
+/// "step-up: …", "silenced: …"; else null).
+pub fn changes(made: &Made) -> Vec<Value> {
     let Some(task) = &made.replacing else {
         return Vec::new();
     };
-    changes_for_review(&task.payload, &made.payload)
+    confirmed::review(&task.payload, &made.payload)
         .into_iter()
-        .map(|(c, why)| (c.field, c.old, c.new, why))
+        .map(|r| {
+            json!({"field": r.change.field, "label": r.label, "old": r.change.old,
+                   "new": r.change.new, "step_up": r.why.map(|w| w.words())})
+        })
         .collect()
 }
 
@@ -107,47 +108,28 @@ pub fn changes(made: &Made) -> Vec<(String, Value, Value, Option<&'static str>)>
 /// confirm_writes  [step-up: …]"; an instruction quoted, its first
 /// `instruction_chars` characters (then "…").
 pub fn change_lines(made: &Made, instruction_chars: usize) -> Vec<String> {
-    let quote = |v: &Value| {
-        let text = v.as_str().unwrap_or_default();
-        let head = crate::text::head(text, instruction_chars);
-        match head.len() < text.len() {
-            true => format!("{}…", quoted(head)),
-            false => quoted(head),
-        }
-    };
-    let Some(task) = &made.replacing else {
-        return Vec::new();
-    };
-    let old = &task.payload;
-    changes(made)
-        .into_iter()
-        .map(|(field, a, b, why)| {
-            let (a, b) = match field.as_str() {
-                "instruction" => (quote(&a), quote(&b)),
-                _ => (
-                    in_words(&field, old, &a),
-                    in_words(&field, &made.payload, &b),
-                ),
-            };
-            let why = why.map(|w| format!("  [{w}]")).unwrap_or_default();
-            format!("{field}: {a} → {b}{why}")
-        })
-        .collect()
+    match &made.replacing {
+        Some(task) => confirmed::change_lines(&task.payload, &made.payload, instruction_chars),
+        None => Vec::new(),
+    }
 }
 
-/// The draft in full, for a person.
+/// The draft in full, for a person, with the confirm command behind the
+/// prefix that makes it work as printed (docs/CONTRACT.md §17).
 pub fn detail(ctx: &Ctx, made: &Made, now: i64) -> String {
-    let (draft, payload, zone) = (&made.draft, &made.payload, made.zone);
+    detail_text(made, now, &confirm_line(ctx, &made.draft))
+}
+
+/// `detail` with the confirm command given.
+pub fn detail_text(made: &Made, now: i64, confirm: &str) -> String {
+    let (payload, zone) = (&made.payload, made.zone);
     let mut text = heading(made, now);
     for (label, value) in field_rows(made, now) {
         text.push_str(&format!("{label:<13} {value}\n"));
     }
     text.push_str(&format!("\nNext runs ({}):\n", zone.name()));
     text.push_str(&next_runs(payload, zone, &made.upcoming, now));
-    text.push_str(&format!(
-        "\nTo confirm, run:\n  {}",
-        confirm_line(ctx, draft)
-    ));
+    text.push_str(&format!("\nTo confirm, run:\n  {confirm}"));
     text
 }
 
@@ -189,40 +171,20 @@ fn heading(made: &Made, now: i64) -> String {
     text
 }
 
-/// (label, value) for every field a person confirms, and the hashes.
+/// (label, value) for every field a person confirms (`confirmed::fields`),
+/// a warning below the instruction when its words are not what they look
+/// like, the instruction's size, and the hashes.
 fn field_rows(made: &Made, now: i64) -> Vec<(&'static str, String)> {
     let (draft, payload, zone) = (&made.draft, &made.payload, made.zone);
-    let mut rows: Vec<(&str, String)> = vec![
-        (
-            "drafted by",
-            payload
-                .drafted_by
-                .as_deref()
-                .map(escape)
-                .unwrap_or_else(|| "a person at a shell".into()),
-        ),
-        ("instruction", quoted(&payload.instruction)),
-        ("length", instruction_size(&payload.instruction)),
-        ("schedule", schedule_words(payload, zone)),
-        (
-            "name",
-            payload.name.as_deref().map(escape).unwrap_or("-".into()),
-        ),
-        ("target", escape(&payload.target)),
-        ("owners", escape(&payload.owner_keys.join(", "))),
-        ("tenant", escape(&payload.tenant_key)),
-        ("policy", payload.policy.to_string()),
-        ("grace", format!("{} s", payload.grace_seconds)),
-        (
-            "retries",
-            format!(
-                "{} (backoff {} s, doubling, max 1 h)",
-                payload.max_retries, payload.retry_backoff_seconds
-            ),
-        ),
-        ("notices", payload.notice.describe()),
-    ];
-    rows.extend(crate::output::human::limit_rows(payload));
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    for field in confirmed::fields(payload, zone) {
+        let instruction = field.label == "instruction";
+        rows.push((field.label, field.value));
+        if instruction {
+            rows.extend(confirmed::warnings(payload).into_iter().map(|w| ("", w)));
+            rows.push(("length", instruction_size(&payload.instruction)));
+        }
+    }
     rows.extend([
         (
             "expires",
@@ -257,15 +219,6 @@ pub fn instruction_size(instruction: &str) -> String {
         instruction.chars().count(),
         crate::payload::hash_hex(instruction.as_bytes())
     )
-}
-
-/// The schedule in words with the zone it is read in.
-pub fn schedule_words(payload: &Payload, zone: Tz) -> String {
-    let summary = payload.schedule.describe(zone);
-    match payload.follow_key() {
-        Some(key) => format!("{summary}, follows {} (now {})", escape(key), zone.name()),
-        None => format!("{summary} ({})", zone.name()),
-    }
 }
 
 /// The next runs, one indented line each, on the zone's wall clock.

@@ -221,13 +221,16 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     };
     // The task of each run this tick claimed, for its `finished` event.
     let mut claimed = std::collections::HashMap::new();
-    // The store as the reconcile command a tick prints must reach it.
-    let db_flag: Vec<String> = ctx
-        .flags_for_followup()
-        .into_iter()
-        .filter(|(flag, _)| *flag == "--db")
-        .flat_map(|(flag, value)| [flag.to_string(), value])
-        .collect();
+    // How the reconcile command a tick prints begins: behind the prefix
+    // every command handed to a person carries, reaching this store.
+    let mut db_flag: Vec<String> = ctx.confirm_prefix().to_vec();
+    db_flag.push("agentcron".into());
+    db_flag.extend(
+        ctx.flags_for_followup()
+            .into_iter()
+            .filter(|(flag, _)| *flag == "--db")
+            .flat_map(|(flag, value)| [flag.to_string(), value]),
+    );
     let mut reported = 0;
     let summary = tick::run(&store, &options, clock, &mut |event| {
         if let TickEvent::Decided { task, run } | TickEvent::Continued { task, run } = event {

@@ -153,7 +153,8 @@ pub fn limit_rows(payload: &crate::payload::Payload) -> Vec<(&'static str, Strin
     if let Some(gate) = &payload.gate {
         rows.push((
             "gate",
-            format!("\"{}\" (exit 0 runs, 1 skips)", escape(gate)),
+            // Quoted as an agent's words: its own quotes cannot close ours.
+            format!("{} (exit 0 runs, 1 skips)", crate::text::quoted(gate)),
         ));
     }
     if payload.catch_up == crate::limits::CatchUp::Latest {

@@ -7,6 +7,7 @@
 //! here lay out what only the printer shows.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod confirmed;
 pub mod events;
 mod fit;
 pub mod human;

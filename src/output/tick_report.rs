@@ -147,10 +147,10 @@ fn run_of(run_id: &str, task: Option<&TaskRef>) -> String {
 }
 
 /// The reconcile command for an unknown run, with the store, tenant and
-/// owner key that reach it (as `status` prints it), ready to paste.
+/// owner key that reach it (as `status` prints it), ready to paste;
+/// `db_flag` is how it begins (the prefix, `agentcron`, the store's --db).
 fn reconcile_command(run: &crate::model::Run, owner: Option<&str>, db_flag: &[String]) -> String {
-    let mut words = vec!["agentcron".to_string()];
-    words.extend(db_flag.iter().cloned());
+    let mut words = db_flag.to_vec();
     if run.tenant_key != "default" {
         words.extend(["--tenant".into(), run.tenant_key.clone()]);
     }

@@ -64,6 +64,9 @@ a fixed "now" for tests and simulations
 .TP
 \fBAGENTCRON_BUSY_TIMEOUT\fR
 how long to wait for another writer (default 5s)
+.TP
+\fBAGENTCRON_CONFIRM_PREFIX\fR
+the words every command handed to a person begins with (as mcp \-\-confirm\-prefix); default `sudo \-u USER` when sudo runs agentcron as USER
 "#;
 
 /// The main page's FILES section.

@@ -48,5 +48,6 @@ mod tick;
 mod transfer;
 mod upgrade;
 mod usage_reports;
+mod visible_text;
 mod wiring;
 mod zones;

@@ -576,7 +576,8 @@ echo "read $?" >> '{out}'
         "{rule}"
     );
     assert!(
-        rule.lines().all(|l| l.starts_with('#') || !l.contains("SETENV")),
+        rule.lines()
+            .all(|l| l.starts_with('#') || !l.contains("SETENV")),
         "{rule}"
     );
     std::fs::write(&sudoers, &rule).unwrap();

@@ -29,9 +29,6 @@ use crate::tick::Notifier;
 pub struct Session {
     pub allow_pause: bool,
     pub notifier: Option<Notifier>,
-    /// What the person's commands start with to work as printed (`sudo -u
-    /// agentcron`), empty when they run as they are.
-    pub confirm_prefix: Vec<String>,
     /// `--max-drafts`: drafts for the person per hour.
     pub max_drafts: u32,
 }
@@ -237,14 +234,8 @@ fn draft(ctx: &mut Ctx, session: &Session, call: &Call, args: DraftArgs) -> Resu
     let made = commands::draft::make(ctx, &args, &spec, Some(agent))?;
     // The document `draft --json` prints, built, not printed and read back.
     let mut value = commands::draft::made_document(ctx, &made);
-    let (sent, recorded) = code_notice::send(
-        ctx,
-        session.notifier.as_ref(),
-        &made,
-        &code,
-        &session.confirm_prefix,
-    );
-    let commands = code_notice::Commands::of(ctx, &made, &session.confirm_prefix);
+    let (sent, recorded) = code_notice::send(ctx, session.notifier.as_ref(), &made, &code);
+    let commands = code_notice::Commands::of(ctx, &made);
     value["confirm_command"] = json!(commands.confirm);
     value["show_command"] = json!(commands.show);
     value["zone"] = json!(made.zone.name());

@@ -22,6 +22,7 @@ use crate::commands::show_draft;
 use crate::context::Ctx;
 use crate::model::short_id;
 use crate::ops::confirm_code;
+use crate::output::confirmed;
 use crate::process::notifier::NotifierExit;
 use crate::text::{self, escape, quoted, relative, wall_time};
 use crate::tick::Notifier;
@@ -62,11 +63,10 @@ pub fn send(
     notifier: Option<&Notifier>,
     made: &Made,
     code: &str,
-    prefix: &[String],
 ) -> (Sent, Result<()>) {
     let sent = match notifier {
         None => Sent::Nothing("no notifier configured".into()),
-        Some(notifier) => run_notifier(ctx, notifier, made, code, prefix),
+        Some(notifier) => run_notifier(ctx, notifier, made, code),
     };
     let now = ctx.clock.now();
     let (draft, target) = (&made.draft, &made.payload.target);
@@ -89,7 +89,7 @@ pub struct Commands {
 }
 
 impl Commands {
-    pub fn of(ctx: &Ctx, made: &Made, prefix: &[String]) -> Commands {
+    pub fn of(ctx: &Ctx, made: &Made) -> Commands {
         let mut show = vec![
             "agentcron".to_string(),
             "show".into(),
@@ -99,13 +99,9 @@ impl Commands {
             show.push(flag.into());
             show.push(value);
         }
-        let behind = |line: String| match prefix.is_empty() {
-            true => line,
-            false => format!("{} {line}", shell_words::join(prefix)),
-        };
         Commands {
-            show: behind(shell_words::join(show)),
-            confirm: behind(confirm_line(ctx, &made.draft)),
+            show: text::command_line(ctx.confirm_prefix(), &shell_words::join(show)),
+            confirm: confirm_line(ctx, &made.draft),
         }
     }
 }
@@ -140,42 +136,44 @@ pub fn message(made: &Made, code: &str, commands: &Commands, now: i64) -> String
         .iter()
         .map(|o| wall_time(o.at, zone))
         .collect();
-    lines.push(format!(
-        "Schedule: {}; next runs: {}.",
-        show_draft::schedule_words(payload, zone),
-        if runs.is_empty() {
-            "none".into()
-        } else {
-            runs.join(", ")
-        }
-    ));
+    let runs = match runs.is_empty() {
+        true => "none".to_string(),
+        false => runs.join(", "),
+    };
     let instruction = &payload.instruction;
     let whole = instruction.chars().count() <= QUOTED_CHARS;
-    lines.push(match whole {
-        true => "The instruction, in the agent's words (quoted, escaped):".into(),
-        false => format!(
-            "The instruction, in the agent's words (quoted, escaped), its first {QUOTED_CHARS} \
-             characters of {}:",
-            show_draft::instruction_size(instruction)
-        ),
-    });
-    lines.push(format!(
-        "  {}",
-        quoted(text::head(instruction, QUOTED_CHARS))
-    ));
-    if !whole {
-        lines.push(format!(
-            "Read all of it before you confirm: {}",
-            commands.show
-        ));
+    // Every field `show DRAFT` shows, from the same description: who
+    // drafted is said above, the schedule and the instruction in lines of
+    // their own, the rest one line each.
+    for field in confirmed::fields(payload, zone) {
+        match field.label {
+            "drafted by" => {}
+            "schedule" => lines.push(format!("Schedule: {}; next runs: {runs}.", field.value)),
+            "instruction" => {
+                lines.push(match whole {
+                    true => "The instruction, in the agent's words (quoted, escaped):".into(),
+                    false => format!(
+                        "The instruction, in the agent's words (quoted, escaped), its first \
+                         {QUOTED_CHARS} characters of {}:",
+                        show_draft::instruction_size(instruction)
+                    ),
+                });
+                lines.push(format!(
+                    "  {}",
+                    quoted(text::head(instruction, QUOTED_CHARS))
+                ));
+                if !whole {
+                    lines.push(format!(
+                        "Read all of it before you confirm: {}",
+                        commands.show
+                    ));
+                }
+                lines.extend(confirmed::warnings(payload));
+                lines.push("What else you confirm:".into());
+            }
+            label => lines.push(format!("  {label}: {}", field.value)),
+        }
     }
-    lines.push(format!(
-        "Policy {}; target {}; retries {}; notices: {}.",
-        payload.policy,
-        escape(&payload.target),
-        payload.max_retries,
-        payload.notice.describe()
-    ));
     lines.push(format!(
         "Your one-time code is {code}. To schedule it, run yourself before {} ({}):",
         wall_time(draft.expires_at, zone),
@@ -189,13 +187,7 @@ pub fn message(made: &Made, code: &str, commands: &Commands, now: i64) -> String
     lines.join("\n")
 }
 
-fn run_notifier(
-    ctx: &Ctx,
-    notifier: &Notifier,
-    made: &Made,
-    code: &str,
-    prefix: &[String],
-) -> Sent {
+fn run_notifier(ctx: &Ctx, notifier: &Notifier, made: &Made, code: &str) -> Sent {
     if let Some(signal) = crate::interrupt::received() {
         return Sent::Nothing(format!(
             "agentcron mcp was stopped by {} before the notifier ran",
@@ -203,7 +195,7 @@ fn run_notifier(
         ));
     }
     let (draft, payload) = (&made.draft, &made.payload);
-    let commands = Commands::of(ctx, made, prefix);
+    let commands = Commands::of(ctx, made);
     let message = message(made, code, &commands, ctx.clock.now());
     // The same, structured, for a notifier that renders it as it likes.
     let mut document = show_draft::document(ctx, made);
@@ -247,5 +239,117 @@ fn run_notifier(
         )),
         NotifierExit::Lost(e) => Sent::Unknown(e),
         NotifierExit::NotStarted(e) => Sent::Nothing(format!("the notifier could not start: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::{budgets, CatchUp};
+    use crate::model::{Draft, NotifyMode, Policy};
+    use crate::payload::{NoticePolicy, Payload, Zone};
+    use crate::schedule::Schedule;
+
+    /// A payload with every key a canonical payload can hold set, written
+    /// out whole (no `..`): a new payload field does not compile here until
+    /// it is given a value, and then the walk below checks it is shown.
+    fn every_field() -> Payload {
+        Payload {
+            budgets: budgets(&["usd=2.5/day".into()]).unwrap(),
+            catch_up: CatchUp::Latest,
+            drafted_by: Some("agent:walker".into()),
+            expect_success_seconds: Some(2 * 86400),
+            gate: Some("test -s /var/inbox".into()),
+            grace_seconds: 120,
+            instruction: "summarize the inbox".into(),
+            max_retries: 4,
+            name: Some("inbox".into()),
+            notice: NoticePolicy {
+                notify: Some(NotifyMode::Failures),
+                realert_seconds: Some(7200),
+                pause_after: Some(5),
+            },
+            owner_keys: vec!["unix:alice".into()],
+            policy: Policy::ConfirmWrites,
+            retry_backoff_seconds: 90,
+            schedule: Schedule::Calendar {
+                hour: 9,
+                minute: 30,
+                weekdays: vec![0, 1, 2, 3, 4],
+            },
+            target: "chat:42".into(),
+            tenant_key: "default".into(),
+            timeout_seconds: Some(600),
+            zone: Zone::Follows {
+                fallback: "Europe/Berlin".parse().unwrap(),
+            },
+        }
+    }
+
+    fn made(payload: Payload) -> Made {
+        let canonical = payload.canonical();
+        Made {
+            draft: Draft {
+                draft_id: "d1a2b3c4-0000-4000-8000-000000000000".into(),
+                tenant_key: "default".into(),
+                payload_hash: crate::payload::hash_hex(canonical.as_bytes()),
+                payload: canonical,
+                created_by: "unix:alice".into(),
+                created_at: 1_800_000_000,
+                expires_at: 1_800_001_800,
+                replaces: None,
+                code: None,
+            },
+            zone: payload.zone.named(),
+            payload,
+            upcoming: Vec::new(),
+            replacing: None,
+        }
+    }
+
+    #[test]
+    fn the_code_message_and_show_draft_render_every_payload_key() {
+        let made = made(every_field());
+        let commands = Commands {
+            show: "agentcron show d1a2b3c4".into(),
+            confirm: "agentcron confirm d1a2b3c4 --code NNNNNN".into(),
+        };
+        let message = message(&made, "123456", &commands, 1_800_000_000);
+        let shown = show_draft::detail_text(&made, 1_800_000_000, "agentcron confirm d1a2b3c4");
+        let fields = confirmed::fields(&made.payload, made.zone);
+        let keys = made.payload.to_value();
+        for key in keys.as_object().unwrap().keys() {
+            let field = fields
+                .iter()
+                .find(|f| f.keys.contains(&key.as_str()))
+                .unwrap_or_else(|| panic!("no field of the description shows `{key}`"));
+            assert!(
+                message.contains(&field.value),
+                "the code message leaves out `{key}` ({}):\n{message}",
+                field.value
+            );
+            assert!(
+                shown.contains(&format!("{:<13} {}", field.label, field.value)),
+                "show DRAFT leaves out `{key}` ({}):\n{shown}",
+                field.value
+            );
+            assert!(
+                confirmed::key_words(key).is_some(),
+                "`{key}` has no words for a replacement's changes"
+            );
+        }
+        // A value each field shows, in words.
+        for said in [
+            "failures (failures re-alert after 2 h; pause after 5 consecutive failures)",
+            "\"test -s /var/inbox\" (exit 0 runs, 1 skips)",
+            "10 min (the tick's --timeout caps it)",
+            "usd 2.5 a day",
+            "latest (runs the most recent missed occurrence once)",
+            "a success within 2 d",
+            "follows unix:alice",
+        ] {
+            assert!(message.contains(said), "{said}:\n{message}");
+            assert!(shown.contains(said), "{said}:\n{shown}");
+        }
     }
 }

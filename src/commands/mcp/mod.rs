@@ -71,7 +71,8 @@ pub struct McpArgs {
 
     /// Begin the commands handed to the person with these words, so that they work as
     /// printed: e.g. `--confirm-prefix 'sudo -u agentcron'` when this server runs as
-    /// another user [default: `sudo -u $USER` when run by sudo, else none]
+    /// another user [default: $AGENTCRON_CONFIRM_PREFIX, else `sudo -u $USER` when run by
+    /// sudo, else none]
     ///
     /// Split by shell word rules; `--confirm-prefix ''` turns the sudo default off.
     #[arg(long, value_name = "WORDS")]
@@ -91,6 +92,9 @@ pub struct McpArgs {
 
 pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
     let allow_pause = allowed(&args.allow)?;
+    // Every command this server hands out begins with it (`ctx`'s).
+    let prefix = confirm_prefix(ctx, args.confirm_prefix.as_deref())?;
+    ctx.set_confirm_prefix(prefix);
     let session = call::Session {
         allow_pause,
         notifier: notifier_from(
@@ -99,7 +103,6 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
             duration("--kill-grace", &args.kill_grace)?,
             &args.launch.launch()?,
         )?,
-        confirm_prefix: confirm_prefix(ctx, args.confirm_prefix.as_deref())?,
         max_drafts: args.max_drafts,
     };
     // `status` reports the server's tenant only, never the others'.
@@ -141,8 +144,8 @@ pub fn run(ctx: &mut Ctx, args: McpArgs) -> Result<i32> {
 /// How often an idle server looks for a stop signal.
 const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// `--confirm-prefix`, else `sudo -u USER` when sudo started this server as
-/// USER (its SUDO_USER is the one who ran sudo, USER the one it runs as).
+/// `--confirm-prefix`, else the context's (AGENTCRON_CONFIRM_PREFIX, else
+/// `sudo -u USER` when sudo started this server as USER).
 fn confirm_prefix(ctx: &Ctx, given: Option<&str>) -> Result<Vec<String>> {
     if let Some(words) = given {
         return shell_words::split(words).map_err(|e| {
@@ -151,10 +154,7 @@ fn confirm_prefix(ctx: &Ctx, given: Option<&str>) -> Result<Vec<String>> {
                 .into()
         });
     }
-    Ok(match ctx.run_by_sudo_as() {
-        Some(user) => vec!["sudo".into(), "-u".into(), user],
-        None => Vec::new(),
-    })
+    Ok(ctx.confirm_prefix().to_vec())
 }
 
 /// `--allow`: only `pause` can be added; anything else is refused before

@@ -16,6 +16,18 @@ fn text(value: &Value, key: &str) -> String {
     }
 }
 
+/// The draft's `warnings` (words that are not what they look like), each
+/// one line, escaped again: they quote the agent's words.
+fn warnings(value: &Value) -> Vec<String> {
+    value["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(crate::text::escape)
+        .collect()
+}
+
 fn count(value: &Value) -> usize {
     value.as_array().map_or(0, Vec::len)
 }
@@ -70,6 +82,8 @@ pub fn draft(value: &Value, target: &str, sent: &Sent) -> String {
         "You cannot confirm it: agentcron refuses a confirmation from the agent that drafted."
             .to_string(),
     ];
+    // What the person's message warns of, the agent is told too.
+    lines.extend(warnings(value));
     lines.retain(|l| !l.is_empty());
     lines.join("\n")
 }
@@ -120,7 +134,7 @@ pub fn list(value: &Value) -> String {
 
 pub fn show(value: &Value) -> String {
     if value.get("draft_id").is_some() {
-        return format!(
+        let mut lines = vec![format!(
             "Draft {} is {}: it runs {} in {}; payload hash {}; expires {}.",
             text(value, "draft_id"),
             text(value, "state"),
@@ -128,7 +142,9 @@ pub fn show(value: &Value) -> String {
             text(value, "zone"),
             text(value, "payload_hash"),
             text(value, "expires_at"),
-        );
+        )];
+        lines.extend(warnings(value));
+        return lines.join("\n");
     }
     format!(
         "Task {} ({}): {}, next run {}, payload hash {}; {} recent run(s).",

@@ -26,13 +26,18 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
         .ok();
     assert!(
         out.stdout
-            .contains("schedule               every day at 09:00 (UTC) → every day at 10:30 (UTC)"),
+            .contains("  schedule: every day at 09:00 (UTC) → every day at 10:30 (UTC)\n"),
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("grace_seconds          90 s → 300 s"));
+    // Named in words, the durations too (docs/CONTRACT.md §17).
     assert!(
-        !out.stdout.contains("instruction "),
+        out.stdout.contains("  grace: 1 min 30 s → 5 min\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("instruction:"),
         "unchanged fields are not listed"
     );
     assert!(out
@@ -51,7 +56,7 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
     let d = env.json(&["draft", "--replace", "digest", "--daily", "10:30"]);
     assert_eq!(
         d["diff"],
-        serde_json::json!([{"field": "schedule",
+        serde_json::json!([{"field": "schedule", "label": "schedule", "step_up": null,
             "old": {"hour": 9, "kind": "calendar", "minute": 0, "weekdays": []},
             "new": {"hour": 10, "kind": "calendar", "minute": 30, "weekdays": []}}])
     );

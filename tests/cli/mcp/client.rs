@@ -43,7 +43,7 @@ fn client_python() -> Option<PathBuf> {
 /// One session of the Python client against `agentcron mcp ARGS`, as
 /// client `client`, running `steps`; its JSON report.
 #[track_caller]
-pub(super) fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
+pub fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
     let python = client_python()?;
     let mut command = vec![BIN.to_string()];
     command.extend(args.iter().map(|a| a.to_string()));
@@ -83,7 +83,7 @@ pub(super) fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) ->
     Some(report)
 }
 
-pub(super) fn call(tool: &str, arguments: Value) -> Value {
+pub fn call(tool: &str, arguments: Value) -> Value {
     json!({"op": "call", "tool": tool, "arguments": arguments})
 }
 

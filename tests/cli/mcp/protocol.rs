@@ -247,7 +247,9 @@ fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
         .iter()
         .map(|c| c["field"].as_str().unwrap())
         .collect();
-    assert_eq!(changed, ["schedule", "drafted_by"], "{document}");
+    // As the person reads them: step-ups first (none here), each group in
+    // key order.
+    assert_eq!(changed, ["drafted_by", "schedule"], "{document}");
     assert!(text(&drafted).contains("a change to task"), "{drafted}");
     let (id, hash) = (
         document["draft_id"].as_str().unwrap(),

@@ -202,13 +202,11 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
         "{message}"
     );
     assert!(
-        lines[2].starts_with("  notify: attention → never  [silenced:"),
+        lines[2].starts_with("  notices: attention → never  [silenced:"),
         "{message}"
     );
     assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("  max_retries: 3 → 100")),
+        lines.iter().any(|l| l.starts_with("  retries: 3 → 100")),
         "{message}"
     );
     assert!(
@@ -228,7 +226,7 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
     let policy = shown
         .find("policy: read_only → confirm_writes")
         .expect(&shown);
-    let retries = shown.find("max_retries: 3 → 100").expect(&shown);
+    let retries = shown.find("retries: 3 → 100").expect(&shown);
     assert!(policy < retries, "{shown}");
     assert!(shown.contains("a change to task inbox"), "{shown}");
     assert!(shown.contains("policy        confirm_writes"), "{shown}");

@@ -1,12 +1,22 @@
 //! Text for people, below every layer that words a message: escaping of
 //! untrusted strings, clipping, relative times and durations, wall times in
-//! a task's zone, sizes.
+//! a task's zone, sizes. `lookalike` warns of words that are not what they
+//! look like.
+
+mod lookalike;
+
+pub use lookalike::lookalikes;
+
+use unicode_general_category::{get_general_category, GeneralCategory};
 
 use crate::schedule::Tz;
 
-/// Escapes control characters, escape sequences and bidirectional controls
-/// so that text from the database or a child cannot repaint the terminal or
-/// reorder what the operator reads.
+/// Escapes every character a person would not see as itself, so that text
+/// from the database, an agent or a child can neither repaint the terminal,
+/// reorder what the operator reads, nor hide words in what looks like less
+/// (docs/CONTRACT.md §17): newline, carriage return and tab as `\n`, `\r`,
+/// `\t`; other control characters (Cc) as `\xNN`; and everything `hidden`
+/// names as `\u{NNNN}`.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -15,11 +25,49 @@ pub fn escape(text: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if is_bidi_control(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c if is_hidden(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Whether `c` shows nothing of itself, or something it is not: format
+/// characters (Cf: zero-width spaces and joiners, bidirectional controls,
+/// the soft hyphen, TAG characters), private-use (Co) and unassigned (Cn)
+/// code points, line and paragraph separators (Zl, Zp), surrogates, and the
+/// default-ignorable letters and marks that render as nothing (variation
+/// selectors, Hangul fillers, the combining grapheme joiner).
+pub fn is_hidden(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
+    use GeneralCategory as G;
+    matches!(
+        get_general_category(c),
+        G::Control
+            | G::Format
+            | G::PrivateUse
+            | G::Unassigned
+            | G::LineSeparator
+            | G::ParagraphSeparator
+            | G::Surrogate
+    ) || is_ignorable_letter_or_mark(c)
+}
+
+/// The Default_Ignorable_Code_Points (Unicode's DerivedCoreProperties)
+/// whose category is a letter or a mark, not Cf or Cn: they draw nothing,
+/// yet a general category alone would pass them as text.
+fn is_ignorable_letter_or_mark(c: char) -> bool {
+    matches!(c,
+        '\u{034f}'                      // combining grapheme joiner
+        | '\u{115f}' | '\u{1160}'        // Hangul choseong and jungseong fillers
+        | '\u{17b4}' | '\u{17b5}'        // Khmer inherent vowels
+        | '\u{180b}'..='\u{180f}'        // Mongolian free variation selectors
+        | '\u{3164}' | '\u{ffa0}'        // Hangul filler, halfwidth Hangul filler
+        | '\u{fe00}'..='\u{fe0f}'        // variation selectors
+        | '\u{e0000}'..='\u{e0fff}'      // TAG characters, variation selectors supplement
+    )
 }
 
 /// Text another party wrote (an agent's instruction), for a person to read
@@ -40,6 +88,16 @@ pub fn quoted(text: &str) -> String {
     out
 }
 
+/// A command for a person to run, `line` (shell-quoted already) behind the
+/// prefix that makes it work as printed (`sudo -u agentcron`, in the
+/// README's deployment; docs/CONTRACT.md §17).
+pub fn command_line(prefix: &[String], line: &str) -> String {
+    match prefix.is_empty() {
+        true => line.to_string(),
+        false => format!("{} {line}", shell_words::join(prefix)),
+    }
+}
+
 /// The first `max_chars` characters of `text`.
 pub fn head(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {
@@ -48,7 +106,8 @@ pub fn head(text: &str, max_chars: usize) -> &str {
     }
 }
 
-/// Characters that reorder displayed text (Trojan Source).
+/// Characters that reorder displayed text (Trojan Source): refused in
+/// keys, escaped (as `hidden`) wherever text is shown.
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
@@ -165,6 +224,42 @@ mod tests {
         assert_eq!(escape("tab\there"), "tab\\there");
         assert_eq!(escape("\u{9b}"), "\\x9b");
         assert_eq!(escape("值班 ok"), "值班 ok");
+    }
+
+    #[test]
+    fn every_character_a_person_cannot_see_is_escaped() {
+        for (hidden, shown) in [
+            ("a\u{200b}b", "a\\u{200b}b"),                  // zero-width space (Cf)
+            ("\u{e0041}\u{e007f}", "\\u{e0041}\\u{e007f}"), // TAG characters
+            ("\u{e0080}", "\\u{e0080}"),                    // unassigned in the TAG block
+            ("a\u{2028}b\u{2029}", "a\\u{2028}b\\u{2029}"), // Zl, Zp
+            (
+                "\u{3164}\u{115f}\u{1160}\u{ffa0}",
+                "\\u{3164}\\u{115f}\\u{1160}\\u{ffa0}",
+            ),
+            ("soft\u{ad}hyphen", "soft\\u{00ad}hyphen"),
+            ("\u{2764}\u{fe0f}", "\u{2764}\\u{fe0f}"), // a variation selector
+            ("\u{e0100}", "\\u{e0100}"),               // variation selectors supplement
+            ("\u{e000}\u{f8ff}", "\\u{e000}\\u{f8ff}"), // private use (Co)
+            ("\u{10ffff}", "\\u{10ffff}"),             // a noncharacter (Cn)
+            ("\u{0378}", "\\u{0378}"),                 // unassigned (Cn)
+            ("\u{feff}\u{2060}\u{034f}", "\\u{feff}\\u{2060}\\u{034f}"),
+        ] {
+            assert_eq!(escape(hidden), shown, "{hidden:?}");
+        }
+        // Visible text of every script passes as it is, accents included.
+        for plain in [
+            "naïve café",
+            "Ωμέγα",
+            "привет",
+            "值班",
+            "한국어",
+            "🙂",
+            "a\u{301}",
+        ] {
+            assert_eq!(escape(plain), plain);
+        }
+        assert_eq!(clip(&escape("ab\u{200b}cd"), 6), "ab…");
     }
 
     #[test]
