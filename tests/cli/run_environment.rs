@@ -281,6 +281,26 @@ fn lease_check_inside_a_run_is_answered_by_the_tick_0_then_5_once_lost() {
     assert_eq!(out.status.code(), Some(5), "{out:?}");
 }
 
+/// Whether sudo, visudo and runuser are here (a note when not; a failure
+/// where AGENTCRON_REQUIRE_SUDO says they must be).
+pub fn sudo_available() -> bool {
+    let found = Command::new("sh")
+        .args([
+            "-c",
+            "command -v sudo && command -v visudo && command -v runuser",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
+            panic!("sudo, visudo or runuser is missing (scripts/ensure-sudo)");
+        }
+        eprintln!("--run-as through sudo is not tested: sudo is missing");
+    }
+    found
+}
+
 /// Why `--run-as` cannot be tried here, if it cannot.
 fn run_as_unavailable() -> Option<String> {
     // SAFETY: geteuid cannot fail.
@@ -465,19 +485,7 @@ fn a_tick_that_is_not_root_runs_as_another_user_through_sudo() {
     if crate::support::on_postgres() {
         return;
     }
-    let sudo = Command::new("sh")
-        .args([
-            "-c",
-            "command -v sudo && command -v visudo && command -v runuser",
-        ])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !sudo {
-        if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
-            panic!("sudo, visudo or runuser is missing (scripts/ensure-sudo)");
-        }
-        eprintln!("--run-as through sudo is not tested: sudo is missing");
+    if !sudo_available() {
         return;
     }
     let Some(agent) = RunUser::add() else { return };

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::run_environment::RunUser;
+use crate::run_environment::{sudo_available, RunUser};
 use crate::support::{kill, on_postgres, wait_for, write_script, TestEnv, BIN, T0};
 
 const HOUR: i64 = 3600;
@@ -49,24 +49,6 @@ impl Drop for Site {
             let _ = std::fs::remove_file(rule);
         }
     }
-}
-
-fn sudo_available() -> bool {
-    let found = Command::new("sh")
-        .args([
-            "-c",
-            "command -v sudo && command -v visudo && command -v runuser",
-        ])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        if std::env::var_os("AGENTCRON_REQUIRE_SUDO").is_some() {
-            panic!("sudo, visudo or runuser is missing (scripts/ensure-sudo)");
-        }
-        eprintln!("--run-as through sudo is not tested: sudo is missing");
-    }
-    found
 }
 
 impl Site {
