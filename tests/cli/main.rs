@@ -45,5 +45,6 @@ mod tasks;
 mod tick;
 mod transfer;
 mod upgrade;
+mod upgrade_reads;
 mod wiring;
 mod zones;
