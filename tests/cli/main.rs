@@ -46,5 +46,6 @@ mod tick;
 mod transfer;
 mod upgrade;
 mod upgrade_reads;
+mod usage_edges;
 mod wiring;
 mod zones;
