@@ -29,6 +29,7 @@ mod pg_proxy;
 mod plan;
 mod plans;
 mod postgres;
+mod quotas;
 mod races;
 mod read_truth;
 mod readme;
