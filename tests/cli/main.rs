@@ -26,6 +26,7 @@ mod operator_truth;
 mod overdue;
 mod panel;
 mod pg_proxy;
+mod plain_truths;
 mod plan;
 mod plans;
 mod postgres;
