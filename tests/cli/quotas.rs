@@ -98,3 +98,19 @@ fn eight_servers_drafting_at_once_never_pass_20_waiting_drafts() {
         );
     }
 }
+
+/// The same with every server pausing between its count and its draft
+/// (`--features test-hooks`): counts that are not serialized with the draft
+/// they allow would all see room, and every server would add one.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn servers_pausing_between_count_and_draft_still_never_pass_max_drafts() {
+    let env = TestEnv::new();
+    env.set_env("AGENTCRON_TEST_HOOK", "draft_quota_counted:sleep:3000");
+    let Some(results) = burst(&env, &["mcp", "--max-drafts", "3"], 1) else {
+        return;
+    };
+    let (made, refusals) = tally(&results);
+    assert_eq!(made, 3, "{refusals:?}");
+    assert_eq!(env.count("SELECT count(*) FROM drafts"), 3);
+}

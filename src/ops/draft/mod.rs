@@ -227,6 +227,10 @@ fn check_agent_limits(
             .with_hint("try again when the person has confirmed some, or they expired"),
         );
     }
+    // Between the count and the draft it allows: where two servers' drafts
+    // would both fit under one quota, were the step not serialized.
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("draft_quota_counted");
     Ok(())
 }
 
