@@ -125,14 +125,13 @@ fn migrate_dry_run_reads_a_read_only_file_or_mount() {
     if env.pg_schema().is_some() {
         return;
     }
-    use std::os::unix::fs::PermissionsExt;
     let found = previous_release(&env);
     let before = snapshot(&env);
-    // A file nobody may write (root still may: the mount below is what
-    // refuses root).
-    std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o400)).unwrap();
-    let plan = env.json(&["migrate", "--dry-run"]);
+    // A file its owner may not write (chmod 0444) in a folder they may not
+    // write, read by that owner (not root, who may write any file).
+    let plan = as_owner_of_a_read_only_file(&env, &["--json", "migrate", "--dry-run"]);
     assert_eq!(plan["from"], found, "{plan}");
+    assert_eq!(plan["applied"].as_array().unwrap().len(), 0, "{plan}");
     assert_eq!(snapshot(&env), before);
 
     let folder = env.db.parent().unwrap().to_path_buf();
@@ -149,4 +148,35 @@ fn migrate_dry_run_reads_a_read_only_file_or_mount() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stderr.contains("read-only"), "{}", out.stderr);
     assert_eq!(snapshot(&env), before);
+}
+
+/// Runs `args` as `nobody` owning the store, its file chmod 0444 in a
+/// folder chmod 0500: the result as JSON, after asserting success.
+fn as_owner_of_a_read_only_file(env: &TestEnv, args: &[&str]) -> serde_json::Value {
+    use std::os::unix::fs::PermissionsExt;
+    let state = env.db.parent().unwrap();
+    let home = state.parent().unwrap();
+    // nobody passes through the test's folder and owns the store's.
+    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let nobody = 65534;
+    for path in [state.to_path_buf(), env.db.clone()] {
+        std::os::unix::fs::chown(&path, Some(nobody), Some(nobody)).unwrap();
+    }
+    std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    // Nor may it add a -wal or -shm beside it.
+    std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let template = env.command(args);
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(template.get_program())
+        .args(template.get_args())
+        .env_clear()
+        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env("HOME", state)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?} as nobody: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
