@@ -8,7 +8,7 @@
 //! deployment under a dedicated user and a sudoers rule, where root and
 //! sudo are at hand. Both stores, as the rest of the suite.
 
-pub(crate) mod client;
+pub mod client;
 mod clock;
 mod deployment;
 mod protocol;
