@@ -38,13 +38,16 @@ pub const GLOBAL: &str = "Global options";
 /// Options every subcommand takes.
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
-    /// The database file [default: $XDG_STATE_HOME/agentcron/agentcron.db,
-    /// else ~/.local/state/agentcron/agentcron.db]
+    /// The store: a SQLite file, or a `postgresql://` (or `postgres://`) URL
+    /// [default: $XDG_STATE_HOME/agentcron/agentcron.db, else
+    /// ~/.local/state/agentcron/agentcron.db]
     ///
-    /// Created with mode 0600 in 0700 folders by `draft`, `plan`/`apply` or
-    /// `import`; every other command (`tick` included) exits 3 when the file
-    /// does not exist, so a mistyped path is never a new empty store.
-    /// `:memory:` is refused.
+    /// A file is created with mode 0600 in 0700 folders by `draft`,
+    /// `plan`/`apply` or `import`; every other command (`tick` included)
+    /// exits 3 when the file does not exist, so a mistyped path is never a
+    /// new empty store. `:memory:` is refused. A URL names a database that
+    /// exists (`postgresql://USER@HOST:PORT/DB`, a password from PGPASSWORD
+    /// or ~/.pgpass, never in the URL on a command line others can read).
     #[arg(long, global = true, env = "AGENTCRON_DB", value_name = "PATH", help_heading = GLOBAL)]
     pub db: Option<PathBuf>,
 

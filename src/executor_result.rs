@@ -188,12 +188,68 @@ enum Reply {
 
 fn reply_of(line: &[u8]) -> Reply {
     let line = String::from_utf8_lossy(line);
-    match serde_json::from_str::<Value>(&line) {
+    match parse_leniently(&line) {
         Ok(Value::Object(reply)) => given(&reply).map_or(Reply::Output, Reply::Given),
         Ok(_) => Reply::Output,
         Err(e) if looks_like_a_reply(&line) => Reply::Garbled(e),
         Err(_) => Reply::Output,
     }
+}
+
+/// The most numbers too large for a float one line may hold and still be
+/// read (each costs a parse of the line).
+const OUT_OF_RANGE_MAX: usize = 32;
+
+/// The line as JSON, where a number too large for a float (`1e400`, or
+/// `1.8e308`, which serde_json refuses as out of range) becomes a string
+/// marked `limits::OUT_OF_RANGE`: such a number in a reply's `usage` is a
+/// usage to ignore, not a reply to call malformed (docs/CONTRACT.md §20).
+fn parse_leniently(line: &str) -> serde_json::Result<Value> {
+    let mut text = std::borrow::Cow::Borrowed(line);
+    let mut rewritten = 0;
+    loop {
+        let error = match serde_json::from_str::<Value>(&text) {
+            Err(e) if e.to_string().starts_with("number out of range") => e,
+            parsed => return parsed,
+        };
+        let Some(number) = number_at(&text, error.column()) else {
+            return Err(error);
+        };
+        if rewritten == OUT_OF_RANGE_MAX {
+            return Err(error);
+        }
+        let marked = Value::String(format!(
+            "{}{}",
+            crate::limits::OUT_OF_RANGE,
+            &text[number.clone()]
+        ));
+        text.to_mut().replace_range(number, &marked.to_string());
+        rewritten += 1;
+    }
+}
+
+/// The byte range of the JSON number around a parse error's column (its
+/// end, or within it), if there is one there.
+fn number_at(text: &str, column: usize) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let in_number = |b: &u8| b.is_ascii_digit() || b".eE+-".contains(b);
+    // The column counts from 1 and may point at the number's last byte or
+    // at the one after it.
+    [column, column.saturating_sub(1)]
+        .into_iter()
+        .find_map(|at| {
+            let at = at.min(bytes.len());
+            let start = at
+                - bytes[..at]
+                    .iter()
+                    .rev()
+                    .take_while(|b| in_number(b))
+                    .count();
+            let end = at + bytes[at..].iter().take_while(|b| in_number(b)).count();
+            // `get`: a column inside a multi-byte character is no number.
+            let number = text.get(start..end)?;
+            number.parse::<f64>().is_ok().then_some(start..end)
+        })
 }
 
 /// The executor's reply, if the object is one.
@@ -691,6 +747,34 @@ mod tests {
             b"{\"status\":\"failed\",\"summary\":\"bad \xff\"}",
         ));
         assert_eq!(got, result(ExecStatus::Failed, Some("bad \u{fffd}"), None));
+    }
+
+    #[test]
+    fn usage_too_large_for_a_float_is_ignored_and_the_status_stands() {
+        for (usage, says) in [
+            ("1e400", "usd 1e400 is over the limit of 1e15"),
+            ("1.8e308", "usd 1.8e308 is over the limit of 1e15"),
+            ("-1e400", "usd -1e400 is negative"),
+            ("1e16", "usd 1e16 is over the limit of 1e15"),
+            ("\"NaN\"", "usd \"NaN\" is not a number"),
+            ("-1", "usd -1 is negative"),
+        ] {
+            let line = format!(
+                r#"{{"status":"succeeded","summary":"ok","usage":{{"tokens":3,"usd":{usage},"é":1e999}}}}"#
+            );
+            let got = exited(1, &line);
+            assert_eq!(got.status, ExecStatus::Succeeded, "{line}");
+            let summary = got.summary.unwrap();
+            assert!(summary.starts_with("ok (usage ignored: "), "{summary}");
+            assert!(summary.contains(says), "{summary}");
+            assert_eq!(got.usage.amounts, [("tokens".to_string(), 3.0)]);
+        }
+        // Out of range anywhere else: the rest of the reply still counts.
+        let got = exited(1, r#"{"status":"succeeded","extra":[1e400,2e500]}"#);
+        assert_eq!(got.status, ExecStatus::Succeeded);
+        // A reply whose status is unreadable stays malformed.
+        let got = exited(0, r#"{"status":"succeeded","usage":{"usd":1e400}"#);
+        assert_eq!(got.status, ExecStatus::Failed);
     }
 
     #[test]

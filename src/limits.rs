@@ -204,6 +204,47 @@ impl Usage {
         (Usage { amounts }, note)
     }
 
+    /// Reads `reconcile --usage KEY=N` (repeatable): each amount checked as
+    /// a reply's usage entry is, each key given once.
+    pub fn from_flags(texts: &[String]) -> Result<Usage, String> {
+        let mut amounts: Vec<(String, f64)> = Vec::with_capacity(texts.len());
+        for text in texts {
+            let (key, number) = text.split_once('=').ok_or_else(|| {
+                format!(
+                    "--usage '{}' is not KEY=N (like usd=0.08)",
+                    crate::text::escape(text)
+                )
+            })?;
+            // As JSON where it is a JSON number, so it is shown as typed.
+            let json = serde_json::from_str::<serde_json::Value>(number.trim()).ok();
+            let value = match number.trim().parse::<f64>() {
+                Ok(_) if json.as_ref().is_some_and(serde_json::Value::is_number) => {
+                    json.unwrap_or_default()
+                }
+                Ok(n) if n.is_finite() => serde_json::json!(n),
+                Ok(n) if !n.is_nan() => serde_json::json!(format!("{OUT_OF_RANGE}{number}")),
+                _ => serde_json::json!(number),
+            };
+            let amount = entry(key, &value).map_err(|why| format!("--usage: {why}"))?;
+            if amounts.iter().any(|(k, _)| k == key) {
+                return Err(format!("--usage {key} is given twice"));
+            }
+            amounts.push((key.to_string(), amount));
+        }
+        amounts.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Usage { amounts })
+    }
+
+    /// In words: `tokens=1200 usd=0.6`.
+    pub fn words(&self) -> String {
+        let pairs: Vec<String> = self
+            .amounts
+            .iter()
+            .map(|(k, v)| format!("{k}={}", amount_words(*v)))
+            .collect();
+        pairs.join(" ")
+    }
+
     /// As stored on the run and shown in its JSON: `{"usd": 0.6}`.
     pub fn to_json(&self) -> serde_json::Value {
         let map = self
@@ -257,11 +298,40 @@ fn entry(key: &str, amount: &serde_json::Value) -> Result<f64, String> {
     if key == RUNS_KEY {
         return Err(format!("'{RUNS_KEY}' is counted by agentcron"));
     }
-    amount
-        .as_f64()
-        .filter(|n| n.is_finite() && *n >= 0.0 && *n <= USAGE_MAX)
-        .ok_or_else(|| format!("'{shown}' is not a non-negative number"))
+    // A number too large for a float, which JSON cannot hold as one, comes
+    // marked as a string (`executor_result` reads the reply leniently).
+    if let Some(text) = amount.as_str().and_then(|s| s.strip_prefix(OUT_OF_RANGE)) {
+        let text = crate::text::clip(text, 40);
+        return Err(if text.starts_with('-') {
+            format!("{shown} {text} is negative")
+        } else {
+            format!("{shown} {text} is over the limit of {USAGE_MAX:e}")
+        });
+    }
+    let Some(number) = amount.as_f64() else {
+        let given = crate::text::clip(&crate::text::escape(&amount.to_string()), 40);
+        return Err(format!("{shown} {given} is not a number"));
+    };
+    // Large numbers as they are usually written (`1e16`, not `1e+16`).
+    let written = if number.abs() < USAGE_MAX {
+        amount.to_string()
+    } else {
+        format!("{number:e}")
+    };
+    if number < 0.0 {
+        return Err(format!("{shown} {written} is negative"));
+    }
+    if number > USAGE_MAX {
+        return Err(format!(
+            "{shown} {written} is over the limit of {USAGE_MAX:e}"
+        ));
+    }
+    Ok(number)
 }
+
+/// What marks, in a reply read leniently, a number JSON could not hold
+/// (`1e400`): a string of this prefix and the number as written.
+pub const OUT_OF_RANGE: &str = "\u{FFFF}number:";
 
 #[cfg(test)]
 mod tests {
@@ -328,9 +398,19 @@ mod tests {
             [("tokens".to_string(), 1200.0), ("usd".to_string(), 0.6)]
         );
         for (bad, says) in [
-            (json!({"usd": -1}), "'usd' is not a non-negative number"),
-            (json!({"usd": 1e300}), "'usd' is not a non-negative number"),
-            (json!({"usd": "0.5"}), "'usd' is not a non-negative number"),
+            (json!({"usd": -1}), "usd -1 is negative"),
+            (json!({"usd": 1e300}), "usd 1e300 is over the limit of 1e15"),
+            (json!({"usd": "0.5"}), "usd \"0.5\" is not a number"),
+            (json!({"usd": "NaN"}), "usd \"NaN\" is not a number"),
+            (json!({"usd": null}), "usd null is not a number"),
+            (
+                json!({"usd": format!("{OUT_OF_RANGE}1e400")}),
+                "usd 1e400 is over the limit of 1e15",
+            ),
+            (
+                json!({"usd": format!("{OUT_OF_RANGE}-1e400")}),
+                "usd -1e400 is negative",
+            ),
             (json!({"USD": 1}), "'USD' is not a key"),
             (json!({"runs": 1}), "'runs' is counted by agentcron"),
             (json!([1, 2]), "not an object"),
@@ -348,12 +428,28 @@ mod tests {
         assert_eq!(usage.amounts, [("usd".to_string(), 0.5)]);
         let note = note.unwrap();
         assert!(
-            note.contains("'tokens'") && note.contains("'Bad'"),
+            note.contains("tokens -1") && note.contains("'Bad'"),
             "{note}"
         );
         let many: serde_json::Map<String, serde_json::Value> =
             (0..17).map(|i| (format!("k{i}"), json!(1))).collect();
         assert!(Usage::read(&serde_json::Value::Object(many)).1.is_some());
+        let flags = |list: &[&str]| {
+            Usage::from_flags(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let given = flags(&["usd=0.08", "tokens=1200"]).unwrap();
+        assert_eq!(given.words(), "tokens=1200 usd=0.08");
+        for (bad, says) in [
+            (&["usd"][..], "is not KEY=N"),
+            (&["usd=-1"], "usd -1 is negative"),
+            (&["usd=1e400"], "usd 1e400 is over the limit of 1e15"),
+            (&["usd=NaN"], "usd \"NaN\" is not a number"),
+            (&["runs=1"], "counted by agentcron"),
+            (&["usd=1", "usd=2"], "--usage usd is given twice"),
+        ] {
+            let err = flags(bad).unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
         let added = Usage::read(&json!({"usd": 0.5}))
             .0
             .added_to(Some(r#"{"usd":0.25,"tok":3}"#));

@@ -35,7 +35,11 @@ pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<i32> {
     // TERM, INT and HUP stop the copy and remove its temporary file.
     crate::interrupt::catch_stop_signals()
         .map_err(|e| anyhow::anyhow!("cannot catch stop signals: {e}"))?;
-    let written = ctx.store()?.backup_to(&args.file);
+    let store = ctx.store()?;
+    // A store at an older schema is copied as it is (docs/CONTRACT.md §21):
+    // the copy is the way back to the build that wrote it.
+    let (found, latest) = (store.schema_version()?, store.migrations().len() as i64);
+    let written = store.backup_to(&args.file);
     if let (Err(_), Some(signal)) = (&written, crate::interrupt::received()) {
         ctx.out.warn(&format!(
             "interrupted by {}: no backup was written",
@@ -45,15 +49,23 @@ pub fn run(ctx: &mut Ctx, args: BackupArgs) -> Result<i32> {
     }
     written?;
     let bytes = std::fs::metadata(&args.file).map(|m| m.len()).unwrap_or(0);
+    let shown = args.file.display().to_string();
     if ctx.out.json {
         ctx.out
-            .document(&json!({"backup": args.file.display().to_string(), "bytes": bytes}))?;
+            .document(&json!({"backup": shown, "bytes": bytes, "schema": found}))?;
         return Ok(0);
     }
+    // A line to paste: the path quoted for a shell.
+    let verify = shell_words::join(["agentcron", "--db", shown.as_str(), "check"]);
+    let older = if found < latest {
+        format!(", at schema {found} as the store is (older than this build's {latest})")
+    } else {
+        String::new()
+    };
     ctx.out.line(&format!(
-        "Backed up to {} ({bytes} bytes); `agentcron --db {} check` verifies it.",
-        crate::text::escape(&args.file.display().to_string()),
-        crate::text::escape(&args.file.display().to_string())
+        "Backed up to {} ({bytes} bytes{older}); `{}` verifies it.",
+        crate::text::escape(&shown),
+        crate::text::escape(&verify)
     ))?;
     Ok(0)
 }

@@ -130,8 +130,10 @@ pub struct DraftArgs {
     pub timeout: Option<String>,
 
     /// At most N of KEY per day, week or month in the task's zone (repeatable; `runs` counts
-    /// runs started, other keys the executor's reported usage); a run past it is
-    /// skipped_budget. `none` removes every budget from a replacement
+    /// runs started, other keys the executor's reported usage); a run due once it is spent is
+    /// skipped_budget. A budget stops the next run, not the current one: a run that starts
+    /// within the window may take it past its limit (unless the executor reports usage as it
+    /// goes). `none` removes every budget from a replacement
     #[arg(long, value_name = "KEY=N/PERIOD", value_delimiter = ',')]
     pub budget: Vec<String>,
 

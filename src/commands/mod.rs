@@ -102,8 +102,9 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         ctx.open_existing_store_only();
     }
     match &command {
-        // Upgrades the store, or copies it as it is before an upgrade.
-        Command::Migrate(_) | Command::Backup(_) => ctx.open_any_schema(),
+        // Upgrades the store, or copies or verifies it as it is: a store
+        // kept for going back to an older build must stay at its schema.
+        Command::Migrate(_) | Command::Backup(_) | Command::Check(_) => ctx.open_any_schema(),
         // Its read tools must not migrate, so no tool does.
         Command::Mcp(_) => ctx.never_migrate(),
         _ => {}
@@ -165,8 +166,9 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
     .map(|()| 0)
 }
 
-/// Commands that only read: they never create a store, and open one they
-/// cannot write (a read-only file system) read-only.
+/// Commands that only read: they never create a store, open one they
+/// cannot write (a read-only file system) read-only, and never migrate one
+/// (docs/CONTRACT.md §21): a dry run, of the tick or of `migrate`, included.
 fn only_reads(command: &Command) -> bool {
     matches!(
         command,
@@ -184,6 +186,8 @@ fn only_reads(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Lease(_)
     ) || matches!(command, Command::Zone(args) if args.only_reads())
+        || matches!(command, Command::Tick(args) if args.dry_run)
+        || matches!(command, Command::Migrate(args) if args.dry_run)
 }
 
 /// Commands that confirm or change schedules: refused inside a run, the

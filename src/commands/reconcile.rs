@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::error::{fail, CmdError};
+use crate::limits::Usage;
 use crate::model::{short_id, RunStatus};
 use crate::ops::access::Caller;
 use crate::ops::reconcile::{self, Decision};
@@ -20,7 +21,9 @@ use crate::wire::{run as run_json, time};
 /// A run whose outcome is uncertain (lease expired, killed, timed out) is frozen as
 /// unknown and blocks the task's next occurrences. Find out what really happened,
 /// then record it: confirmed_succeeded settles the run as succeeded,
-/// confirmed_failed and abandoned as failed. Nothing is run or retried.
+/// confirmed_failed and abandoned as failed. Nothing is run or retried. What the
+/// run spent, if you found out (`--usage usd=0.08`), is recorded on it and counted
+/// once, in the tenant's totals and in the task's budget windows current now.
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// The unknown run to settle (its id, or a unique prefix of 4+
@@ -35,6 +38,14 @@ pub struct ReconcileArgs {
     /// Why you decided so; kept with the decision
     #[arg(long, value_name = "TEXT", requires = "decision")]
     pub reason: Option<String>,
+
+    /// What the run spent, as its executor would have reported it
+    /// (repeatable, one KEY once; N a number from 0 to 1e15): recorded on the
+    /// run, audited, and counted once in the tenant's usage totals and in
+    /// the task's budget windows current now, so that its budgets stop the
+    /// next run that would pass them
+    #[arg(long, value_name = "KEY=N", requires = "decision")]
+    pub usage: Vec<String>,
 }
 
 /// The decision as the command line spells it, with the help of each.
@@ -56,10 +67,14 @@ impl ValueEnum for Decision {
 pub fn run(ctx: &mut Ctx, args: ReconcileArgs) -> Result<()> {
     // Runs whose lease has passed are unknown whether or not a tick has
     // looked yet: after a restore they are settled before ticks restart.
+    // Bad input is refused before anything is written.
+    let usage = Usage::from_flags(&args.usage).or_else(|why| fail(CmdError::usage(why)))?;
     let (tenant, now) = (ctx.tenant.clone(), ctx.clock.now());
     reconcile::freeze_expired(ctx.store()?, now, &tenant)?;
     match (args.run, args.decision, args.reason) {
-        (Some(run), Some(decision), Some(reason)) => settle_one(ctx, &run, decision, &reason),
+        (Some(run), Some(decision), Some(reason)) => {
+            settle_one(ctx, &run, decision, &reason, &usage)
+        }
         _ => list(ctx),
     }
 }
@@ -153,7 +168,13 @@ fn settle_line(ctx: &Ctx, run_id: &str) -> String {
     crate::text::command_line(ctx.confirm_prefix(), &shell_words::join(words))
 }
 
-fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) -> Result<()> {
+fn settle_one(
+    ctx: &mut Ctx,
+    run_arg: &str,
+    decision: Decision,
+    reason: &str,
+    usage: &Usage,
+) -> Result<()> {
     super::check_text("--reason", reason)?;
     if reason.trim().is_empty() {
         return fail(CmdError::usage("--reason is empty").with_hint("say what you found out"));
@@ -163,14 +184,29 @@ fn settle_one(ctx: &mut Ctx, run_arg: &str, decision: Decision, reason: &str) ->
         tenant: &tenant,
         identity: &identity,
     };
-    let settled = reconcile::settle_unknown(ctx.store()?, &caller, run_arg, decision, reason, now)?;
+    let settled = reconcile::settle_unknown(
+        ctx.store()?,
+        &caller,
+        run_arg,
+        &reconcile::Settling {
+            decision,
+            reason,
+            usage,
+        },
+        now,
+    )?;
     if ctx.out.json {
         let mut v = run_json(&settled);
         v["decision"] = json!(decision.as_str());
         return ctx.out.document(&v);
     }
+    let spent = if usage.is_empty() {
+        String::new()
+    } else {
+        format!(", spending {}", usage.words())
+    };
     ctx.out.line(&format!(
-        "Reconciled run {} as {} ({}); the task's next occurrence will run.",
+        "Reconciled run {} as {} ({}{spent}); the task's next occurrence will run.",
         short_id(&settled.run_id),
         settled.status,
         decision.as_str()

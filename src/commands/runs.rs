@@ -57,6 +57,8 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         Ok((runs, tasks))
     })?;
     if runs.is_empty() {
+        // On stderr, as `list` says it: stdout stays empty for scripts.
+        ctx.out.note(&no_runs(&args));
         return Ok(());
     }
     let now = ctx.clock.now();
@@ -65,6 +67,19 @@ pub fn run(ctx: &mut Ctx, args: RunsArgs) -> Result<()> {
         .map(|r| run_row(r, tasks.get(&r.task_id), now))
         .collect();
     ctx.out.table(&RUN_HEADER, rows)
+}
+
+/// What an empty history says: "No runs yet" of a task (or of any task)
+/// that has not run; "No S runs" when a status filtered them all out.
+fn no_runs(args: &RunsArgs) -> String {
+    let whose = match &args.task {
+        Some(task) => format!(" of task {}", crate::text::escape(task)),
+        None => String::new(),
+    };
+    match args.status {
+        Some(status) => format!("No {status} runs{whose}"),
+        None => format!("No runs yet{whose}"),
+    }
 }
 
 /// `runs --json`'s elements, each handed to `each` as the store yields

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
+use crate::limits::Usage;
 use crate::model::{Run, RunStatus};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::{Reconciliation, Store, TaskMemory};
@@ -56,16 +57,29 @@ pub fn freeze_expired(store: &mut dyn Store, now: i64, tenant: &str) -> Result<(
     Ok(())
 }
 
-/// Settles the unknown run `run_arg` names as `decision` says, keeping
-/// `reason`; returns the run as settled.
+/// What a person records of an unknown run.
+pub struct Settling<'a> {
+    pub decision: Decision,
+    /// Why they decided so.
+    pub reason: &'a str,
+    /// What they found the run spent in all (`--usage`): what it did not
+    /// tell as it went is recorded as a reply's usage is when a run
+    /// settles: on the run, in the tenant's totals and in the task's
+    /// current budget windows, in this transaction. Only an unknown run is
+    /// settled, so it is counted once.
+    pub usage: &'a Usage,
+}
+
+/// Settles the unknown run `run_arg` names as `settling` says; returns the
+/// run as settled.
 pub fn settle_unknown(
     store: &mut dyn Store,
     caller: &Caller<'_>,
     run_arg: &str,
-    decision: Decision,
-    reason: &str,
+    settling: &Settling<'_>,
     now: i64,
 ) -> Result<Run> {
+    let (decision, reason) = (settling.decision, settling.reason);
     let actor = &caller.identity[0];
     store.write(|tx| {
         let (_, run) = owned_run(tx, caller, run_arg)?;
@@ -75,10 +89,20 @@ pub fn settle_unknown(
                 run.run_id, run.status
             )));
         }
-        let outcome = Outcome::final_decision(
-            decision.settles_as(),
-            format!("reconciled ({}): {reason}", decision.as_str()),
-        );
+        // `--usage` is what the run spent in all; what it told as it went
+        // (`lease check --usage`) is on the run already and counted.
+        let told = run
+            .usage
+            .as_ref()
+            .map(|u| Usage::read(u).0)
+            .unwrap_or_default();
+        let outcome = Outcome {
+            usage: crate::tick::usage_reports::beyond(settling.usage, &told),
+            ..Outcome::final_decision(
+                decision.settles_as(),
+                format!("reconciled ({}): {reason}", decision.as_str()),
+            )
+        };
         tx.insert_reconciliation(&Reconciliation {
             run_id: run.run_id.clone(),
             tenant_key: run.tenant_key.clone(),
@@ -93,12 +117,17 @@ pub fn settle_unknown(
         let memory =
             (tx.task_memory(&run.task_id)?).unwrap_or_else(|| TaskMemory::new(&run.task_id));
         tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
+        let mut detail =
+            json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason});
+        if !settling.usage.is_empty() {
+            detail["usage"] = settling.usage.to_json();
+        }
         tx.append_event(&Event::of_run(
             AuditAction::Reconcile,
             &run,
             actor,
             now,
-            json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason}),
+            detail,
         ))?;
         Ok(settled)
     })

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use crate::model::{short_id, Run, Task};
+use crate::model::{short_id, Run, RunStatus, Task};
 use crate::schedule;
 use crate::text::{escape, relative, wall_time};
 use crate::wire::time;
@@ -71,7 +71,7 @@ fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i6
     row.extend([
         next,
         relative(*at, now),
-        last.map(|r| wall_time(r.scheduled_for, task.zone_in_force))
+        last.map(|r| wall_time(last_occurrence(r, task), task.zone_in_force))
             .unwrap_or_else(|| "-".into()),
         last.map(|r| r.status.to_string())
             .unwrap_or_else(|| "-".into()),
@@ -81,4 +81,23 @@ fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i6
         },
     ]);
     row
+}
+
+/// The occurrence LAST names: the run's own or, for a missed run that
+/// stands for several coalesced occurrences (recorded at the first), the
+/// last of them — found along the schedule, since all of them were due by
+/// the time the run was recorded. A person reads "when did it last come
+/// due", not when a gap began.
+fn last_occurrence(run: &Run, task: &Task) -> i64 {
+    let mut at = run.scheduled_for;
+    if run.status != RunStatus::Missed {
+        return at;
+    }
+    for _ in 1..run.skipped_occurrences {
+        match schedule::next_after(&task.payload.schedule, task.zone_in_force, at) {
+            Some(next) if next.at <= run.created_at => at = next.at,
+            _ => break,
+        }
+    }
+    at
 }

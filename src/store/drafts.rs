@@ -21,6 +21,13 @@ pub trait DraftTx {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>>;
+    /// Serializes this write transaction with every other one that counts
+    /// or adds an agent's drafts for `actor` in the tenant, until it ends,
+    /// so that two agents' drafts cannot both fit under one quota
+    /// (docs/CONTRACT.md §17). SQLite's write transactions are serial
+    /// already; PostgreSQL takes a transaction-scoped advisory lock on the
+    /// (tenant, person).
+    fn hold_agent_quota(&mut self, tenant_key: &str, actor: &str) -> Result<()>;
     /// When each draft an agent made for `actor` in the tenant at or after
     /// `since` was made, oldest first: from the audit trail, which keeps the
     /// drafts already confirmed or voided (docs/CONTRACT.md §17).

@@ -69,4 +69,8 @@ pub trait MaintenanceTx {
         -> Result<PruneCounts>;
     /// Every broken invariant, in words; empty when the store is sound.
     fn violations(&mut self, now: i64) -> Result<Vec<String>>;
+    /// What the database itself finds broken, read with no table of any
+    /// schema (SQLite's integrity check; PostgreSQL keeps its own): what
+    /// `check` verifies of a store at an older schema.
+    fn integrity(&mut self) -> Result<Vec<String>>;
 }

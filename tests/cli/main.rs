@@ -3,9 +3,8 @@
 //! pinned clock).
 
 #[allow(dead_code)] // helpers shared by the suites; not every suite uses each one
-mod support;
-
 mod budgets;
+
 mod capacity;
 mod catch_up;
 mod completion;
@@ -14,6 +13,7 @@ mod continuations;
 mod day2;
 mod diagnostics;
 mod draft;
+mod empty_outputs_and_help;
 mod gate;
 mod generated;
 mod growth;
@@ -30,6 +30,7 @@ mod pg_proxy;
 mod plan;
 mod plans;
 mod postgres;
+mod quotas;
 mod races;
 mod read_truth;
 mod readme;
@@ -41,12 +42,15 @@ mod shell;
 mod small_lies;
 mod spend_limits;
 mod supervised_runs;
+mod support;
 mod tables;
 mod task_limits;
 mod tasks;
 mod tick;
 mod transfer;
 mod upgrade;
+mod upgrade_reads;
+mod usage_edges;
 mod usage_reports;
 mod visible_text;
 mod wiring;

@@ -81,6 +81,24 @@ fn usage_reported_mid_run_survives_a_kill_9_of_the_tick() {
         std::fs::read_to_string(env.path("answers")).unwrap(),
         "0.02 0\n0.04 0\n"
     );
+    // Its lease runs out; the person reconciles it with what the bill says
+    // it spent in all, 0.08: the window counts 0.08, not 0.04 + 0.08.
+    env.advance(HOUR);
+    env.run(&["reconcile"]).ok();
+    let run = env.json(&["runs", "t"])[0].clone();
+    assert_eq!(run["status"], "unknown", "{run}");
+    env.run(&[
+        "reconcile",
+        run["run_id"].as_str().unwrap(),
+        "--decision",
+        "confirmed_succeeded",
+        "--reason",
+        "the bill says 0.08",
+        "--usage",
+        "usd=0.08",
+    ])
+    .ok();
+    assert!((spent(&env) - 0.08).abs() < 1e-9, "{}", spent(&env));
 }
 
 /// A report that takes the window past its limit: the lease check answers

@@ -191,6 +191,9 @@ fn check_agent_limits(
     max_per_hour: u32,
 ) -> Result<()> {
     let (tenant, now) = (req.caller.tenant, req.now);
+    // Counted and taken in one serialized step: without it, eight servers
+    // drafting at once on PostgreSQL each counted nine and all added theirs.
+    tx.hold_agent_quota(tenant, actor)?;
     let made = tx.agent_drafts_since(tenant, actor, now - 3599)?;
     let max = max_per_hour as usize;
     if made.len() >= max {
@@ -199,10 +202,11 @@ fn check_agent_limits(
         return fail(
             CmdError::new(
                 ErrorKind::Busy,
+                // The limit, not the count: a count past it (the limit
+                // lowered since) would read as a quota that did not hold.
                 format!(
-                "{} drafts for this person in the last hour, the most allowed (--max-drafts {max})",
-                made.len()
-            ),
+                    "{max} drafts for this person in the last hour, the most allowed (--max-drafts {max})"
+                ),
             )
             .with_hint(format!(
                 "try again at {} ({}), or ask the person to draft at a shell",
@@ -216,11 +220,17 @@ fn check_agent_limits(
         return fail(
             CmdError::new(
                 ErrorKind::Busy,
-                format!("{waiting} drafts for this person wait for confirmation, the most allowed"),
+                format!(
+                    "{MAX_WAITING_AGENT_DRAFTS} drafts for this person wait for confirmation, the most allowed"
+                ),
             )
             .with_hint("try again when the person has confirmed some, or they expired"),
         );
     }
+    // Between the count and the draft it allows: where two servers' drafts
+    // would both fit under one quota, were the step not serialized.
+    #[cfg(feature = "test-hooks")]
+    crate::hooks::at("draft_quota_counted");
     Ok(())
 }
 

@@ -5,8 +5,9 @@
 use super::fixture::{daily, refusal, Fixture, Person, T0};
 use crate::audit::AuditAction;
 use crate::error::ErrorKind;
+use crate::limits::Usage;
 use crate::model::RunStatus;
-use crate::ops::reconcile::{freeze_expired, settle_unknown, Decision};
+use crate::ops::reconcile::{freeze_expired, settle_unknown, Decision, Settling};
 
 /// The 09:00 occurrence of the fixture's daily task.
 const NINE: i64 = T0 + 3600;
@@ -38,8 +39,11 @@ fn confirmed_succeeded_settles_the_run_succeeded_as_the_last_success() {
         f.store.as_mut(),
         &alice.caller(),
         &run.run_id,
-        Decision::ConfirmedSucceeded,
-        "the mail went out",
+        &Settling {
+            decision: Decision::ConfirmedSucceeded,
+            reason: "the mail went out",
+            usage: &Usage::default(),
+        },
         at,
     )
     .unwrap();
@@ -78,8 +82,11 @@ fn confirmed_failed_and_abandoned_settle_the_run_failed() {
             f.store.as_mut(),
             &alice.caller(),
             &run.run_id,
-            decision,
-            "checked",
+            &Settling {
+                decision,
+                reason: "checked",
+                usage: &Usage::default(),
+            },
             now,
         )
         .unwrap();
@@ -101,8 +108,11 @@ fn a_run_that_is_not_unknown_is_not_reconciled() {
         f.store.as_mut(),
         &alice.caller(),
         &run.run_id,
-        Decision::ConfirmedSucceeded,
-        "it worked",
+        &Settling {
+            decision: Decision::ConfirmedSucceeded,
+            reason: "it worked",
+            usage: &Usage::default(),
+        },
         NINE + 3600,
     ));
     assert_eq!(kind, ErrorKind::Conflict);
@@ -122,8 +132,11 @@ fn another_person_cannot_reconcile_the_run() {
         f.store.as_mut(),
         &bob.caller(),
         &run.run_id,
-        Decision::Abandoned,
-        "not mine",
+        &Settling {
+            decision: Decision::Abandoned,
+            reason: "not mine",
+            usage: &Usage::default(),
+        },
         NINE + 3600,
     ));
     assert_eq!(kind, ErrorKind::Denied);

@@ -117,6 +117,20 @@ impl DraftTx for PgTx<'_, '_> {
         rows.iter().map(|r| col(r, 0)).collect()
     }
 
+    fn hold_agent_quota(&mut self, tenant_key: &str, actor: &str) -> Result<()> {
+        // One lock per (tenant, person), released at commit or rollback; the
+        // newline cannot occur in a key (docs/CONTRACT.md §1), so no two
+        // pairs share a text, and the prefix keeps it apart from the zones'.
+        let name = format!("agentcron drafts\n{tenant_key}\n{actor}");
+        self.tx
+            .execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                &[&name],
+            )
+            .context("waiting for the person's draft quota")?;
+        Ok(())
+    }
+
     fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
         let row = self
             .tx

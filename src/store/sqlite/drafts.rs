@@ -123,6 +123,11 @@ impl DraftTx for SqliteTx<'_> {
         times.context("counting an agent's drafts")
     }
 
+    fn hold_agent_quota(&mut self, _tenant_key: &str, _actor: &str) -> Result<()> {
+        // Every write transaction is IMMEDIATE: it holds the one write lock.
+        Ok(())
+    }
+
     fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {
         self.conn
             .prepare_cached(&numbered(sql::AGENT_DRAFTS_WAITING))?

@@ -129,6 +129,28 @@ pub fn check_database(db: &Path) -> Result<Owner> {
 /// WAL): 0 bytes, or a SQLite header whose `user_version` is 0, with no
 /// WAL beside it that could hold a store the file does not yet.
 pub fn holds_no_store(db: &Path) -> Result<bool> {
+    let header = header(db)?;
+    let no_schema = match header.len() {
+        0 => true,
+        // Not SQLite (or damaged): opening it says so.
+        100 if header.starts_with(b"SQLite format 3\0") => header[60..64] == [0; 4],
+        _ => false,
+    };
+    Ok(no_schema && fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len()) == 0)
+}
+
+/// Whether the database is in a rollback journal mode, not WAL, with no
+/// WAL left beside it (a copy `backup` wrote): header bytes 18 and 19 say 1.
+/// Reading it needs no `-shm`, so a command that only reads opens it
+/// read-only rather than switch it to WAL.
+pub fn in_rollback_mode(db: &Path) -> Result<bool> {
+    let header = header(db)?;
+    let rollback = header.len() == 100 && header[18] == 1 && header[19] == 1;
+    Ok(rollback && fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len()) == 0)
+}
+
+/// The database's first 100 bytes (fewer when the file is shorter).
+fn header(db: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut header = Vec::with_capacity(100);
     fs::OpenOptions::new()
@@ -137,13 +159,7 @@ pub fn holds_no_store(db: &Path) -> Result<bool> {
         .open(db)
         .and_then(|file| file.take(100).read_to_end(&mut header))
         .with_context(|| format!("reading {}", db.display()))?;
-    let no_schema = match header.len() {
-        0 => true,
-        // Not SQLite (or damaged): opening it says so.
-        100 if header.starts_with(b"SQLite format 3\0") => header[60..64] == [0; 4],
-        _ => false,
-    };
-    Ok(no_schema && fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len()) == 0)
+    Ok(header)
 }
 
 /// Creates `-wal` and `-shm` 0600 for the database's owner, or checks the

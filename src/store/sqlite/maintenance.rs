@@ -222,14 +222,19 @@ impl MaintenanceTx for SqliteTx<'_> {
         Ok(counts)
     }
 
-    fn violations(&mut self, now: i64) -> Result<Vec<String>> {
+    fn integrity(&mut self) -> Result<Vec<String>> {
         let integrity: String = self
             .conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-        let mut found = Vec::new();
-        if integrity != "ok" {
-            found.push(format!("integrity_check: {integrity}"));
-        }
+        Ok(if integrity == "ok" {
+            Vec::new()
+        } else {
+            vec![format!("integrity_check: {integrity}")]
+        })
+    }
+
+    fn violations(&mut self, now: i64) -> Result<Vec<String>> {
+        let mut found = self.integrity()?;
         for (sql, describe) in INVARIANTS {
             for row in self.rows_as_text(sql, now)? {
                 found.push(describe(&row));

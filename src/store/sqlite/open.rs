@@ -76,7 +76,11 @@ fn open_resolved(path: &Path, options: &OpenOptions, create: bool) -> Result<Con
     }
     // Never to write: read-only even where this user could write, with no
     // sidecar prepared and no WAL switch.
-    if options.never_write || (options.read_only && !writable(path)) {
+    // A command that only reads leaves a copy in rollback mode as it is
+    // (`check` of a backup): no switch to WAL, no sidecars beside it.
+    if options.never_write
+        || (options.read_only && (!writable(path) || files::in_rollback_mode(path)?))
+    {
         return open_read_only(path, options);
     }
     files::prepare_sidecars(path, owner)?;

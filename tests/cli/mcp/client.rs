@@ -43,11 +43,22 @@ fn client_python() -> Option<PathBuf> {
 /// One session of the Python client against `agentcron mcp ARGS`, as
 /// client `client`, running `steps`; its JSON report.
 #[track_caller]
-pub fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
+pub(crate) fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option<Value> {
+    agent_with(&server_env(env), args, client, steps)
+}
+
+/// `agent`, with the server's environment given (`server_env`): for
+/// sessions on threads of their own.
+#[track_caller]
+pub(crate) fn agent_with(
+    vars: &[(String, String)],
+    args: &[&str],
+    client: &str,
+    steps: Value,
+) -> Option<Value> {
     let python = client_python()?;
     let mut command = vec![BIN.to_string()];
     command.extend(args.iter().map(|a| a.to_string()));
-    let vars = server_env(env);
     let spec = json!({
         "command": command,
         "env": vars.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<String, Value>>(),
@@ -83,7 +94,7 @@ pub fn agent(env: &TestEnv, args: &[&str], client: &str, steps: Value) -> Option
     Some(report)
 }
 
-pub fn call(tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(tool: &str, arguments: Value) -> Value {
     json!({"op": "call", "tool": tool, "arguments": arguments})
 }
 

@@ -260,7 +260,7 @@ fn four_drafts_at_once_on_a_new_store_all_succeed() {
 /// Runs `agentcron args` with `folder` mounted read-only (a bind mount in a
 /// mount namespace of its own, so root's writes fail as on read-only
 /// media); None when this machine cannot do that.
-fn run_on_read_only(env: &TestEnv, folder: &Path, args: &[&str]) -> Option<Outcome> {
+pub(crate) fn run_on_read_only(env: &TestEnv, folder: &Path, args: &[&str]) -> Option<Outcome> {
     let folder = folder.to_str().unwrap();
     let script = format!(
         "mount --bind '{folder}' '{folder}' && mount -o remount,ro,bind '{folder}' || exit 97; exec \"$0\" \"$@\""

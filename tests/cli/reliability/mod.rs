@@ -16,7 +16,7 @@ mod corruption;
 mod edges_input;
 mod edges_messages;
 mod edges_round4;
-mod edges_store;
+pub mod edges_store;
 mod edges_tick;
 mod fencing_revival;
 mod host_clocks;
