@@ -93,7 +93,7 @@ pub fn settle(
     let context = NoticeContext {
         executor_says: outcome.notify,
         paused: paused.as_deref(),
-        budget_told: false,
+        ..NoticeContext::default()
     };
     add_decided_notice(tx, &settled, task.as_ref(), now, claim, context)
 }
@@ -314,8 +314,10 @@ pub struct NoticeContext<'a> {
     /// Set when this run's failure paused the task (`--pause-after`): the
     /// pause's reason.
     pub paused: Option<&'a str>,
-    /// A `skipped_budget` run whose window's notice was made already.
+    /// A `skipped_budget` run whose budget's notice was made already.
     pub budget_told: bool,
+    /// A coalesced `missed` run whose catch-up ran in the same claim.
+    pub caught_up: bool,
 }
 
 /// Adds the notice of a run that left `running` (or never ran: missed,
@@ -354,6 +356,7 @@ pub fn add_decided_notice(
             executor_says: context.executor_says,
             paused_task: context.paused.is_some(),
             budget_told: context.budget_told,
+            caught_up: context.caught_up,
             last_skip_sent,
             now,
         },
@@ -362,11 +365,13 @@ pub fn add_decided_notice(
     tx.save_task_memory(&decision.memory)?;
     let mut text = match context.paused {
         Some(reason) => format!("{}: {reason}", label_of(run, task)),
+        None if decision.reminder => reminder(run, task, &before),
         None => message(run, task),
     };
-    if decision.suppressed.is_none() {
+    if decision.suppressed.is_none() && !decision.reminder {
         let since = before.suppressed_since.map(|at| when(at, task));
-        if let Some(note) = notice_policy::held_back_note(&before, &since.unwrap_or_default()) {
+        let since = since.unwrap_or_default();
+        if let Some(note) = notice_policy::held_back_note(&before, decision.kind, &since) {
             text.push_str(&format!(" ({note})"));
         }
     }
@@ -446,14 +451,36 @@ fn when(at: i64, task: Option<&Task>) -> String {
 }
 
 /// The first lines of a run's reason and summary, joined and clipped; None
-/// when neither says anything.
+/// when neither says anything. A summary the reason already says ("timed
+/// out after 5 s" beside "timed out after 5 s; process group killed") is
+/// said once.
 fn details(reason: Option<&str>, summary: Option<&str>) -> Option<String> {
-    let lines: Vec<&str> = [reason, summary]
-        .into_iter()
-        .flatten()
-        .filter_map(first_line)
-        .collect();
+    let reason = reason.and_then(first_line);
+    let summary = summary
+        .and_then(first_line)
+        .filter(|s| !reason.is_some_and(|r| r.contains(s)));
+    let lines: Vec<&str> = [reason, summary].into_iter().flatten().collect();
     (!lines.is_empty()).then(|| clip(&lines.join(" — "), 200))
+}
+
+/// A failure of the state already told, past its window: "job (1a2b3c4d)
+/// is still failing: 13 failed runs since 09:00 UTC; the last (10:00 UTC):
+/// exit status 1 — <its summary>".
+fn reminder(run: &Run, task: Option<&Task>, before: &TaskMemory) -> String {
+    let runs = before.suppressed_failures + 1;
+    let since = before
+        .last_failure_sent_at
+        .map(|at| format!(" since {}", when(at, task)))
+        .unwrap_or_default();
+    let last = details(run.reason.as_deref(), run.summary.as_deref())
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default();
+    format!(
+        "{} is still failing: {runs} failed run{}{since}; the last ({}){last}",
+        label_of(run, task),
+        if runs == 1 { "" } else { "s" },
+        when(run.scheduled_for, task)
+    )
 }
 
 /// The one-line human text of a run's outcome.

@@ -225,26 +225,41 @@ fn notify_never_holds_the_overdue_notice_back() {
     assert_eq!(status["overdue"].as_array().unwrap().len(), 1, "{status}");
 }
 
+/// Issue 44 item 3: the tick that decides the overdue is the one that
+/// records the task's first runs (cron down since the confirmation): the
+/// overdue is told all the same, once, on the runs that claim records.
 #[test]
-fn a_task_with_no_run_yet_is_decided_without_a_notice() {
+fn a_task_overdue_before_its_first_run_is_told_once() {
     let rig = Rig::new();
     rig.with_notifier(0);
-    expecting_task(&rig, &[]);
-    // No tick until 12:30: the clock ran out at 12:00, before any run.
-    rig.env.set_now(T0 + 4 * HOUR + 1800);
-    let out = rig.tick(&[]).ok();
+    // Confirmed 08:00, hourly from 09:00, a success expected within 2 h:
+    // overdue at 11:00. The run that finally starts at 12:00 succeeds.
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "t",
+        "--expect-success",
+        "2h",
+        "--max-retries",
+        "0",
+    ]);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.env.set_now(T0 + 4 * HOUR);
+    rig.tick(&[]).ok();
+    let told = overdue_notices(&rig);
+    assert_eq!(told.len(), 1, "{:?}", rig.notices());
+    let message = told[0]["message"].as_str().unwrap();
     assert!(
-        out.stdout.contains("(no notice: the task has no run yet)"),
-        "{}",
-        out.stdout
+        message.starts_with("t is overdue: no run has succeeded since it was confirmed 4 h ago"),
+        "{message}"
     );
-    assert_eq!(
-        rig.env
-            .count("SELECT count(*) FROM deliveries WHERE kind = 'overdue'"),
-        0
-    );
-    let shown = rig.env.json(&["show", "t"]);
-    assert_eq!(shown["overdue_since"], utc(T0 + 4 * HOUR), "{shown}");
+    assert_eq!(told[0]["run"]["status"], "missed", "{}", told[0]);
+    // The gap was told once: later ticks tell nothing more.
+    hourly_ticks(&rig, 3);
+    assert_eq!(overdue_notices(&rig).len(), 1, "{:?}", rig.notices());
 }
 
 #[test]

@@ -322,13 +322,16 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
 }
 
 /// Runs that never ran have notices too; the task's policy decides
-/// whether they are sent (docs/CONTRACT.md §16). A budget's window is told
-/// once (`budget_told`: an earlier skip of the window told it).
+/// whether they are sent (docs/CONTRACT.md §16). A budget is told once
+/// per change (`budget_told`: an earlier skip told it, and no run
+/// succeeded since); a missed run whose catch-up ran (`caught_up`) is a
+/// designed outcome.
 fn never_ran_notice(
     tx: &mut dyn Tx,
     run: &Run,
     task: &Task,
     budget_told: bool,
+    caught_up: bool,
     now: i64,
 ) -> Result<()> {
     let never_ran = matches!(
@@ -338,6 +341,7 @@ fn never_ran_notice(
     if never_ran {
         let context = super::settle::NoticeContext {
             budget_told,
+            caught_up,
             ..Default::default()
         };
         super::settle::add_decided_notice(tx, run, Some(task), now, None, context)?;
@@ -388,9 +392,10 @@ pub fn claim_due(
             Ok(Some(Claimed::Quarantined { task_id, problem }))
         }
         Some(Ok((task, mut plan))) => {
-            // The notice of a budget's window is made once (docs/CONTRACT.md
-            // §16): later skips in the window hold theirs back.
-            let budget_told = budget::tell(&mut plan, s.now).unwrap_or(false);
+            // A budget is told once per change (docs/CONTRACT.md §16):
+            // later skips hold theirs back until a run succeeds.
+            let budget_told = budget::tell_in(tx, &mut plan, &task.task_id, s.now)?;
+            let caught_up = plan.runs.iter().any(|r| r.catch_up);
             for run in &plan.runs {
                 tx.insert_run(run)?;
                 tx.append_event(&Event::of_run(
@@ -401,8 +406,13 @@ pub fn claim_due(
                     claim_detail(run),
                 ))?;
                 if notices_for_missed {
-                    never_ran_notice(tx, run, &task, budget_told, s.now)?;
+                    never_ran_notice(tx, run, &task, budget_told, caught_up, s.now)?;
                 }
+            }
+            // A task overdue before it had any run is told with its first
+            // runs (the overdue step before the claims had no run to carry it).
+            if let Some(first) = plan.runs.first() {
+                super::overdue::at_claim(tx, &task, first, s.now)?;
             }
             budget::save(tx, &task.task_id, &plan.budgets)?;
             if let Some(at) = plan.consumed_trigger {
