@@ -7,6 +7,7 @@
 mod policy;
 mod protocol;
 mod quiet;
+mod states;
 
 use serde_json::Value;
 
