@@ -278,7 +278,9 @@ pub fn run_summary(r: &Run) -> String {
             false => format!("{summary}; stderr: {line}"),
         };
     }
-    if r.skipped_occurrences > 1 {
+    // The count, unless the reason says it already ("8 occurrence(s)
+    // passed unclaimed").
+    if r.skipped_occurrences > 1 && !summary.contains("occurrence") {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
     // How long it waited for a free slot after it was due (not lateness),

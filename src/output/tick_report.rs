@@ -203,11 +203,7 @@ pub fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) 
         TickEvent::Quarantined { task_id, problem } => format!(
             "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
         ),
-        TickEvent::Overdue { message, notice, .. } => format!(
-            "{}{}",
-            escape(message),
-            if notice.is_none() { " (no notice: the task has no run yet)" } else { "" }
-        ),
+        TickEvent::Overdue { message, .. } => escape(message).to_string(),
         TickEvent::Finished(f) => finished_line(f, claimed),
     };
     Some(line)

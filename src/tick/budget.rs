@@ -13,7 +13,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 
 use crate::budget_window::{self, Window};
-use crate::limits::{amount_words, Budget, Usage, RUNS_KEY};
+use crate::limits::{amount_words, decimal, Budget, Usage, RUNS_KEY};
 use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::store::{BudgetWindow, Tx};
 
@@ -271,10 +271,10 @@ pub fn spent_now(
 pub fn state_json(b: &BudgetState, task: &Task) -> Value {
     json!({
         "key": b.budget.key,
-        "limit": b.budget.limit,
+        "limit": decimal(b.budget.limit),
         "period": b.budget.period.as_str(),
-        "spent": b.spent,
-        "remaining": b.remaining(),
+        "spent": decimal(b.spent),
+        "remaining": decimal(b.remaining()),
         "resets_at": crate::schedule::format_local(b.window.end, task.zone_in_force),
     })
 }

@@ -463,6 +463,25 @@ fn details(reason: Option<&str>, summary: Option<&str>) -> Option<String> {
     (!lines.is_empty()).then(|| clip(&lines.join(" — "), 200))
 }
 
+/// The occurrences a coalesced missed run stands for, first and last:
+/// "2026-12-02 09:00 UTC … 2026-12-02 16:00 UTC".
+fn span(run: &Run, task: &Task) -> String {
+    let first = run.scheduled_for;
+    let until = run.finished_at.unwrap_or(run.created_at);
+    let limit = run.skipped_occurrences.max(1) as u64;
+    let (_, last) = crate::schedule::count_between(
+        &task.payload.schedule,
+        task.zone_in_force,
+        first - 1,
+        until,
+        limit,
+    );
+    match last.filter(|at| *at > first) {
+        Some(last) => format!("{} … {}", when(first, Some(task)), when(last, Some(task))),
+        None => when(first, Some(task)),
+    }
+}
+
 /// A failure of the state already told, past its window: "job (1a2b3c4d)
 /// is still failing: 13 failed runs since 09:00 UTC; the last (10:00 UTC):
 /// exit status 1 — <its summary>".
@@ -486,7 +505,10 @@ fn reminder(run: &Run, task: Option<&Task>, before: &TaskMemory) -> String {
 /// The one-line human text of a run's outcome.
 pub fn message(run: &Run, task: Option<&Task>) -> String {
     let label = label_of(run, task);
-    let when = when(run.scheduled_for, task);
+    let when = match (run.status, task) {
+        (RunStatus::Missed, Some(task)) if run.skipped_occurrences > 1 => span(run, task),
+        _ => when(run.scheduled_for, task),
+    };
     let status = match run.status {
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => format!(
             "is waiting for approval (agentcron approve {} --wait-id {})",
