@@ -8,6 +8,7 @@ mod policy;
 mod protocol;
 mod quiet;
 mod states;
+mod status;
 mod wording;
 
 use serde_json::Value;
