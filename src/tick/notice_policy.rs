@@ -16,6 +16,8 @@ pub const DUPLICATE_FAILURE: &str = "duplicate failure";
 pub const DUPLICATE_SKIP: &str = "duplicate skip";
 pub const UNCHANGED_CONTENT: &str = "unchanged content";
 pub const POLICY: &str = "policy";
+/// A missed run a gap notice of its wake named (tick/claim/gap.rs).
+pub const TOLD_IN_GAP: &str = "told in the gap notice";
 /// The executor said `"notify":false` of a success.
 pub const EXECUTOR: &str = "executor";
 /// A budget whose notice was made by an earlier skip, with no success
@@ -37,6 +39,18 @@ pub struct Decision {
     pub memory: TaskMemory,
 }
 
+/// A `missed` run's place in its wake (tick/claim/gap.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InGap {
+    /// Its own notice: the only task that missed, or not under `attention`.
+    #[default]
+    Alone,
+    /// The first of several: its notice is the wake's `gap` notice.
+    Carrier,
+    /// A gap notice of its wake named it.
+    Told,
+}
+
 /// What the decision reads of the run beyond its status.
 pub struct Facts<'a> {
     pub run: &'a Run,
@@ -54,6 +68,9 @@ pub struct Facts<'a> {
     /// A coalesced `missed` run whose task ran its catch-up in the same
     /// claim: a designed outcome.
     pub caught_up: bool,
+    /// A `missed` run's place in its wake (tick/claim/gap.rs): its notice
+    /// names every task that missed (`Carrier`), or one did (`Told`).
+    pub in_gap: InGap,
     pub now: i64,
 }
 
@@ -61,7 +78,10 @@ pub struct Facts<'a> {
 pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
     let run = facts.run;
     let failing = memory.last_failure_reason.is_some();
-    let kind = kind_of(run.status, failing, facts.paused_task);
+    let kind = match kind_of(run.status, failing, facts.paused_task) {
+        NoticeKind::Missed if facts.in_gap == InGap::Carrier => NoticeKind::Gap,
+        kind => kind,
+    };
     let mode = facts.policy.mode();
     let suppressed = match kind {
         // They need a person: nothing silences them.
@@ -87,6 +107,7 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         NoticeKind::Missed => match mode {
             NotifyMode::Always => None,
             NotifyMode::Attention if facts.caught_up => Some(POLICY),
+            NotifyMode::Attention if facts.in_gap == InGap::Told => Some(TOLD_IN_GAP),
             NotifyMode::Attention => None,
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
@@ -108,6 +129,8 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             by_mode => by_mode,
         },
         NoticeKind::Overdue => held_back_by_mode(facts.policy),
+        // Made only under `attention`, for the first missed run of a wake.
+        NoticeKind::Gap => None,
         NoticeKind::Success => match facts.executor_says {
             Some(true) => None,
             Some(false) => Some(EXECUTOR),
@@ -345,7 +368,7 @@ pub fn state_of(kind: NoticeKind) -> &'static str {
         NoticeKind::Failure => "failing",
         NoticeKind::Recovery | NoticeKind::Success => "healthy",
         NoticeKind::Unknown => "unknown",
-        NoticeKind::Missed => "missed",
+        NoticeKind::Missed | NoticeKind::Gap => "missed",
         NoticeKind::Skipped => "skipped",
         NoticeKind::Parked => "waiting",
         NoticeKind::Paused => "paused",

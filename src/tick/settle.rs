@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::notice_policy::{self, Facts};
 use crate::audit::{AuditAction, Event};
-use crate::model::{DeliveryState, Notice, Run, RunStatus, Task, TaskState};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, Task, TaskState};
 use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::{clip, first_line, wall_time};
 
@@ -318,6 +318,10 @@ pub struct NoticeContext<'a> {
     pub budget_told: bool,
     /// A coalesced `missed` run whose catch-up ran in the same claim.
     pub caught_up: bool,
+    /// A `missed` run's place in its wake, and the gap notice's words when
+    /// it carries it (tick/claim/gap.rs).
+    pub in_gap: notice_policy::InGap,
+    pub gap_message: Option<&'a str>,
 }
 
 /// Adds the notice of a run that left `running` (or never ran: missed,
@@ -357,6 +361,7 @@ pub fn add_decided_notice(
             paused_task: context.paused.is_some(),
             budget_told: context.budget_told,
             caught_up: context.caught_up,
+            in_gap: context.in_gap,
             last_skip_sent,
             now,
         },
@@ -366,6 +371,7 @@ pub fn add_decided_notice(
     let mut text = match context.paused {
         Some(reason) => format!("{}: {reason}", label_of(run, task)),
         None if decision.reminder => reminder(run, task, &before),
+        None if decision.kind == NoticeKind::Gap => context.gap_message.unwrap_or_default().into(),
         None => message(run, task),
     };
     if decision.suppressed.is_none() && !decision.reminder {

@@ -10,6 +10,7 @@
 //! again, and the `previous` every executor is told).
 
 mod continuation;
+mod gap;
 mod occurrences;
 
 use crate::audit::{AuditAction, Event};
@@ -18,7 +19,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::budget::{self, BudgetState};
-use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
+use super::notice_policy::InGap;
+use crate::model::{NotifyMode, Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
@@ -332,19 +334,34 @@ fn never_ran_notice(
     task: &Task,
     budget_told: bool,
     caught_up: bool,
-    now: i64,
+    s: ClaimSettings,
 ) -> Result<()> {
     let never_ran = matches!(
         run.status,
         RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
     );
     if never_ran {
+        let in_gap = match run.status {
+            RunStatus::Missed
+                if !caught_up && task.payload.notice.mode() == NotifyMode::Attention =>
+            {
+                gap::place(tx, task, run, s)?
+            }
+            _ => gap::InGap::Alone,
+        };
+        let (in_gap, gap_message) = match &in_gap {
+            gap::InGap::Alone => (InGap::Alone, None),
+            gap::InGap::Carrier(message) => (InGap::Carrier, Some(message.as_str())),
+            gap::InGap::Told => (InGap::Told, None),
+        };
         let context = super::settle::NoticeContext {
             budget_told,
             caught_up,
+            in_gap,
+            gap_message,
             ..Default::default()
         };
-        super::settle::add_decided_notice(tx, run, Some(task), now, None, context)?;
+        super::settle::add_decided_notice(tx, run, Some(task), s.now, None, context)?;
     }
     Ok(())
 }
@@ -406,7 +423,7 @@ pub fn claim_due(
                     claim_detail(run),
                 ))?;
                 if notices_for_missed {
-                    never_ran_notice(tx, run, &task, budget_told, caught_up, s.now)?;
+                    never_ran_notice(tx, run, &task, budget_told, caught_up, s)?;
                 }
             }
             // A task overdue before it had any run is told with its first

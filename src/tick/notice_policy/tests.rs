@@ -87,6 +87,7 @@ impl Player {
                 last_skip_sent: self.skip_sent.clone(),
                 budget_told: false,
                 caught_up,
+                in_gap: InGap::Alone,
                 now: at,
             },
             self.memory.clone(),

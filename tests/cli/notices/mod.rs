@@ -4,6 +4,7 @@
 //! the notifier's journal is what a person received, the ledger
 //! (`runs --json`, `status`, `metrics`) what was held back and why.
 
+mod gaps;
 mod policy;
 mod protocol;
 mod quiet;
