@@ -488,20 +488,20 @@ fn span(run: &Run, task: &Task) -> String {
     }
 }
 
-/// A failure of the state already told, past its window: "job (1a2b3c4d)
-/// is still failing: 13 failed runs since 09:00 UTC; the last (10:00 UTC):
-/// exit status 1 — <its summary>".
+/// A failure of the state already told, past its window: "job is still
+/// failing: 13 more failed runs since the last notice (09:00 UTC); the
+/// last (10:00 UTC): exit status 1 — <its summary>".
 fn reminder(run: &Run, task: Option<&Task>, before: &TaskMemory) -> String {
     let runs = before.suppressed_failures + 1;
     let since = before
         .last_failure_sent_at
-        .map(|at| format!(" since {}", when(at, task)))
+        .map(|at| format!(" since the last notice ({})", when(at, task)))
         .unwrap_or_default();
     let last = details(run.reason.as_deref(), run.summary.as_deref())
         .map(|d| format!(": {d}"))
         .unwrap_or_default();
     format!(
-        "{} is still failing: {runs} failed run{}{since}; the last ({}){last}",
+        "{} is still failing: {runs} more failed run{}{since}; the last ({}){last}",
         label_of(run, task),
         if runs == 1 { "" } else { "s" },
         when(run.scheduled_for, task)

@@ -10,6 +10,7 @@ mod protocol;
 mod quiet;
 mod states;
 mod status;
+mod week;
 mod wording;
 
 use serde_json::Value;

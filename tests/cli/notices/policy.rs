@@ -45,7 +45,7 @@ fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() 
     // A reminder says how many runs it covers, and the last one's words.
     assert_eq!(
         sent[0]["message"],
-        "job is still failing: 4 failed runs since 2026-12-02 08:20 UTC; \
+        "job is still failing: 4 more failed runs since the last notice (2026-12-02 08:20 UTC); \
          the last (2026-12-02 08:40 UTC): error kind: http — HTTP 500"
     );
     // 5. The recovery is sent once; the next identical success is not.

@@ -41,7 +41,7 @@ fn an_agent_failing_every_minute_for_an_hour_is_told_once_then_reminded() {
     // 08:01 told; 08:02 … 09:00 held back; 09:01 is the window's end.
     assert_eq!(
         notices[1]["message"],
-        "agent is still failing: 60 failed runs since 2026-12-02 08:01 UTC; \
+        "agent is still failing: 60 more failed runs since the last notice (2026-12-02 08:01 UTC); \
          the last (2026-12-02 09:01 UTC): error kind: context_overflow — \
          gave up after 3257 tokens"
     );
