@@ -53,7 +53,8 @@ pub struct ExecResult {
     pub wait_id: Option<String>,
     /// As the executor gave it; the caller parses the time.
     pub wait_deadline: Option<String>,
-    /// Why, when we decided the status rather than the executor.
+    /// Why, when we decided the status rather than the executor; for a
+    /// failed reply, the class it named ("error kind: KIND").
     pub reason: Option<String>,
     /// The reply's `"notify"`: whether a success is worth a notice
     /// (docs/CONTRACT.md §16); the policy ignores it for anything else.
