@@ -53,7 +53,8 @@ pub struct ExecResult {
     pub wait_id: Option<String>,
     /// As the executor gave it; the caller parses the time.
     pub wait_deadline: Option<String>,
-    /// Why, when we decided the status rather than the executor.
+    /// Why, when we decided the status rather than the executor; for a
+    /// failed reply, the class it named ("error kind: KIND").
     pub reason: Option<String>,
     /// The reply's `"notify"`: whether a success is worth a notice
     /// (docs/CONTRACT.md §16); the policy ignores it for anything else.
@@ -63,6 +64,10 @@ pub struct ExecResult {
 }
 
 pub const SUMMARY_MAX_CHARS: usize = 2000;
+
+/// How a failed run's reason begins when the executor's reply gave an
+/// `error_kind` (the rest of the reason is the kind).
+pub const ERROR_KIND_PREFIX: &str = "error kind: ";
 
 /// The most of the executor's stderr a run keeps (its end: errors come last).
 pub const STDERR_MAX_CHARS: usize = 2000;
@@ -277,17 +282,32 @@ fn given(reply: &Map<String, Value>) -> Option<ExecResult> {
     let (usage, ignored) = reply.get("usage").map(Usage::read).unwrap_or_default();
     let summary = with_note(summary, ignored);
     if !awaiting {
+        let reason = match status {
+            ExecStatus::Failed | ExecStatus::DeliveryFailed => error_kind(reply),
+            _ => None,
+        };
         return Some(ExecResult {
             status,
             summary,
             wait_id: None,
             wait_deadline: None,
-            reason: None,
+            reason,
             notify,
             usage,
         });
     }
     Some(waiting(reply, status, name, summary, usage))
+}
+
+/// A failed reply's `error_kind` (docs/PROTOCOLS.md), recorded as the
+/// run's reason "error kind: KIND": the class of the failure the notice
+/// policy tells once per state (docs/CONTRACT.md §16), where the summary
+/// varies. One line of at most 64 characters; an empty or non-string one
+/// is no kind.
+fn error_kind(reply: &Map<String, Value>) -> Option<String> {
+    let kind = reply.get("error_kind")?.as_str()?;
+    let kind = kind.lines().next().unwrap_or("").trim();
+    (!kind.is_empty()).then(|| format!("{ERROR_KIND_PREFIX}{}", crate::text::clip(kind, 64)))
 }
 
 /// The reply of an executor that asks to wait (`status` is awaiting): its
@@ -877,5 +897,23 @@ mod tests {
             got,
             result(ExecStatus::Unknown, Some("half done"), Some("lease lost"))
         );
+    }
+
+    #[test]
+    fn a_failed_replys_error_kind_is_its_reason_and_a_successs_is_ignored() {
+        let failed =
+            r#"{"status":"failed","summary":"used 1234 tokens","error_kind":"rate_limited\nmore"}"#;
+        assert_eq!(
+            exited(1, failed),
+            result(
+                ExecStatus::Failed,
+                Some("used 1234 tokens"),
+                Some("error kind: rate_limited")
+            )
+        );
+        let blank = r#"{"status":"failed","error_kind":"  "}"#;
+        assert_eq!(exited(1, blank).reason, None);
+        let success = r#"{"status":"succeeded","error_kind":"quota"}"#;
+        assert_eq!(exited(0, success).reason, None);
     }
 }

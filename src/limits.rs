@@ -250,7 +250,7 @@ impl Usage {
         let map = self
             .amounts
             .iter()
-            .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+            .map(|(k, v)| (k.clone(), serde_json::json!(decimal(*v))))
             .collect();
         serde_json::Value::Object(map)
     }
@@ -276,6 +276,17 @@ impl Usage {
         amounts.sort_by(|a, b| a.0.cmp(&b.0));
         Usage { amounts }
     }
+}
+
+/// An amount as a person wrote it: the sum of 0.1 and 0.1 and 0.1 is
+/// 0.3, not 0.30000000000000004. Rounded to nine decimals (finer than any
+/// currency or token count), so that JSON and metrics print the shortest
+/// decimal that stands for it.
+pub fn decimal(amount: f64) -> f64 {
+    if !amount.is_finite() {
+        return amount;
+    }
+    format!("{amount:.9}").parse().unwrap_or(amount)
 }
 
 /// An amount for people: at most six decimals, no trailing zeros
@@ -462,5 +473,19 @@ mod tests {
         assert!(check_gate("  ").is_err());
         assert!(check_gate("a\nb").is_err());
         assert!(check_gate("echo 'open").is_err());
+    }
+
+    #[test]
+    fn amounts_print_as_decimals_without_float_noise() {
+        let sum = 0.1 + 0.1 + 0.1;
+        assert_eq!(serde_json::json!(decimal(sum)).to_string(), "0.3");
+        assert_eq!(serde_json::json!(decimal(1.0 - 0.8)).to_string(), "0.2");
+        assert_eq!(amount_words(1.0 - 0.8), "0.2");
+        assert_eq!(decimal(1e15), 1e15);
+        assert_eq!(decimal(0.000_000_001), 0.000_000_001);
+        let added = Usage::read(&serde_json::json!({"usd": 0.1}))
+            .0
+            .added_to(Some(r#"{"usd":0.2}"#));
+        assert_eq!(added.to_json().to_string(), r#"{"usd":0.3}"#);
     }
 }

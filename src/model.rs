@@ -79,6 +79,8 @@ string_enum!(
         Budget = "budget",
         /// No success within the task's `expect_success`: once per gap.
         Overdue = "overdue",
+        /// Several tasks missed occurrences in one wake (tick/claim/gap.rs).
+        Gap = "gap",
     }
 );
 

@@ -9,7 +9,6 @@ use crate::error::BusyStep;
 use crate::model::RunStatus;
 use crate::output::logfile::LogFile;
 use crate::output::tick_report::{event_json, event_line, ClaimedRuns, ClaimedTask};
-use crate::schedule;
 use crate::store::Location;
 use crate::text::escape;
 use crate::tick::execute::Finished;
@@ -218,6 +217,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         json: out.json,
         // A dry run is asked for by a person at a terminal: all of it.
         verbose: args.verbose || options.dry_run,
+        notifier: options.notifier.is_some(),
     };
     // The task of each run this tick claimed, for its `finished` event.
     let mut claimed = std::collections::HashMap::new();
@@ -325,6 +325,25 @@ fn problem_line(problem: &anyhow::Error) -> String {
 struct Mode {
     json: bool,
     verbose: bool,
+    /// A notifier is configured: what it delivers is not printed again.
+    notifier: bool,
+}
+
+impl Mode {
+    /// The event's notice goes to the notifier (it was not held back), so
+    /// cron's mail need not repeat it; a delivery that fails is printed.
+    fn notifier_tells(self, event: &TickEvent) -> bool {
+        use crate::model::DeliveryState;
+        let sent = |n: &crate::model::Notice| n.state != DeliveryState::Suppressed;
+        self.notifier
+            && match event {
+                TickEvent::Finished(f) => {
+                    matches!(f.as_ref(), Finished::Recorded { notice, .. } if sent(notice))
+                }
+                TickEvent::Overdue { notice, .. } => notice.as_ref().is_some_and(sent),
+                _ => false,
+            }
+    }
 }
 
 /// Whether an event needs a person (docs/CONTRACT.md §6, quiet under cron):
@@ -412,17 +431,15 @@ fn report(
         due_tasks,
     } = event
     {
-        out.warn(&format!(
-            "the previous tick was {} s ago (at {}): system cron was not running; {due_tasks} task(s) had occurrences due",
-            now - previous,
-            schedule::format_utc(*previous)
+        out.warn(&crate::output::tick_report::gap_warning(
+            *previous, *now, *due_tasks,
         ));
     }
     if mode.json {
         let name_of = |run_id: &str| claimed.get(run_id).and_then(|c| c.task.name.clone());
         return out.json_line(&event_json(event, &name_of));
     }
-    if !mode.verbose && !needs_a_person(event, claimed) {
+    if !mode.verbose && (!needs_a_person(event, claimed) || mode.notifier_tells(event)) {
         return Ok(());
     }
     if let Some(line) = event_line(event, claimed, db_flag) {

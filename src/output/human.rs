@@ -93,8 +93,13 @@ pub fn zone_words(t: &Task) -> String {
 }
 
 /// One budget's window for people: "usd 1.2 of 1 this day (spent); resets
-/// 2026-03-09 00:00 EDT (in 5 h)".
+/// 2026-03-09 00:00 EDT (in 5 h)", the time in the task's zone.
 pub fn budget_words(b: &crate::tick::budget::BudgetState, task: &Task, now: i64) -> String {
+    budget_words_in(b, task.zone_in_force, now)
+}
+
+/// `budget_words`, its time in `zone` (`status` says every time in one).
+pub fn budget_words_in(b: &crate::tick::budget::BudgetState, zone: Tz, now: i64) -> String {
     use crate::limits::amount_words;
     format!(
         "{} {} of {} this {}{}; resets {}",
@@ -107,7 +112,7 @@ pub fn budget_words(b: &crate::tick::budget::BudgetState, task: &Task, now: i64)
         } else {
             ""
         },
-        when(Some(b.window.end), task.zone_in_force, now)
+        when(Some(b.window.end), zone, now)
     )
 }
 
@@ -279,7 +284,9 @@ pub fn run_summary(r: &Run) -> String {
             false => format!("{summary}; stderr: {line}"),
         };
     }
-    if r.skipped_occurrences > 1 {
+    // The count, unless the reason says it already ("8 occurrence(s)
+    // passed unclaimed").
+    if r.skipped_occurrences > 1 && !summary.contains("occurrence") {
         summary = format!("{} occurrences; {summary}", r.skipped_occurrences);
     }
     // How long it waited for a free slot after it was due (not lateness),

@@ -83,9 +83,11 @@ fn with_label<'a>(
         .collect()
 }
 
-/// Whole numbers without a fraction, others as Rust prints them (both are
-/// valid Go `ParseFloat` input, which is what Prometheus reads).
+/// Whole numbers without a fraction, others as Rust prints them, without
+/// float noise (`limits::decimal`: usage summed from 0.1s is 0.3); both
+/// are valid Go `ParseFloat` input, which is what Prometheus reads.
 fn number(value: f64) -> String {
+    let value = crate::limits::decimal(value);
     if value.fract() == 0.0 && value.abs() < 1e15 {
         format!("{}", value as i64)
     } else {

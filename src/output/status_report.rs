@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use crate::model::short_id;
-use crate::schedule::{format_utc, Tz};
+use crate::schedule::Tz;
 use crate::store::{Expecting, Host, QueueStats, Stats, UnknownPlace};
 use crate::text::{escape, human_bytes, human_duration, relative, wall_time};
 use crate::tick::RunAuthority;
@@ -106,7 +106,7 @@ impl StatusReport {
     /// shared store, the last gap (in `zone`) and the clock skew.
     pub fn text(&self, zone: Tz) -> String {
         let mut text: Vec<String> = self
-            .subjects()
+            .subjects(zone)
             .iter()
             .map(|(k, v)| format!("{k:<10} {v}"))
             .collect();
@@ -117,7 +117,7 @@ impl StatusReport {
                     "host",
                     escape(&host.host),
                     escape(&host.build),
-                    format_utc(host.last_tick_at)
+                    wall_time(host.last_tick_at, zone)
                 ));
             }
         }
@@ -131,7 +131,7 @@ impl StatusReport {
             text.push(format!("{:<10} {}", "clock skew", describe_skew(skew)));
         }
         for (task, b) in &self.budgets {
-            let words = crate::output::human::budget_words(b, task, self.now);
+            let words = crate::output::human::budget_words_in(b, zone, self.now);
             text.push(format!(
                 "{:<10} {}: {words}",
                 "budget",
@@ -171,8 +171,9 @@ impl StatusReport {
         format!("{label}{since}, {last}")
     }
 
-    /// (subject, what it is) for the lines every store shows.
-    fn subjects(&self) -> [(&'static str, String); 8] {
+    /// (subject, what it is) for the lines every store shows, times in
+    /// `zone`.
+    fn subjects(&self, zone: Tz) -> [(&'static str, String); 9] {
         let (stats, size) = (&self.stats, self.size);
         let (schema, written) = (self.schema, self.written);
         [
@@ -194,8 +195,13 @@ impl StatusReport {
             ),
             (
                 "last tick",
-                format!("{}{}", self.tick(), if self.stale { "  STALE" } else { "" }),
+                format!(
+                    "{}{}",
+                    self.tick(zone),
+                    if self.stale { "  STALE" } else { "" }
+                ),
             ),
+            ("deployment", self.deployment_words()),
             (
                 "tasks",
                 format!(
@@ -221,13 +227,36 @@ impl StatusReport {
     }
 
     /// The last tick and how long ago, or that the clock went back.
-    fn tick(&self) -> String {
+    fn tick(&self, zone: Tz) -> String {
         match self.last_tick {
-            Some(t) if t > self.now => {
-                format!("{} (later than now: the clock went back?)", format_utc(t))
-            }
-            Some(t) => format!("{} ({})", format_utc(t), relative(t, self.now)),
+            Some(t) if t > self.now => format!(
+                "{} (later than now: the clock went back?)",
+                wall_time(t, zone)
+            ),
+            Some(t) => format!("{} ({})", wall_time(t, zone), relative(t, self.now)),
             None => "never".into(),
+        }
+    }
+
+    /// Whether the last tick's runs hold the store's authority, said either
+    /// way (the warning below says what to do when they do).
+    fn deployment_words(&self) -> String {
+        match self.authority {
+            None => "runs hold the store's authority: not known before a tick".into(),
+            Some(a) if a.runs_hold_store() => format!(
+                "runs hold the store's authority: yes (the last tick ran them as uid {}, {})",
+                a.runs_uid,
+                if a.runs_uid == a.store_uid {
+                    "the store's own user"
+                } else {
+                    "root"
+                }
+            ),
+            Some(a) => format!(
+                "runs hold the store's authority: no (the last tick ran them as uid {}; \
+                 the store is uid {}'s)",
+                a.runs_uid, a.store_uid
+            ),
         }
     }
 

@@ -203,14 +203,43 @@ pub fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) 
         TickEvent::Quarantined { task_id, problem } => format!(
             "task {} quarantined (state error): {}", short_id(task_id), escape(problem)
         ),
-        TickEvent::Overdue { message, notice, .. } => format!(
-            "{}{}",
-            escape(message),
-            if notice.is_none() { " (no notice: the task has no run yet)" } else { "" }
-        ),
+        TickEvent::Overdue { message, .. } => escape(message).to_string(),
         TickEvent::Finished(f) => finished_line(f, claimed),
     };
     Some(line)
+}
+
+/// The warning of the first tick after a gap, once per gap: "the previous
+/// tick was 15 h 15 min ago (at 2026-10-19T21:00:00Z): the host slept or
+/// cron was not running; 3 task(s) had occurrences due".
+pub fn gap_warning(previous: i64, now: i64, due_tasks: i64) -> String {
+    format!(
+        "the previous tick was {} ago (at {}): the host slept or cron was not running; \
+         {due_tasks} task(s) had occurrences due",
+        gap_words(now - previous),
+        crate::schedule::format_utc(previous)
+    )
+}
+
+/// A gap to the minute, as a person says it: "2 d 3 h", "15 h 15 min",
+/// "5 min", "40 s".
+fn gap_words(seconds: i64) -> String {
+    let (days, hours, minutes) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+    );
+    let parts: Vec<String> = [(days, "d"), (hours, "h"), (minutes, "min")]
+        .into_iter()
+        .skip_while(|(n, _)| *n == 0)
+        .take(2)
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n} {unit}"))
+        .collect();
+    match parts.is_empty() {
+        true => format!("{seconds} s"),
+        false => parts.join(" "),
+    }
 }
 
 /// The task of a run whose task may be gone: at least its id.
@@ -320,5 +349,19 @@ fn finished_line(finished: &Finished, claimed: &ClaimedRuns) -> String {
             short_id(&run.run_id),
             crate::tick::release::NOT_STARTED
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gap_words;
+
+    #[test]
+    fn a_gap_is_said_to_the_minute() {
+        assert_eq!(gap_words(54_900), "15 h 15 min");
+        assert_eq!(gap_words(3 * 86_400 + 7200 + 59), "3 d 2 h");
+        assert_eq!(gap_words(301), "5 min");
+        assert_eq!(gap_words(7200), "2 h");
+        assert_eq!(gap_words(40), "40 s");
     }
 }

@@ -13,7 +13,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 
 use crate::budget_window::{self, Window};
-use crate::limits::{amount_words, Budget, Usage, RUNS_KEY};
+use crate::limits::{amount_words, decimal, Budget, Usage, RUNS_KEY};
 use crate::model::{Run, RunStatus, Task, TaskState};
 use crate::store::{BudgetWindow, Tx};
 
@@ -27,6 +27,10 @@ pub struct BudgetState {
     pub window: Window,
     pub spent: f64,
     pub told_at: Option<i64>,
+    /// When an earlier window of this budget was told (its stored row is
+    /// being replaced by the current window's): a budget is told once per
+    /// change, not once per window.
+    pub told_before: Option<i64>,
     /// Differs from the stored row (reset, counted, told): to be saved.
     pub changed: bool,
 }
@@ -68,6 +72,7 @@ pub fn current(task: &Task, stored: &[BudgetWindow], now: i64) -> Vec<BudgetStat
                 window,
                 spent: kept.map_or(0.0, |w| w.spent),
                 told_at: kept.and_then(|w| w.told_at),
+                told_before: row.filter(|_| kept.is_none()).and_then(|w| w.told_at),
                 changed: row.is_some() && kept.is_none(),
             })
         })
@@ -125,10 +130,23 @@ fn hold_back(run: &mut Run, reason: &str, now: i64) {
     run.queued_seconds = None;
 }
 
-/// "budget usd=1/day spent (1.2 of 1); the window resets at 2026-03-09 00:00 -03"
+/// "budget usd=1/day spent (1.2 of 1); the window resets at 2026-03-09
+/// 00:00 -03", and for a task that expects successes, that it will be
+/// overdue meanwhile: the one notice that says so (tick/overdue.rs holds
+/// its own back).
 pub fn reason(b: &BudgetState, task: &Task) -> String {
+    let overdue = task
+        .payload
+        .expect_success_seconds
+        .map(|expect| {
+            format!(
+                "; no run succeeds until then, so it may be overdue (it expects a success within {})",
+                crate::text::human_duration(expect)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "budget {} spent ({} of {}); the window resets at {}",
+        "budget {} spent ({} of {}); the window resets at {}{overdue}",
         b.budget.spelling(),
         amount_words(b.spent),
         amount_words(b.budget.limit),
@@ -137,9 +155,12 @@ pub fn reason(b: &BudgetState, task: &Task) -> String {
 }
 
 /// The budget whose notice a `skipped_budget` run makes, and whether that
-/// notice was made already in its window (then it is held back): the first
-/// spent budget. Marks it told.
-pub fn tell(plan: &mut Plan, now: i64) -> Option<bool> {
+/// notice was made already (then it is held back): the first spent
+/// budget. A budget is told once per change (docs/CONTRACT.md §16): spent
+/// again in a later window, it is news only when a run succeeded since it
+/// was told (`last_success_at`, from the task's memory); otherwise the
+/// told instant is carried into the new window. Marks it told.
+pub fn tell(plan: &mut Plan, last_success_at: Option<i64>, now: i64) -> Option<bool> {
     if !plan
         .runs
         .iter()
@@ -148,12 +169,28 @@ pub fn tell(plan: &mut Plan, now: i64) -> Option<bool> {
         return None;
     }
     let spent = plan.budgets.iter_mut().find(|b| b.is_spent())?;
-    let told = spent.told_at.is_some();
-    if !told {
-        spent.told_at = Some(now);
+    let told_at = spent.told_at.or(spent.told_before);
+    let told = told_at.is_some_and(|at| last_success_at.is_none_or(|success| success < at));
+    let marked = if told { told_at } else { Some(now) };
+    if spent.told_at != marked {
+        spent.told_at = marked;
         spent.changed = true;
     }
     Some(told)
+}
+
+/// `tell`, reading the task's last success only when a run is skipped
+/// for its budget (one lookup by the task's id).
+pub fn tell_in(tx: &mut dyn Tx, plan: &mut Plan, task_id: &str, now: i64) -> Result<bool> {
+    if !plan
+        .runs
+        .iter()
+        .any(|r| r.status == RunStatus::SkippedBudget)
+    {
+        return Ok(false);
+    }
+    let last_success_at = tx.task_memory(task_id)?.and_then(|m| m.last_success_at);
+    Ok(tell(plan, last_success_at, now).unwrap_or(false))
 }
 
 /// Writes the windows the claim changed.
@@ -234,10 +271,10 @@ pub fn spent_now(
 pub fn state_json(b: &BudgetState, task: &Task) -> Value {
     json!({
         "key": b.budget.key,
-        "limit": b.budget.limit,
+        "limit": decimal(b.budget.limit),
         "period": b.budget.period.as_str(),
-        "spent": b.spent,
-        "remaining": b.remaining(),
+        "spent": decimal(b.spent),
+        "remaining": decimal(b.remaining()),
         "resets_at": crate::schedule::format_local(b.window.end, task.zone_in_force),
     })
 }
@@ -328,5 +365,48 @@ mod tests {
         let runs = states.iter().find(|s| s.budget.key == "runs").unwrap();
         assert_eq!((runs.spent, runs.told_at, runs.changed), (0.0, None, true));
         assert_eq!(runs.window.start, today - 6 * 86400);
+    }
+
+    /// A plan whose run was skipped for `usd=1/day`, spent in the window
+    /// of `now` (its stored row from the window starting `stored_start`).
+    fn skipped(task: &Task, stored_start: i64, told_at: Option<i64>, now: i64) -> Plan {
+        let stored = [BudgetWindow {
+            told_at,
+            ..row("usd", "day", stored_start, 1.5)
+        }];
+        let mut states = current(task, &stored, now);
+        states[0].spent = 1.5;
+        let run = Run::new(task, now, now, 1, RunStatus::SkippedBudget, now, |_| {});
+        crate::tick::claim::Plan {
+            runs: vec![run],
+            next_run_at: None,
+            next_retry_at: None,
+            retry_run_id: None,
+            state: TaskState::Active,
+            superseded_retry: None,
+            consumed_trigger: None,
+            budgets: states,
+        }
+    }
+
+    #[test]
+    fn a_budget_is_told_once_per_change_not_once_per_window() {
+        let task = task(&["usd=1/day"], "UTC");
+        let today = 1_772_928_000;
+        let now = today + 3600;
+        let yesterday = today - 86400;
+        // Never told: told now.
+        let mut plan = skipped(&task, today, None, now);
+        assert_eq!(tell(&mut plan, None, now), Some(false));
+        assert_eq!(plan.budgets[0].told_at, Some(now));
+        // Told yesterday, no success since: today's skip holds its notice
+        // back, and carries the told instant into today's window.
+        let mut plan = skipped(&task, yesterday, Some(yesterday + 60), now);
+        assert_eq!(tell(&mut plan, Some(yesterday - 10), now), Some(true));
+        assert_eq!(plan.budgets[0].told_at, Some(yesterday + 60));
+        // A run succeeded after it was told: spent again is news.
+        let mut plan = skipped(&task, yesterday, Some(yesterday + 60), now);
+        assert_eq!(tell(&mut plan, Some(yesterday + 600), now), Some(false));
+        assert_eq!(plan.budgets[0].told_at, Some(now));
     }
 }

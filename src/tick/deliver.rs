@@ -163,6 +163,10 @@ fn stdin_for(notice: &Notice, task: Option<&Task>, run: Option<&Run>) -> serde_j
         // (`run` keeps them as data).
         "message": crate::text::escape(&notice.message),
         "kind": notice.kind.map(|k| k.as_str()),
+        // The same id at every attempt of this notice, so a notifier can
+        // deduplicate on its own; the state the notice tells.
+        "notice_id": notice.delivery_id,
+        "state": notice.kind.map(super::notice_policy::state_of),
         "suppressed_since_last": notice.suppressed_since_last,
     })
 }

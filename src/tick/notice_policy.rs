@@ -3,6 +3,7 @@
 //! back (and why), from the run, the task's memory and the clock alone. The
 //! caller applies the decision in the transaction that settles the run.
 
+use crate::executor_result::ERROR_KIND_PREFIX;
 use crate::model::{NoticeKind, NoticePolicy, NotifyMode, Run, RunStatus};
 use crate::payload::hash_hex;
 use crate::store::TaskMemory;
@@ -15,9 +16,12 @@ pub const DUPLICATE_FAILURE: &str = "duplicate failure";
 pub const DUPLICATE_SKIP: &str = "duplicate skip";
 pub const UNCHANGED_CONTENT: &str = "unchanged content";
 pub const POLICY: &str = "policy";
+/// A missed run a gap notice of its wake named (tick/claim/gap.rs).
+pub const TOLD_IN_GAP: &str = "told in the gap notice";
 /// The executor said `"notify":false` of a success.
 pub const EXECUTOR: &str = "executor";
-/// A budget's window whose notice was made by an earlier skip.
+/// A budget whose notice was made by an earlier skip, with no success
+/// since: the task is still in the state that notice told.
 pub const BUDGET_TOLD: &str = "budget window told";
 
 /// What happens to one settled run's notice.
@@ -28,8 +32,23 @@ pub struct Decision {
     pub suppressed: Option<&'static str>,
     /// What a sent notice says was held back before it.
     pub suppressed_since_last: i64,
+    /// A sent failure of the state already told (past the re-alert
+    /// window): a reminder, which says how many runs it covers.
+    pub reminder: bool,
     /// The memory as it is after this run.
     pub memory: TaskMemory,
+}
+
+/// A `missed` run's place in its wake (tick/claim/gap.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InGap {
+    /// Its own notice: the only task that missed, or not under `attention`.
+    #[default]
+    Alone,
+    /// The first of several: its notice is the wake's `gap` notice.
+    Carrier,
+    /// A gap notice of its wake named it.
+    Told,
 }
 
 /// What the decision reads of the run beyond its status.
@@ -43,8 +62,15 @@ pub struct Facts<'a> {
     /// The key and time of the task's last skip notice sent within the
     /// re-alert window (the caller reads it from the ledger).
     pub last_skip_sent: Option<(String, i64)>,
-    /// A `skipped_budget` run whose window's notice was made already.
+    /// A `skipped_budget` run whose budget's notice was made already,
+    /// with no success since (tick/budget.rs `tell`).
     pub budget_told: bool,
+    /// A coalesced `missed` run whose task ran its catch-up in the same
+    /// claim: a designed outcome.
+    pub caught_up: bool,
+    /// A `missed` run's place in its wake (tick/claim/gap.rs): its notice
+    /// names every task that missed (`Carrier`), or one did (`Told`).
+    pub in_gap: InGap,
     pub now: i64,
 }
 
@@ -52,7 +78,10 @@ pub struct Facts<'a> {
 pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
     let run = facts.run;
     let failing = memory.last_failure_reason.is_some();
-    let kind = kind_of(run.status, failing, facts.paused_task);
+    let kind = match kind_of(run.status, failing, facts.paused_task) {
+        NoticeKind::Missed if facts.in_gap == InGap::Carrier => NoticeKind::Gap,
+        kind => kind,
+    };
     let mode = facts.policy.mode();
     let suppressed = match kind {
         // They need a person: nothing silences them.
@@ -73,16 +102,23 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             (NotifyMode::Never, None) => Some(POLICY),
             _ => None,
         },
+        // A missed run whose catch-up ran is a designed outcome: the
+        // task did its work.
         NoticeKind::Missed => match mode {
-            NotifyMode::Always | NotifyMode::Attention => None,
+            NotifyMode::Always => None,
+            NotifyMode::Attention if facts.caught_up => Some(POLICY),
+            NotifyMode::Attention if facts.in_gap == InGap::Told => Some(TOLD_IN_GAP),
+            NotifyMode::Attention => None,
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
-        // A task blocked by an unknown run is skipped at every occurrence
-        // until someone reconciles: the first skip is news, the next ones
-        // behind the same run within the window are not.
+        // A gate's skip is a designed outcome (the gate said there is
+        // nothing to do). A task blocked by an unknown run is skipped at
+        // every occurrence until someone reconciles: the first skip is
+        // news, the next ones behind the same run within the window are not.
         NoticeKind::Skipped => match mode {
             NotifyMode::Always => None,
-            NotifyMode::Attention => same_skip(facts, &failure_key(run)),
+            NotifyMode::Attention if run.status == RunStatus::SkippedGate => Some(POLICY),
+            NotifyMode::Attention => same_skip(facts, &skip_key(run)),
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
         // A budget's window is told once (later skips of the window are
@@ -93,6 +129,8 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
             by_mode => by_mode,
         },
         NoticeKind::Overdue => held_back_by_mode(facts.policy),
+        // Made only under `attention`, for the first missed run of a wake.
+        NoticeKind::Gap => None,
         NoticeKind::Success => match facts.executor_says {
             Some(true) => None,
             Some(false) => Some(EXECUTOR),
@@ -109,11 +147,17 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
     } else {
         0
     };
+    // The same state told again, past its window: a reminder.
+    let reminder = suppressed.is_none()
+        && kind == NoticeKind::Failure
+        && memory.last_failure_sent_at.is_some()
+        && memory.last_failure_reason.as_deref() == Some(&failure_key(run));
     let memory = remember(memory, facts, kind, suppressed);
     Decision {
         kind,
         suppressed,
         suppressed_since_last,
+        reminder,
         memory,
     }
 }
@@ -142,9 +186,43 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
     }
 }
 
-/// A failure's dedup key: its status, reason and the first line of what
-/// the executor said, so "timeout" and "HTTP 500" are different failures.
+/// A failure's key (docs/CONTRACT.md §16, "States, not text"): the task
+/// is failing, and how — the executor's `error_kind`, or the class of how
+/// it ended (exit status, signal, timeout, a malformed reply) — never the
+/// summary, whose words (a token count, a time) vary from run to run.
 pub fn failure_key(run: &Run) -> String {
+    format!(
+        "failing: {}: {}",
+        run.status.as_str(),
+        failure_class(run.reason.as_deref())
+    )
+}
+
+/// The class of a failure from its reason: the executor's error kind as
+/// given; "exit status 1", "killed by signal 9" as they are; "timeout"
+/// for any time limit; otherwise the reason's words before their first
+/// `:` or `;` (what follows is the detail of one run). A failure the
+/// executor reported without a kind is "reported".
+pub fn failure_class(reason: Option<&str>) -> String {
+    let Some(line) = reason.and_then(first_line) else {
+        return "reported".into();
+    };
+    if let Some(kind) = line.strip_prefix(ERROR_KIND_PREFIX) {
+        return format!("error_kind {}", kind.trim());
+    }
+    if line.starts_with("timed out") {
+        return "timeout".into();
+    }
+    line.split([':', ';'])
+        .next()
+        .unwrap_or(line)
+        .trim()
+        .to_string()
+}
+
+/// A skip's key: its status, reason (which names the blocking run and
+/// its state) and first line.
+pub fn skip_key(run: &Run) -> String {
     dedup_key(
         run.status.as_str(),
         run.reason.as_deref(),
@@ -152,7 +230,7 @@ pub fn failure_key(run: &Run) -> String {
     )
 }
 
-/// `failure_key` from a stored run's words (the ledger's last skip).
+/// `skip_key` from a stored run's words (the ledger's last skip).
 pub fn dedup_key(status: &str, reason: Option<&str>, summary: Option<&str>) -> String {
     format!(
         "{status}: {} | {}",
@@ -262,25 +340,41 @@ pub fn reconciled(mut m: TaskMemory, run: &Run, now: i64) -> TaskMemory {
     m
 }
 
-/// What a sent notice adds to its message about the ones held back.
-pub fn held_back_note(memory_before: &TaskMemory, since_text: &str) -> Option<String> {
-    let n = memory_before.suppressed_count;
-    if n == 0 {
+/// What a sent failure (or pause) adds to its message about the failures
+/// held back before it: counts belong on a notice of the same state, so
+/// any other kind (a recovery, a budget, a success) says nothing of them,
+/// and a reminder says its count in its own words.
+pub fn held_back_note(
+    memory_before: &TaskMemory,
+    kind: NoticeKind,
+    since_text: &str,
+) -> Option<String> {
+    let n = memory_before.suppressed_failures;
+    if n == 0 || !matches!(kind, NoticeKind::Failure | NoticeKind::Paused) {
         return None;
     }
-    let what = if memory_before.suppressed_failures == n {
-        if n == 1 {
-            "similar failure"
-        } else {
-            "similar failures"
-        }
-    } else if n == 1 {
-        "notice"
+    let (what, verb) = if n == 1 {
+        ("similar failure", "was")
     } else {
-        "notices"
+        ("similar failures", "were")
     };
-    let verb = if n == 1 { "was" } else { "were" };
     Some(format!("{n} {what} since {since_text} {verb} not sent"))
+}
+
+/// The state a notice tells (the notifier's `state`, docs/PROTOCOLS.md):
+/// what the task is in after the run, not what the run said.
+pub fn state_of(kind: NoticeKind) -> &'static str {
+    match kind {
+        NoticeKind::Failure => "failing",
+        NoticeKind::Recovery | NoticeKind::Success => "healthy",
+        NoticeKind::Unknown => "unknown",
+        NoticeKind::Missed | NoticeKind::Gap => "missed",
+        NoticeKind::Skipped => "skipped",
+        NoticeKind::Parked => "waiting",
+        NoticeKind::Paused => "paused",
+        NoticeKind::Budget => "budget_spent",
+        NoticeKind::Overdue => "overdue",
+    }
 }
 
 #[cfg(test)]

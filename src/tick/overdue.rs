@@ -16,17 +16,22 @@
 //! for each, in one write transaction, moves the clock into
 //! `overdue_since` (guarded by the instant read, so a success committed
 //! meanwhile wins), writes the audit event and adds one notice of kind
-//! `overdue`. The clock is then stopped: the task is told once per gap,
-//! and again only after a new success and a new gap. A paused task is not
-//! decided (its clock waits for `resume`); one that will not run again
-//! (completed, deleted, quarantined) has its clock dropped quietly.
+//! `overdue` on the task's latest run. A task with no run yet (cron was
+//! down since it was confirmed) is left to the claim that records its
+//! first runs, in the same tick (`at_claim`), so its overdue is told
+//! too. The clock is then stopped: the task is told once per gap, and
+//! again only after a new success and a new gap. An overdue whose latest
+//! run was skipped for a spent budget is held back: the budget's one
+//! notice says so. A paused task is not decided (its clock waits for
+//! `resume`); one that will not run again (completed, deleted,
+//! quarantined) has its clock dropped quietly.
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
-use crate::model::{DeliveryState, Notice, NoticeKind, Task};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, Task};
 use crate::store::{Store, SuccessDue, Tx};
 use crate::text::{human_duration, wall_time};
 use crate::wire::time;
@@ -114,7 +119,9 @@ pub fn decide(
 
 /// One task: overdue (with its event and notice), or its clock dropped
 /// when it will not run again. None when a success or another tick moved
-/// it since it was read.
+/// it since it was read, or when it has no run yet to carry the notice:
+/// the claim that records its first runs decides it (`at_claim`), later
+/// in this tick.
 fn decide_one(tx: &mut dyn Tx, due: &SuccessDue, now: i64) -> Result<Option<TickEvent>> {
     let task = match tx.task(&due.task_id)? {
         Some(Ok(task)) if due.active => task,
@@ -122,38 +129,79 @@ fn decide_one(tx: &mut dyn Tx, due: &SuccessDue, now: i64) -> Result<Option<Tick
         // quarantines): nothing will run, so nothing is expected.
         _ => return settled_quietly(tx.drop_success_due(due)),
     };
+    let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() else {
+        return Ok(None);
+    };
     if let Err(e) = tx.mark_overdue(due) {
         return settled_quietly(Err(e));
     }
-    let last_success_at = tx
-        .task_memory(&task.task_id)?
-        .and_then(|m| m.last_success_at);
-    let message = message(&task, last_success_at, now);
-    let notice = add_notice(tx, &task, &message, now)?;
-    let detail = json!({
-        "success_due_at": time(Some(due.success_due_at)),
-        "last_success_at": time(last_success_at),
-        "expect_success_seconds": task.payload.expect_success_seconds,
-        "run_id": notice.as_ref().map(|n| n.run_id.clone()),
-        "notice": notice.as_ref().map(|n| match n.state {
-            DeliveryState::Suppressed => "held back by policy",
-            _ => "pending",
-        }).unwrap_or("none: the task has no run yet"),
-    });
-    tx.append_event(&Event::of_task(
-        AuditAction::Overdue,
-        &task,
-        ACTOR,
-        now,
-        detail,
-    ))?;
+    let (message, notice) = tell(tx, &task, due, &run, now)?;
     Ok(Some(TickEvent::Overdue {
         task: TaskRef::of(&task),
         tenant_key: task.payload.tenant_key.clone(),
         since: due.success_due_at,
         message,
-        notice,
+        notice: Some(notice),
     }))
+}
+
+/// In the claim's transaction, once `first` (the first run the claim
+/// records) exists: a task whose clock ran out before it had any run (cron
+/// was down since it was confirmed) is decided here, so that its overdue
+/// is told with the runs that show it. One read of the task's clock, for
+/// a task that expects successes only.
+pub fn at_claim(tx: &mut dyn Tx, task: &Task, first: &Run, now: i64) -> Result<()> {
+    if task.payload.expect_success_seconds.is_none() {
+        return Ok(());
+    }
+    let Some(success_due_at) = tx
+        .success_clock(&task.task_id)?
+        .success_due_at
+        .filter(|at| *at <= now)
+    else {
+        return Ok(());
+    };
+    let due = SuccessDue {
+        task_id: task.task_id.clone(),
+        success_due_at,
+        active: true,
+    };
+    tx.mark_overdue(&due)?;
+    tell(tx, task, &due, first, now).map(|_| ())
+}
+
+/// The notice on `run` and the audit event of a task just marked overdue.
+fn tell(
+    tx: &mut dyn Tx,
+    task: &Task,
+    due: &SuccessDue,
+    run: &Run,
+    now: i64,
+) -> Result<(String, Notice)> {
+    let last_success_at = tx
+        .task_memory(&task.task_id)?
+        .and_then(|m| m.last_success_at);
+    let message = message(task, last_success_at, now);
+    let notice = add_notice(tx, task, run, &message, now)?;
+    let detail = json!({
+        "success_due_at": time(Some(due.success_due_at)),
+        "last_success_at": time(last_success_at),
+        "expect_success_seconds": task.payload.expect_success_seconds,
+        "run_id": notice.run_id,
+        "notice": match (&notice.state, notice.suppressed_reason.as_deref()) {
+            (DeliveryState::Suppressed, Some(BUDGET_SAYS_IT)) => "told in the budget notice",
+            (DeliveryState::Suppressed, _) => "held back by policy",
+            _ => "pending",
+        },
+    });
+    tx.append_event(&Event::of_task(
+        AuditAction::Overdue,
+        task,
+        ACTOR,
+        now,
+        detail,
+    ))?;
+    Ok((message, notice))
 }
 
 /// A guarded change that found the task moved on is not an error: the
@@ -190,13 +238,18 @@ pub fn message(task: &Task, last_success_at: Option<i64>, now: i64) -> String {
     )
 }
 
-/// The notice, on the task's most recent run (a notice is delivered with a
-/// run); none when the task has no run at all. Held back under `never`.
-fn add_notice(tx: &mut dyn Tx, task: &Task, message: &str, now: i64) -> Result<Option<Notice>> {
-    let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() else {
-        return Ok(None);
+/// Why an overdue caused by a spent budget is held back: the budget's one
+/// notice says the task will be overdue (tick/budget.rs `reason`).
+pub const BUDGET_SAYS_IT: &str = "told in the budget notice";
+
+/// The notice, on `run` (the task's most recent run: a notice is
+/// delivered with a run). Held back under `never`, and when that run was
+/// skipped for a spent budget: the budget is why, and its notice said so.
+fn add_notice(tx: &mut dyn Tx, task: &Task, run: &Run, message: &str, now: i64) -> Result<Notice> {
+    let suppressed = match run.status {
+        RunStatus::SkippedBudget => Some(BUDGET_SAYS_IT),
+        _ => notice_policy::held_back_by_mode(task.payload.notice),
     };
-    let suppressed = notice_policy::held_back_by_mode(task.payload.notice);
     let notice = Notice {
         delivery_id: uuid::Uuid::new_v4().to_string(),
         run_id: run.run_id.clone(),
@@ -219,5 +272,5 @@ fn add_notice(tx: &mut dyn Tx, task: &Task, message: &str, now: i64) -> Result<O
         suppressed_reason: suppressed.map(str::to_string),
     };
     tx.insert_notice(&notice)?;
-    Ok(Some(notice))
+    Ok(notice)
 }

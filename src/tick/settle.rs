@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::notice_policy::{self, Facts};
 use crate::audit::{AuditAction, Event};
-use crate::model::{DeliveryState, Notice, Run, RunStatus, Task, TaskState};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, Task, TaskState};
 use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::{clip, first_line, wall_time};
 
@@ -93,7 +93,7 @@ pub fn settle(
     let context = NoticeContext {
         executor_says: outcome.notify,
         paused: paused.as_deref(),
-        budget_told: false,
+        ..NoticeContext::default()
     };
     add_decided_notice(tx, &settled, task.as_ref(), now, claim, context)
 }
@@ -314,8 +314,14 @@ pub struct NoticeContext<'a> {
     /// Set when this run's failure paused the task (`--pause-after`): the
     /// pause's reason.
     pub paused: Option<&'a str>,
-    /// A `skipped_budget` run whose window's notice was made already.
+    /// A `skipped_budget` run whose budget's notice was made already.
     pub budget_told: bool,
+    /// A coalesced `missed` run whose catch-up ran in the same claim.
+    pub caught_up: bool,
+    /// A `missed` run's place in its wake, and the gap notice's words when
+    /// it carries it (tick/claim/gap.rs).
+    pub in_gap: notice_policy::InGap,
+    pub gap_message: Option<&'a str>,
 }
 
 /// Adds the notice of a run that left `running` (or never ran: missed,
@@ -354,6 +360,8 @@ pub fn add_decided_notice(
             executor_says: context.executor_says,
             paused_task: context.paused.is_some(),
             budget_told: context.budget_told,
+            caught_up: context.caught_up,
+            in_gap: context.in_gap,
             last_skip_sent,
             now,
         },
@@ -362,11 +370,14 @@ pub fn add_decided_notice(
     tx.save_task_memory(&decision.memory)?;
     let mut text = match context.paused {
         Some(reason) => format!("{}: {reason}", label_of(run, task)),
+        None if decision.reminder => reminder(run, task, &before),
+        None if decision.kind == NoticeKind::Gap => context.gap_message.unwrap_or_default().into(),
         None => message(run, task),
     };
-    if decision.suppressed.is_none() {
+    if decision.suppressed.is_none() && !decision.reminder {
         let since = before.suppressed_since.map(|at| when(at, task));
-        if let Some(note) = notice_policy::held_back_note(&before, &since.unwrap_or_default()) {
+        let since = since.unwrap_or_default();
+        if let Some(note) = notice_policy::held_back_note(&before, decision.kind, &since) {
             text.push_str(&format!(" ({note})"));
         }
     }
@@ -446,20 +457,64 @@ fn when(at: i64, task: Option<&Task>) -> String {
 }
 
 /// The first lines of a run's reason and summary, joined and clipped; None
-/// when neither says anything.
+/// when neither says anything. A summary the reason already says ("timed
+/// out after 5 s" beside "timed out after 5 s; process group killed") is
+/// said once.
 fn details(reason: Option<&str>, summary: Option<&str>) -> Option<String> {
-    let lines: Vec<&str> = [reason, summary]
-        .into_iter()
-        .flatten()
-        .filter_map(first_line)
-        .collect();
+    let reason = reason.and_then(first_line);
+    let summary = summary
+        .and_then(first_line)
+        .filter(|s| !reason.is_some_and(|r| r.contains(s)));
+    let lines: Vec<&str> = [reason, summary].into_iter().flatten().collect();
     (!lines.is_empty()).then(|| clip(&lines.join(" — "), 200))
+}
+
+/// The occurrences a coalesced missed run stands for, first and last:
+/// "2026-12-02 09:00 UTC … 2026-12-02 16:00 UTC".
+fn span(run: &Run, task: &Task) -> String {
+    let first = run.scheduled_for;
+    let until = run.finished_at.unwrap_or(run.created_at);
+    let limit = run.skipped_occurrences.max(1) as u64;
+    let (_, last) = crate::schedule::count_between(
+        &task.payload.schedule,
+        task.zone_in_force,
+        first - 1,
+        until,
+        limit,
+    );
+    match last.filter(|at| *at > first) {
+        Some(last) => format!("{} … {}", when(first, Some(task)), when(last, Some(task))),
+        None => when(first, Some(task)),
+    }
+}
+
+/// A failure of the state already told, past its window: "job is still
+/// failing: 13 more failed runs since the last notice (09:00 UTC); the
+/// last (10:00 UTC): exit status 1 — <its summary>".
+fn reminder(run: &Run, task: Option<&Task>, before: &TaskMemory) -> String {
+    let runs = before.suppressed_failures + 1;
+    let since = before
+        .last_failure_sent_at
+        .map(|at| format!(" since the last notice ({})", when(at, task)))
+        .unwrap_or_default();
+    let last = details(run.reason.as_deref(), run.summary.as_deref())
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default();
+    format!(
+        "{} is still failing: {runs} more failed run{}{since}; the last ({}){last}",
+        label_of(run, task),
+        if runs == 1 { "" } else { "s" },
+        when(run.scheduled_for, task)
+    )
 }
 
 /// The one-line human text of a run's outcome.
 pub fn message(run: &Run, task: Option<&Task>) -> String {
     let label = label_of(run, task);
-    let when = when(run.scheduled_for, task);
+    let when = match (run.status, task) {
+        (RunStatus::Missed, Some(task)) if run.skipped_occurrences > 1 => span(run, task),
+        _ => when(run.scheduled_for, task),
+    };
     let status = match run.status {
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => format!(
             "is waiting for approval (agentcron approve {} --wait-id {})",

@@ -104,24 +104,25 @@ fn a_gate_exiting_1_skips_the_run_with_its_first_line_and_no_retry() {
     let task = rig.env.json(&["show", "t"]);
     assert_eq!(task["consecutive_failures"], 0, "{task}");
     assert!(task["next_retry_at"].is_null(), "{task}");
-    // The first skip is news under `attention`.
-    let notices = rig.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert_eq!(notices[0]["kind"], "skipped", "{}", notices[0]);
-    let message = notices[0]["message"].as_str().unwrap();
-    assert!(message.contains("nothing new in the inbox"), "{message}");
-    // The same skip an hour later, within the re-alert window: held back.
+    // A designed outcome (docs/CONTRACT.md §16, amended by issue 44):
+    // `attention` sends nothing for a gate's skip, whatever it says; the
+    // ledger keeps it, held back by policy.
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
-    assert_eq!(rig.notices().len(), 1, "a duplicate skip is held back");
-    let runs = rig.runs("t");
-    assert_eq!(runs[0]["status"], "skipped_gate");
-    assert_eq!(runs[0]["delivery_status"], "suppressed", "{}", runs[0]);
-    // What the gate says changed: that is news again.
     rig.env.set_env("GATE_SAYS", "3 new mails, none for you");
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
-    assert_eq!(rig.notices().len(), 2);
+    assert!(rig.notices().is_empty(), "{:?}", rig.notices());
+    for run in rig.runs("t") {
+        assert_eq!(run["status"], "skipped_gate");
+        assert_eq!(run["delivery_status"], "suppressed", "{run}");
+    }
+    assert_eq!(
+        rig.env.count(
+            "SELECT count(*) FROM deliveries WHERE suppressed_reason = 'policy' AND kind = 'skipped'"
+        ),
+        3
+    );
     assert!(rig.starts().is_empty());
     assert_eq!(gate_calls(&rig), 3);
 }

@@ -81,26 +81,17 @@ fn overdue_after_a_cron_outage_is_told_once_then_again_after_a_new_success_and_g
     rig.env.set_env("FIXTURE_MODE", "fail");
     rig.env.advance(10 * HOUR);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stdout
-            .contains("is overdue: no run has succeeded for 10 h (last success 2026-12-02 09:00"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("it expects one within 3 h"),
-        "{}",
-        out.stdout
-    );
     let told = overdue_notices(&rig);
     assert_eq!(told.len(), 1, "{told:?}");
+    let message = told[0]["message"].as_str().unwrap();
     assert!(
-        told[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("no run has succeeded for 10 h"),
-        "{told:?}"
+        message
+            .contains("is overdue: no run has succeeded for 10 h (last success 2026-12-02 09:00"),
+        "{message}"
     );
+    assert!(message.contains("it expects one within 3 h"), "{message}");
+    // The notifier told it: cron's mail does not repeat it (issue 44).
+    assert!(!out.stdout.contains("is overdue"), "{}", out.stdout);
     // Further failing ticks: the same gap, nothing more.
     hourly_ticks(&rig, 5);
     assert_eq!(overdue_notices(&rig).len(), 1);
@@ -141,9 +132,14 @@ fn a_failure_streak_past_the_duration_is_told_once_and_shown_everywhere() {
     assert!(overdue_notices(&rig).is_empty());
     // 12:00: DUR after the first occurrence, and no success.
     let out = hourly_ticks(&rig, 1);
+    assert!(!out.contains("is overdue"), "the notifier told it: {out}");
     assert!(
-        out.contains("no run has succeeded since it was confirmed 4 h ago"),
-        "{out}"
+        overdue_notices(&rig)[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no run has succeeded since it was confirmed 4 h ago"),
+        "{:?}",
+        rig.notices()
     );
     hourly_ticks(&rig, 3);
     let told = overdue_notices(&rig);
@@ -225,26 +221,41 @@ fn notify_never_holds_the_overdue_notice_back() {
     assert_eq!(status["overdue"].as_array().unwrap().len(), 1, "{status}");
 }
 
+/// Issue 44 item 3: the tick that decides the overdue is the one that
+/// records the task's first runs (cron down since the confirmation): the
+/// overdue is told all the same, once, on the runs that claim records.
 #[test]
-fn a_task_with_no_run_yet_is_decided_without_a_notice() {
+fn a_task_overdue_before_its_first_run_is_told_once() {
     let rig = Rig::new();
     rig.with_notifier(0);
-    expecting_task(&rig, &[]);
-    // No tick until 12:30: the clock ran out at 12:00, before any run.
-    rig.env.set_now(T0 + 4 * HOUR + 1800);
-    let out = rig.tick(&[]).ok();
+    // Confirmed 08:00, hourly from 09:00, a success expected within 2 h:
+    // overdue at 11:00. The run that finally starts at 12:00 succeeds.
+    rig.env.task(&[
+        "--instruction",
+        "x",
+        "--every",
+        "1h",
+        "--name",
+        "t",
+        "--expect-success",
+        "2h",
+        "--max-retries",
+        "0",
+    ]);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    rig.env.set_now(T0 + 4 * HOUR);
+    rig.tick(&[]).ok();
+    let told = overdue_notices(&rig);
+    assert_eq!(told.len(), 1, "{:?}", rig.notices());
+    let message = told[0]["message"].as_str().unwrap();
     assert!(
-        out.stdout.contains("(no notice: the task has no run yet)"),
-        "{}",
-        out.stdout
+        message.starts_with("t is overdue: no run has succeeded since it was confirmed 4 h ago"),
+        "{message}"
     );
-    assert_eq!(
-        rig.env
-            .count("SELECT count(*) FROM deliveries WHERE kind = 'overdue'"),
-        0
-    );
-    let shown = rig.env.json(&["show", "t"]);
-    assert_eq!(shown["overdue_since"], utc(T0 + 4 * HOUR), "{shown}");
+    assert_eq!(told[0]["run"]["status"], "missed", "{}", told[0]);
+    // The gap was told once: later ticks tell nothing more.
+    hourly_ticks(&rig, 3);
+    assert_eq!(overdue_notices(&rig).len(), 1, "{:?}", rig.notices());
 }
 
 #[test]

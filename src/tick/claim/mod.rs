@@ -10,6 +10,7 @@
 //! again, and the `previous` every executor is told).
 
 mod continuation;
+mod gap;
 mod occurrences;
 
 use crate::audit::{AuditAction, Event};
@@ -18,7 +19,8 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::budget::{self, BudgetState};
-use crate::model::{Run, RunStatus, RunTrigger, Task, TaskState};
+use super::notice_policy::InGap;
+use crate::model::{NotifyMode, Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
@@ -322,25 +324,44 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
 }
 
 /// Runs that never ran have notices too; the task's policy decides
-/// whether they are sent (docs/CONTRACT.md §16). A budget's window is told
-/// once (`budget_told`: an earlier skip of the window told it).
+/// whether they are sent (docs/CONTRACT.md §16). A budget is told once
+/// per change (`budget_told`: an earlier skip told it, and no run
+/// succeeded since); a missed run whose catch-up ran (`caught_up`) is a
+/// designed outcome.
 fn never_ran_notice(
     tx: &mut dyn Tx,
     run: &Run,
     task: &Task,
     budget_told: bool,
-    now: i64,
+    caught_up: bool,
+    s: ClaimSettings,
 ) -> Result<()> {
     let never_ran = matches!(
         run.status,
         RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
     );
     if never_ran {
+        let in_gap = match run.status {
+            RunStatus::Missed
+                if !caught_up && task.payload.notice.mode() == NotifyMode::Attention =>
+            {
+                gap::place(tx, task, run, s)?
+            }
+            _ => gap::InGap::Alone,
+        };
+        let (in_gap, gap_message) = match &in_gap {
+            gap::InGap::Alone => (InGap::Alone, None),
+            gap::InGap::Carrier(message) => (InGap::Carrier, Some(message.as_str())),
+            gap::InGap::Told => (InGap::Told, None),
+        };
         let context = super::settle::NoticeContext {
             budget_told,
+            caught_up,
+            in_gap,
+            gap_message,
             ..Default::default()
         };
-        super::settle::add_decided_notice(tx, run, Some(task), now, None, context)?;
+        super::settle::add_decided_notice(tx, run, Some(task), s.now, None, context)?;
     }
     Ok(())
 }
@@ -388,9 +409,10 @@ pub fn claim_due(
             Ok(Some(Claimed::Quarantined { task_id, problem }))
         }
         Some(Ok((task, mut plan))) => {
-            // The notice of a budget's window is made once (docs/CONTRACT.md
-            // §16): later skips in the window hold theirs back.
-            let budget_told = budget::tell(&mut plan, s.now).unwrap_or(false);
+            // A budget is told once per change (docs/CONTRACT.md §16):
+            // later skips hold theirs back until a run succeeds.
+            let budget_told = budget::tell_in(tx, &mut plan, &task.task_id, s.now)?;
+            let caught_up = plan.runs.iter().any(|r| r.catch_up);
             for run in &plan.runs {
                 tx.insert_run(run)?;
                 tx.append_event(&Event::of_run(
@@ -401,8 +423,13 @@ pub fn claim_due(
                     claim_detail(run),
                 ))?;
                 if notices_for_missed {
-                    never_ran_notice(tx, run, &task, budget_told, s.now)?;
+                    never_ran_notice(tx, run, &task, budget_told, caught_up, s)?;
                 }
+            }
+            // A task overdue before it had any run is told with its first
+            // runs (the overdue step before the claims had no run to carry it).
+            if let Some(first) = plan.runs.first() {
+                super::overdue::at_claim(tx, &task, first, s.now)?;
             }
             budget::save(tx, &task.task_id, &plan.budgets)?;
             if let Some(at) = plan.consumed_trigger {

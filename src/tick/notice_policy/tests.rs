@@ -54,12 +54,29 @@ impl Player {
         summary: &str,
         says: Option<bool>,
     ) -> Decision {
+        let reason = (status == RunStatus::SkippedOverlap).then_some(self.blocked_by);
+        self.play(at, status, reason, summary, says, false)
+    }
+
+    /// A failure that ended as `reason` says ("exit status 1", "error
+    /// kind: quota"), saying `summary`.
+    fn fail(&mut self, at: i64, reason: &str, summary: &str) -> Decision {
+        self.play(at, RunStatus::Failed, Some(reason), summary, None, false)
+    }
+
+    fn play(
+        &mut self,
+        at: i64,
+        status: RunStatus,
+        reason: Option<&str>,
+        summary: &str,
+        says: Option<bool>,
+        caught_up: bool,
+    ) -> Decision {
         let run = Run::new(&self.task, at, at, 1, status, at, |r| {
             r.summary = (!summary.is_empty()).then(|| summary.to_string());
             r.finished_at = Some(at);
-            if status == RunStatus::SkippedOverlap {
-                r.reason = Some(self.blocked_by.to_string());
-            }
+            r.reason = reason.map(str::to_string);
         });
         let decision = decide(
             &Facts {
@@ -69,13 +86,15 @@ impl Player {
                 paused_task: false,
                 last_skip_sent: self.skip_sent.clone(),
                 budget_told: false,
+                caught_up,
+                in_gap: InGap::Alone,
                 now: at,
             },
             self.memory.clone(),
         );
         self.memory = decision.memory.clone();
         if status == RunStatus::SkippedOverlap && decision.suppressed.is_none() {
-            self.skip_sent = Some((failure_key(&run), at));
+            self.skip_sent = Some((skip_key(&run), at));
         }
         decision
     }
@@ -102,11 +121,108 @@ fn the_same_failure_within_the_window_is_held_back() {
 }
 
 #[test]
-fn a_failure_with_another_reason_is_sent() {
+fn a_failure_of_another_class_is_sent_at_once() {
     let mut p = Player::new(NotifyMode::Attention);
-    p.settle(60, RunStatus::Failed, "timeout", None);
-    let d = p.settle(120, RunStatus::Failed, "HTTP 500", None);
-    assert!(sent(&d));
+    p.fail(60, "exit status 1", "boom");
+    // Another exit status, a timeout, an error kind: each a new state.
+    for (at, reason) in [
+        (120, "exit status 2"),
+        (180, "timed out after 5 s; process group killed"),
+        (240, "error kind: rate_limited"),
+        (300, "error kind: auth"),
+    ] {
+        let d = p.fail(at, reason, "boom");
+        assert!(sent(&d), "{reason}");
+        assert!(!d.reminder, "{reason}");
+    }
+}
+
+#[test]
+fn a_failure_whose_summary_alone_differs_is_the_same_state() {
+    // An agent's summary carries a varying token count: not news.
+    let mut p = Player::new(NotifyMode::Attention);
+    assert!(sent(&p.fail(60, "error kind: quota", "used 1200 tokens")));
+    for i in 2..=59 {
+        let d = p.fail(i * 60, "error kind: quota", &format!("used {i}00 tokens"));
+        assert_eq!(d.suppressed, Some(DUPLICATE_FAILURE), "minute {i}");
+    }
+    // Without a kind the exit status is the class; the summary never is.
+    let mut p = Player::new(NotifyMode::Failures);
+    assert!(sent(&p.settle(60, RunStatus::Failed, "HTTP 500", None)));
+    assert!(!sent(&p.settle(120, RunStatus::Failed, "HTTP 502", None)));
+}
+
+#[test]
+fn a_reminder_past_the_window_covers_the_runs_held_back() {
+    let mut p = Player::new(NotifyMode::Attention);
+    p.fail(60, "exit status 1", "a");
+    for i in 2..=60 {
+        assert!(!sent(&p.fail(i * 60, "exit status 1", "b")));
+    }
+    let d = p.fail(61 * 60, "exit status 1", "c");
+    assert!(sent(&d) && d.reminder);
+    assert_eq!(d.kind, NoticeKind::Failure);
+    assert_eq!(d.suppressed_since_last, 59);
+    // The first of a new class is no reminder.
+    assert!(!p.fail(62 * 60, "exit status 3", "d").reminder);
+}
+
+#[test]
+fn the_class_of_a_failure_is_its_kind_or_how_it_ended() {
+    for (reason, class) in [
+        (None, "reported"),
+        (Some("exit status 1"), "exit status 1"),
+        (Some("error kind: rate_limited"), "error_kind rate_limited"),
+        (Some("timed out after 5 s; process group killed"), "timeout"),
+        (
+            Some("executor could not start: No such file"),
+            "executor could not start",
+        ),
+        (
+            Some("malformed executor reply: the last line is longer"),
+            "malformed executor reply",
+        ),
+    ] {
+        assert_eq!(failure_class(reason), class, "{reason:?}");
+    }
+}
+
+#[test]
+fn designed_outcomes_are_quiet_under_attention_and_told_under_always() {
+    for (mode, expected) in [(NotifyMode::Attention, false), (NotifyMode::Always, true)] {
+        let mut p = Player::new(mode);
+        // The gate said there is nothing to do.
+        let gate = p.play(
+            60,
+            RunStatus::SkippedGate,
+            Some("gate"),
+            "nothing new",
+            None,
+            false,
+        );
+        assert_eq!(sent(&gate), expected, "{mode:?}");
+        // A coalesced missed run whose catch-up ran.
+        let missed = p.play(120, RunStatus::Missed, Some("late"), "", None, true);
+        assert_eq!(sent(&missed), expected, "{mode:?}");
+    }
+    // Missed occurrences with no catch-up are still news.
+    let mut p = Player::new(NotifyMode::Attention);
+    assert!(sent(&p.play(
+        60,
+        RunStatus::Missed,
+        Some("late"),
+        "",
+        None,
+        false
+    )));
+}
+
+#[test]
+fn every_kind_has_a_state() {
+    assert_eq!(state_of(NoticeKind::Failure), "failing");
+    assert_eq!(state_of(NoticeKind::Recovery), "healthy");
+    assert_eq!(state_of(NoticeKind::Budget), "budget_spent");
+    assert_eq!(state_of(NoticeKind::Overdue), "overdue");
 }
 
 #[test]
@@ -252,20 +368,29 @@ fn a_decision_depends_only_on_the_memory_it_is_given() {
 }
 
 #[test]
-fn the_held_back_note_names_what_was_held() {
+fn the_held_back_note_counts_failures_on_a_failure_only() {
     let mut m = TaskMemory::new("t");
-    assert_eq!(held_back_note(&m, "09:00"), None);
+    assert_eq!(held_back_note(&m, NoticeKind::Failure, "09:00"), None);
     m.suppressed_count = 3;
     m.suppressed_failures = 3;
     assert_eq!(
-        held_back_note(&m, "09:00").unwrap(),
+        held_back_note(&m, NoticeKind::Failure, "09:00").unwrap(),
         "3 similar failures since 09:00 were not sent"
     );
     m.suppressed_failures = 1;
     assert_eq!(
-        held_back_note(&m, "09:00").unwrap(),
-        "3 notices since 09:00 were not sent"
+        held_back_note(&m, NoticeKind::Paused, "09:00").unwrap(),
+        "1 similar failure since 09:00 was not sent"
     );
+    // A budget, a recovery or a success never reports held-back notices
+    // as if something were lost.
+    for kind in [
+        NoticeKind::Budget,
+        NoticeKind::Recovery,
+        NoticeKind::Success,
+    ] {
+        assert_eq!(held_back_note(&m, kind, "09:00"), None, "{kind:?}");
+    }
 }
 
 #[test]

@@ -4,9 +4,14 @@
 //! the notifier's journal is what a person received, the ledger
 //! (`runs --json`, `status`, `metrics`) what was held back and why.
 
+mod gaps;
 mod policy;
 mod protocol;
 mod quiet;
+mod states;
+mod status;
+mod week;
+mod wording;
 
 use serde_json::Value;
 

@@ -20,8 +20,10 @@ fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() 
         ("suppressed".into(), Some("duplicate failure".into()))
     );
     assert!(tick_replying(&rig, &failed("timeout")).is_empty());
-    // 3. A failure with another reason is sent.
-    let sent = tick_replying(&rig, &failed("HTTP 500"));
+    // 3. A failure of another class (here the executor's `error_kind`;
+    // the summary alone never makes one: docs/CONTRACT.md §16) is sent.
+    let http = r#"{"status":"failed","summary":"HTTP 500","error_kind":"http"}"#;
+    let sent = tick_replying(&rig, http);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["suppressed_since_last"], 2);
     assert!(
@@ -35,11 +37,17 @@ fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() 
     // 4. Past the window the same failure is sent again, with the count:
     // 08:20 sent, 08:25-08:35 held back, 08:40 is 20 minutes on.
     for _ in 0..3 {
-        assert!(tick_replying(&rig, &failed("HTTP 500")).is_empty());
+        assert!(tick_replying(&rig, http).is_empty());
     }
-    let sent = tick_replying(&rig, &failed("HTTP 500"));
+    let sent = tick_replying(&rig, http);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["suppressed_since_last"], 3);
+    // A reminder says how many runs it covers, and the last one's words.
+    assert_eq!(
+        sent[0]["message"],
+        "job is still failing: 4 more failed runs since the last notice (2026-12-02 08:20 UTC); \
+         the last (2026-12-02 08:40 UTC): error kind: http — HTTP 500"
+    );
     // 5. The recovery is sent once; the next identical success is not.
     let sent = tick_replying(&rig, &succeeded("all green"));
     assert_eq!(sent.len(), 1, "{sent:?}");

@@ -133,3 +133,28 @@ fn a_log_that_cannot_be_opened_stops_the_tick_before_it_claims() {
     );
     assert!(rig.starts().is_empty());
 }
+
+/// Issue 44 item 6: on a laptop, cron's mail says the gap in words, once,
+/// and repeats no notice the notifier delivers.
+#[test]
+fn after_a_sleep_the_tick_says_the_gap_in_words_once_and_repeats_no_delivered_notice() {
+    let rig = rig_with_task(&["--max-retries", "0"]);
+    rig.env.advance(STEP);
+    rig.tick(&[]).ok();
+    // The laptop sleeps 15 h 15 min; the run after it fails for good.
+    rig.env.set_env("FIXTURE_MODE", "fail");
+    rig.env.advance(15 * 3600 + 15 * 60);
+    let out = rig.tick(&[]).ok();
+    assert_eq!(
+        out.stderr,
+        "agentcron: warning: the previous tick was 15 h 15 min ago (at 2026-12-02T08:05:00Z): \
+         the host slept or cron was not running; 1 task(s) had occurrences due\n"
+    );
+    // The failure went to the notifier: cron's mail does not repeat it.
+    assert!(rig.notices().iter().any(|n| n["kind"] == "failure"));
+    assert_eq!(out.stdout, "", "delivered by the notifier");
+    // The next tick, a minute on, is no new gap.
+    rig.env.advance(60);
+    let out = rig.tick(&[]).ok();
+    assert_eq!(out.stderr, "");
+}
