@@ -353,10 +353,13 @@ impl RunUser {
         Some(user)
     }
 
-    /// The agentcron binary, where the run's user may execute it.
+    /// The agentcron binary, where the run's user may execute it: a hard
+    /// link where it can be one. A copy is written through a descriptor
+    /// that a test thread forking meanwhile holds a moment longer, and
+    /// executing the file then fails with "text file busy".
     pub fn bin(&self) -> String {
         let bin = self.dir.join("agentcron");
-        if !bin.exists() {
+        if !bin.exists() && std::fs::hard_link(BIN, &bin).is_err() {
             std::fs::copy(BIN, &bin).unwrap();
         }
         bin.display().to_string()
