@@ -44,11 +44,10 @@ impl Launch {
         let Some(user) = self.run_as.as_ref().filter(|u| u.switch == Switch::Sudo) else {
             return Ok(());
         };
-        let supervisor = supervisor_program()?;
+        let supervisor = supervisor_words()?;
         let out = Command::new("sudo")
             .args(["-n", "-l", "-u", &user.name, "--"])
-            .arg(&supervisor)
-            .arg(SUPERVISE)
+            .args(&supervisor)
             .env_clear()
             .env("PATH", self.path())
             .stdin(Stdio::null())
@@ -60,10 +59,10 @@ impl Launch {
             return Ok(());
         }
         Err(format!(
-            "--run-as {}: sudo would ask for a password (or refuses) to run `{} {SUPERVISE}` as {}; \
+            "--run-as {}: sudo would ask for a password (or refuses) to run `{}` as {}; \
              install the rule `agentcron sudoers --run-as {}` prints, or run the tick as root",
             user.name,
-            supervisor.display(),
+            supervisor.join(" "),
             user.name,
             user.name
         ))
@@ -75,22 +74,27 @@ impl Launch {
     /// the child's own travels over the supervisor's channel, so sudo needs
     /// no SETENV. Its stdio is the caller's to add.
     pub(super) fn supervisor(&self) -> Result<Command, SpawnError> {
-        let program = supervisor_program().map_err(SpawnError::Other)?;
+        let words = supervisor_words().map_err(SpawnError::Other)?;
         let mut command = match &self.run_as {
             Some(user) if user.switch == Switch::Sudo => {
                 let mut command = self.direct("sudo");
-                command.args(["-n", "-u", &user.name, "--"]).arg(&program);
+                command.args(["-n", "-u", &user.name, "--"]).args(&words);
                 super::user::new_session(&mut command);
                 command
             }
             Some(user) => {
-                let mut command = Command::new(&program);
+                let mut command = Command::new(&words[0]);
+                command.args(&words[1..]);
                 user.set_ids(&mut command);
                 command
             }
-            None => Command::new(&program),
+            None => {
+                let mut command = Command::new(&words[0]);
+                command.args(&words[1..]);
+                command
+            }
         };
-        command.arg(SUPERVISE).env_clear().env("PATH", self.path());
+        command.env_clear().env("PATH", self.path());
         if self.run_as.is_some() {
             // The tick's folder may be closed to the user: every run starts at /.
             command.current_dir("/");
@@ -143,16 +147,20 @@ pub fn resolve(program: &str, path: &str) -> Option<std::path::PathBuf> {
         })
 }
 
-/// The argument that makes the binary a supervisor (main.rs looks for it
+/// The argument that makes `agentcron` a supervisor (main.rs looks for it
 /// before anything else).
 pub const SUPERVISE: &str = "supervise";
 
-/// The supervisor's program: this binary. (A unit test runs inside the test
-/// harness, so there it is the `agentcron` binary cargo built beside it.)
-pub fn supervisor_program() -> Result<std::path::PathBuf, String> {
-    static PROGRAM: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
-        std::sync::OnceLock::new();
-    PROGRAM
+/// The small binary beside `agentcron` that is the supervisor alone.
+const SUPERVISOR_BINARY: &str = "agentcron-supervise";
+
+/// The words that start a supervisor: `agentcron-supervise` beside this
+/// binary, or, where it is not installed, this binary with `supervise`.
+/// (A unit test runs inside the test harness, so there the binaries are
+/// the ones cargo built beside it.) What `agentcron sudoers` names too.
+pub fn supervisor_words() -> Result<Vec<String>, String> {
+    static WORDS: std::sync::OnceLock<Result<Vec<String>, String>> = std::sync::OnceLock::new();
+    WORDS
         .get_or_init(|| {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find this program to supervise a run: {e}"))?;
@@ -162,7 +170,16 @@ pub fn supervisor_program() -> Result<std::path::PathBuf, String> {
                 .and_then(|deps| deps.parent())
                 .map(|dir| dir.join("agentcron"))
                 .unwrap_or(exe);
-            Ok(exe)
+            let small = exe.with_file_name(SUPERVISOR_BINARY);
+            let executable = |p: &std::path::Path| {
+                use std::os::unix::fs::PermissionsExt;
+                p.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            };
+            Ok(match executable(&small) {
+                true => vec![small.display().to_string()],
+                false => vec![exe.display().to_string(), SUPERVISE.to_string()],
+            })
         })
         .clone()
 }

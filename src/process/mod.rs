@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use capture::Capture;
 use wake::Waker;
 
-pub use launch::{resolve, supervisor_program, Launch, SUPERVISE};
+pub use launch::{resolve, supervisor_words, Launch, SUPERVISE};
 pub use user::{RunAs, Switch};
 
 /// The uid this process runs as, and so the uid of what it runs unless
@@ -343,7 +343,7 @@ fn spawn(spec: &ChildSpec, channel: UnixStream) -> Result<Child, SpawnError> {
     command.spawn().map_err(|e| {
         SpawnError::Other(format!(
             "could not start the supervisor `{}`: {e}",
-            launch::supervisor_program().unwrap_or_default().display()
+            launch::supervisor_words().unwrap_or_default().join(" ")
         ))
     })
 }

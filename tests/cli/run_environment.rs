@@ -353,16 +353,20 @@ impl RunUser {
         Some(user)
     }
 
-    /// The agentcron binary, where the run's user may execute it: a hard
+    /// The agentcron binary (and its small supervisor beside it), where the
+    /// run's user may execute it: a hard
     /// link where it can be one. A copy is written through a descriptor
     /// that a test thread forking meanwhile holds a moment longer, and
     /// executing the file then fails with "text file busy".
     pub fn bin(&self) -> String {
-        let bin = self.dir.join("agentcron");
-        if !bin.exists() && std::fs::hard_link(BIN, &bin).is_err() {
-            std::fs::copy(BIN, &bin).unwrap();
+        let supervisor = env!("CARGO_BIN_EXE_agentcron-supervise");
+        for (from, name) in [(BIN, "agentcron"), (supervisor, "agentcron-supervise")] {
+            let to = self.dir.join(name);
+            if !to.exists() && std::fs::hard_link(from, &to).is_err() {
+                std::fs::copy(from, &to).unwrap();
+            }
         }
-        bin.display().to_string()
+        self.dir.join("agentcron").display().to_string()
     }
 }
 
@@ -581,8 +585,10 @@ echo "read $?" >> '{out}'
     let rule = String::from_utf8(printed.stdout).unwrap();
     assert!(
         rule.contains(&format!(
-            "{} ALL=({}) NOPASSWD: {bin} supervise\n",
-            service.name, agent.name
+            "{} ALL=({}) NOPASSWD: {}/agentcron-supervise \"\"\n",
+            service.name,
+            agent.name,
+            agent.dir.display()
         )),
         "{rule}"
     );

@@ -633,3 +633,60 @@ fn a_notifier_or_gate_without_the_marker_cannot_change_schedules() {
     let drafts = site.json(&["show", id]);
     assert_ne!(drafts["status"], "confirmed", "{drafts}");
 }
+
+/// Each child's parent is the small `agentcron-supervise` beside the
+/// binary; where only `agentcron` is installed, it is `agentcron supervise`,
+/// and runs are supervised all the same.
+#[test]
+fn a_run_is_supervised_by_the_small_binary_or_by_agentcron_itself() {
+    let env = TestEnv::new();
+    let said = env.path("parent");
+    let executor = env.path("executor.sh");
+    write_script(
+        &executor,
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\ntr '\\0' ' ' < /proc/$PPID/cmdline > '{}'\n",
+            said.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
+    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    env.set_now(T0 + HOUR);
+    env.run(&["tick"]).ok();
+    let small = std::fs::canonicalize(env!("CARGO_BIN_EXE_agentcron-supervise")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&said).unwrap().trim_end(),
+        small.display().to_string()
+    );
+    // Only `agentcron` where this tick's binary is.
+    let alone = env.path("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let bin = alone.join("agentcron");
+    if std::fs::hard_link(BIN, &bin).is_err() {
+        std::fs::copy(BIN, &bin).unwrap();
+    }
+    env.set_now(T0 + 2 * HOUR);
+    let out = Command::new(&bin)
+        .args(env.command(&["tick"]).get_args())
+        .envs(
+            env.command(&[])
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&said).unwrap().trim_end(),
+        format!("{} supervise", bin.display())
+    );
+    assert_eq!(
+        env.json(&["runs", "t"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "succeeded")
+            .count(),
+        2
+    );
+}

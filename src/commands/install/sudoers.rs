@@ -1,7 +1,8 @@
 //! `agentcron sudoers`: the one rule a tick that is not root needs for
 //! `--run-as USER` (docs/CONTRACT.md §19.3). Every run (executor, gate,
-//! notifier) starts under `agentcron supervise` as USER, which reads what
-//! to run, and the run's environment, from its stdin; so the rule names
+//! notifier) starts under its supervisor as USER (`agentcron-supervise`
+//! beside this binary, else `agentcron supervise`), which reads what to
+//! run, and the run's environment, from its stdin; so the rule names
 //! exactly that command, with no other argument, no wildcard and no SETENV
 //! (which would let the tick's user set LD_PRELOAD for USER's programs).
 //! A new executor, a gate or a notifier needs no new rule.
@@ -10,17 +11,17 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::{binary, parse_user};
+use super::parse_user;
 use crate::context::Ctx;
 use crate::error::CmdError;
 
 /// Print the sudoers rule a tick needs to start its runs as USER without a password
 ///
 /// For `tick --run-as USER` when the tick is not root: it starts every
-/// executor, gate and notifier as `sudo -n -u USER -- AGENTCRON supervise`,
-/// the supervisor of that run, and the rule allows exactly that command
-/// (this agentcron binary's absolute path and the word `supervise`), no
-/// SETENV. USER root is refused unless --allow-root. Check it with
+/// executor, gate and notifier as `sudo -n -u USER -- SUPERVISOR`, the
+/// supervisor of that run, and the rule allows exactly that command and no
+/// argument (`agentcron-supervise` beside this binary, or this binary and
+/// the word `supervise` where that is not installed), no SETENV. USER root is refused unless --allow-root. Check it with
 /// `visudo -cf FILE`, install it 0440 under /etc/sudoers.d/ with the
 /// file name printed (one per tick user and run user).
 #[derive(Debug, Args)]
@@ -59,10 +60,19 @@ pub fn sudoers(ctx: &mut Ctx, args: SudoersArgs) -> Result<()> {
         )
         .into());
     }
-    let command = format!(
-        "{} supervise",
-        sudoers_path(&binary()?.display().to_string())?
-    );
+    // The supervisor's exact words: `agentcron-supervise` beside this
+    // binary, else `agentcron supervise`, as the tick will start it.
+    let words = crate::process::supervisor_words().map_err(anyhow::Error::msg)?;
+    let mut command = sudoers_path(&words[0])?;
+    for word in &words[1..] {
+        command.push(' ');
+        command.push_str(word);
+    }
+    // A command named without arguments would allow it any: `""` allows
+    // none.
+    if words.len() == 1 {
+        command.push_str(" \"\"");
+    }
     let rule = format!("{user} ALL=({run_as}) NOPASSWD: {command}");
     let file = format!("/etc/sudoers.d/{}", file_name(&user, run_as));
     let root_note = match is_root {
