@@ -154,13 +154,24 @@ pub const SUPERVISE: &str = "supervise";
 /// The small binary beside `agentcron` that is the supervisor alone.
 const SUPERVISOR_BINARY: &str = "agentcron-supervise";
 
+/// The supervisor's words, found once per process.
+static SUPERVISOR_WORDS: std::sync::OnceLock<Result<Vec<String>, String>> =
+    std::sync::OnceLock::new();
+
+/// For a program that runs agentcron's commands in its own process (the
+/// plan tests, which record the statements a tick makes): the supervisor
+/// binary to start, since this process is not `agentcron`. Call it before
+/// any child starts; later calls change nothing.
+pub fn use_supervisor(program: &std::path::Path) {
+    let _ = SUPERVISOR_WORDS.set(Ok(vec![program.display().to_string()]));
+}
+
 /// The words that start a supervisor: `agentcron-supervise` beside this
 /// binary, or, where it is not installed, this binary with `supervise`.
 /// (A unit test runs inside the test harness, so there the binaries are
 /// the ones cargo built beside it.) What `agentcron sudoers` names too.
 pub fn supervisor_words() -> Result<Vec<String>, String> {
-    static WORDS: std::sync::OnceLock<Result<Vec<String>, String>> = std::sync::OnceLock::new();
-    WORDS
+    SUPERVISOR_WORDS
         .get_or_init(|| {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find this program to supervise a run: {e}"))?;

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use capture::Capture;
 use wake::Waker;
 
-pub use launch::{resolve, supervisor_words, Launch, SUPERVISE};
+pub use launch::{resolve, supervisor_words, use_supervisor, Launch, SUPERVISE};
 pub use user::{RunAs, Switch};
 
 /// The uid this process runs as, and so the uid of what it runs unless

@@ -402,7 +402,10 @@ mod plan {
             );
         }
         // Days on, every clock ran out (and every occurrence is missed, so
-        // no run succeeds): one tick decides one batch.
+        // no run succeeds). The overdue step decides one batch (100); the
+        // claim that records a task's first runs decides that task in the
+        // same transaction (CONTRACT §6), so this tick, which records the
+        // first (missed) runs of all 200, decides every one of them.
         let later = recorded(|| agentcron_at(&db, "2026-12-05T12:00:00Z", tick));
         for sql in later.iter().filter(|s| s.contains("success_due_at <=")) {
             let lines = plan(&conn, sql);
@@ -418,6 +421,6 @@ mod plan {
                 |r| r.get(0),
             )
             .unwrap();
-        assert_eq!(decided, 100, "one batch per tick");
+        assert_eq!(decided, 200, "a batch, and each task at its first runs");
     }
 }

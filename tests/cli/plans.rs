@@ -146,6 +146,11 @@ pub fn agentcron(db: &str, args: &[&str]) {
 
 /// `agentcron`, its clock at `now`.
 pub fn agentcron_at(db: &str, now: &str, args: &[&str]) {
+    // This process is the test harness, not agentcron: a tick it runs
+    // starts its children under the supervisor cargo built.
+    agentcron::process::use_supervisor(std::path::Path::new(env!(
+        "CARGO_BIN_EXE_agentcron-supervise"
+    )));
     let mut argv = vec!["agentcron", "--db", db, "--as", "alice", "--now", now];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));

@@ -111,6 +111,19 @@ fn servers_pausing_between_count_and_draft_still_never_pass_max_drafts() {
         return;
     };
     let (made, refusals) = tally(&results);
-    assert_eq!(made, 3, "{refusals:?}");
-    assert_eq!(env.count("SELECT count(*) FROM drafts"), 3);
+    let stored = env.count("SELECT count(*) FROM drafts");
+    // Unserialized, every server saw room: 8 drafts against 3 (shown on
+    // PostgreSQL with the lock taken out). Serialized, a server waiting
+    // behind others' 3-second pauses may give up busy (nothing changed),
+    // so the limit is an upper bound here, not a count to reach.
+    assert!(
+        (1..=3).contains(&made) && stored == made as i64,
+        "{made} made, {stored} stored: {refusals:?}"
+    );
+    for said in &refusals {
+        assert!(
+            said.contains("the most allowed") || said.contains("the database is busy"),
+            "{said}"
+        );
+    }
 }
