@@ -14,6 +14,7 @@
 
 pub mod budgets;
 pub mod completion;
+pub mod connection;
 pub mod deliveries;
 pub mod drafts;
 pub mod events;

@@ -8,8 +8,8 @@
 mod budgets;
 mod commit;
 mod completion;
+mod connection;
 mod deliveries;
-mod drafts;
 mod events;
 pub(super) mod fault;
 mod maintenance;
@@ -428,7 +428,7 @@ impl PgTx<'_, '_> {
     /// to return all of them, which for `upcoming` (it stops after a few
     /// tasks) was a sort of every task of the tenant before the first row:
     /// 4.4 s at a million tasks. The cursor walks `tasks_listed` in order.
-    fn each_row(
+    fn each_pg_row(
         &mut self,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],

@@ -126,7 +126,7 @@ impl RunTx for PgTx<'_, '_> {
              ORDER BY r.scheduled_for DESC, r.attempt DESC, r.created_at DESC LIMIT $5",
             owned("t", 4)
         );
-        self.each_row(
+        self.each_pg_row(
             &sql,
             &[
                 &f.tenant_key,

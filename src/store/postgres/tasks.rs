@@ -147,7 +147,7 @@ impl TaskTx for PgTx<'_, '_> {
              ORDER BY next_run_at, created_at, task_id",
             owned("t", 4)
         );
-        self.each_row(
+        self.each_pg_row(
             &sql,
             &[
                 &f.tenant_key,

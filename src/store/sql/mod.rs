@@ -12,7 +12,6 @@
 
 pub mod budgets;
 pub mod deliveries;
-pub mod drafts;
 pub mod events;
 pub mod maintenance;
 pub mod memory;

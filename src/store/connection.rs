@@ -1,0 +1,365 @@
+//! The one face both drivers show the store's operations: run a statement,
+//! read its rows, walk many rows a page at a time, and say which dialect
+//! the statement must be spelled in.
+//!
+//! Every store operation (`store/ops/`) is written once over `Connection`.
+//! A statement is written with PostgreSQL's numbered parameters (`$1`,
+//! `$2`…); SQLite's side renumbers them (`?1`, `?2`…). Where the two
+//! servers truly differ (`FOR UPDATE SKIP LOCKED` against a file-wide
+//! write lock, advisory locks, `json_each` against `jsonb`), the operation
+//! asks `dialect()` and the difference stays one `match` beside the rest of
+//! the operation, so that the guard, the message and the decoding around
+//! it are never written twice. Arguments and rows are plain values (`Arg`,
+//! `Row`), so neither driver's types leave its own folder.
+
+use std::ops::ControlFlow;
+
+use anyhow::{anyhow, Context, Result};
+
+use super::rows::Cells;
+use super::Tx;
+
+/// Which server a statement is spelled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// One file; every write transaction holds the whole file
+    /// (`BEGIN IMMEDIATE`), so no row is ever locked by another writer.
+    Sqlite,
+    /// A server shared by several hosts at READ COMMITTED: rows are locked
+    /// one by one, and a claim skips those another session holds.
+    Postgres,
+}
+
+impl Dialect {
+    /// `sqlite` or `postgres`, whichever this dialect is: the one place an
+    /// operation's two spellings of a statement meet.
+    pub fn pick<'s>(self, sqlite: &'s str, postgres: &'s str) -> &'s str {
+        match self {
+            Dialect::Sqlite => sqlite,
+            Dialect::Postgres => postgres,
+        }
+    }
+}
+
+/// One argument of a statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arg<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    Bool(bool),
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+
+impl From<&i64> for Arg<'_> {
+    fn from(v: &i64) -> Self {
+        Arg::Int(*v)
+    }
+}
+
+impl From<i32> for Arg<'_> {
+    fn from(v: i32) -> Self {
+        Arg::Int(i64::from(v))
+    }
+}
+
+impl From<u32> for Arg<'_> {
+    fn from(v: u32) -> Self {
+        Arg::Int(i64::from(v))
+    }
+}
+
+impl From<f64> for Arg<'_> {
+    fn from(v: f64) -> Self {
+        Arg::Real(v)
+    }
+}
+
+impl From<&f64> for Arg<'_> {
+    fn from(v: &f64) -> Self {
+        Arg::Real(*v)
+    }
+}
+
+impl From<bool> for Arg<'_> {
+    fn from(v: bool) -> Self {
+        Arg::Bool(v)
+    }
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(v)
+    }
+}
+
+impl<'a> From<&'a &'a str> for Arg<'a> {
+    fn from(v: &'a &'a str) -> Self {
+        Arg::Text(v)
+    }
+}
+
+impl<'a, T> From<Option<T>> for Arg<'a>
+where
+    T: Into<Arg<'a>>,
+{
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Arg::Null, Into::into)
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Arg<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        v.as_deref().map_or(Arg::Null, Arg::Text)
+    }
+}
+
+impl From<&Option<i64>> for Arg<'_> {
+    fn from(v: &Option<i64>) -> Self {
+        v.map_or(Arg::Null, Arg::Int)
+    }
+}
+
+impl From<&Option<f64>> for Arg<'_> {
+    fn from(v: &Option<f64>) -> Self {
+        v.map_or(Arg::Null, Arg::Real)
+    }
+}
+
+/// The arguments of a statement, each turned into an `Arg`:
+/// `args![task_id, now, reason]`.
+#[macro_export]
+macro_rules! args {
+    ($($value:expr),* $(,)?) => {
+        &[$($crate::store::connection::Arg::from($value)),*][..]
+    };
+}
+
+/// One value of a row, as either driver read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+/// One row a statement returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    cells: Vec<Cell>,
+}
+
+impl Row {
+    pub fn new(cells: Vec<Cell>) -> Row {
+        Row { cells }
+    }
+
+    /// Column `i` as a `T`; a cell of another type (or a missing column)
+    /// is an error naming the column, never a panic.
+    pub fn get<T: FromCell>(&self, i: usize) -> Result<T> {
+        let cell = self
+            .cells
+            .get(i)
+            .ok_or_else(|| anyhow!("reading column {i}: the row has {}", self.cells.len()))?;
+        T::from_cell(cell).with_context(|| format!("reading column {i}"))
+    }
+}
+
+/// A Rust value a cell can be read as.
+pub trait FromCell: Sized {
+    fn from_cell(cell: &Cell) -> Result<Self>;
+}
+
+impl FromCell for i64 {
+    fn from_cell(cell: &Cell) -> Result<Self> {
+        match cell {
+            Cell::Int(v) => Ok(*v),
+            other => Err(anyhow!("expected an integer, found {other:?}")),
+        }
+    }
+}
+
+impl FromCell for f64 {
+    fn from_cell(cell: &Cell) -> Result<Self> {
+        match cell {
+            Cell::Real(v) => Ok(*v),
+            // SQLite keeps a whole REAL as an integer when it can.
+            Cell::Int(v) => Ok(*v as f64),
+            other => Err(anyhow!("expected a number, found {other:?}")),
+        }
+    }
+}
+
+impl FromCell for bool {
+    fn from_cell(cell: &Cell) -> Result<Self> {
+        match cell {
+            Cell::Int(v) => Ok(*v != 0),
+            other => Err(anyhow!("expected a truth value, found {other:?}")),
+        }
+    }
+}
+
+impl FromCell for String {
+    fn from_cell(cell: &Cell) -> Result<Self> {
+        match cell {
+            Cell::Text(v) => Ok(v.clone()),
+            other => Err(anyhow!("expected text, found {other:?}")),
+        }
+    }
+}
+
+impl<T: FromCell> FromCell for Option<T> {
+    fn from_cell(cell: &Cell) -> Result<Self> {
+        match cell {
+            Cell::Null => Ok(None),
+            other => T::from_cell(other).map(Some),
+        }
+    }
+}
+
+impl Cells for Row {
+    type Error = anyhow::Error;
+    fn text(&self, i: usize) -> Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        self.get(i)
+    }
+    fn int(&self, i: usize) -> Result<i64> {
+        self.get(i)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        self.get(i)
+    }
+    fn invalid(&self, i: usize, what: String) -> anyhow::Error {
+        anyhow!("column {i}: {what}")
+    }
+}
+
+/// What `each_row` calls per row, with the transaction for the row's own
+/// statements; `Break` ends the walk there.
+pub type EachRow<'e> = dyn FnMut(&mut dyn Tx, &Row) -> Result<ControlFlow<()>> + 'e;
+
+/// A transaction on either server, as the store's operations use it.
+pub trait Connection {
+    /// How statements must be spelled here.
+    fn dialect(&self) -> Dialect;
+
+    /// Runs `sql` (with `$n` parameters); the number of rows it changed.
+    fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64>;
+
+    /// Runs `sql` and returns every row.
+    fn query(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>>;
+
+    /// Hands `each` the rows of `sql` as they are read (a page at a time
+    /// on PostgreSQL, a step at a time on SQLite), with the transaction for
+    /// the row's own statements in between: memory holds a page however
+    /// many rows match.
+    fn each_row(&mut self, sql: &str, args: &[Arg<'_>], each: &mut EachRow<'_>) -> Result<()>;
+
+    /// The first row of `sql`, if any.
+    fn query_opt(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<Row>> {
+        Ok(self.query(sql, args)?.into_iter().next())
+    }
+
+    /// The one row `sql` must return.
+    fn query_one(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Row> {
+        self.query_opt(sql, args)?
+            .ok_or_else(|| anyhow!("the statement returned no row"))
+    }
+
+    /// Column 0 of the one row `sql` returns.
+    fn value<T: FromCell>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<T>
+    where
+        Self: Sized,
+    {
+        self.query_one(sql, args)?.get(0)
+    }
+
+    /// Runs a guarded change: exactly one row must match, else a Conflict
+    /// saying `message` (someone else changed the row first).
+    fn guarded(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+        message: impl FnOnce() -> String,
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        let changed = self.execute(sql, args)?;
+        expect_one(changed, message)
+    }
+
+    /// The ids `sql` finds for a prefix: a range on the primary key with the
+    /// parameters (prefix, its upper bound, tenant, limit), so the prefix is
+    /// only ever a bound, never SQL.
+    fn ids_with_prefix(
+        &mut self,
+        sql: &str,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>>
+    where
+        Self: Sized,
+    {
+        let upper = format!("{prefix}\u{10FFFF}");
+        let rows = self.query(sql, crate::args![prefix, &upper, tenant_key, limit])?;
+        rows.iter().map(|r| r.get(0)).collect()
+    }
+}
+
+/// Turns "no row matched the guard" into a Conflict with `message`.
+pub fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(crate::error::CmdError::conflict(message()).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_of_another_type_is_an_error_naming_its_column() {
+        let row = Row::new(vec![Cell::Text("x".into()), Cell::Null]);
+        let err = row.get::<i64>(0).unwrap_err();
+        assert!(format!("{err:#}").contains("column 0"), "{err:#}");
+        assert_eq!(row.get::<Option<i64>>(1).unwrap(), None);
+        assert!(row.get::<String>(2).is_err());
+    }
+
+    #[test]
+    fn arguments_take_options_references_and_numbers() {
+        let name = String::from("n");
+        let none: Option<&str> = None;
+        let args = crate::args![&name, none, 3u32, Some(4i64), 0.5, true];
+        assert_eq!(
+            args,
+            &[
+                Arg::Text("n"),
+                Arg::Null,
+                Arg::Int(3),
+                Arg::Int(4),
+                Arg::Real(0.5),
+                Arg::Bool(true)
+            ]
+        );
+    }
+}
