@@ -23,6 +23,7 @@ pub mod maintenance;
 pub mod memory;
 pub mod meta;
 pub mod overdue;
+pub mod owners;
 pub mod postgres;
 pub mod queue;
 pub mod rows;

@@ -18,7 +18,6 @@ mod meta;
 mod overdue;
 pub mod password;
 mod queue;
-mod runs;
 pub mod schema;
 mod statements;
 mod tasks;

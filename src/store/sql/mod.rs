@@ -18,7 +18,6 @@ pub mod memory;
 pub mod meta;
 pub mod overdue;
 pub mod queue;
-pub mod runs;
 pub mod tasks;
 pub mod transfer;
 pub mod zones;

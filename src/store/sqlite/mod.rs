@@ -31,7 +31,6 @@ mod meta;
 mod open;
 mod overdue;
 mod queue;
-mod runs;
 pub mod schema;
 mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]

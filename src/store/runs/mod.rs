@@ -1,4 +1,7 @@
-//! Runs: one row per occurrence attempt, and its outcome.
+//! Runs: one row per occurrence attempt, and its outcome; the operations,
+//! written once over `Connection` in `sql.rs`.
+
+mod sql;
 
 use anyhow::Result;
 
