@@ -1,6 +1,7 @@
 //! Runs: one row per occurrence attempt, and its outcome; the operations,
 //! written once over `Connection` in `sql.rs`.
 
+mod leases;
 mod sql;
 
 use anyhow::Result;

@@ -8,6 +8,7 @@ use std::ops::ControlFlow;
 
 use anyhow::{Context, Result};
 
+use super::leases;
 use super::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace, RUN_COLUMNS};
 use crate::args;
 use crate::model::Run;
@@ -21,33 +22,6 @@ const INSERT_RUN: &str =
        wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
        $17, $18, $19, $20, $21, $22, $23, $24, $25)";
-
-/// Seconds this transaction has lasted so far, on PostgreSQL's clock. The
-/// caller read `now` when the transaction began; a lease guard adds this so
-/// that time spent waiting for a row lock cannot let an expired lease pass.
-/// SQLite's write lock is taken before `now` is read: nothing to add.
-fn waited(dialect: Dialect) -> &'static str {
-    dialect.pick(
-        "",
-        " + floor(extract(epoch FROM clock_timestamp() - transaction_timestamp()))::bigint",
-    )
-}
-
-/// Waits for the run's row lock before a lease guard is judged. An UPDATE
-/// that waits for a lock held by a `SELECT … FOR UPDATE` (which changes no
-/// row) does not re-evaluate its WHERE afterwards, so it would judge the
-/// lease by the clock of before the wait. SQLite's writer holds the whole
-/// file already.
-fn lock_run(tx: &mut impl Connection, run_id: &str) -> Result<()> {
-    if tx.dialect() == Dialect::Postgres {
-        tx.execute(
-            "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE",
-            args![run_id],
-        )
-        .context("locking the run")?;
-    }
-    Ok(())
-}
 
 /// The runs of rows selecting `RUN_COLUMNS`.
 fn runs(found: &[Row]) -> Result<Vec<Run>> {
@@ -358,92 +332,19 @@ impl<C: Connection> RunTx for C {
     }
 
     fn renew_lease(&mut self, run_id: &str, token: &str, until: i64, now: i64) -> Result<bool> {
-        lock_run(self, run_id)?;
-        let larger = self.dialect().pick("max", "greatest");
-        let waited = waited(self.dialect());
-        let changed = self
-            .execute(
-                &format!(
-                    "UPDATE runs SET lease_until = {larger}(lease_until, $1)
-                     WHERE run_id = $2 AND lease_token = $3 AND status = 'running'
-                       AND lease_until >= CAST($4 AS BIGINT){waited}"
-                ),
-                args![until, run_id, token, now],
-            )
-            .context("renewing the lease")?;
-        Ok(changed == 1)
+        leases::renew_lease(self, run_id, token, until, now)
     }
 
     fn finish_run(&mut self, f: &RunFinish<'_>) -> Result<()> {
-        if f.token.is_some() {
-            lock_run(self, f.run_id)?;
-        }
-        let waited = waited(self.dialect());
-        let changed = self
-            .execute(
-                &format!(
-                    "UPDATE runs
-                     SET status = $1, summary = coalesce($2, summary), reason = $3,
-                         wait_kind = $4, wait_id = $5, wait_deadline = $6,
-                         lease_until = NULL, stderr_tail = coalesce($11, stderr_tail),
-                         approved_at = NULL, approved_by = NULL,
-                         finished_at = CASE WHEN $1 IN ('awaiting_confirmation', 'awaiting_authorization')
-                                            THEN NULL ELSE CAST($7 AS BIGINT) END
-                     WHERE run_id = $8 AND status = $9
-                       AND (CAST($10 AS TEXT) IS NULL
-                            OR (lease_token = $10 AND lease_until >= CAST($7 AS BIGINT){waited}))"
-                ),
-                args![
-                    f.to.as_str(),
-                    f.summary,
-                    f.reason,
-                    f.wait_kind,
-                    f.wait_id,
-                    f.wait_deadline,
-                    f.now,
-                    f.run_id,
-                    f.from.as_str(),
-                    f.token,
-                    f.stderr
-                ],
-            )
-            .context("recording the run's outcome")?;
-        expect_one(changed, || {
-            format!(
-                "run {} is no longer {} under this lease; its outcome was not recorded",
-                f.run_id, f.from
-            )
-        })
+        leases::finish_run(self, f)
     }
 
     fn release_unstarted(&mut self, run_id: &str, token: &str, now: i64) -> Result<()> {
-        lock_run(self, run_id)?;
-        let waited = waited(self.dialect());
-        let changed = self
-            .execute(
-                &format!(
-                    "DELETE FROM runs
-                     WHERE run_id = $1 AND status = 'running' AND lease_token = $2
-                       AND lease_until >= CAST($3 AS BIGINT){waited}"
-                ),
-                args![run_id, token, now],
-            )
-            .context("taking back a run that never started")?;
-        expect_one(changed, || {
-            format!("run {run_id} is no longer running under this lease")
-        })
+        leases::release_unstarted(self, run_id, token, now)
     }
 
     fn lease_holds(&mut self, run_id: &str, token: &str, now: i64) -> Result<bool> {
-        let count: i64 = self
-            .value(
-                "SELECT count(*) FROM runs
-                 WHERE run_id = $1 AND lease_token = $2 AND status = 'running'
-                   AND lease_until >= $3",
-                args![run_id, token, now],
-            )
-            .context("checking the lease")?;
-        Ok(count == 1)
+        leases::lease_holds(self, run_id, token, now)
     }
 
     fn expired_continuations(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
