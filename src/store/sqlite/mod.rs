@@ -20,7 +20,6 @@ mod budgets;
 mod busy;
 mod completion;
 mod connection;
-mod deliveries;
 mod events;
 pub(super) mod fault;
 mod files;
