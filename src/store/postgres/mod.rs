@@ -9,7 +9,6 @@ mod budgets;
 mod commit;
 mod completion;
 mod connection;
-mod events;
 pub(super) mod fault;
 mod maintenance;
 mod memory;

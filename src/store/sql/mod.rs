@@ -11,7 +11,6 @@
 //! `INSERT OR REPLACE`, temporary tables and `max` of two values.
 
 pub mod budgets;
-pub mod events;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;

@@ -20,7 +20,6 @@ mod budgets;
 mod busy;
 mod completion;
 mod connection;
-mod events;
 pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
