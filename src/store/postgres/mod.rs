@@ -14,7 +14,6 @@ mod events;
 pub(super) mod fault;
 mod maintenance;
 mod memory;
-mod meta;
 mod overdue;
 pub mod password;
 mod queue;

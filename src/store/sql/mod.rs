@@ -15,7 +15,6 @@ pub mod deliveries;
 pub mod events;
 pub mod maintenance;
 pub mod memory;
-pub mod meta;
 pub mod overdue;
 pub mod queue;
 pub mod runs;

@@ -27,7 +27,6 @@ mod files;
 pub use files::check_folders_of;
 mod maintenance;
 mod memory;
-mod meta;
 mod open;
 mod overdue;
 mod queue;
