@@ -13,7 +13,6 @@ mod deliveries;
 mod events;
 pub(super) mod fault;
 mod maintenance;
-mod memory;
 mod overdue;
 pub mod password;
 mod queue;

@@ -26,7 +26,6 @@ pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
 mod maintenance;
-mod memory;
 mod open;
 mod overdue;
 mod queue;
