@@ -7,7 +7,6 @@
 
 mod budgets;
 mod commit;
-mod completion;
 mod connection;
 mod deliveries;
 mod events;

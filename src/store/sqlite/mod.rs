@@ -18,7 +18,6 @@
 mod backup;
 mod budgets;
 mod busy;
-mod completion;
 mod connection;
 mod deliveries;
 mod events;
