@@ -19,7 +19,6 @@ mod runs;
 pub mod schema;
 mod statements;
 mod tasks;
-mod transfer;
 mod zones;
 
 use std::ops::ControlFlow;

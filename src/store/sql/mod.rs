@@ -18,5 +18,4 @@ pub mod overdue;
 pub mod queue;
 pub mod runs;
 pub mod tasks;
-pub mod transfer;
 pub mod zones;

@@ -33,7 +33,6 @@ pub mod schema;
 mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod trace;
-mod transfer;
 mod zones;
 
 use std::path::{Path, PathBuf};
