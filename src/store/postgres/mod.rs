@@ -12,7 +12,6 @@ mod deliveries;
 mod events;
 pub(super) mod fault;
 mod maintenance;
-mod overdue;
 pub mod password;
 mod queue;
 mod runs;

@@ -14,7 +14,6 @@ pub mod budgets;
 pub mod deliveries;
 pub mod events;
 pub mod maintenance;
-pub mod overdue;
 pub mod queue;
 pub mod runs;
 pub mod tasks;

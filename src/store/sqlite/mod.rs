@@ -26,7 +26,6 @@ mod files;
 pub use files::check_folders_of;
 mod maintenance;
 mod open;
-mod overdue;
 mod queue;
 mod runs;
 pub mod schema;
