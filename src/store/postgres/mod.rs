@@ -5,7 +5,6 @@
 //! tick never waits on another host's claim. Time is the caller's clock,
 //! which `context` corrects to the server's (`server_time_micros`).
 
-mod budgets;
 mod commit;
 mod connection;
 mod deliveries;

@@ -10,7 +10,6 @@
 //! `jsonb` operators and cursors; SQLite's `INDEXED BY` hints, `json_each`,
 //! `INSERT OR REPLACE`, temporary tables and `max` of two values.
 
-pub mod budgets;
 pub mod deliveries;
 pub mod events;
 pub mod maintenance;

@@ -16,7 +16,6 @@
 //! as it closes.
 
 mod backup;
-mod budgets;
 mod busy;
 mod connection;
 mod deliveries;
