@@ -17,7 +17,6 @@ mod runs;
 pub mod schema;
 mod statements;
 mod tasks;
-mod zones;
 
 use std::ops::ControlFlow;
 

@@ -16,4 +16,3 @@ pub mod maintenance;
 pub mod queue;
 pub mod runs;
 pub mod tasks;
-pub mod zones;

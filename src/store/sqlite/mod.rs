@@ -31,7 +31,6 @@ pub mod schema;
 mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod trace;
-mod zones;
 
 use std::path::{Path, PathBuf};
 
