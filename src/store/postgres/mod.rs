@@ -10,7 +10,6 @@ mod connection;
 mod deliveries;
 mod events;
 pub(super) mod fault;
-mod maintenance;
 pub mod password;
 mod queue;
 mod runs;

@@ -12,7 +12,6 @@
 
 pub mod deliveries;
 pub mod events;
-pub mod maintenance;
 pub mod queue;
 pub mod runs;
 pub mod tasks;

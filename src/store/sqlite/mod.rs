@@ -23,7 +23,6 @@ mod events;
 pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
-mod maintenance;
 mod open;
 mod queue;
 mod runs;
