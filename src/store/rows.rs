@@ -122,7 +122,7 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
     })
 }
 
-/// A task that expects successes, from `sql::overdue::EXPECTING_COLUMNS`.
+/// A task that expects successes, from `store::overdue`'s `EXPECTING_COLUMNS`.
 pub fn expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
     Ok(Expecting {
         task_id: row.text(0)?,

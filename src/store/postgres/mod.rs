@@ -5,22 +5,14 @@
 //! tick never waits on another host's claim. Time is the caller's clock,
 //! which `context` corrects to the server's (`server_time_micros`).
 
-mod budgets;
 mod commit;
-mod completion;
 mod connection;
 pub(super) mod fault;
-mod maintenance;
-mod memory;
-mod meta;
-mod overdue;
 pub mod password;
 mod queue;
 pub mod schema;
 mod statements;
 mod tasks;
-mod transfer;
-mod zones;
 
 use std::ops::ControlFlow;
 

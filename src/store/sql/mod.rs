@@ -10,12 +10,5 @@
 //! `jsonb` operators and cursors; SQLite's `INDEXED BY` hints, `json_each`,
 //! `INSERT OR REPLACE`, temporary tables and `max` of two values.
 
-pub mod budgets;
-pub mod maintenance;
-pub mod memory;
-pub mod meta;
-pub mod overdue;
 pub mod queue;
 pub mod tasks;
-pub mod transfer;
-pub mod zones;

@@ -16,25 +16,17 @@
 //! as it closes.
 
 mod backup;
-mod budgets;
 mod busy;
-mod completion;
 mod connection;
 pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
-mod maintenance;
-mod memory;
-mod meta;
 mod open;
-mod overdue;
 mod queue;
 pub mod schema;
 mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod trace;
-mod transfer;
-mod zones;
 
 use std::path::{Path, PathBuf};
 
