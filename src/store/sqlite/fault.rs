@@ -50,7 +50,9 @@ mod tests {
         for c in contexts {
             e = e.context(*c);
         }
-        crate::store::faulted(e)
+        // As the store's boundary puts it on (store/fault.rs), read here.
+        let found = e.chain().filter_map(super::fault).collect();
+        crate::error::Faulted::attach(e, found)
     }
 
     #[test]
