@@ -29,8 +29,12 @@
 //! task's check before its executor), `time_limit`
 //! (how long a run may take), `settle` and
 //! `notice_policy` (outcomes and their notices), `deliver` and `lane`
-//! (step 5), `events` (what is reported), `dry_run`. `run` below is the
-//! sequence of those steps.
+//! (step 5), `events` (what is reported), `dry_run`; the task's limits,
+//! whose decisions are `crate::limits`' (pure): `budget` (the windows read
+//! and written), `overdue` (the overdue clock's writes) and
+//! `overdue_step` (the clocks that ran out, decided). `run` below is the
+//! sequence of those steps. The re-exports below are the tick's one face
+//! to the rest of the house.
 
 pub mod budget;
 pub mod child;
