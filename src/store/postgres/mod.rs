@@ -122,7 +122,11 @@ impl PgStore {
     /// server meets this): nothing was done in it, so a new connection
     /// replaces it and the transaction begins again, once.
     fn begin_again(&mut self, e: anyhow::Error) -> Result<()> {
-        if e.downcast_ref::<NotBegun>().is_none() || !crate::error::is_connection_lost(&e) {
+        if e.downcast_ref::<NotBegun>().is_none() {
+            return Err(e);
+        }
+        let e = crate::store::faulted(e);
+        if !crate::error::is_connection_lost(&e) {
             return Err(e);
         }
         let (client, session) = connect(&self.config, &self.options, &self.shown).map_err(|c| {
@@ -211,7 +215,7 @@ impl PgStore {
         match tx.commit() {
             Ok(()) => Ok(()),
             Err(e) => {
-                let e = anyhow::Error::new(e);
+                let e = crate::store::faulted(anyhow::Error::new(e));
                 if crate::error::is_connection_lost(&e) {
                     self.settle_lost_commit(&marker, e)
                 } else {

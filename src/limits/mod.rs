@@ -9,6 +9,11 @@
 //! a fraction (`usd=2.5/day`); its one spelling is Rust's shortest
 //! round-trip form of the number (`5`, `2.5`).
 
+pub mod budget;
+pub mod gate;
+pub mod overdue;
+pub mod window;
+
 use crate::vocabulary::string_enum;
 
 string_enum!(
