@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 
 use super::connection::{Connection, Row};
-use crate::args;
+use crate::store::connection::args;
 
 /// One budget's window of one task, as stored.
 #[derive(Debug, Clone, PartialEq)]

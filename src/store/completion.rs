@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 
 use super::connection::Connection;
-use crate::args;
+use crate::store::connection::args;
 
 /// At most this many rows from the store: a shell shows no more usefully,
 /// and the query stays quick on a large history.

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 
 use super::connection::{expect_one, Connection, Row};
 use super::rows;
-use crate::args;
 use crate::model::{DeliveryState, Notice};
+use crate::store::connection::args;
 
 /// The columns of a notice row, in the order both stores' decoders read them.
 pub const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use super::connection::{Connection, Dialect, Row};
 use super::owners;
 use super::rows::{self, EVENT_COLUMNS};
-use crate::args;
 use crate::audit::{Event, StoredEvent};
+use crate::store::connection::args;
 
 pub trait EventTx {
     fn append_event(&mut self, event: &Event) -> Result<()>;

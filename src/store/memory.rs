@@ -7,7 +7,8 @@
 use anyhow::{Context, Result};
 
 use super::connection::Connection;
-use crate::args;
+use super::rows::Cells;
+use crate::store::connection::args;
 
 /// The columns of a memory row, in the order both stores read them.
 pub const MEMORY_COLUMNS: &str = "task_id, last_failure_reason, last_failure_sent_at,
@@ -57,7 +58,7 @@ impl<C: Connection> MemoryTx for C {
                 args![task_id],
             )
             .context("reading the task's memory")?;
-        row.as_ref().map(super::rows::memory).transpose()
+        row.as_ref().map(decode_memory).transpose()
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {
@@ -90,4 +91,19 @@ impl<C: Connection> MemoryTx for C {
         .context("recording the task's memory")?;
         Ok(())
     }
+}
+
+/// A task's memory, from `MEMORY_COLUMNS`.
+fn decode_memory<R: Cells>(row: &R) -> Result<TaskMemory, R::Error> {
+    Ok(TaskMemory {
+        task_id: row.text(0)?,
+        last_failure_reason: row.opt_text(1)?,
+        last_failure_sent_at: row.opt_int(2)?,
+        last_success_fingerprint: row.opt_text(3)?,
+        suppressed_count: row.int(4)?,
+        suppressed_failures: row.int(5)?,
+        suppressed_since: row.opt_int(6)?,
+        last_settled_run_id: row.opt_text(7)?,
+        last_success_at: row.opt_int(8)?,
+    })
 }

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use super::connection::Connection;
-use crate::args;
+use crate::store::connection::args;
 
 pub trait MetaTx {
     fn meta(&mut self, key: &str) -> Result<Option<String>>;

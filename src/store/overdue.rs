@@ -13,7 +13,8 @@
 use anyhow::{Context, Result};
 
 use super::connection::{expect_one, Connection, Dialect};
-use crate::args;
+use super::rows::Cells;
+use crate::store::connection::args;
 
 /// A task whose success came due: read by the tick, decided in its own
 /// guarded UPDATE.
@@ -87,7 +88,7 @@ fn expecting(
     tx.query(query, args![tenant])
         .context("reading the tasks that expect successes")?
         .iter()
-        .map(super::rows::expecting)
+        .map(decode_expecting)
         .collect()
 }
 
@@ -220,4 +221,15 @@ impl<C: Connection> OverdueTx for C {
         };
         expecting(self, &query, tenant)
     }
+}
+
+/// A task that expects successes, from `store::overdue`'s `EXPECTING_COLUMNS`.
+fn decode_expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
+    Ok(Expecting {
+        task_id: row.text(0)?,
+        tenant_key: row.text(1)?,
+        name: row.opt_text(2)?,
+        overdue_since: row.opt_int(3)?,
+        last_success_at: row.opt_int(4)?,
+    })
 }

@@ -9,12 +9,30 @@
 
 use crate::audit::{Event, StoredEvent};
 use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger, Task};
-use crate::store::memory::TaskMemory;
-use crate::store::overdue::Expecting;
+use crate::store::connection::Row;
 use crate::store::tasks::{CorruptRow, RawTask};
 
 /// The columns of an audit event row, in the order `event` reads them.
 pub const EVENT_COLUMNS: &str = "event_id, at, tenant_key, actor, action, task_id, run_id, detail";
+
+impl Cells for Row {
+    type Error = anyhow::Error;
+    fn text(&self, i: usize) -> anyhow::Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> anyhow::Result<Option<String>> {
+        self.get(i)
+    }
+    fn int(&self, i: usize) -> anyhow::Result<i64> {
+        self.get(i)
+    }
+    fn opt_int(&self, i: usize) -> anyhow::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn invalid(&self, i: usize, what: String) -> anyhow::Error {
+        anyhow::anyhow!("column {i}: {what}")
+    }
+}
 
 /// A row's cells as the decoders need them.
 pub trait Cells {
@@ -122,17 +140,6 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
     })
 }
 
-/// A task that expects successes, from `store::overdue`'s `EXPECTING_COLUMNS`.
-pub fn expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
-    Ok(Expecting {
-        task_id: row.text(0)?,
-        tenant_key: row.text(1)?,
-        name: row.opt_text(2)?,
-        overdue_since: row.opt_int(3)?,
-        last_success_at: row.opt_int(4)?,
-    })
-}
-
 /// A notice, from `NOTICE_COLUMNS`.
 pub fn notice<R: Cells>(row: &R) -> Result<Notice, R::Error> {
     let state = row.text(4)?;
@@ -230,20 +237,5 @@ where
             tenant_key,
             problem: e.to_string(),
         }),
-    })
-}
-
-/// A task's memory, from `MEMORY_COLUMNS`.
-pub fn memory<R: Cells>(row: &R) -> Result<TaskMemory, R::Error> {
-    Ok(TaskMemory {
-        task_id: row.text(0)?,
-        last_failure_reason: row.opt_text(1)?,
-        last_failure_sent_at: row.opt_int(2)?,
-        last_success_fingerprint: row.opt_text(3)?,
-        suppressed_count: row.int(4)?,
-        suppressed_failures: row.int(5)?,
-        suppressed_since: row.opt_int(6)?,
-        last_settled_run_id: row.opt_text(7)?,
-        last_success_at: row.opt_int(8)?,
     })
 }

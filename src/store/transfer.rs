@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
 use super::connection::{Arg, Connection};
-use crate::args;
+use crate::store::connection::args;
 use crate::store::tasks::RawTask;
 
 /// What a column holds, as a JSON line writes it.

@@ -8,9 +8,9 @@
 use anyhow::{Context, Result};
 
 use super::connection::{expect_one, Connection, Dialect, Row};
-use crate::args;
 use crate::audit::StoredEvent;
 use crate::model::Task;
+use crate::store::connection::args;
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::tasks::TASK_COLUMNS;
 use crate::store::CorruptRow;

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::args;
+use crate::store::connection::args;
 use crate::store::connection::{Cell, Connection, Dialect, FromCell, Row};
 use crate::store::invariants::{self, Describe};
 use crate::store::tasks::TASK_COLUMNS;

@@ -10,8 +10,8 @@ mod prune;
 use anyhow::{Context, Result};
 
 use super::connection::{Connection, Dialect};
-use crate::args;
 use crate::model::TaskState;
+use crate::store::connection::args;
 
 /// What `status` reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 
 use super::PruneCounts;
-use crate::args;
+use crate::store::connection::args;
 use crate::store::connection::{Connection, Dialect};
 
 /// Runs `prune` may remove ($1 the cutoff, $2 the tenant or null): settled

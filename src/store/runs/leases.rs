@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use super::RunFinish;
-use crate::args;
+use crate::store::connection::args;
 use crate::store::connection::{expect_one, Connection, Dialect};
 
 /// Seconds this transaction has lasted so far, on PostgreSQL's clock. The

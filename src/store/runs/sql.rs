@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 
 use super::leases;
 use super::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace, RUN_COLUMNS};
-use crate::args;
 use crate::model::Run;
+use crate::store::connection::args;
 use crate::store::connection::{expect_one, Connection, Dialect, Row};
 use crate::store::{owners, rows};
 
