@@ -194,19 +194,7 @@ fn sqlite_counts(tx: &mut impl Connection, now: i64, tenant: Option<&str>) -> Re
         Some(_) => sql.replace("{TENANT}", "tenant_key = $1"),
         None => sql.replace("{TENANT}", "$1 IS NULL"),
     };
-    let (running, awaiting) = match tenant {
-        Some(_) => (
-            "SELECT count(*) FROM runs WHERE status = 'running' AND tenant_key = $1",
-            "SELECT count(*) FROM runs WHERE tenant_key = $1
-               AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
-        ),
-        None => (
-            "SELECT count(*) FROM runs INDEXED BY runs_leased
-             WHERE status = 'running' AND $1 IS NULL",
-            "SELECT count(*) FROM runs INDEXED BY runs_parked
-             WHERE status IN ('awaiting_confirmation', 'awaiting_authorization') AND $1 IS NULL",
-        ),
-    };
+    let (running, awaiting) = sqlite_running_and_parked(tenant);
     // Tasks are not counted but read from the counts the schema's
     // triggers keep (one row per state and tenant).
     let mut tasks_in = |state: TaskState| {
@@ -265,6 +253,23 @@ fn sqlite_counts(tx: &mut impl Connection, now: i64, tenant: Option<&str>) -> Re
             true,
         )?,
     ])
+}
+
+/// SQLite's counts of running and of parked runs, for one tenant or all.
+fn sqlite_running_and_parked(tenant: Option<&str>) -> (&'static str, &'static str) {
+    match tenant {
+        Some(_) => (
+            "SELECT count(*) FROM runs WHERE status = 'running' AND tenant_key = $1",
+            "SELECT count(*) FROM runs WHERE tenant_key = $1
+               AND status IN ('awaiting_confirmation', 'awaiting_authorization')",
+        ),
+        None => (
+            "SELECT count(*) FROM runs INDEXED BY runs_leased
+             WHERE status = 'running' AND $1 IS NULL",
+            "SELECT count(*) FROM runs INDEXED BY runs_parked
+             WHERE status IN ('awaiting_confirmation', 'awaiting_authorization') AND $1 IS NULL",
+        ),
+    }
 }
 
 /// `status`'s figures in `Stats`' order, from PostgreSQL: one statement.
