@@ -9,7 +9,6 @@ mod commit;
 mod connection;
 pub(super) mod fault;
 pub mod password;
-mod queue;
 pub mod schema;
 mod statements;
 mod tasks;

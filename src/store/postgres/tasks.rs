@@ -219,7 +219,15 @@ impl TaskTx for PgTx<'_, '_> {
                 &[&now, &tenant, &i64::from(limit)],
             )
             .context("finding due tasks")?;
-        super::queue::due_rows(&rows)
+        rows.iter()
+            .map(|r| {
+                Ok(DueTask {
+                    task_id: col(r, 0)?,
+                    due_at: col(r, 1)?,
+                    is_retry: col(r, 2)?,
+                })
+            })
+            .collect()
     }
 
     fn due_count(&mut self, now: i64, tenant: Option<&str>) -> Result<i64> {

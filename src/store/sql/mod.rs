@@ -10,5 +10,4 @@
 //! `jsonb` operators and cursors; SQLite's `INDEXED BY` hints, `json_each`,
 //! `INSERT OR REPLACE`, temporary tables and `max` of two values.
 
-pub mod queue;
 pub mod tasks;

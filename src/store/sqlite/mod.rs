@@ -22,7 +22,6 @@ pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
 mod open;
-mod queue;
 pub mod schema;
 mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]

@@ -32,6 +32,15 @@ pub(super) const LISTED_TASKS: &str = "SELECT task_id, tenant_key, name, owner_k
                   WHERE o.value IN (SELECT value FROM json_each(?4)))
     ORDER BY next_run_at IS NULL, next_run_at, created_at, task_id";
 
+/// A (task_id, due instant, is_retry) row as a `DueTask`.
+fn due_row(row: &Row<'_>) -> rusqlite::Result<DueTask> {
+    Ok(DueTask {
+        task_id: row.get(0)?,
+        due_at: row.get(1)?,
+        is_retry: row.get(2)?,
+    })
+}
+
 /// A task row, by the decoder both stores share.
 pub(super) fn decode_task(row: &Row<'_>) -> rusqlite::Result<Result<Task, CorruptRow>> {
     crate::store::rows::task(row)
@@ -228,7 +237,7 @@ impl TaskTx for SqliteTx<'_> {
              ORDER BY 2, 1 LIMIT ?3",
         )?;
         let mut due = stmt
-            .query_map(params![now, tenant, limit], super::queue::due_row)?
+            .query_map(params![now, tenant, limit], due_row)?
             .collect::<Result<Vec<_>, _>>()
             .context("finding due tasks")?;
         // A task with both its occurrence and a retry due is listed once, at
