@@ -1,4 +1,8 @@
-//! Tasks: confirmed schedules and their lifecycle.
+//! Tasks: confirmed schedules and their lifecycle; the operations' one
+//! implementation over `Connection` is in `sql`.
+
+mod listing;
+mod sql;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
