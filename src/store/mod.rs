@@ -3,8 +3,9 @@
 //!
 //! Commands, the tick and shell completion see only these traits; `sqlite`
 //! and `postgres` implement them, and `shared` lets a tick's threads use one
-//! connection. A backend is its dialect: the statements both run as written
-//! are in `sql`, the row decoders in `rows`, and each maps its driver's
+//! connection. Each family's operations are written once over
+//! `connection::Connection`, in the family's own module; a backend is its
+//! driver and dialect: the row decoders are in `rows`, and each maps its driver's
 //! errors to the kinds `error.rs` acts on (`fault`), put on every error that
 //! leaves the store. Completion opens the store never to write
 //! (`OpenOptions::never_writing`): no file created, no migration.
@@ -32,7 +33,6 @@ pub mod rows;
 pub mod runs;
 pub mod schema;
 pub mod shared;
-pub mod sql;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;

@@ -9,10 +9,8 @@ mod commit;
 mod connection;
 pub(super) mod fault;
 pub mod password;
-mod queue;
 pub mod schema;
 mod statements;
-mod tasks;
 
 use std::ops::ControlFlow;
 
@@ -393,26 +391,7 @@ impl Store for PgStore {
     }
 }
 
-/// "no row matched the guard" → Conflict.
 impl PgTx<'_, '_> {
-    /// The ids `sql` finds for a prefix: a range on the primary key with the
-    /// parameters (prefix, its upper bound, tenant, limit); `starts_with` in
-    /// the SQL keeps a collation that orders '-' oddly from ever matching an
-    /// id that does not begin so.
-    fn ids_with_prefix(
-        &mut self,
-        sql: &str,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self
-            .tx
-            .query(sql, &[&prefix, &upper, &tenant_key, &i64::from(limit)])?;
-        rows.iter().map(|r| col(r, 0)).collect()
-    }
-
     /// Hands `each` the rows of `sql` a page at a time through a cursor,
     /// with the transaction for the row's own queries between pages: memory
     /// holds one page however many rows match (a plain `query` holds them
@@ -463,21 +442,4 @@ impl PgTx<'_, '_> {
             .context("ending a read")?;
         Ok(())
     }
-}
-
-pub(crate) fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(crate::error::CmdError::conflict(message()).into())
-    }
-}
-
-/// Reads a column, turning a type mismatch into an error instead of a panic.
-pub(crate) fn col<'r, T: postgres::types::FromSql<'r>>(
-    row: &'r postgres::Row,
-    i: usize,
-) -> Result<T> {
-    row.try_get(i)
-        .with_context(|| format!("reading column {i}"))
 }

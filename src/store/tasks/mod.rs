@@ -1,4 +1,8 @@
-//! Tasks: confirmed schedules and their lifecycle.
+//! Tasks: confirmed schedules and their lifecycle; the operations' one
+//! implementation over `Connection` is in `sql`.
+
+mod listing;
+mod sql;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -8,6 +12,7 @@ use anyhow::Result;
 use crate::model::{Policy, Task, TaskState};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
+use crate::store::connection::Row;
 use crate::store::Tx;
 
 /// The columns of a task row, in the order both stores' decoders read them.
@@ -277,6 +282,15 @@ pub struct DueTask {
     pub task_id: String,
     pub due_at: i64,
     pub is_retry: bool,
+}
+
+/// A (task_id, due instant, is_retry) row as a `DueTask`.
+pub(super) fn due_task(row: &Row) -> Result<DueTask> {
+    Ok(DueTask {
+        task_id: row.get(0)?,
+        due_at: row.get(1)?,
+        is_retry: row.get(2)?,
+    })
 }
 
 /// The scheduler's bookkeeping on a task: its next occurrence, pending
