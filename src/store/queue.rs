@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use super::connection::{expect_one, Connection, Dialect, Row};
 use super::tasks::due_task;
 use super::DueTask;
-use crate::args;
+use crate::store::connection::args;
 
 /// A due instant a tick saw within grace but could not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -194,7 +194,7 @@ impl<C: Connection> ZoneTx for C {
         )
         .context("reading the owner's following tasks")?
         .iter()
-        .map(crate::store::rows::task)
+        .map(crate::store::tasks::decode_task)
         .collect()
     }
 

@@ -68,7 +68,7 @@ pub(super) fn violations(tx: &mut impl Connection, now: i64) -> Result<Vec<Strin
         )
         .context("checking every task against its payload")?;
     for row in &tasks {
-        if let Err(bad) = crate::store::rows::task(row)? {
+        if let Err(bad) = crate::store::tasks::decode_task(row)? {
             found.push(bad.violation());
         }
     }

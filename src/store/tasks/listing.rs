@@ -5,10 +5,9 @@
 use anyhow::{Context, Result};
 
 use super::{CorruptRow, EachTask, TaskFilter, TASK_COLUMNS};
-use crate::args;
 use crate::model::Task;
+use crate::store::connection::args;
 use crate::store::connection::{Connection, Dialect, Row};
-use crate::store::rows;
 
 /// True when the row of `tasks` has an owner key in `$param`, a JSON list
 /// of the caller's keys.
@@ -28,7 +27,7 @@ fn owned(dialect: Dialect, param: usize) -> String {
 
 /// Tasks from `TASK_COLUMNS` rows, each readable or not.
 fn tasks_of(rows: &[Row]) -> Result<Vec<Result<Task, CorruptRow>>> {
-    rows.iter().map(rows::task).collect()
+    rows.iter().map(super::decode_task).collect()
 }
 
 /// `TaskTx::list_tasks`.
@@ -95,7 +94,7 @@ pub(super) fn each_listed(
             &keys
         ],
         &mut |tx, row| {
-            let task = rows::task(row).context("listing tasks")?;
+            let task = super::decode_task(row).context("listing tasks")?;
             each(tx, task)
         },
     )

@@ -13,6 +13,7 @@ use crate::model::{Policy, Task, TaskState};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
 use crate::store::connection::Row;
+use crate::store::rows::Cells;
 use crate::store::Tx;
 
 /// The columns of a task row, in the order both stores' decoders read them.
@@ -376,4 +377,54 @@ pub trait TaskTx {
     ) -> Result<Vec<Result<Task, CorruptRow>>>;
     /// A row that cannot be read becomes `error` and leaves the schedule.
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()>;
+}
+
+/// A task, from `TASK_COLUMNS`: the columns as stored, then validated by
+/// `RawTask::decode`. A column of the wrong type (which SQLite's STRICT
+/// tables make unlikely) is reported like any other damage; only the id and
+/// tenant must be readable for that report.
+pub fn decode_task<R: Cells>(row: &R) -> Result<Result<Task, CorruptRow>, R::Error>
+where
+    R::Error: std::fmt::Display,
+{
+    let task_id = row.text(0)?;
+    let tenant_key = row.text(1)?;
+    let raw = (|| -> Result<RawTask, R::Error> {
+        Ok(RawTask {
+            task_id: task_id.clone(),
+            tenant_key: tenant_key.clone(),
+            name: row.opt_text(2)?,
+            owner_keys: row.text(3)?,
+            target: row.text(4)?,
+            instruction: row.text(5)?,
+            schedule: row.text(6)?,
+            timezone: row.text(7)?,
+            policy: row.text(8)?,
+            grace_seconds: row.int(9)?,
+            max_retries: row.int(10)?,
+            retry_backoff_seconds: row.int(11)?,
+            payload_hash: row.text(12)?,
+            state: row.text(13)?,
+            state_reason: row.opt_text(14)?,
+            state_changed_at: row.int(15)?,
+            next_run_at: row.opt_int(16)?,
+            revision: row.int(17)?,
+            created_at: row.int(18)?,
+            updated_at: row.int(19)?,
+            consecutive_failures: row.int(20)?,
+            next_retry_at: row.opt_int(21)?,
+            retry_run_id: row.opt_text(22)?,
+            payload: row.text(23)?,
+            follow_key: row.opt_text(24)?,
+            zone_in_force: row.opt_text(25)?,
+        })
+    })();
+    Ok(match raw {
+        Ok(raw) => raw.decode(),
+        Err(e) => Err(CorruptRow {
+            id: task_id,
+            tenant_key,
+            problem: e.to_string(),
+        }),
+    })
 }

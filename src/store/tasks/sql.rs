@@ -1,5 +1,5 @@
 //! The tasks table's operations, written once over `Connection`. Rows are
-//! validated on read (`rows::task`): a row that fails becomes a
+//! validated on read (`decode_task`): a row that fails becomes a
 //! `CorruptRow`, never a panic.
 
 use std::collections::HashMap;
@@ -11,11 +11,10 @@ use super::{
     due_task, listing, CorruptRow, DueTask, EachTask, RawTask, TaskAdvance, TaskFilter,
     TaskTransition, TaskTx, Trigger, TASK_COLUMNS,
 };
-use crate::args;
 use crate::error::{constraint_violation, CmdError, Violation};
 use crate::model::Task;
+use crate::store::connection::args;
 use crate::store::connection::{expect_one, Connection, Dialect, Row};
-use crate::store::rows;
 
 static INSERT_TASK: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -101,7 +100,7 @@ impl<C: Connection> TaskTx for C {
         let row = self
             .query_opt(&TASK, args![task_id])
             .context("reading the task")?;
-        row.as_ref().map(rows::task).transpose()
+        row.as_ref().map(super::decode_task).transpose()
     }
 
     fn task_ids_with_prefix(
