@@ -3,12 +3,11 @@
 //! `--max-running` limit, and deliveries that never delay a claim. Every
 //! test drives real `tick` processes and counts executions from the
 //! executor fixture's journal.
+use crate::support::{Rig, Task, T0};
 
 use std::time::{Duration, Instant};
 
 use crate::reliability::{executions, spawn};
-use crate::support::Rig;
-use crate::support::T0;
 
 /// 2026-12-02T09:00:00Z, the first `--daily 09:00` occurrence after T0.
 const NINE: i64 = T0 + 3600;
@@ -107,26 +106,14 @@ fn the_first_tick_after_grace_still_records_missed() {
 #[test]
 fn a_queued_occurrence_overtaken_by_the_next_one_is_missed_and_only_the_newest_runs() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--cron",
-        "*/5 * * * *",
-        "--tz",
-        "UTC",
-        "--name",
-        "five",
-    ]);
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--cron",
-        "*/5 * * * *",
-        "--tz",
-        "UTC",
-        "--name",
-        "hog",
-    ]);
+    Task::named("five")
+        .cron("*/5 * * * *")
+        .tz("UTC")
+        .confirm(&rig.env);
+    Task::named("hog")
+        .cron("*/5 * * * *")
+        .tz("UTC")
+        .confirm(&rig.env);
     // 08:05:10: one slot, `five` waits behind the other task.
     rig.env.set_now(T0 + 310);
     let out = rig
@@ -233,8 +220,7 @@ fn queued_runs_start_when_their_slot_frees_and_history_says_when() {
 #[allow(clippy::disallowed_methods)] // compares with the journal's wall-clock times
 fn a_notifier_hung_on_an_old_notice_does_not_delay_a_due_run() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "old"]);
+    Task::named("old").confirm(&rig.env);
     daily_tasks(&rig, 1, None);
     // An old run whose notice waits (no notifier then).
     rig.env.set_now(T0 + 3600 - 10);
@@ -270,14 +256,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
     // 200 due tasks, seeded directly: drafting them one by one through the
     // binary would dominate the test's time.
     for i in 0..200 {
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--name",
-            &format!("m{i}"),
-        ]);
+        Task::named(&format!("m{i}")).confirm(&rig.env);
     }
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "0.05");
@@ -342,8 +321,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
 fn a_triggered_run_waiting_for_a_slot_keeps_its_place_past_grace() {
     let rig = Rig::new();
     for name in ["a", "b"] {
-        rig.env
-            .task(&["--instruction", "x", "--every", "1d", "--name", name]);
+        Task::named(name).every("1d").confirm(&rig.env);
     }
     rig.env.set_now(T0 + 600);
     rig.env.run(&["trigger", "a"]).ok();

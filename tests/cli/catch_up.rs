@@ -2,10 +2,9 @@
 //! occurrences passed their grace while no tick ran (cron stopped, the host
 //! slept) runs the latest of them once, the earlier ones missed; never a
 //! burst, never after a `resume`.
+use crate::support::{Rig, Task};
 
 use serde_json::Value;
-
-use crate::support::Rig;
 
 const HOUR: i64 = 3600;
 const DAY: i64 = 86_400;
@@ -159,18 +158,11 @@ fn a_resumed_task_does_not_catch_up() {
 #[test]
 fn a_once_task_resumed_after_its_time_is_missed_not_run() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02 09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "d",
-        "--catch-up",
-        "latest",
-    ]);
+    Task::named("d")
+        .at("2026-12-02 09:00")
+        .tz("UTC")
+        .flags(&["--catch-up", "latest"])
+        .confirm(&rig.env);
     rig.env.run(&["pause", "d"]).ok();
     after_three_days(&rig);
     rig.env.run(&["resume", "d"]).ok();

@@ -1,8 +1,6 @@
 //! Continuations: a run parked awaiting approval is approved (once), denied,
 //! or expires; and executors killed for time or lease loss.
-
-use crate::support::Rig;
-use crate::support::T0;
+use crate::support::{Rig, Task, T0};
 
 const HOUR: i64 = 3600;
 
@@ -11,8 +9,7 @@ const HOUR: i64 = 3600;
 /// continuation says "approved and done").
 fn parked_daily_run(rig: &Rig) -> String {
     rig.env.set_env("FIXTURE_MODE", "awaiting");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1d", "--name", "a"]);
+    Task::named("a").every("1d").confirm(&rig.env);
     rig.env.set_now(T0 + 86400);
     rig.tick(&[]).ok();
     let run = &rig.runs("a")[0];
@@ -286,8 +283,7 @@ fn an_expired_continuation_fails_and_is_delivered() {
 fn a_timed_out_executor_is_unknown_and_its_grandchildren_are_killed() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "spawn-grandchild");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let started = std::time::Instant::now();
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
@@ -328,8 +324,7 @@ fn jobs_run_executors_in_parallel() {
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
     for i in 0..4 {
-        rig.env
-            .task(&["--instruction", &format!("p{i}"), "--every", "1h"]);
+        Task::new().instruction(&format!("p{i}")).confirm(&rig.env);
     }
     rig.env.set_now(T0 + HOUR);
     let started = std::time::Instant::now();

@@ -1,9 +1,7 @@
 //! What an operator needs to mend a failing installation (issue 14): the
 //! executor's stderr kept on its run, crontab and systemd lines that carry
 //! the environment the executor needs.
-
-use crate::support::{fixture, Rig};
-use crate::support::{write_script, TestEnv, BIN};
+use crate::support::{fixture, write_script, Rig, Task, TestEnv, BIN};
 
 const HOUR: i64 = 3600;
 
@@ -17,8 +15,7 @@ fn the_end_of_the_executors_stderr_is_kept_and_shown_escaped() {
     );
     rig.env
         .set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
 
@@ -93,7 +90,7 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
         &scripts.join("oncall"),
         "#!/bin/sh\ncat >/dev/null\nagentcron lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" >/dev/null || exit 9\necho 'all quiet'\n",
     );
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "oncall"]);
+    Task::named("oncall").confirm(&env);
     env.advance(HOUR);
     let scripts_arg = format!("TASK_SCRIPTS={}", scripts.display());
     let now_arg = format!("AGENTCRON_NOW={}", env.now());
@@ -280,8 +277,7 @@ fn crontab_warns_when_the_executor_cannot_run() {
 #[test]
 fn tick_json_events_name_their_task_and_a_dry_run_shows_no_run_ids() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     let out = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
@@ -308,8 +304,7 @@ fn deny_json_has_its_finished_at() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
@@ -329,7 +324,7 @@ fn deny_json_has_its_finished_at() {
 fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothing() {
     let rig = Rig::new();
     // Nothing yet (a store with only a draft): one line each, not silence.
-    rig.env.draft(&["--instruction", "x", "--every", "1h"]);
+    Task::new().default_notify().draft(&rig.env);
     let out = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
         out.stdout,
@@ -339,8 +334,7 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
     assert_eq!(out.stdout, "No unknown runs: nothing to reconcile.\n");
 
     // A coalesced missed run: its count and its first occurrence's lateness.
-    rig.env
-        .task(&["--instruction", "x", "--every", "10m", "--name", "often"]);
+    Task::named("often").every("10m").confirm(&rig.env);
     rig.env.advance(62 * 60);
     rig.tick(&[]).ok();
     let missed = rig
@@ -356,28 +350,18 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
     assert_eq!(missed["skipped_occurrences"], 6);
 
     // Seconds given are seconds kept, in draft, show and next.
-    let draft = rig.env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02T12:00:30Z",
-        "--name",
-        "once",
-    ]);
+    let draft = Task::named("once")
+        .at("2026-12-02T12:00:30Z")
+        .default_notify()
+        .try_draft(&rig.env);
     assert!(
         draft.stdout.contains("once at 2026-12-02 12:00:30 UTC"),
         "{}",
         draft.stdout
     );
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02T12:00:30Z",
-        "--name",
-        "once",
-    ]);
+    Task::named("once")
+        .at("2026-12-02T12:00:30Z")
+        .confirm(&rig.env);
     let out = rig.env.run(&["next", "once"]).ok();
     assert!(
         out.stdout.contains("2026-12-02 12:00:30 UTC"),
@@ -409,8 +393,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "parked"]);
+    Task::named("parked").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let parked = rig.runs("parked")[0]["run_id"]
@@ -418,8 +401,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
         .unwrap()
         .to_string();
 
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "stuck"]);
+    Task::named("stuck").confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "3");
     rig.env.advance(HOUR);
@@ -428,8 +410,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     let unknown = rig.runs("stuck")[0]["run_id"].as_str().unwrap().to_string();
     assert_eq!(rig.runs("stuck")[0]["status"], "unknown");
 
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "fine"]);
+    Task::named("fine").confirm(&rig.env);
     let out = rig.env.run(&["list"]).ok();
     let row = |name: &str| {
         out.stdout
@@ -493,7 +474,7 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
     if env.pg_schema().is_some() {
         return; // the store's owner and mode are a file's
     }
-    env.draft(&["--instruction", "x", "--in", "1h"]);
+    Task::new().after("1h").default_notify().draft(&env);
     let owner = std::process::Command::new("id")
         .arg("-un")
         .output()

@@ -3,12 +3,11 @@
 //! (`skipped_gate`), anything else fails open and the run's summary says
 //! so. Real processes: the gate is a script that journals its calls, its
 //! stdin and its environment, then does as GATE_MODE says.
+use crate::support::{write_script, Rig, Task};
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use crate::support::{write_script, Rig};
 
 const HOUR: i64 = 3600;
 
@@ -189,16 +188,9 @@ fn a_gate_that_hangs_past_its_limit_fails_open_and_its_group_is_gone() {
 #[test]
 fn a_gate_that_cannot_start_fails_open() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--gate",
-        "/nonexistent/gate --check",
-    ]);
+    Task::named("t")
+        .flags(&["--gate", "/nonexistent/gate --check"])
+        .confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = only_run(&rig);

@@ -4,30 +4,20 @@
 //! and again only after a new success and a new gap. Real processes through
 //! the binary, on the store the suite runs on; the notifier's journal is
 //! the ground truth for how many notices went out.
+use crate::support::{Rig, Task, T0};
 
 use serde_json::Value;
-
-use crate::support::{Rig, T0};
 
 const HOUR: i64 = 3600;
 
 /// `--every 1h` from T0 (08:00): the first occurrence is 09:00, so with
 /// `--expect-success 3h` a task that never succeeds is overdue at 12:00.
 fn expecting_task(rig: &Rig, flags: &[&str]) {
-    let mut args = vec![
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--expect-success",
-        "3h",
-        "--max-retries",
-        "0",
-    ];
-    args.extend_from_slice(flags);
-    rig.env.task(&args);
+    Task::named("t")
+        .flags(&["--expect-success", "3h"])
+        .max_retries("0")
+        .flags(flags)
+        .confirm(&rig.env);
 }
 
 /// The overdue notices the notifier was handed.
@@ -230,18 +220,10 @@ fn a_task_overdue_before_its_first_run_is_told_once() {
     rig.with_notifier(0);
     // Confirmed 08:00, hourly from 09:00, a success expected within 2 h:
     // overdue at 11:00. The run that finally starts at 12:00 succeeds.
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--expect-success",
-        "2h",
-        "--max-retries",
-        "0",
-    ]);
+    Task::named("t")
+        .max_retries("0")
+        .flags(&["--expect-success", "2h"])
+        .confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "succeed");
     rig.env.set_now(T0 + 4 * HOUR);
     rig.tick(&[]).ok();
@@ -329,16 +311,10 @@ fn idle_ticks_with_many_expecting_tasks_decide_nothing() {
     rig.with_notifier(0);
     for i in 0..12 {
         let name = format!("t{i}");
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1d",
-            "--name",
-            &name,
-            "--expect-success",
-            "3d",
-        ]);
+        Task::named(&name)
+            .every("1d")
+            .flags(&["--expect-success", "3d"])
+            .confirm(&rig.env);
     }
     // Nothing due, no clock run out: quiet, and nothing but the tick's record.
     for _ in 0..3 {

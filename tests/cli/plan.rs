@@ -1,8 +1,8 @@
 //! Declarative tasks (docs/CONTRACT.md §14): `plan FILE` and `apply FILE --hash`.
-
+use crate::support::{Task, TestEnv};
 use serde_json::Value;
 
-use crate::support::TestEnv;
+use crate::reliability::bad_input::assert_one_line;
 
 const TWO: &str = r#"
 [digest]
@@ -75,16 +75,12 @@ fn create_replace_and_prune_round_trip() {
     assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 0);
 
     // Each payload is the one `draft` builds from the same flags.
-    let d = env.draft(&[
-        "--instruction",
-        "summarize the inbox",
-        "--daily",
-        "09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "digest",
-    ]);
+    let d = Task::named("digest")
+        .instruction("summarize the inbox")
+        .daily("09:00")
+        .default_notify()
+        .tz("UTC")
+        .draft(&env);
     let p = plan(&env, &file, &[]);
     let digest = p["actions"]
         .as_array()
@@ -149,14 +145,7 @@ tz = "UTC"
 #[test]
 fn prune_leaves_tasks_the_file_did_not_create() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "by hand",
-        "--every",
-        "1h",
-        "--name",
-        "manual",
-    ]);
+    Task::named("manual").instruction("by hand").confirm(&env);
     let file = write_source(&env, TWO);
     apply(&env, &file, &["--prune"]);
     let file = write_source(&env, "");
@@ -328,16 +317,11 @@ fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
 #[test]
 fn tasks_the_caller_does_not_own_are_refused_with_4() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "theirs",
-        "--daily",
-        "09:00",
-        "--name",
-        "digest",
-        "--as",
-        "bob",
-    ]);
+    Task::named("digest")
+        .instruction("theirs")
+        .daily("09:00")
+        .by("bob")
+        .confirm(&env);
     let file = write(&env, TWO);
     env.run(&["plan", &file, "--as", "alice"]).fails(4);
     let zeros = "0".repeat(64);
@@ -709,4 +693,31 @@ fn a_task_another_source_created_is_replaced_only_with_adopt() {
         .stdout
         .contains("created by source:team/b\n"));
     env.run(&["plan", &first]).fails(5);
+}
+
+// ---- 8c. tasks file type errors name the task and the key ------------------
+
+#[test]
+fn a_tasks_file_value_of_the_wrong_type_names_its_task_and_key() {
+    let env = TestEnv::new();
+    let path = env.path("tasks.toml");
+    let shown = path.display().to_string();
+    for (body, expected) in [
+        (
+            "[backup]\ninstruction = \"x\"\ndaily = \"09:00\"\nmax_retries = \"three\"\n",
+            "tasks.toml:4: task 'backup', key 'max_retries': expected a whole number, got string \"three\"",
+        ),
+        (
+            "[backup]\ninstruction = 5\ndaily = \"09:00\"\n",
+            "tasks.toml:2: task 'backup', key 'instruction': expected a string (in quotes), got integer `5`",
+        ),
+        (
+            "backup = { instruction = \"x\", daily = \"09:00\", count = -1 }\n",
+            "tasks.toml:1: task 'backup', key 'count': expected a whole number, got integer `-1`",
+        ),
+    ] {
+        std::fs::write(&path, body).unwrap();
+        let out = env.run(&["plan", &shown]).fails(2);
+        assert_one_line(&out.stderr, &[expected]);
+    }
 }

@@ -5,12 +5,11 @@
 //! Real processes throughout: executors that `setsid` away, double-fork,
 //! and call agentcron from inside their run; both stores where one is
 //! involved (the suite's PostgreSQL pass).
+use crate::support::{kill, wait_for_within, write_script, Rig, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
-
-use crate::support::{kill, wait_for_within, write_script, Rig, TestEnv, BIN, T0};
 
 const HOUR: i64 = 3600;
 
@@ -153,7 +152,7 @@ fn a_run_leaves_no_process_behind_when_the_tick_exits() {
     let env = &rig.env;
     let (executor, orphans) = orphaning_executor(env, ["6371", "6372"]);
     env.set_env("AGENTCRON_EXECUTOR", &executor);
-    env.task(&["--instruction", "quick", "--every", "1h", "--name", "quick"]);
+    Task::named("quick").instruction("quick").confirm(&env);
     env.set_now(T0 + HOUR);
     let started = Instant::now();
     rig.tick(&["--kill-grace", "1s"]).ok();
@@ -174,7 +173,7 @@ fn a_signalled_or_timed_out_tick_leaves_no_process_behind() {
         let env = &rig.env;
         let (executor, orphans) = orphaning_executor(env, ["6373", "6374"]);
         env.set_env("AGENTCRON_EXECUTOR", &executor);
-        env.task(&["--instruction", "long", "--every", "1h", "--name", "long"]);
+        Task::named("long").instruction("long").confirm(&env);
         env.set_now(T0 + HOUR);
         let mut args = vec!["tick", "--kill-grace", "1s"];
         if case == "timeout" {
@@ -240,8 +239,8 @@ fn orphans_die_with_their_own_run_while_another_run_goes_on() {
     );
     let orphans = Orphans(vec![(marked, "6375"), (unmarked, "6376")]);
     env.set_env("AGENTCRON_EXECUTOR", &path.display().to_string());
-    env.task(&["--instruction", "quick", "--every", "1h", "--name", "quick"]);
-    env.task(&["--instruction", "other", "--every", "1h", "--name", "other"]);
+    Task::named("quick").instruction("quick").confirm(&env);
+    Task::named("other").instruction("other").confirm(&env);
     env.set_now(T0 + HOUR);
     rig.tick(&["--jobs", "2", "--kill-grace", "1s"]).ok();
     let seen = std::fs::read_to_string(&seen).expect("the other run looked");
@@ -289,7 +288,7 @@ fn a_run_cannot_confirm_a_schedule_of_its_own() {
         let rig = Rig::new();
         let env = &rig.env;
         env.set_env("AGENTCRON_EXECUTOR", &escaping_executor(env, unset));
-        env.task(&["--instruction", "agent", "--every", "1h", "--name", "agent"]);
+        Task::named("agent").instruction("agent").confirm(&env);
         env.set_now(T0 + HOUR);
         rig.tick(&[]).ok();
         let journal = std::fs::read_to_string(env.path("escape.journal")).unwrap_or_default();
@@ -323,9 +322,9 @@ fn a_run_cannot_confirm_a_schedule_of_its_own() {
 #[test]
 fn the_commands_that_change_schedules_refuse_inside_a_run() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
-    let id = task["task_id"].as_str().unwrap().to_string();
-    let draft = env.draft(&["--instruction", "y", "--every", "1h"]);
+    let task = Task::named("x").confirm(&env);
+    let id = task.task_id.as_str().to_string();
+    let draft = Task::new().instruction("y").default_notify().draft(&env);
     let (draft_id, hash) = (
         draft["draft_id"].as_str().unwrap().to_string(),
         draft["payload_hash"].as_str().unwrap().to_string(),
@@ -369,7 +368,10 @@ fn the_commands_that_change_schedules_refuse_inside_a_run() {
     }
     assert!(env.db_bytes() == before, "a refused command wrote nothing");
     env.run(&["list"]).ok();
-    env.run(&["draft", "--instruction", "z", "--every", "1h"])
+    Task::new()
+        .instruction("z")
+        .default_notify()
+        .try_draft(&env)
         .ok();
 }
 
@@ -389,7 +391,7 @@ fn own_uid() -> u32 {
 fn status_says_whether_runs_hold_the_store_authority() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(&env);
     let status = env.json(&["status"]);
     assert_eq!(
         status["runs_hold_store_authority"],
@@ -489,7 +491,7 @@ fn an_orphan_that_ignores_term_is_killed_after_the_grace() {
     );
     let orphans = Orphans(vec![(shell, "sh"), (child, "6377")]);
     env.set_env("AGENTCRON_EXECUTOR", &path.display().to_string());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(&env);
     env.set_now(T0 + HOUR);
     let started = Instant::now();
     rig.tick(&["--kill-grace", "1s"]).ok();

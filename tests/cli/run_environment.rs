@@ -5,12 +5,11 @@
 //!
 //! The `--run-as` tests add a system user and need root (CI has it); elsewhere
 //! they skip with a note, unless AGENTCRON_REQUIRE_SUDO is set.
+use crate::support::{journal, wait_for, write_script, Rig, Task, TestEnv, BIN, T0};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-use crate::support::{journal, wait_for, write_script, Rig, TestEnv, BIN, T0};
 
 /// Names a run must never receive, all set in the tick's environment.
 const DENIED: &[(&str, &str)] = &[
@@ -57,7 +56,7 @@ fn executor_and_notifier_receive_none_of_the_stores_names() {
     env.set_env("OTHER_SECRET", "not-passed");
     env.set_env("LC_TIME", "C");
     env.set_env("AGENTCRON_PASS_ENV", "API_KEY");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "e"]);
+    Task::named("e").confirm(&env);
     env.advance(3600);
     env.run(&["tick"]).ok();
     let run = &env.json(&["runs", "e"])[0];
@@ -103,8 +102,7 @@ fn executor_and_notifier_receive_none_of_the_stores_names() {
 #[test]
 fn pass_env_of_the_stores_names_is_refused_before_anything_runs() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "r"]);
+    Task::named("r").confirm(&rig.env);
     rig.env.advance(3600);
     for name in [
         "AGENTCRON_DB",
@@ -224,7 +222,7 @@ echo "then never" >> '{dir}/answers'
 fn lease_answers(env: &TestEnv, dir: &Path, bin: &str, extra: &[&str]) -> Vec<String> {
     let script = fencing_executor(dir, bin);
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "f"]);
+    Task::named("f").confirm(&env);
     env.set_now(T0 + 3600);
     let mut args = vec!["tick", "--lease", "6s"];
     args.extend_from_slice(extra);
@@ -420,7 +418,7 @@ echo "confirm $?" >> '{out}'
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "host"]);
+    Task::named("host").confirm(&env);
     env.advance(3600);
     let drafts = env.count("SELECT count(*) FROM drafts");
     env.run(&["tick", "--run-as", &user.name]).ok();
@@ -446,7 +444,7 @@ fn status_says_runs_do_not_hold_the_store_after_a_tick_run_as_another_user() {
     let script = user.dir.join("quiet.sh");
     write_script(&script, "#!/bin/sh\ncat >/dev/null\necho done\n");
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(&env);
     // First as the tick's own user, who holds the store: the runs hold it.
     env.advance(3600);
     rig.tick(&[]).ok();
@@ -468,8 +466,7 @@ fn status_says_runs_do_not_hold_the_store_after_a_tick_run_as_another_user() {
 #[test]
 fn an_unknown_run_as_user_exits_2_before_claiming() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "u"]);
+    Task::named("u").confirm(&rig.env);
     rig.env.advance(3600);
     let out = rig.tick(&["--run-as", "no-such-user-here"]).fails(2);
     assert!(
@@ -673,7 +670,7 @@ fn a_signalled_tick_removes_the_endpoints_of_its_runs() {
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    Task::named("s").confirm(&env);
     env.advance(3600);
     let tick = env
         .command(&["tick", "--kill-grace", "1s"])

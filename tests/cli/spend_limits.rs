@@ -4,11 +4,11 @@
 //! before confirmation, removed from a replacement with `none`, and taken
 //! alike by a tasks file and the MCP `draft` tool. What the tick does with
 //! each is in budgets.rs, gate.rs, catch_up.rs and overdue.rs.
+use crate::support::{Task, TestEnv};
 
 use serde_json::json;
 
 use crate::mcp::RawSession;
-use crate::support::TestEnv;
 use crate::task_limits::payload_of;
 
 #[test]
@@ -111,16 +111,10 @@ fn a_wrong_limit_is_one_usage_line() {
             out.stderr
         );
     }
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--catch-up",
-            "all",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .flags(&["--catch-up", "all"])
+        .try_draft(&env)
         .fails(2);
     assert!(out.stderr.contains("--catch-up"), "{}", out.stderr);
 }
@@ -170,24 +164,18 @@ fn draft_and_show_say_each_limit() {
 #[test]
 fn a_replacement_keeps_changes_or_removes_each_limit_and_flags_step_ups() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--timeout",
-        "1m",
-        "--budget",
-        "usd=5/day",
-        "--gate",
-        "true",
-        "--catch-up",
-        "latest",
-        "--expect-success",
-        "1d",
-    ]);
+    Task::named("t")
+        .timeout("1m")
+        .budget("usd=5/day")
+        .flags(&[
+            "--gate",
+            "true",
+            "--catch-up",
+            "latest",
+            "--expect-success",
+            "1d",
+        ])
+        .confirm(&env);
     // Not named: kept.
     let kept = env.draft(&["--replace", "t", "--every", "2h"]);
     let payload = kept["payload"].as_str().unwrap();

@@ -12,13 +12,13 @@
 //! it); elsewhere they skip with a note, unless AGENTCRON_REQUIRE_SUDO is
 //! set. They run on SQLite only: what a run's processes come to does not
 //! depend on the store, and the same-user cases run on both.
+use crate::support::{kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::run_environment::{sudo_available, RunUser};
-use crate::support::{kill, on_postgres, wait_for, write_script, TestEnv, BIN, T0};
 
 const HOUR: i64 = 3600;
 /// The grace every tick here is given between TERM and KILL.
@@ -650,7 +650,7 @@ fn a_run_is_supervised_by_the_small_binary_or_by_agentcron_itself() {
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.set_now(T0 + HOUR);
     env.run(&["tick"]).ok();
     let small = std::fs::canonicalize(env!("CARGO_BIN_EXE_agentcron-supervise")).unwrap();

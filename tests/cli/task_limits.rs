@@ -2,13 +2,13 @@
 //! schedule: a task's own `--timeout`. Real processes on the store the suite
 //! runs on: the executor fixture sleeps (in a child it starts, for the
 //! process group), the tick kills it at the task's limit.
+use crate::support::{Rig, Task, TestEnv};
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::mcp::RawSession;
-use crate::support::{Rig, TestEnv};
 
 const HOUR: i64 = 3600;
 
@@ -22,9 +22,7 @@ fn sleeping_task(rig: &Rig, grandchild: bool, flags: &[&str]) {
     };
     rig.env.set_env("FIXTURE_MODE", mode);
     rig.env.set_env("FIXTURE_SLEEP", "6");
-    let mut args = vec!["--instruction", "x", "--every", "1h", "--name", "t"];
-    args.extend_from_slice(flags);
-    rig.env.task(&args);
+    Task::named("t").flags(flags).confirm(&rig.env);
     rig.env.advance(HOUR);
 }
 
@@ -121,16 +119,7 @@ fn a_run_within_its_timeout_is_untouched() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--timeout",
-        "30s",
-    ]);
+    Task::named("t").timeout("30s").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("t")[0]["status"], "succeeded");
@@ -139,18 +128,12 @@ fn a_run_within_its_timeout_is_untouched() {
 /// The payload `draft` shows for `flags` on a fixed schedule and name, and
 /// its hash.
 pub fn payload_of(env: &TestEnv, flags: &[&str]) -> (String, String) {
-    let mut args = vec![
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-25 09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "n",
-    ];
-    args.extend_from_slice(flags);
-    let draft = env.draft(&args);
+    let draft = Task::named("n")
+        .at("2026-12-25 09:00")
+        .tz("UTC")
+        .default_notify()
+        .flags(flags)
+        .draft(env);
     (
         draft["payload"].as_str().unwrap().to_string(),
         draft["payload_hash"].as_str().unwrap().to_string(),
@@ -186,44 +169,24 @@ fn a_timeout_out_of_range_is_one_usage_line() {
             "agentcron: error: --timeout: invalid duration 'soon'",
         ),
     ] {
-        let out = env
-            .run(&[
-                "draft",
-                "--instruction",
-                "x",
-                "--every",
-                "1h",
-                "--timeout",
-                value,
-            ])
+        let out = Task::new()
+            .default_notify()
+            .timeout(value)
+            .try_draft(&env)
             .fails(2);
         assert_eq!(out.stderr.trim_end(), message, "{value}");
     }
-    let out = env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--timeout",
-        "24h",
-    ]);
+    let out = Task::new().default_notify().timeout("24h").try_draft(&env);
     out.ok();
 }
 
 #[test]
 fn show_draft_and_replace_say_the_timeout() {
     let env = TestEnv::new();
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--timeout",
-            "90s",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .timeout("90s")
+        .try_draft(&env)
         .ok();
     assert!(
         out.stdout
@@ -231,7 +194,7 @@ fn show_draft_and_replace_say_the_timeout() {
         "{}",
         out.stdout
     );
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     let shown = env.run(&["show", "t"]).ok().stdout;
     assert!(!shown.contains("timeout"), "{shown}");
     let replaced = env.draft(&["--replace", "t", "--timeout", "2m"]);

@@ -3,10 +3,9 @@
 //! it) is read by no command of this build until `agentcron migrate` runs,
 //! which is changed by nothing else on PostgreSQL; and a 0-byte file or an
 //! empty PostgreSQL schema is no store at all.
+use crate::support::{fixture, on_postgres, Rig, Task, TestEnv};
 
 use std::process::Stdio;
-
-use crate::support::{fixture, on_postgres, Rig, TestEnv};
 
 /// The schema this build writes on the store the suite runs against.
 pub(crate) fn latest() -> i64 {
@@ -396,7 +395,7 @@ fn an_empty_file_or_schema_is_no_store() {
         assert_eq!(names, vec!["agentcron.db"], "files were created beside it");
     }
     // A command that creates stores makes one there.
-    env.draft(&["--instruction", "x", "--daily", "09:00"]);
+    Task::new().daily("09:00").default_notify().draft(&env);
     env.run(&["list"]).ok();
 }
 
@@ -466,7 +465,7 @@ fn version_names_the_crate_the_schemas_and_the_build() {
 fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds() {
     let rig = Rig::new();
     let env = &rig.env;
-    rig.env.task(&["--instruction", "x", "--daily", "09:00"]);
+    Task::new().daily("09:00").confirm(&rig.env);
     rig.tick(&[]).ok();
     let out = env.run(&["status"]).ok();
     assert!(

@@ -6,7 +6,7 @@
 //! prints a verification line that works, and `migrate --dry-run` reads a
 //! store on read-only media.
 
-use crate::reliability::edges_store::run_on_read_only;
+use crate::reliability::store_files::run_on_read_only;
 use crate::support::{skipped, TestEnv};
 use crate::upgrade::{latest, previous_release, snapshot};
 

@@ -1,31 +1,29 @@
 //! Zones that follow their owner (docs/CONTRACT.md §18): `draft --tz follow`,
 //! `zone set|show|unset`, the re-timing of following tasks in the same
 //! transaction, and what the tick, `show`, `next` and `explain` make of it.
+use crate::support::{write_script, Rig, Task, TestEnv, BIN};
 
 use serde_json::Value;
-
-use crate::support::{write_script, Rig, TestEnv, BIN};
 
 /// 2026-12-03T01:30:00Z: 09:30 in Shanghai the day after T0.
 const SHANGHAI_0930: i64 = 1_796_261_400;
 
 fn follow_task(env: &TestEnv, name: &str, daily: &str) -> Value {
-    env.task(&[
-        "--instruction",
-        "stand-up summary",
-        "--daily",
-        daily,
-        "--tz",
-        "follow",
-        "--name",
-        name,
-    ])
+    Task::named(name)
+        .instruction("stand-up summary")
+        .daily(daily)
+        .tz("follow")
+        .confirm(env)
+        .json
 }
 
 /// `zone set` never creates a store (a mistyped `--db` is exit 3): a draft
 /// does, as a person's first draft would.
 fn set_zone_in_new_store(env: &TestEnv, key: &str, zone: &str) {
-    env.draft(&["--instruction", "first", "--every", "1h"]);
+    Task::new()
+        .instruction("first")
+        .default_notify()
+        .draft(&env);
     env.run(&["zone", "set", key, zone]).ok();
 }
 
@@ -43,7 +41,11 @@ fn events(env: &TestEnv, action: &str) -> Vec<Value> {
 fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:tester", "Asia/Shanghai");
-    let d = env.draft(&["--instruction", "x", "--daily", "09:30", "--tz", "follow"]);
+    let d = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("follow")
+        .draft(&env);
     let payload = d["payload"].as_str().unwrap();
     assert!(
         payload.starts_with(r#"{"follow_default":"Asia/Shanghai","#),
@@ -51,16 +53,11 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
     );
     assert!(payload.ends_with(r#""timezone":"follow"}"#), "{payload}");
     assert_eq!(d["next_runs"][0], "2026-12-03T01:30:00Z");
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--daily",
-            "09:30",
-            "--tz",
-            "follow",
-        ])
+    let out = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("follow")
+        .try_draft(&env)
         .ok();
     assert!(
         out.stdout
@@ -70,16 +67,12 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
     );
     // With no zone for the key, the default is the zone the draft would
     // otherwise have had ($AGENTCRON_TZ here).
-    let d = env.draft(&[
-        "--as",
-        "unix:bob",
-        "--instruction",
-        "x",
-        "--cron",
-        "0 9 * * *",
-        "--tz",
-        "follow",
-    ]);
+    let d = Task::new()
+        .cron("0 9 * * *")
+        .default_notify()
+        .by("unix:bob")
+        .tz("follow")
+        .draft(&env);
     assert!(d["payload"]
         .as_str()
         .unwrap()
@@ -89,14 +82,11 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
 #[test]
 fn a_payload_without_follow_hashes_as_before() {
     let env = TestEnv::new();
-    let d = env.draft(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:30",
-        "--tz",
-        "Asia/Shanghai",
-    ]);
+    let d = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("Asia/Shanghai")
+        .draft(&env);
     // Written out by hand and hashed outside agentcron (sha256sum): the
     // payload a fixed-zone draft has, without follow_default (with the
     // notice policy a new draft writes since issue 25).
@@ -118,7 +108,10 @@ fn follow_is_refused_for_once_and_interval_and_an_unknown_zone_is_a_usage_error(
         env.run(&["zone", "set", "unix:tester", "UTC"]).fails(3);
         assert!(!env.db.exists());
     }
-    env.draft(&["--instruction", "first", "--every", "1h"]);
+    Task::new()
+        .instruction("first")
+        .default_notify()
+        .draft(&env);
     for schedule in [
         &["--every", "1h"][..],
         &["--in", "2h"],
@@ -151,16 +144,11 @@ fn zone_set_retimes_following_tasks_and_never_a_fixed_one() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:tester", "Asia/Shanghai");
     follow_task(&env, "standup", "09:30");
-    let fixed = env.task(&[
-        "--instruction",
-        "fixed",
-        "--daily",
-        "09:30",
-        "--tz",
-        "Asia/Shanghai",
-        "--name",
-        "fixed",
-    ]);
+    let fixed = Task::named("fixed")
+        .instruction("fixed")
+        .daily("09:30")
+        .tz("Asia/Shanghai")
+        .confirm(&env);
     let shown = env.json(&["show", "standup"]);
     assert_eq!(shown["timezone"], "Asia/Shanghai");
     assert_eq!(shown["follows"], "unix:tester");
@@ -464,16 +452,11 @@ fn zone_set_completes_the_identity_keys_the_tenant_knows() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:zed", "Asia/Tokyo");
     follow_task(&env, "standup", "09:30");
-    env.task(&[
-        "--as",
-        "unix:yan",
-        "--instruction",
-        "x",
-        "--cron",
-        "0 9 * * *",
-        "--tz",
-        "follow",
-    ]);
+    Task::new()
+        .cron("0 9 * * *")
+        .by("unix:yan")
+        .tz("follow")
+        .confirm(&env);
     let complete = |words: &[&str]| -> Vec<String> {
         let out = env
             .command(&[])

@@ -1,5 +1,6 @@
 //! `tick --env-file`: what it refuses, and that its password is the one
 //! the store connection sends.
+use crate::support::{Task, TestEnv};
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -8,13 +9,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::private_file;
-use crate::support::TestEnv;
 
 #[test]
 fn tick_refuses_an_env_file_others_may_read_a_link_or_another_name() {
     let env = TestEnv::new();
     env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.advance(3600);
     let refused = |file: &Path, says: &str| {
         let out = env
@@ -154,7 +154,7 @@ fn a_tick_with_an_env_file_runs_as_a_role_with_a_password() {
     };
     // The tables exist once the task is confirmed: then the role may use them.
     env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.advance(3600);
     let role = format!("ac_pw_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     env.sql(&format!(

@@ -1,6 +1,7 @@
 //! `agentcron mcp` through the Python MCP SDK's stdio client, as an agent
 //! host would drive it; then the person at a shell, confirming (or not)
 //! what the agent drafted.
+use crate::support::{Task, TestEnv, BIN};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -8,7 +9,6 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use super::{last_code, notifier, server_env};
-use crate::support::{TestEnv, BIN};
 
 /// The interpreter with the `mcp` package: $AGENTCRON_MCP_PYTHON, else the
 /// one scripts/ensure-mcp-client installs. None (after a note) when there
@@ -393,7 +393,7 @@ fn bad_arguments_are_tool_errors_in_the_clis_words_and_the_server_lives_on() {
 #[test]
 fn pause_needs_its_allow_and_a_reason() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let task = Task::named("hourly").confirm(&env);
     let steps = json!([
         call("pause", json!({"task": "hourly"})),
         call("pause", json!({"task": "hourly", "reason": "  "})),

@@ -2,11 +2,11 @@
 //! server's stdio: the JSON-RPC of initialize, tools/list and tools/call;
 //! and an agent's draft confirmed at the person's own terminal (a
 //! pseudo-terminal Python's pty module gives `confirm`).
+use crate::support::{Task, TestEnv, BIN};
 
 use serde_json::{json, Value};
 
 use super::{last_code, notifier, text, RawSession};
-use crate::support::{TestEnv, BIN};
 
 #[test]
 fn initialize_list_and_call_over_raw_json_rpc() {
@@ -226,7 +226,7 @@ fn without_a_terminal_an_agents_draft_needs_its_code() {
 #[test]
 fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
     let env = TestEnv::new();
-    let before = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let before = Task::named("hourly").confirm(&env);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
     let mut session = RawSession::start(&env, &["mcp", &flag], "host");
@@ -268,7 +268,7 @@ fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
 #[test]
 fn status_shows_the_agent_its_own_tenant_only() {
     let env = TestEnv::new();
-    env.task(&["--tenant", "other", "--instruction", "x", "--every", "1h"]);
+    Task::new().tenant("other").confirm(&env);
     let mut session = RawSession::start(&env, &["mcp"], "host");
     let status = session.call("status", json!({}));
     session.finish();

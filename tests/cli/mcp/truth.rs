@@ -3,12 +3,12 @@
 //! lets them speak for agentcron; `show DRAFT` shows a pending draft in
 //! full; an agent's drafts are limited; and the rough edges a host meets.
 //! Through the Python MCP client, as an agent host drives the server.
+use crate::support::{Task, TestEnv};
 
 use serde_json::{json, Value};
 
 use super::client::{agent, call};
 use super::{last_code, last_notice, notifier, RawSession};
-use crate::support::TestEnv;
 
 /// Repro of issue 34: an instruction that closes its quotes and writes a
 /// fake code line of its own, then clears a terminal.
@@ -165,16 +165,11 @@ fn a_long_instruction_is_quoted_to_500_characters_and_show_draft_reads_the_rest(
 #[test]
 fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the_diff() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize my inbox",
-        "--daily",
-        "08:00",
-        "--name",
-        "inbox",
-        "--notify",
-        "attention",
-    ]);
+    Task::named("inbox")
+        .instruction("summarize my inbox")
+        .daily("08:00")
+        .notify("attention")
+        .confirm(&env);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
     // A changed instruction is quoted to 500 characters in the message too.
@@ -351,16 +346,7 @@ fn the_rough_edges_a_host_meets() {
     for result in &results {
         assert!(!result.to_string().contains(&db), "{result}");
     }
-    env.task(&[
-        "--as",
-        "unix:bob",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "bobs",
-    ]);
+    Task::named("bobs").by("unix:bob").confirm(&env);
     let steps = json!([
         call(
             "draft",

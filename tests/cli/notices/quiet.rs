@@ -1,5 +1,6 @@
 //! Quiet under cron (docs/CONTRACT.md §6): stdout, which cron mails, holds
 //! only what needs a person; `--verbose` and `--log FILE` the narrative.
+use crate::support::Task;
 
 use super::*;
 
@@ -40,14 +41,7 @@ fn the_printed_crontab_line_mails_nothing_for_a_busy_successful_tick() {
     let rig = Rig::new();
     rig.with_notifier(0);
     for i in 0..6 {
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "5m",
-            "--name",
-            &format!("t{i}"),
-        ]);
+        Task::named(&format!("t{i}")).every("5m").confirm(&rig.env);
     }
     let printed = rig
         .env

@@ -7,11 +7,10 @@
 //! back what it wrote and carry on as if the answer had arrived: the
 //! executor runs exactly once, the run ends `succeeded`, the notice is
 //! delivered exactly once, and the tick exits 0 saying nothing alarming.
+use crate::support::{on_postgres, Rig, Task, T0};
 
 use super::notifier_calls;
 use crate::pg_proxy::Proxy;
-use crate::support::Rig;
-use crate::support::{on_postgres, T0};
 
 /// Statements that pick the transaction whose acknowledgement is lost.
 const CLAIM: &str = "INSERT INTO runs";
@@ -25,8 +24,7 @@ fn due_task() -> Option<Rig> {
         return None;
     }
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "once", "--every", "1h", "--name", "a"]);
+    Task::named("a").instruction("once").confirm(&rig.env);
     rig.env.set_now(T0 + 3600);
     Some(rig)
 }

@@ -10,13 +10,12 @@
 //! The tick runs in real time (`AGENTCRON_NOW` is the real clock at its
 //! start, and the executor's `lease check` reads the real clock), since the
 //! lease must really expire while the renewals wait.
+use crate::support::{on_postgres, write_script, Rig, Task, TestEnv, BIN};
 
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use super::spawn;
-use crate::support::Rig;
-use crate::support::{on_postgres, write_script, TestEnv, BIN};
 
 /// Lease length, how long the other writer holds its lock, and how long the
 /// executor keeps asking (`FENCE_CHECKS` times, about 0.3 s apart).
@@ -123,16 +122,10 @@ fn due_now_in_real_time(rig: &Rig, name: &str) {
     let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
         .unwrap()
         .to_rfc3339();
-    rig.env.task(&[
-        "--instruction",
-        name,
-        "--every",
-        "1h",
-        "--start",
-        &anchor,
-        "--name",
-        name,
-    ]);
+    Task::named(name)
+        .instruction(name)
+        .flags(&["--start", &anchor])
+        .confirm(&rig.env);
     rig.env.set_now(start);
 }
 

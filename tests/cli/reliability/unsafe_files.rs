@@ -5,12 +5,12 @@
 //!
 //! The suite runs as root, as the scenario does; the cases that need
 //! another user use uid/gid 65534 (nobody).
-
+use crate::support::{on_postgres, Task, TestEnv, T0};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use crate::support::{on_postgres, TestEnv, T0};
+use std::process::Command;
 
 const NOBODY: u32 = 65534;
 
@@ -304,4 +304,59 @@ fn a_symlinked_wal_or_shm_is_refused_by_name() {
         std::fs::remove_file(&link).unwrap();
     }
     env.run(&["--db", db.to_str().unwrap(), "list"]).ok();
+}
+
+/// Runs `args` against `env`'s store as the unprivileged `nobody`.
+fn as_nobody(env: &TestEnv, args: &[&str]) -> (i32, String) {
+    let probe = env.command(args);
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(probe.get_program())
+        .args(probe.get_args())
+        .env_clear();
+    for (key, value) in probe.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let out = cmd.output().expect("setpriv runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_store_the_caller_cannot_reach_names_its_owner_and_mode() {
+    if !is_root() {
+        crate::support::skipped("needs root to run a command as another user");
+        return;
+    }
+    let env = TestEnv::new();
+    if env.pg_schema().is_some() {
+        return;
+    }
+    Task::new().after("1h").default_notify().draft(&env);
+    // The store's folder is 0700 root: nobody cannot even look inside.
+    let (code, stderr) = as_nobody(&env, &["list"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("permission denied by the folder")
+            && stderr.contains("(owner root (uid 0), mode 0700)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        2,
+        "one error line and a hint: {stderr}"
+    );
+    // A folder anyone may enter, a file of root's: its owner and mode.
+    let folder = env.db.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&folder, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, stderr) = as_nobody(&env, &["list"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("it belongs to root (uid 0), mode 0600, not to you (uid 65534)"),
+        "{stderr}"
+    );
 }

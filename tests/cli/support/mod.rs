@@ -3,9 +3,11 @@
 
 pub mod procs;
 pub mod rig;
+pub mod tasks;
 
 pub use procs::{kill, spawn_tick, wait_for, wait_for_within};
-pub use rig::{fixture, journal, parked_run, unknown_run, Rig};
+pub use rig::{fixture, journal, parked_run, run_status, unknown_run, Rig};
+pub use tasks::{daily, replace_draft, rfc3339, standup_following_shanghai, Task, SHANGHAI_0930};
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -15,6 +17,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentcron");
+
+pub const HOUR: i64 = 3600;
 
 /// 2026-12-02T08:00:00Z, a Wednesday.
 pub const T0: i64 = 1_796_198_400;
@@ -385,6 +389,14 @@ impl TestEnv {
     pub fn count(&self, sql: &str) -> i64 {
         self.sql(sql)[0][0].parse().expect("an integer")
     }
+}
+
+/// What SQL says, one cell (empty when there is no row).
+pub fn cell(env: &TestEnv, sql: &str) -> String {
+    env.sql(sql)
+        .first()
+        .and_then(|row| row.first().cloned())
+        .unwrap_or_default()
 }
 
 /// `stderr` without the one-line warning `status` and `check` give once a

@@ -1,11 +1,8 @@
 //! Replacing a task's payload by a new draft (`draft --replace`, then
 //! `confirm`): the diff, the refusals, a run in flight keeping its hash.
+use crate::support::{daily, replace_draft, spawn_tick, wait_for, Rig, Task, TestEnv, HOUR, T0};
 
 use serde_json::Value;
-
-use super::{daily, replace_draft, HOUR};
-use crate::support::{spawn_tick, wait_for, Rig};
-use crate::support::{TestEnv, T0};
 
 #[test]
 fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
@@ -117,7 +114,11 @@ fn replace_of_an_unchanged_payload_is_a_usage_error() {
         .run(&["draft", "--replace", "same", "--daily", "09:00"])
         .fails(2);
     assert!(out.stderr.contains("unchanged"), "{}", out.stderr);
-    let out = env.run(&["draft", "--instruction", "x"]).fails(2);
+    let out = Task::new()
+        .schedule(&[])
+        .default_notify()
+        .try_draft(&env)
+        .fails(2);
     assert!(out.stderr.contains("required"), "{}", out.stderr);
 }
 
@@ -169,17 +170,8 @@ fn replace_is_refused_when_the_task_moved_since_the_draft() {
 #[test]
 fn replace_refusals_expired_non_owner_other_tenant_deleted() {
     let env = TestEnv::new();
-    let task = env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "mine",
-        "--as",
-        "unix:alice",
-    ]);
-    let task_id = task["task_id"].as_str().unwrap();
+    let task = Task::named("mine").by("unix:alice").confirm(&env);
+    let task_id = task.task_id.as_str();
 
     // Expired draft: exit 6, nothing changes.
     let (id, hash) = replace_draft(
@@ -287,14 +279,7 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     let env = &rig.env;
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "2");
-    let task = env.task(&[
-        "--instruction",
-        "old words",
-        "--every",
-        "1h",
-        "--name",
-        "busy",
-    ]);
+    let task = Task::named("busy").instruction("old words").confirm(&env);
     let old_hash = task["payload_hash"].as_str().unwrap().to_string();
     env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &[]);
@@ -335,18 +320,12 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
 #[test]
 fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize",
-        "--daily",
-        "09:00",
-        "--days",
-        "mon-fri",
-        "--tz",
-        "Asia/Shanghai",
-        "--name",
-        "report",
-    ]);
+    Task::named("report")
+        .instruction("summarize")
+        .daily("09:00")
+        .tz("Asia/Shanghai")
+        .flags(&["--days", "mon-fri"])
+        .confirm(&env);
     let calendar = |d: &Value| {
         let payload: Value = serde_json::from_str(d["payload"].as_str().unwrap()).unwrap();
         (payload["schedule"].clone(), payload["timezone"].clone())
@@ -375,16 +354,10 @@ fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
         serde_json::json!({"kind": "cron", "expr": "0 10 * * *"})
     );
 
-    env.task(&[
-        "--instruction",
-        "poll",
-        "--every",
-        "1h",
-        "--start",
-        "2026-12-01T00:20:00Z",
-        "--name",
-        "poll",
-    ]);
+    Task::named("poll")
+        .instruction("poll")
+        .flags(&["--start", "2026-12-01T00:20:00Z"])
+        .confirm(&env);
     let every = env.json(&["draft", "--replace", "poll", "--every", "2h"]);
     assert_eq!(
         calendar(&every).0,
