@@ -2,10 +2,10 @@
 //! run; what a backup's snapshot held back in the WAL is folded in; an
 //! interrupted backup leaves nothing that passes for a store; folders it
 //! refuses. SQLite only (PostgreSQL has its own tools).
-use crate::support::{on_postgres, Rig, Task, TestEnv};
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv};
 
 use std::os::unix::fs::{symlink, MetadataExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::reliability::spawn;
 use crate::reliability::store_files::{sidecar, task_names};
@@ -148,7 +148,35 @@ fn an_interrupted_backup_leaves_no_file_that_passes_for_a_store() {
     let file = out_dir.join("whole.db");
     env.run(&["backup", file.to_str().unwrap()]).ok();
     let out = env.run(&["--db", file.to_str().unwrap(), "check"]).ok();
-    assert!(out.stdout.contains("ok"), "{}", out.stdout);
+    assert_contains(&out.stdout, "ok");
+}
+
+/// Drafts a task, starts a backup of a store made large enough that it is
+/// still copying, then confirms the task: returns the task's id, the
+/// backup still running, and the backup's file.
+fn confirmed_during_a_backup(env: &TestEnv) -> (String, std::process::Child, PathBuf) {
+    let draft = Task::new()
+        .instruction("during")
+        .default_notify()
+        .draft(env);
+    add_ballast(&env.db, 200);
+    let out_dir = env.path("backups");
+    std::fs::create_dir(&out_dir).unwrap();
+    let file = out_dir.join("copy.db");
+    let backup = env
+        .command(&["backup", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_partial(&out_dir);
+    let task = env.json(&[
+        "confirm",
+        draft["draft_id"].as_str().unwrap(),
+        "--hash",
+        draft["payload_hash"].as_str().unwrap(),
+    ]);
+    (task["task_id"].as_str().unwrap().to_string(), backup, file)
 }
 
 #[test]
@@ -158,29 +186,8 @@ fn a_task_confirmed_while_a_backup_runs_reaches_the_db_file() {
     }
     let env = TestEnv::new();
     Task::new().instruction("before").confirm(&env);
-    let draft = Task::new()
-        .instruction("during")
-        .default_notify()
-        .draft(&env);
-    add_ballast(&env.db, 200);
-    let out_dir = env.path("backups");
-    std::fs::create_dir(&out_dir).unwrap();
-    let file = out_dir.join("copy.db");
-    let mut backup = env
-        .command(&["backup", file.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_partial(&out_dir);
     // The backup's snapshot holds the confirm's closing checkpoint back.
-    let task = env.json(&[
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
-    let id = task["task_id"].as_str().unwrap().to_string();
+    let (id, mut backup, _) = confirmed_during_a_backup(&env);
     assert!(
         backup.try_wait().unwrap().is_none(),
         "the backup ended before the confirm: make the ballast larger"
@@ -202,27 +209,7 @@ fn the_backup_folds_what_its_snapshot_held_back() {
         return;
     }
     let env = TestEnv::new();
-    let draft = Task::new()
-        .instruction("during")
-        .default_notify()
-        .draft(&env);
-    add_ballast(&env.db, 200);
-    let out_dir = env.path("backups");
-    std::fs::create_dir(&out_dir).unwrap();
-    let file = out_dir.join("copy.db");
-    let mut backup = env
-        .command(&["backup", file.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_partial(&out_dir);
-    let task = env.json(&[
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
-    let id = task["task_id"].as_str().unwrap().to_string();
+    let (id, mut backup, _) = confirmed_during_a_backup(&env);
     assert!(
         backup.try_wait().unwrap().is_none(),
         "make the ballast larger"
@@ -248,7 +235,7 @@ mod hooked {
     /// Confirms a new task with `hook` set; returns the task's id and the
     /// confirm's process, stdout read up to its one JSON line.
     fn confirm_with_hook(env: &TestEnv, hook: &str) -> (String, std::process::Child) {
-        let draft = Task::new().default_notify().draft(&env);
+        let draft = Task::new().default_notify().draft(env);
         let mut child = env
             .command(&[
                 "--json",
@@ -352,7 +339,7 @@ fn backup_while_ticks_run_is_a_private_store_that_check_accepts() {
         .env
         .run(&["backup", backups[0].to_str().unwrap()])
         .fails(2);
-    assert!(out.stderr.contains("already exists"), "{}", out.stderr);
+    assert_contains(&out.stderr, "already exists");
     assert_eq!(std::fs::read(&backups[0]).unwrap(), before);
     rig.env
         .run(&["backup", rig.env.db.to_str().unwrap()])
@@ -368,7 +355,7 @@ fn backup_of_a_missing_store_creates_nothing() {
     let out = env
         .run(&["backup", env.path("b.db").to_str().unwrap()])
         .fails(3);
-    assert!(out.stderr.contains("no database at"), "{}", out.stderr);
+    assert_contains(&out.stderr, "no database at");
     assert!(!env.db.parent().unwrap().exists());
     assert!(!env.path("b.db").exists());
 }

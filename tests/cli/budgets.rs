@@ -3,7 +3,7 @@
 //! starts. Real processes on the store the suite runs on: the executor
 //! fixture replies with a `usage`, the tick records it when it settles the
 //! run and skips a run whose window is spent.
-use crate::support::{cell, Rig, Task};
+use crate::support::{assert_contains, cell, Rig, Task};
 
 use serde_json::Value;
 
@@ -252,10 +252,7 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
         rig.tick(&[]).ok();
     }
     let shown = rig.env.run(&["show", "t"]).ok().stdout;
-    assert!(
-        shown.contains("spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)"),
-        "{shown}"
-    );
+    assert_contains(&shown, "spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)");
     let task = rig.env.json(&["show", "t"]);
     let window = &task["budget_windows"][0];
     assert_eq!(window["key"], "usd", "{task}");
@@ -263,9 +260,9 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
     assert_eq!(window["remaining"], 0.0, "{task}");
     assert_eq!(window["resets_at"], "2026-03-09T00:00:00-04:00", "{task}");
     let status = rig.env.run(&["status"]).ok().stdout;
-    assert!(
-        status.contains("budget     t: usd 1.2 of 1 this day (spent: runs are skipped); resets"),
-        "{status}"
+    assert_contains(
+        &status,
+        "budget     t: usd 1.2 of 1 this day (spent: runs are skipped); resets",
     );
     let spent = &rig.env.json(&["status"])["budgets_spent"];
     assert_eq!(spent[0]["name"], "t", "{spent}");
@@ -273,31 +270,16 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
     assert_eq!(spent[0]["limit"], 1.0, "{spent}");
     let run_id = rig.runs("t")[0]["run_id"].as_str().unwrap().to_string();
     let explained = rig.env.run(&["explain", &run_id]).ok().stdout;
-    assert!(
-        explained.contains("budget usd=1/day spent (1.2 of 1)"),
-        "{explained}"
-    );
-    assert!(
-        explained.contains("resets at 2026-03-09 00:00 EDT"),
-        "{explained}"
-    );
+    assert_contains(&explained, "budget usd=1/day spent (1.2 of 1)");
+    assert_contains(&explained, "resets at 2026-03-09 00:00 EDT");
     let metrics = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        metrics.contains("# TYPE agentcron_usage_total counter"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
-        "{metrics}"
-    );
+    assert_contains(&metrics, "# TYPE agentcron_usage_total counter");
+    assert_contains(&metrics, "agentcron_usage_total{key=\"usd\"} 1.2");
     // Prune never lowers it.
     rig.env.set_now(NY_SPRING + 400 * 86400);
     rig.env.run(&["prune", "--older-than", "1d"]).ok();
     let metrics = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
-        "{metrics}"
-    );
+    assert_contains(&metrics, "agentcron_usage_total{key=\"usd\"} 1.2");
     // The next day's window is not spent: status names nothing.
     let status = rig.env.json(&["status"]);
     assert_eq!(status["budgets_spent"], serde_json::json!([]), "{status}");

@@ -2,7 +2,7 @@
 //! occurrences passed their grace while no tick ran (cron stopped, the host
 //! slept) runs the latest of them once, the earlier ones missed; never a
 //! burst, never after a `resume`.
-use crate::support::{Rig, Task};
+use crate::support::{assert_contains, Rig, Task};
 
 use serde_json::Value;
 
@@ -59,11 +59,7 @@ fn after_three_days_without_cron_the_latest_occurrence_runs_once() {
     daily(&rig, &["--catch-up", "latest"]);
     after_three_days(&rig);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("catching up a missed occurrence"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "catching up a missed occurrence");
     assert_eq!(
         history(&rig),
         [
@@ -88,7 +84,7 @@ fn after_three_days_without_cron_the_latest_occurrence_runs_once() {
     assert_eq!(rig.runs("d").len(), 2);
     // `runs` marks it.
     let table = rig.env.run(&["runs", "d"]).ok().stdout;
-    assert!(table.contains("catch-up, started 2 h after due"), "{table}");
+    assert_contains(&table, "catch-up, started 2 h after due");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `check`: the store's invariants, each violation named.
-use crate::support::{Rig, Task, T0};
+use crate::support::{assert_contains, Rig, Task, T0};
 
 const HOUR: i64 = 3600;
 
@@ -17,5 +17,5 @@ fn check_names_each_violation() {
         .sql("UPDATE runs SET status = 'running', lease_until = 1 RETURNING 1");
     let out = rig.env.run(&["check"]);
     assert_eq!(out.code, 1);
-    assert!(out.stdout.contains("lease that expired"), "{}", out.stdout);
+    assert_contains(&out.stdout, "lease that expired");
 }

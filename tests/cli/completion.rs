@@ -6,7 +6,7 @@
 //!
 //! A missing shell skips with a note, unless AGENTCRON_REQUIRE_SHELLS is set
 //! (CI installs them with scripts/ensure-shells).
-use crate::support::{on_postgres, Rig, Task, TestEnv, BIN, T0};
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -508,7 +508,7 @@ fn the_registration_script_is_what_complete_prints() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("agentcron: error: "), "{stderr}");
-    assert!(stderr.contains("tcsh"), "{stderr}");
+    assert_contains(&stderr, "tcsh");
 }
 
 #[test]

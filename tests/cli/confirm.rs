@@ -1,6 +1,5 @@
 //! `confirm`: only the exact hash, in time, by an owner, creates a task.
-
-use crate::support::{Task, TestEnv};
+use crate::support::{assert_contains, Task, TestEnv};
 
 fn ids(d: &serde_json::Value) -> (String, String) {
     (
@@ -90,7 +89,7 @@ fn confirm_after_expiry_creates_nothing() {
         .draft(&env));
     env.advance(600);
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("expired"), "{}", out.stderr);
+    assert_contains(&out.stderr, "expired");
     assert_eq!(task_count(&env), 0);
 }
 
@@ -105,11 +104,7 @@ fn confirm_by_another_owner_or_tenant_is_denied() {
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--as", "mallory"])
         .fails(4);
-    assert!(
-        out.stderr.contains("not an owner of this draft"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "not an owner of this draft");
     env.run(&[
         "confirm", &id, "--hash", &hash, "--as", "alice", "--tenant", "other",
     ])
@@ -131,7 +126,7 @@ fn confirm_refuses_a_tampered_draft() {
         .draft(&env));
     env.sql("UPDATE drafts SET payload = replace(payload, 'read only', 'rm -rf /') RETURNING 1");
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("altered"), "{}", out.stderr);
+    assert_contains(&out.stderr, "altered");
     assert_eq!(task_count(&env), 0);
 }
 
@@ -145,7 +140,7 @@ fn confirm_refuses_a_once_schedule_whose_time_passed() {
         .draft(&env));
     env.advance(600);
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("no occurrence"), "{}", out.stderr);
+    assert_contains(&out.stderr, "no occurrence");
 }
 
 #[test]
@@ -165,9 +160,5 @@ fn confirm_takes_a_unique_prefix_of_the_draft_id() {
     assert_eq!(task["name"], "p");
     // Again by the same prefix: what became of it, not "no draft".
     let again = env.run(&["confirm", &id[..8], "--hash", &hash]).fails(3);
-    assert!(
-        again.stderr.contains("was confirmed at"),
-        "{}",
-        again.stderr
-    );
+    assert_contains(&again.stderr, "was confirmed at");
 }

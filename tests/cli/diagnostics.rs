@@ -1,7 +1,7 @@
 //! What an operator needs to mend a failing installation (issue 14): the
 //! executor's stderr kept on its run, crontab and systemd lines that carry
 //! the environment the executor needs.
-use crate::support::{fixture, write_script, Rig, Task, TestEnv, BIN};
+use crate::support::{assert_contains, fixture, write_script, Rig, Task, TestEnv, BIN};
 
 const HOUR: i64 = 3600;
 
@@ -28,11 +28,9 @@ fn the_end_of_the_executors_stderr_is_kept_and_shown_escaped() {
     let short = &id[..8];
 
     let out = rig.env.run(&["runs"]).ok();
-    assert!(
-        out.stdout
-            .contains("exit status 2; stderr: set AGENTCRON_SCRIPTS \\x1b…"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "exit status 2; stderr: set AGENTCRON_SCRIPTS \\x1b…",
     );
     assert!(!out.stdout.contains('\u{1b}'));
 
@@ -144,11 +142,9 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
     );
     // A bad variable name is a usage error.
     let out = env.run(&["crontab", "--env", "1A=b"]).fails(2);
-    assert!(
-        out.stderr
-            .contains("'1A' is not a variable name (letters, digits, _)"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "'1A' is not a variable name (letters, digits, _)",
     );
 }
 
@@ -158,7 +154,7 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
     let out = env
         .run(&["systemd", "--executor", "/bin/true", "--user", "root"])
         .ok();
-    assert!(out.stdout.contains("\nUser=root\n"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\nUser=root\n");
     assert_eq!(
         out.stderr,
         "agentcron: warning: the unit runs the tick, and so every agent, as root (User=root); \
@@ -179,11 +175,7 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
     let me = String::from_utf8(me.stdout).unwrap();
     let out = env.run(&["systemd", "--executor", "/bin/true"]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout.contains(&format!("\nUser={}\n", me.trim())),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &format!("\nUser={}\n", me.trim()));
 
     // --json: the user and both units; the warning a JSON line on stderr.
     let out = env
@@ -218,15 +210,13 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
         .starts_with("the unit runs the tick"));
 
     let out = env.run(&["systemd", "--user", "a\nb"]).fails(2);
-    assert!(out.stderr.contains("is not a user name"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is not a user name");
 }
 
 #[test]
 fn crontab_warns_when_the_executor_cannot_run() {
     let env = TestEnv::new();
-    let plain = env.path("plain.sh");
-    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
-    let plain = plain.display().to_string();
+    let plain = env.write("plain.sh", "#!/bin/sh\n");
     let cases = [
         ("/nope/run --fast", "the executor /nope/run does not exist".to_string()),
         (plain.as_str(), format!("the executor {plain} is not executable (chmod +x)")),
@@ -249,7 +239,7 @@ fn crontab_warns_when_the_executor_cannot_run() {
             out.stderr
         );
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(out.stdout.contains("* * * * * "), "{}", out.stdout);
+        assert_contains(&out.stdout, "* * * * * ");
     }
     // A program found in the line's PATH, or an absolute executable: silent.
     for executor in ["sh -c true", "/bin/true"] {
@@ -354,26 +344,14 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
         .at("2026-12-02T12:00:30Z")
         .default_notify()
         .try_draft(&rig.env);
-    assert!(
-        draft.stdout.contains("once at 2026-12-02 12:00:30 UTC"),
-        "{}",
-        draft.stdout
-    );
+    assert_contains(&draft.stdout, "once at 2026-12-02 12:00:30 UTC");
     Task::named("once")
         .at("2026-12-02T12:00:30Z")
         .confirm(&rig.env);
     let out = rig.env.run(&["next", "once"]).ok();
-    assert!(
-        out.stdout.contains("2026-12-02 12:00:30 UTC"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "2026-12-02 12:00:30 UTC");
     let out = rig.env.run(&["show", "once"]).ok();
-    assert!(
-        out.stdout.contains("2026-12-02 12:00:30 UTC"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "2026-12-02 12:00:30 UTC");
     // Once it ran, `next` says there is nothing left.
     rig.env.set_now(crate::support::T0 + 4 * HOUR + 30);
     rig.tick(&[]).ok();
@@ -488,11 +466,9 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         "the owner can: {}",
         out.stderr
     );
-    assert!(
-        out.stdout
-            .contains("never starts a tick while the last one still runs"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "never starts a tick while the last one still runs",
     );
     assert!(
         out.stdout.contains(
@@ -506,11 +482,7 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         let out = env
             .run(&["systemd", "--executor", "/bin/true", "--user", "nobody"])
             .ok();
-        assert!(
-            out.stderr.contains("belongs to root (uid 0) (mode 0600): a tick as nobody cannot open it; pass --user root"),
-            "{}",
-            out.stderr
-        );
+        assert_contains(&out.stderr, "belongs to root (uid 0) (mode 0600): a tick as nobody cannot open it; pass --user root");
     }
     let out = env
         .run(&[
@@ -521,10 +493,8 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
             "no-such-account",
         ])
         .ok();
-    assert!(
-        out.stderr
-            .contains("there is no account no-such-account on this host"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "there is no account no-such-account on this host",
     );
 }

@@ -1,5 +1,5 @@
 //! `draft`: what a person sees before confirming, and every bad input.
-use crate::support::{Task, TestEnv, T0};
+use crate::support::{assert_contains, Task, TestEnv, T0};
 
 #[test]
 fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
@@ -21,7 +21,7 @@ fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
         .ok();
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     assert!(out.stdout.contains("summarize on-call"));
-    assert!(out.stdout.contains("09:30"), "{}", out.stdout);
+    assert_contains(&out.stdout, "09:30");
     assert!(out.stdout.contains("Asia/Shanghai"));
     assert!(out.stdout.contains("expires"));
     let hash_line = out
@@ -36,10 +36,10 @@ fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
         .lines()
         .find(|l| l.trim_start().starts_with("agentcron confirm "))
         .unwrap();
-    assert!(confirm.contains(&format!("--hash {hash}")), "{confirm}");
+    assert_contains(confirm, &format!("--hash {hash}"));
     // 2026-12-02 is a Wednesday; 08:00Z is 16:00 in Shanghai, so the next
     // weekday 09:30 is Thursday 2026-12-03.
-    assert!(out.stdout.contains("2026-12-03 09:30"), "{}", out.stdout);
+    assert_contains(&out.stdout, "2026-12-03 09:30");
 }
 
 #[test]
@@ -270,11 +270,11 @@ fn nul_bytes_in_the_instruction_are_refused() {
     let out = env
         .run_with_stdin(&["draft", "--instruction", "-", "--in", "1h"], b"a\0b")
         .fails(2);
-    assert!(out.stderr.contains("NUL"), "{}", out.stderr);
+    assert_contains(&out.stderr, "NUL");
     let out = env
         .run_with_stdin(&["draft", "--instruction", "-", "--in", "1h"], b"\xff\xfe")
         .fails(2);
-    assert!(out.stderr.contains("UTF-8"), "{}", out.stderr);
+    assert_contains(&out.stderr, "UTF-8");
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn bad_database_paths_are_refused() {
     let out = env.run(&["--db", ":memory:", "list"]).fails(2);
     assert!(out.stderr.contains(":memory:"));
     let out = env.run(&["--db", dir.to_str().unwrap(), "list"]).fails(2);
-    assert!(out.stderr.contains("directory"), "{}", out.stderr);
+    assert_contains(&out.stderr, "directory");
     let real = env.path("real.db");
     let real_db = real.to_str().unwrap();
     env.run(&["--db", real_db, "draft", "--instruction", "x", "--in", "1h"])
@@ -293,7 +293,7 @@ fn bad_database_paths_are_refused() {
     let link = env.path("link.db");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let out = env.run(&["--db", link.to_str().unwrap(), "list"]).fails(2);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, "symbolic link");
     let not_db = env.path("notes.txt");
     std::fs::write(
         &not_db,
@@ -304,11 +304,7 @@ fn bad_database_paths_are_refused() {
     let out = env
         .run(&["--db", not_db.to_str().unwrap(), "list"])
         .fails(1);
-    assert!(
-        out.stderr.contains("not an agentcron database"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "not an agentcron database");
     assert_eq!(std::fs::read(&not_db).unwrap(), before);
 }
 

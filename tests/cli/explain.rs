@@ -126,7 +126,7 @@ fn explain_blocked_unknown_coalesced_retried_and_dst() {
 fn explain_names_a_triggered_run_that_blocks_the_task() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("t").confirm(&env);
+    Task::named("t").confirm(env);
     env.run(&["trigger", "t", "--reason", "now please"]).ok();
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "5");

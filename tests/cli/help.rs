@@ -3,8 +3,7 @@
 //! help puts the global options under their own heading, the quick start
 //! names the file its notifier writes. (The GUIDE's "Simulating a
 //! schedule" runs in tests/cli/readme.rs.)
-
-use crate::support::TestEnv;
+use crate::support::{assert_contains, TestEnv};
 
 #[test]
 fn the_help_says_what_a_budget_cannot_stop_and_that_db_takes_a_url() {
@@ -15,16 +14,10 @@ fn the_help_says_what_a_budget_cannot_stop_and_that_db_takes_a_url() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(
-        flat.contains("A budget stops the next run, not the current one: a run that starts within the window may take it past its limit"),
-        "{flat}"
-    );
+    assert_contains(&flat, "A budget stops the next run, not the current one: a run that starts within the window may take it past its limit");
     let top = env.run(&["--help"]).ok();
     let flat = top.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.contains("a `postgresql://` (or `postgres://`) URL"),
-        "{flat}"
-    );
+    assert_contains(&flat, "a `postgresql://` (or `postgres://`) URL");
 }
 
 #[test]

@@ -4,9 +4,8 @@
 
 #![cfg(feature = "test-hooks")]
 
-use crate::support::Task;
-
-use crate::support::{journal, kill, spawn_tick, wait_for, Rig, T0};
+use crate::support::assert_contains;
+use crate::support::{journal, kill, spawn_tick, wait_for, Rig, Task, T0};
 
 const HOUR: i64 = 3600;
 
@@ -136,7 +135,7 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
         String::from_utf8_lossy(&out.stdout).contains("taken back"),
         "{out:?}"
     );
-    assert!(stderr.contains("taken back and are due again"), "{stderr}");
+    assert_contains(&stderr, "taken back and are due again");
     rig.env.set_env("AGENTCRON_TEST_HOOK", "");
     assert!(rig.runs("c").is_empty(), "{:?}", rig.runs("c"));
     assert!(rig.starts().is_empty());
@@ -162,5 +161,5 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
         "{log}"
     );
     let log = rig.env.run(&["log", "c"]).ok().stdout;
-    assert!(log.contains("took back the run it had claimed"), "{log}");
+    assert_contains(&log, "took back the run it had claimed");
 }

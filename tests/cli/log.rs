@@ -1,5 +1,5 @@
 //! `log`: the audit trail, newest first, to owners only, in words.
-use crate::support::{standup_following_shanghai, Rig, Task, TestEnv, T0};
+use crate::support::{standup_following_shanghai, texts, Rig, Task, TestEnv, T0};
 
 use serde_json::Value;
 
@@ -11,12 +11,7 @@ fn log_shows_the_audit_trail_newest_first_to_owners_only() {
     Task::named("l").confirm(&rig.env);
     rig.env.json(&["pause", "l", "--reason", "holiday"]);
     let log = rig.env.json(&["log", "l"]);
-    let actions: Vec<&str> = log
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap())
-        .collect();
+    let actions: Vec<&str> = texts(&log, "action");
     assert_eq!(actions, ["pause", "confirm"]);
     assert_eq!(log[0]["actor"], "unix:tester");
     assert_eq!(log[0]["detail"]["reason"], "holiday");
@@ -81,13 +76,10 @@ fn log_says_zone_moves_applies_and_denials_in_words() {
     env.run(&["zone", "set", "unix:tester", "Europe/Berlin"])
         .ok();
     env.run(&["zone", "unset", "unix:tester"]).ok();
-    let file = env.path("tasks.toml");
-    std::fs::write(
-        &file,
+    let file = env.write(
+        "tasks.toml",
         "source = \"ops\"\n[nightly]\ninstruction = \"x\"\ndaily = \"02:00\"\ntz = \"UTC\"\n",
-    )
-    .unwrap();
-    let file = file.display().to_string();
+    );
     let plan = env.json(&["plan", &file]);
     env.run(&[
         "apply",

@@ -1,7 +1,7 @@
 //! `metrics` (docs/CONTRACT.md §15): the store's state in the Prometheus text
 //! format, checked by a real parser (`promtool check metrics`, which
 //! scripts/ensure-metrics-parser installs for CI).
-use crate::support::{Rig, Task};
+use crate::support::{assert_contains, Rig, Task};
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -93,8 +93,8 @@ fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format()
         "0"
     );
     assert_eq!(sample(text, "agentcron_scheduler_gap_events"), "0");
-    assert!(text.contains("# TYPE agentcron_runs gauge\n"), "{text}");
-    assert!(text.contains("# HELP agentcron_unknown_runs "), "{text}");
+    assert_contains(text, "# TYPE agentcron_runs gauge\n");
+    assert_contains(text, "# HELP agentcron_unknown_runs ");
 
     // Cron stopped for two hours: a gap; then a run times out into unknown.
     rig.env.advance(2 * HOUR - 120);

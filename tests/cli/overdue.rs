@@ -4,7 +4,7 @@
 //! and again only after a new success and a new gap. Real processes through
 //! the binary, on the store the suite runs on; the notifier's journal is
 //! the ground truth for how many notices went out.
-use crate::support::{Rig, Task, T0};
+use crate::support::{assert_contains, Rig, Task, T0};
 
 use serde_json::Value;
 
@@ -79,7 +79,7 @@ fn overdue_after_a_cron_outage_is_told_once_then_again_after_a_new_success_and_g
             .contains("is overdue: no run has succeeded for 10 h (last success 2026-12-02 09:00"),
         "{message}"
     );
-    assert!(message.contains("it expects one within 3 h"), "{message}");
+    assert_contains(message, "it expects one within 3 h");
     // The notifier told it: cron's mail does not repeat it (issue 44).
     assert!(!out.stdout.contains("is overdue"), "{}", out.stdout);
     // Further failing ticks: the same gap, nothing more.
@@ -152,7 +152,7 @@ fn a_failure_streak_past_the_duration_is_told_once_and_shown_everywhere() {
     let list = rig.env.json(&["list"]);
     assert_eq!(list[0]["overdue_since"], since, "{list}");
     let text = rig.env.run(&["list"]).ok().stdout;
-    assert!(text.contains("overdue 3 h ago"), "{text}");
+    assert_contains(&text, "overdue 3 h ago");
 
     let text = rig.env.run(&["show", "t"]).ok().stdout;
     assert!(
@@ -186,9 +186,9 @@ fn a_failure_streak_past_the_duration_is_told_once_and_shown_everywhere() {
         .parse()
         .unwrap();
     assert!((0..=5).contains(&(value - rig.env.now())), "{metrics}");
-    assert!(
-        metrics.contains("# TYPE agentcron_last_success_timestamp_seconds gauge"),
-        "{metrics}"
+    assert_contains(
+        &metrics,
+        "# TYPE agentcron_last_success_timestamp_seconds gauge",
     );
 }
 

@@ -1,7 +1,9 @@
 //! PostgreSQL-only behaviour (docs/CONTRACT.md §12): migrations racing on a new
 //! schema, clock skew in status, clear connection errors. Skipped with a note
 //! when no server answers, unless the suite runs with AGENTCRON_TEST_STORE=postgres.
-use crate::support::{on_postgres, spawn_tick, wait_for, Rig, Task, TestEnv, BIN, T0};
+use crate::support::{
+    assert_contains, finished, on_postgres, spawn_tick, wait_for, Rig, Task, TestEnv, BIN, T0,
+};
 use std::process::Stdio;
 
 fn base() -> String {
@@ -51,13 +53,7 @@ fn hosts_migrating_a_new_schema_at_once_migrate_it_exactly_once() {
         })
         .collect();
     for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        finished(child, 0);
     }
     let rows = client
         .query(
@@ -96,11 +92,9 @@ fn an_unreachable_server_is_one_clear_error() {
     let out = env
         .run(&["--db", "postgresql://postgres@127.0.0.1:1/test", "list"])
         .fails(1);
-    assert!(
-        out.stderr
-            .contains("cannot connect to PostgreSQL at postgres://postgres@127.0.0.1:1/test"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "cannot connect to PostgreSQL at postgres://postgres@127.0.0.1:1/test",
     );
     let out = env
         .run(&[
@@ -109,11 +103,7 @@ fn an_unreachable_server_is_one_clear_error() {
             "list",
         ])
         .fails(2);
-    assert!(
-        out.stderr.contains("not a valid PostgreSQL URL"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "not a valid PostgreSQL URL");
 }
 
 #[test]
@@ -373,7 +363,7 @@ fn a_postgres_password_is_never_printed() {
     }
     let env = TestEnv::new();
     let url = env.db_arg().replacen("postgres@", "postgres:s3cret@", 1);
-    assert!(url.contains(":s3cret@"), "{url}");
+    assert_contains(&url, ":s3cret@");
     env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
     for args in [
         vec!["--db", &url, "draft", "--instruction", "x", "--every", "1h"],
@@ -393,14 +383,17 @@ fn a_postgres_password_is_never_printed() {
         assert!(!out.stdout.contains("s3cret"), "{args:?}: {}", out.stdout);
         assert!(!out.stderr.contains("s3cret"), "{args:?}: {}", out.stderr);
     }
-    let out = env
-        .run(&["--db", &url, "draft", "--instruction", "z", "--every", "1h"])
+    let out = Task::new()
+        .instruction("z")
+        .default_notify()
+        .db(&url)
+        .try_draft(&env)
         .ok();
-    assert!(out.stdout.contains("--db "), "{}", out.stdout);
+    assert_contains(&out.stdout, "--db ");
     for cmd in ["crontab", "systemd"] {
         let out = env.run(&["--db", &url, cmd]).fails(2);
-        assert!(out.stderr.contains("carries a password"), "{}", out.stderr);
-        assert!(out.stderr.contains(".pgpass"), "{}", out.stderr);
+        assert_contains(&out.stderr, "carries a password");
+        assert_contains(&out.stderr, ".pgpass");
         assert!(!out.stderr.contains("s3cret"), "{}", out.stderr);
     }
     let out = env
@@ -510,7 +503,7 @@ fn terminated_session_stderr() -> String {
     let proxy = crate::pg_proxy::Proxy::start();
     env.set_env("AGENTCRON_DB", &proxy.url(&env.db_arg()));
     for name in ["a", "b"] {
-        Task::named(name).confirm(&env);
+        Task::named(name).confirm(env);
     }
     let (gate, started) = (env.path("gate"), env.path("started"));
     std::fs::create_dir(&started).unwrap();

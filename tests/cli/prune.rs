@@ -1,6 +1,6 @@
 //! `prune`: what it removes, what it keeps (unknown and parked runs, how a
 //! live task came to be), and the file shrinking.
-use crate::support::{unknown_run, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, texts, unknown_run, Rig, Task, TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -85,12 +85,7 @@ fn prune_goes_by_the_files_source_not_its_base_name() {
     apply(&examples, true);
     let deploy = file("deploy", Some("deploy"), "from-deploy");
     let (plan, hash) = apply(&deploy, true);
-    let actions: Vec<&str> = plan["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["action"].as_str().unwrap())
-        .collect();
+    let actions: Vec<&str> = texts(&plan["actions"], "action");
     assert_eq!(actions, ["create"], "{plan}");
     let names: Vec<String> = env
         .json(&["list"])
@@ -109,25 +104,13 @@ fn prune_goes_by_the_files_source_not_its_base_name() {
     let emptied = env.path("deploy/tasks.toml");
     std::fs::write(&emptied, "source = \"deploy\"\n").unwrap();
     let out = env.run(&["plan", &deploy, "--prune"]).ok();
-    assert!(
-        out.stdout.contains("- delete from-deploy"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("created by source:deploy"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "- delete from-deploy");
+    assert_contains(&out.stdout, "created by source:deploy");
     assert!(!out.stdout.contains("from-examples"), "{}", out.stdout);
     // Without a source, --prune is refused.
     let nameless = file("other", None, "x");
     let out = env.run(&["plan", &nameless, "--prune"]).fails(2);
-    assert!(
-        out.stderr.contains("--prune needs a `source"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "--prune needs a `source");
 }
 
 #[test]

@@ -1,8 +1,24 @@
 //! `reconcile`: unknown runs listed with the command that settles each,
 //! each decision settled once, the refusals, and what a run spent.
-use crate::support::{cell, run_status, unknown_run, Rig, Task, TestEnv, T0};
+use crate::support::{
+    assert_contains, cell, run_status, unknown_run, Outcome, Rig, Task, TestEnv, T0,
+};
 
 const HOUR: i64 = 3600;
+
+/// `reconcile RUN --decision abandoned --reason REASON` and `extra`.
+fn abandoned(env: &TestEnv, run_id: &str, reason: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec![
+        "reconcile",
+        run_id,
+        "--decision",
+        "abandoned",
+        "--reason",
+        reason,
+    ];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
 
 #[test]
 fn reconcile_lists_unknown_runs_and_settles_each_decision() {
@@ -57,19 +73,7 @@ fn reconciling_another_tenants_run_is_denied_without_naming_its_task() {
     let rig = Rig::new();
     let run_id = unknown_run(&rig, "u");
     let task_id = rig.runs("u")[0]["task_id"].as_str().unwrap().to_string();
-    let out = rig
-        .env
-        .run(&[
-            "reconcile",
-            &run_id,
-            "--decision",
-            "abandoned",
-            "--reason",
-            "x",
-            "--tenant",
-            "t2",
-        ])
-        .fails(4);
+    let out = abandoned(&rig.env, &run_id, "x", &["--tenant", "t2"]).fails(4);
     assert_eq!(
         out.stderr.lines().next().unwrap(),
         format!("agentcron: error: run {run_id} belongs to another tenant"),
@@ -88,18 +92,7 @@ fn reconcile_refuses_other_runs_and_needs_a_reason() {
     rig.env
         .run(&["reconcile", &run_id, "--decision", "maybe", "--reason", "x"])
         .fails(2);
-    rig.env
-        .run(&[
-            "reconcile",
-            &run_id,
-            "--decision",
-            "abandoned",
-            "--reason",
-            "x",
-            "--as",
-            "bob",
-        ])
-        .fails(4);
+    abandoned(&rig.env, &run_id, "x", &["--as", "bob"]).fails(4);
     rig.env
         .run(&[
             "reconcile",
@@ -110,26 +103,9 @@ fn reconcile_refuses_other_runs_and_needs_a_reason() {
             "x",
         ])
         .fails(3);
-    rig.env.json(&[
-        "reconcile",
-        &run_id,
-        "--decision",
-        "abandoned",
-        "--reason",
-        "x",
-    ]);
-    let out = rig
-        .env
-        .run(&[
-            "reconcile",
-            &run_id,
-            "--decision",
-            "abandoned",
-            "--reason",
-            "again",
-        ])
-        .fails(5);
-    assert!(out.stderr.contains("not unknown"), "{}", out.stderr);
+    abandoned(&rig.env, &run_id, "x", &["--json"]).ok().json();
+    let out = abandoned(&rig.env, &run_id, "again", &[]).fails(5);
+    assert_contains(&out.stderr, "not unknown");
 }
 
 /// Item 2: `status` counts every unknown run of the store, and `reconcile`
@@ -140,10 +116,7 @@ fn reconcile_refuses_other_runs_and_needs_a_reason() {
 fn status_and_reconcile_agree_on_where_unknown_runs_are() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("a")
-        .tenant("ops")
-        .by("unix:alice")
-        .confirm(&env);
+    Task::named("a").tenant("ops").by("unix:alice").confirm(env);
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "5");
     env.advance(3600);
@@ -173,11 +146,7 @@ fn status_and_reconcile_agree_on_where_unknown_runs_are() {
     let out = env
         .run(&["--tenant", "ops", "--as", "unix:alice", "reconcile"])
         .ok();
-    assert!(
-        out.stdout.contains("Find out what happened"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "Find out what happened");
 }
 
 /// A task spending usd 0.02 a run against `usd=0.05/day`, whose second run
@@ -257,11 +226,9 @@ fn reconcile_usage_counts_what_an_unknown_run_spent_once() {
             "tokens=900",
         ])
         .ok();
-    assert!(
-        out.stdout
-            .contains("as succeeded (confirmed_succeeded, spending tokens=900 usd=0.04)"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "as succeeded (confirmed_succeeded, spending tokens=900 usd=0.04)",
     );
     let check = |env: &TestEnv| {
         assert_eq!(cell(env, "SELECT spent FROM budget_windows"), "0.06");
@@ -297,7 +264,7 @@ fn reconcile_usage_counts_what_an_unknown_run_spent_once() {
             "usd=0.04",
         ])
         .fails(5);
-    assert!(again.stderr.contains("not unknown"), "{}", again.stderr);
+    assert_contains(&again.stderr, "not unknown");
     check(env);
 
     // The window counts it: the next run would pass the budget.
@@ -321,7 +288,7 @@ fn reconcile_lists_the_complete_command_that_settles_each_run() {
         "  agentcron reconcile {run} --decision DECISION --reason 'WHAT YOU FOUND' --db {} --as unix:tester",
         shell_words::quote(&rig.env.db_arg())
     );
-    assert!(out.stdout.contains(&format!("{line}\n")), "{}", out.stdout);
+    assert_contains(&out.stdout, &format!("{line}\n"));
     assert!(out
         .stdout
         .contains("confirmed_succeeded, confirmed_failed or abandoned"));

@@ -1,8 +1,7 @@
 //! Runs addressed by a prefix of their id: `approve`, `deny` and
 //! `lease check` take one; an ambiguous prefix lists the candidates; a
 //! prefix never reaches into another tenant.
-
-use crate::support::{parked_run, run_status, unknown_run, Rig, TestEnv};
+use crate::support::{assert_contains, parked_run, run_status, unknown_run, Rig, TestEnv};
 
 #[test]
 fn approve_deny_and_lease_check_take_a_run_id_prefix() {
@@ -18,22 +17,18 @@ fn approve_deny_and_lease_check_take_a_run_id_prefix() {
         out.stdout
     );
     let out = rig.env.run(&["show", "a"]).ok();
-    assert!(out.stdout.contains("wait id w1; may I?"), "{}", out.stdout);
+    assert_contains(&out.stdout, "wait id w1; may I?");
     // Three characters are not enough, even when they match.
     let out = rig
         .env
         .run(&["approve", &first[..3], "--wait-id", "w1"])
         .fails(3);
-    assert!(
-        out.stderr.contains("at least 4 characters"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "at least 4 characters");
     let out = rig
         .env
         .run(&["approve", &first[..8], "--wait-id", "w1", "--here"])
         .ok();
-    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_contains(&out.stdout, "succeeded");
     assert_eq!(run_status(&rig, "a", &first), "succeeded");
     let out = rig.env.run(&["deny", &second[..6], "--wait-id", "w1"]).ok();
     assert_eq!(

@@ -1,5 +1,5 @@
 //! How a schedule ends and where it falls: `--count`, `--until`, `--spread`.
-use crate::support::{rfc3339, Rig, Task, TestEnv, HOUR, T0};
+use crate::support::{assert_contains, rfc3339, Rig, Task, TestEnv, HOUR, T0};
 
 use serde_json::Value;
 
@@ -10,7 +10,7 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
     let d = Task::named("two")
         .default_notify()
         .flags(&["--count", "2"])
-        .draft(&env);
+        .draft(env);
     assert_eq!(
         d["schedule"],
         serde_json::json!({"kind": "interval", "seconds": 3600, "anchor_at": T0,
@@ -26,7 +26,7 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
     let human = Task::new()
         .default_notify()
         .flags(&["--count", "2"])
-        .try_draft(&env)
+        .try_draft(env)
         .ok()
         .stdout;
     assert!(
@@ -35,10 +35,7 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
         ),
         "{human}"
     );
-    assert!(
-        human.contains("2026-12-02 10:00 UTC  (in 2 h)  (the last)"),
-        "{human}"
-    );
+    assert_contains(&human, "2026-12-02 10:00 UTC  (in 2 h)  (the last)");
     let id = d["draft_id"].as_str().unwrap();
     let hash = d["payload_hash"].as_str().unwrap();
     env.run(&["confirm", id, "--hash", hash]).ok();
@@ -87,11 +84,7 @@ fn until_is_in_the_hash_and_an_end_that_leaves_nothing_is_refused() {
         .flags(&["--until", "2026-12-02 08:30"])
         .try_draft(&env)
         .fails(2);
-    assert!(
-        out.stderr.contains("no occurrence after now"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "no occurrence after now");
     Task::new()
         .after("1h")
         .default_notify()
@@ -124,7 +117,7 @@ fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
         .default_notify()
         .tz("UTC")
         .flags(&["--spread", "15m"])
-        .draft(&env);
+        .draft(env);
     let offset = d["schedule"]["offset"].as_i64().unwrap();
     assert!((0..900).contains(&offset), "{offset}");
     assert_eq!(d["schedule"]["spread"], 900);
@@ -140,7 +133,7 @@ fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
         .daily("09:00")
         .default_notify()
         .flags(&["--spread", "15m"])
-        .try_draft(&env)
+        .try_draft(env)
         .ok()
         .stdout
         .contains("later (spread 15 min)"));
@@ -164,18 +157,18 @@ fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
         .every("10m")
         .default_notify()
         .flags(&["--spread", "15m"])
-        .try_draft(&env)
+        .try_draft(env)
         .fails(2);
     Task::new()
         .daily("09:00")
         .default_notify()
         .flags(&["--spread", "2h"])
-        .try_draft(&env)
+        .try_draft(env)
         .fails(2);
     Task::new()
         .after("1h")
         .default_notify()
         .flags(&["--spread", "1m"])
-        .try_draft(&env)
+        .try_draft(env)
         .fails(2);
 }

@@ -1,6 +1,6 @@
 //! At home in the shell: closed pipes, crontab and systemd lines, the
 //! completions command, and the example executor and notifiers.
-use crate::support::{journal, Rig, Task, TestEnv, T0};
+use crate::support::{finished, journal, Rig, Task, TestEnv, T0};
 
 use std::io::{Read, Write};
 use std::process::Stdio;
@@ -28,13 +28,7 @@ fn a_closed_pipe_is_success() {
     let mut first = [0u8; 16];
     stdout.read_exact(&mut first).unwrap();
     drop(stdout);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = finished(child, 0);
     assert!(
         out.stderr.is_empty(),
         "{}",

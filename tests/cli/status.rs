@@ -1,7 +1,7 @@
 //! `status`: the deployment's health in one screen: stale ticks, when cron
 //! stopped, each tenant's tasks by state, what to do about unknown runs and
 //! undeliverable notices.
-use crate::support::{besides_authority, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, besides_authority, Rig, Task, TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -94,7 +94,7 @@ const MINUTE: i64 = 60;
 fn status_says_when_cron_stopped_and_names_the_last_gap() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("h").confirm(&env);
+    Task::named("h").confirm(env);
     rig.tick(&[]).ok();
     // A minute later all is well: quiet, not stale.
     env.advance(MINUTE);
@@ -104,12 +104,7 @@ fn status_says_when_cron_stopped_and_names_the_last_gap() {
     // Five minutes without a tick while a task is active: cron stopped.
     env.advance(5 * MINUTE);
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stderr
-            .contains("no tick for 6 min while 1 task(s) are active"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "no tick for 6 min while 1 task(s) are active");
     let status = env.run(&["--json", "status"]).ok().json();
     assert_eq!(status["stale"], true);
     // The exit code changes only with --max-tick-age.
@@ -119,11 +114,9 @@ fn status_says_when_cron_stopped_and_names_the_last_gap() {
     env.advance(2 * MINUTE);
     rig.tick(&[]).ok();
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stdout
-            .contains("last gap   no tick for 8 min until 2026-12-02 08:08"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "last gap   no tick for 8 min until 2026-12-02 08:08",
     );
     let gap = &env.json(&["status"])["last_gap"];
     assert_eq!(gap["seconds"], 8 * MINUTE, "{gap}");

@@ -12,7 +12,7 @@
 //! it); elsewhere they skip with a note, unless AGENTCRON_REQUIRE_SUDO is
 //! set. They run on SQLite only: what a run's processes come to does not
 //! depend on the store, and the same-user cases run on both.
-use crate::support::{kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0};
+use crate::support::{alive, kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -206,20 +206,6 @@ impl Site {
             .cloned()
             .unwrap_or_default()
     }
-}
-
-/// Whether `pid` is a live (not zombie) process whose command line holds
-/// `tag` (so a recycled pid is never taken for it).
-fn alive(pid: i32, tag: &str) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat[stat.rfind(')').map_or(0, |i| i + 2)..]
-        .split(' ')
-        .next()
-        .unwrap_or("");
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    state != "Z" && String::from_utf8_lossy(&cmdline).contains(tag)
 }
 
 /// The processes a test's runs started ("PID TAG" lines in `pids`); each

@@ -2,7 +2,7 @@
 //! of a given width, `list`, `runs`, `log`, `upcoming` and `status` fit it
 //! without wrapping a cell (one line per row, every line within the width);
 //! a terminal that reports 0 columns, and a pipe, get the table at full width.
-use crate::support::{Rig, Task, T0};
+use crate::support::{assert_contains, Rig, Task, T0};
 use std::process::Stdio;
 
 /// Runs `args` with stdin and stdout on a pseudo-terminal `columns` wide
@@ -231,13 +231,9 @@ fn tables_in_a_pipe_keep_one_row_per_line_and_list_reads_like_a_panel() {
     let lines: Vec<&str> = out.stdout.lines().collect();
     let events = rig.env.count("SELECT count(*) FROM events");
     assert_eq!(lines.len() as i64, events + 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("paused: on vacation until Monday"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("running → succeeded"), "{}", out.stdout);
-    assert!(out.stdout.contains("confirmed draft "), "{}", out.stdout);
+    assert_contains(&out.stdout, "paused: on vacation until Monday");
+    assert_contains(&out.stdout, "running → succeeded");
+    assert_contains(&out.stdout, "confirmed draft ");
     assert!(
         !out.stdout.contains('{'),
         "no JSON in the human log: {}",

@@ -2,7 +2,7 @@
 //! schedule: a task's own `--timeout`. Real processes on the store the suite
 //! runs on: the executor fixture sleeps (in a child it starts, for the
 //! process group), the tick kills it at the task's limit.
-use crate::support::{Rig, Task, TestEnv};
+use crate::support::{assert_contains, gone, Rig, Task, TestEnv};
 
 use std::time::{Duration, Instant};
 
@@ -33,17 +33,6 @@ fn timed_tick(rig: &Rig, extra: &[&str]) -> Duration {
     args.extend_from_slice(extra);
     rig.tick(&args).ok();
     started.elapsed()
-}
-
-/// Whether process `pid` is gone (or only a zombie waiting for its reaper).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z')),
-    }
 }
 
 #[test]
@@ -188,11 +177,9 @@ fn show_draft_and_replace_say_the_timeout() {
         .timeout("90s")
         .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout
-            .contains("timeout      90 s (the tick's --timeout caps it)"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "timeout      90 s (the tick's --timeout caps it)",
     );
     Task::named("t").confirm(&env);
     let shown = env.run(&["show", "t"]).ok().stdout;
@@ -206,10 +193,7 @@ fn show_draft_and_replace_say_the_timeout() {
     );
     env.run(&["confirm", id, "--hash", hash]).ok();
     let shown = env.run(&["show", "t"]).ok().stdout;
-    assert!(
-        shown.contains("timeout       120 s (the tick's --timeout caps it)"),
-        "{shown}"
-    );
+    assert_contains(&shown, "timeout       120 s (the tick's --timeout caps it)");
     assert_eq!(env.json(&["show", "t"])["timeout_seconds"], 120);
     // A replacement that does not name it keeps it.
     let kept = env.draft(&["--replace", "t", "--every", "2h"]);
@@ -222,13 +206,10 @@ fn show_draft_and_replace_say_the_timeout() {
 #[test]
 fn a_tasks_file_gives_a_timeout_as_draft_does() {
     let env = TestEnv::new();
-    let file = env.path("tasks.toml");
-    std::fs::write(
-        &file,
+    let file = env.write(
+        "tasks.toml",
         "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\ntimeout = \"2s\"\n",
-    )
-    .unwrap();
-    let file = file.display().to_string();
+    );
     let plan = env.json(&["plan", &file]);
     let hash = plan["plan_hash"].as_str().unwrap().to_string();
     env.json(&["apply", &file, "--hash", &hash]);
@@ -239,11 +220,9 @@ fn a_tasks_file_gives_a_timeout_as_draft_does() {
     )
     .unwrap();
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr
-            .contains("task 'digest', key 'timeout': must be from 1 s to 24 h"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "task 'digest', key 'timeout': must be from 1 s to 24 h",
     );
 }
 

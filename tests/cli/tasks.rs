@@ -1,6 +1,8 @@
 //! Task management: list, show, pause, resume, delete, next; addressing by
 //! id, prefix and name; tenants, owners and revisions.
-use crate::support::{standup_following_shanghai, Rig, Task, TestEnv, SHANGHAI_0930};
+use crate::support::{
+    assert_contains, standup_following_shanghai, texts, Rig, Task, TestEnv, SHANGHAI_0930,
+};
 
 fn id(task: &serde_json::Value) -> String {
     task["task_id"].as_str().unwrap().to_string()
@@ -15,7 +17,7 @@ fn tasks_are_addressed_by_id_prefix_and_name() {
         assert_eq!(env.json(&["show", arg])["task_id"], full.as_str(), "{arg}");
     }
     let out = env.run(&["show", &full[..3]]).fails(3);
-    assert!(out.stderr.contains("at least 4"), "{}", out.stderr);
+    assert_contains(&out.stderr, "at least 4");
     env.run(&["show", "nope"]).fails(3);
 }
 
@@ -87,12 +89,7 @@ fn list_shows_only_the_callers_tasks_in_the_tenant() {
         .tenant("t2")
         .confirm(&env);
     let list = env.json(&["list", "--as", "alice"]);
-    let instructions: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["instruction"].as_str().unwrap())
-        .collect();
+    let instructions: Vec<&str> = texts(&list, "instruction");
     assert_eq!(instructions, ["mine"]);
     assert_eq!(
         env.json(&["list", "--as", "alice", "--tenant", "t2"])
@@ -121,7 +118,7 @@ fn another_owner_or_tenant_cannot_see_or_change_a_task() {
     let task = Task::named("a1").by("alice").confirm(&env);
     let full = id(&task.json);
     let out = env.run(&["pause", &full, "--as", "bob"]).fails(4);
-    assert!(out.stderr.contains("not an owner"), "{}", out.stderr);
+    assert_contains(&out.stderr, "not an owner");
     env.run(&["show", &full, "--as", "bob"]).fails(4);
     env.run(&["show", &full, "--as", "alice", "--tenant", "t2"])
         .fails(4);
@@ -146,7 +143,7 @@ fn pause_resume_delete_bump_the_revision_and_are_audited() {
     assert_eq!(paused["pause_reason"], "vacation");
     assert_eq!(paused["next_run_at"], serde_json::Value::Null);
     let shown = env.run(&["show", "p"]).ok();
-    assert!(shown.stdout.contains("vacation"), "{}", shown.stdout);
+    assert_contains(&shown.stdout, "vacation");
     // Resuming three and a half hours later does not catch up.
     env.advance(3 * 3600 + 1800);
     let resumed = env.json(&["resume", "p"]);
@@ -174,9 +171,9 @@ fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
     env.json(&["pause", "c"]);
     let before = env.db_bytes();
     let out = env.run(&["pause", gone]).fails(5);
-    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "deleted");
     let out = env.run(&["resume", gone]).fails(5);
-    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "deleted");
     // Pausing a paused task is not a conflict, and writes nothing either.
     assert!(env
         .run(&["pause", "c"])
@@ -184,7 +181,7 @@ fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
         .stdout
         .contains("already paused"));
     let out = env.run(&["resume", "c", "--expect-revision", "1"]).fails(5);
-    assert!(out.stderr.contains("revision"), "{}", out.stderr);
+    assert_contains(&out.stderr, "revision");
     assert_eq!(env.db_bytes(), before);
     assert_eq!(
         env.json(&["resume", "c", "--expect-revision", "2"])["revision"],
@@ -244,7 +241,7 @@ fn next_lists_occurrences_in_the_task_zone_with_dst_marks() {
     assert!(items[0]["dst_shifted_from"].is_string());
     assert!(items[1]["dst_shifted_from"].is_null());
     let out = env.run(&["next", "n", "--count", "3"]).ok();
-    assert!(out.stdout.contains("DST"), "{}", out.stdout);
+    assert_contains(&out.stdout, "DST");
 }
 
 #[test]
@@ -259,7 +256,7 @@ fn control_characters_in_stored_text_are_escaped_for_people() {
         !out.stdout.contains('\u{202e}'),
         "raw bidi override in output"
     );
-    assert!(out.stdout.contains("\\x1b[31m"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\\x1b[31m");
     // JSON keeps the exact text (escaped by JSON itself).
     assert_eq!(
         env.json(&["show", "e"])["instruction"],
@@ -285,18 +282,12 @@ fn show_says_an_approved_run_waits_for_the_tick_not_for_a_person() {
     let rig = Rig::new();
     let run_id = crate::support::parked_run(&rig, "p");
     let out = rig.env.run(&["show", "p"]).ok();
-    assert!(
-        out.stdout.contains("waits for `agentcron approve`"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "waits for `agentcron approve`");
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
     let out = rig.env.run(&["show", "p"]).ok();
-    assert!(
-        out.stdout
-            .contains("approved by unix:tester; the next tick runs it"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "approved by unix:tester; the next tick runs it",
     );
     assert!(
         !out.stdout.contains("waits for `agentcron approve`"),
@@ -311,16 +302,16 @@ fn list_and_upcoming_show_a_pending_retry_as_the_next_run() {
     let env = &rig.env;
     Task::named("daily")
         .flags(&["--retry-backoff", "5m"])
-        .confirm(&env);
+        .confirm(env);
     env.set_env("FIXTURE_MODE", "fail");
     env.advance(HOUR);
     rig.tick(&[]).ok();
     let task = env.json(&["show", "daily"]);
     assert!(task["next_retry_at"].is_string(), "{task}");
     let list = env.run(&["list"]).ok().stdout;
-    assert!(list.contains("(retry)"), "{list}");
+    assert_contains(&list, "(retry)");
     let upcoming = env.run(&["upcoming"]).ok().stdout;
-    assert!(upcoming.contains("(retry)"), "{upcoming}");
+    assert_contains(&upcoming, "(retry)");
     let rows = env.json(&["upcoming"]);
     assert_eq!(rows[0]["retry"], true, "{rows}");
     assert_eq!(rows[0]["at"], task["next_retry_at"], "{rows}");
@@ -342,12 +333,7 @@ fn empty_results_say_so_and_name_the_tenants_the_caller_has() {
         .run(&["--tenant", "acme", "upcoming", "--within", "10m"])
         .ok();
     assert_eq!(out.stdout, "");
-    assert!(
-        out.stderr
-            .contains("Nothing due within 10 min in tenant 'acme'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "Nothing due within 10 min in tenant 'acme'");
 }
 
 #[test]
@@ -356,9 +342,9 @@ fn a_time_in_the_future_is_never_now_and_list_says_who_a_task_follows() {
     standup_following_shanghai(&env);
     env.set_now(SHANGHAI_0930 - 30);
     let list = env.run(&["list"]).ok().stdout;
-    assert!(list.contains("(in 30 s)"), "{list}");
+    assert_contains(&list, "(in 30 s)");
     assert!(!list.contains("(now)"), "{list}");
-    assert!(list.contains("follows unix:tester"), "{list}");
+    assert_contains(&list, "follows unix:tester");
 }
 
 #[test]
@@ -380,11 +366,9 @@ fn pausing_a_paused_task_and_resuming_an_active_one_change_nothing() {
     );
     assert_eq!(events(), before + 1);
     let out = env.run(&["pause", "p", "--reason", "other"]).ok();
-    assert!(
-        out.stdout
-            .contains(") is already paused; nothing changed (revision 2)."),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        ") is already paused; nothing changed (revision 2).",
     );
     let again = env.json(&["pause", "p", "--expect-revision", "2"]);
     assert_eq!(again["changed"], false);

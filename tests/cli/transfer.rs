@@ -1,6 +1,6 @@
 //! export / import: the whole store moves between databases unchanged.
 use crate::reliability::bad_input::assert_one_line;
-use crate::support::{Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
 
 fn populated() -> Rig {
     let rig = Rig::new();
@@ -76,7 +76,7 @@ fn a_malformed_export_imports_nothing() {
         .env
         .run_with_stdin(&["--db", target, "import"], dump.as_bytes())
         .fails(2);
-    assert!(out.stderr.contains("unknown column"), "{}", out.stderr);
+    assert_contains(&out.stderr, "unknown column");
     // Nothing imported, not even a database file.
     rig.env.run(&["--db", target, "export"]).fails(3);
     rig.env
@@ -130,7 +130,7 @@ fn a_tasks_memory_survives_export_and_import() {
         .notify("attention")
         .max_retries("0")
         .flags(&["--realert", "1d"])
-        .confirm(&env);
+        .confirm(env);
     let reply = |at: i64, line: &str| {
         env.set_now(at);
         env.set_env("FIXTURE_MODE", &format!("json:{line}"));
@@ -210,11 +210,7 @@ fn a_tasks_memory_survives_export_and_import() {
             orphan.as_bytes(),
         )
         .fails(2);
-    assert!(
-        out.stderr.contains("orphan task_memory row"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "orphan task_memory row");
 }
 
 /// What a run may spend moves with the store (docs/CONTRACT.md §6): the

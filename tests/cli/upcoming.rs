@@ -6,18 +6,18 @@ use serde_json::Value;
 fn upcoming_merges_every_tasks_occurrences_in_time_order() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("hourly").confirm(&env);
+    Task::named("hourly").confirm(env);
     Task::named("daily")
         .instruction("y")
         .daily("09:30")
         .tz("UTC")
-        .confirm(&env);
-    Task::named("paused").instruction("z").confirm(&env);
+        .confirm(env);
+    Task::named("paused").instruction("z").confirm(env);
     env.run(&["pause", "paused"]).ok();
     Task::named("theirs")
         .instruction("w")
         .by("unix:bob")
-        .confirm(&env);
+        .confirm(env);
     env.set_now(T0 + HOUR);
     rig.tick(&[]).ok();
 
@@ -156,7 +156,7 @@ fn upcoming_across_zones_shows_the_order_in_utc() {
 fn upcoming_names_the_last_occurrence_a_coalesced_missed_run_stands_for() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("t").confirm(&env);
+    Task::named("t").confirm(env);
     // Five hourly occurrences pass with no tick; the latest is past its
     // grace, so one missed run stands for all five.
     env.advance(5 * 3600 + 30 * 60);

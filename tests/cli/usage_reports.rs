@@ -3,7 +3,9 @@
 //! lease channel; the tick records it when it arrives, counts it once with
 //! the final reply, and stops a run whose report takes a budget past its
 //! limit. Real ticks and executors, both stores.
-use crate::support::{cell, kill, wait_for, write_script, Rig, Task, TestEnv, BIN, T0};
+use crate::support::{
+    assert_contains, cell, kill, wait_for, write_script, Rig, Task, TestEnv, BIN, T0,
+};
 use std::process::Stdio;
 
 const HOUR: i64 = 3600;
@@ -41,7 +43,7 @@ fn budgeted_task(env: &TestEnv, executor: &str, policy: &str) {
         .instruction("agent")
         .budget("usd=0.05/day")
         .policy(policy)
-        .confirm(&env);
+        .confirm(env);
     env.set_now(T0 + HOUR);
 }
 
@@ -149,17 +151,13 @@ fn usage_outside_a_run_is_refused() {
     let out = env
         .run(&["lease", "check", "abcd", "--token", "t", "--usage", "usd=1"])
         .fails(2);
-    assert!(
-        out.stderr.contains("works only inside a run"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "works only inside a run");
     let out = env
         .run(&[
             "lease", "check", "abcd", "--token", "t", "--usage", "usd=-1",
         ])
         .fails(2);
-    assert!(out.stderr.contains("not a finite number"), "{}", out.stderr);
+    assert_contains(&out.stderr, "not a finite number");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! character escaped and a warning naming the look-alikes; a replacement
 //! says what steps up and what is silenced, in words; and every command
 //! handed to a person carries the same prefix.
-use crate::support::{Task, TestEnv};
+use crate::support::{assert_contains, Task, TestEnv};
 use serde_json::json;
 
 use crate::mcp::client::{agent, call};
@@ -135,9 +135,9 @@ fn a_hostile_instruction_drafted_through_mcp_is_escaped_in_the_code_message_show
     let shown = env.run(&["show", id]).ok().stdout;
     assert_visible_with_gate("show DRAFT", &shown);
     // The message names what show DRAFT names, the gate first of the limits.
-    assert!(
-        message.contains("  gate: \"t\u{435}st -s /in\" (exit 0 runs, 1 skips)"),
-        "{message}"
+    assert_contains(
+        &message,
+        "  gate: \"t\u{435}st -s /in\" (exit 0 runs, 1 skips)",
     );
 }
 
@@ -275,7 +275,7 @@ fn every_command_handed_to_a_person_carries_the_prefix() {
     under_sudo(env);
     let prefix = "sudo -u agentcron agentcron ";
     // draft, show DRAFT: the confirm line.
-    let draft = Task::new().default_notify().draft(&env);
+    let draft = Task::new().default_notify().draft(env);
     assert!(
         draft["confirm_command"]
             .as_str()
@@ -292,36 +292,19 @@ fn every_command_handed_to_a_person_carries_the_prefix() {
     );
     // reconcile's hints.
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains(&format!("  {prefix}reconcile {run} --decision")),
-        "{listed}"
-    );
+    assert_contains(&listed, &format!("  {prefix}reconcile {run} --decision"));
     // An explicit prefix wins everywhere, and '' turns it off.
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "sudo -n -u svc");
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains("  sudo -n -u svc agentcron reconcile "),
-        "{listed}"
-    );
+    assert_contains(&listed, "  sudo -n -u svc agentcron reconcile ");
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "");
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains(&format!("  agentcron reconcile {run}")),
-        "{listed}"
-    );
-    let out = Task::new().default_notify().try_draft(&env).ok();
-    assert!(
-        out.stdout.contains("\n  agentcron confirm "),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&listed, &format!("  agentcron reconcile {run}"));
+    let out = Task::new().default_notify().try_draft(env).ok();
+    assert_contains(&out.stdout, "\n  agentcron confirm ");
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "'unclosed");
     let out = env.run(&["list"]).fails(2);
-    assert!(
-        out.stderr.contains("AGENTCRON_CONFIRM_PREFIX"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "AGENTCRON_CONFIRM_PREFIX");
 }
 
 #[test]
@@ -346,10 +329,7 @@ fn the_ticks_hint_to_reconcile_carries_the_prefix() {
         .lines()
         .find(|l| l.contains("lease expired"))
         .unwrap_or_else(|| panic!("no hint:\n{}", out.stdout));
-    assert!(
-        hint.contains("settle it with `sudo -u agentcron agentcron "),
-        "{hint}"
-    );
+    assert_contains(hint, "settle it with `sudo -u agentcron agentcron ");
 }
 
 const HOUR: i64 = 3600;
@@ -365,7 +345,7 @@ fn a_notice_message_is_escaped_and_show_never_cuts_an_escape() {
     let summary = format!("{}\u{1b}[31mred\u{202e}evil", "a".repeat(57));
     let reply = serde_json::json!({"status": "succeeded", "summary": summary});
     env.set_env("FIXTURE_MODE", &format!("json:{reply}"));
-    Task::named("shown").confirm(&env);
+    Task::named("shown").confirm(env);
     env.advance(HOUR);
     rig.tick(&[]).ok();
     let notices = rig.notices();
@@ -379,7 +359,7 @@ fn a_notice_message_is_escaped_and_show_never_cuts_an_escape() {
     assert_eq!(notices[0]["run"]["summary"], summary.as_str());
 
     let shown = env.run(&["show", "shown"]).ok().stdout;
-    assert!(shown.contains(&format!("{}…", "a".repeat(57))), "{shown}");
+    assert_contains(&shown, &format!("{}…", "a".repeat(57)));
     assert!(
         !shown.contains("\\x1…") && !shown.contains("\\x…"),
         "{shown}"

@@ -1,7 +1,7 @@
 //! Zones that follow their owner (docs/CONTRACT.md §18): `draft --tz follow`,
 //! `zone set|show|unset`, the re-timing of following tasks in the same
 //! transaction, and what the tick, `show`, `next` and `explain` make of it.
-use crate::support::{write_script, Rig, Task, TestEnv, BIN};
+use crate::support::{assert_contains, texts, write_script, Rig, Task, TestEnv, BIN};
 
 use serde_json::Value;
 
@@ -20,10 +20,7 @@ fn follow_task(env: &TestEnv, name: &str, daily: &str) -> Value {
 /// `zone set` never creates a store (a mistyped `--db` is exit 3): a draft
 /// does, as a person's first draft would.
 fn set_zone_in_new_store(env: &TestEnv, key: &str, zone: &str) {
-    Task::new()
-        .instruction("first")
-        .default_notify()
-        .draft(&env);
+    Task::new().instruction("first").default_notify().draft(env);
     env.run(&["zone", "set", key, zone]).ok();
 }
 
@@ -59,12 +56,7 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
         .tz("follow")
         .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout
-            .contains("follows unix:tester (now Asia/Shanghai)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "follows unix:tester (now Asia/Shanghai)");
     // With no zone for the key, the default is the zone the draft would
     // otherwise have had ($AGENTCRON_TZ here).
     let d = Task::new()
@@ -131,7 +123,7 @@ fn follow_is_refused_for_once_and_interval_and_an_unknown_zone_is_a_usage_error(
     let out = env
         .run(&["zone", "set", "unix:tester", "Mars/Base"])
         .fails(2);
-    assert!(out.stderr.contains("Mars/Base"), "{}", out.stderr);
+    assert_contains(&out.stderr, "Mars/Base");
     assert!(out.stdout.is_empty());
     env.run(&["zone", "set", "", "UTC"]).fails(2);
     // Nothing was written by the refusals.
@@ -176,11 +168,7 @@ fn zone_set_retimes_following_tasks_and_never_a_fixed_one() {
     assert_eq!(still["next_run_at"], fixed["next_run_at"]);
     assert_eq!(still["updated_at"], fixed["updated_at"]);
     let out = env.run(&["show", "standup"]).ok();
-    assert!(
-        out.stdout.contains("Europe/Berlin, follows unix:tester"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "Europe/Berlin, follows unix:tester");
     env.run(&["check"]).ok();
 }
 
@@ -219,11 +207,7 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
     let out = env
         .run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
         .ok();
-    assert!(
-        out.stdout.contains("already has zone Asia/Shanghai"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "already has zone Asia/Shanghai");
     assert_eq!(events(&env, "zone_set").len(), 1);
     assert_eq!(events(&env, "retime").len(), 1);
 
@@ -245,7 +229,7 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
     assert_eq!(all[0]["identity_key"], "unix:bob");
     assert_eq!(all[0]["set_by"], "unix:tester");
     let out = env.run(&["zone", "show"]).ok();
-    assert!(out.stdout.contains("Europe/Berlin"), "{}", out.stdout);
+    assert_contains(&out.stdout, "Europe/Berlin");
     // Another tenant has its own zones.
     assert_eq!(
         env.json(&["--tenant", "other", "zone", "show", "unix:bob"])["zone"],
@@ -420,7 +404,7 @@ fn export_and_import_carry_zones_and_verify_following_payloads() {
     let out = TestEnv::new()
         .run(&["import", file.to_str().unwrap()])
         .fails(2);
-    assert!(out.stderr.contains("follow_key"), "{}", out.stderr);
+    assert_contains(&out.stderr, "follow_key");
 }
 
 #[test]
@@ -511,12 +495,7 @@ fn a_replacement_keeps_following_and_its_default_unless_tz_says_otherwise() {
     assert_eq!(shown["next_run_at"], "2026-12-02T09:00:00Z");
     // A fixed zone ends the following: the diff names both fields.
     let d = env.draft(&["--replace", "standup", "--tz", "Asia/Tokyo"]);
-    let fields: Vec<&str> = d["diff"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let fields: Vec<&str> = texts(&d["diff"], "field");
     assert_eq!(fields, ["follow_default", "timezone"]);
     let id = d["draft_id"].as_str().unwrap();
     let hash = d["payload_hash"].as_str().unwrap();

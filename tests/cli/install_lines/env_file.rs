@@ -1,6 +1,6 @@
 //! `tick --env-file`: what it refuses, and that its password is the one
 //! the store connection sends.
-use crate::support::{Task, TestEnv};
+use crate::support::{assert_contains, Task, TestEnv};
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -128,11 +128,7 @@ fn the_env_files_password_reaches_the_store_connection() {
     let out = env
         .run(&["--db", &db, "tick", "--env-file", file.to_str().unwrap()])
         .fails(1);
-    assert!(
-        out.stderr.contains("password authentication failed"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "password authentication failed");
     assert!(!out.stderr.contains("from-the-file"), "{}", out.stderr);
     assert_eq!(*heard.lock().unwrap(), ["from-the-file"]);
     env.run(&["--db", &db, "tick"]).fails(1);

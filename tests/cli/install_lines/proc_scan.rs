@@ -57,7 +57,7 @@ echo "read $read secret $secret canary $canary" >> '{found}'
             found = found.display(),
         ),
     );
-    Task::named("scan").confirm(&env);
+    Task::named("scan").confirm(env);
     env.advance(3600);
     // The env file is the tick's, where the run's user cannot read it.
     let file = private_file(env, "store.env", &format!("PGPASSWORD={secret}\n"));

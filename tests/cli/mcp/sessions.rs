@@ -1,6 +1,6 @@
 //! Long sessions: every read tool after every other on the one connection
 //! a server keeps for its life, with rows of every shape to read.
-use crate::support::{Rig, Task};
+use crate::support::{assert_contains, Rig, Task};
 
 use serde_json::{json, Value};
 
@@ -26,11 +26,11 @@ fn every_ordered_pair(n: usize) -> Vec<usize> {
 fn every_ordered_pair_of_read_tools_answers_in_one_session() {
     let rig = Rig::new();
     let env = &rig.env;
-    let task = Task::named("hourly").confirm(&env);
+    let task = Task::named("hourly").confirm(env);
     Task::named("daily")
         .instruction("y")
         .daily("09:30")
-        .confirm(&env);
+        .confirm(env);
     for _ in 0..2 {
         env.advance(3600);
         rig.tick(&[]).ok();
@@ -302,9 +302,9 @@ fn a_database_down_after_the_code_notifier_still_names_the_draft() {
     assert_eq!(document["confirm_code"]["state"], "delivered", "{result}");
     assert_eq!(document["confirm_code"]["recorded"], false, "{result}");
     let said = text(&result);
-    assert!(said.contains(&format!("Draft {id} exists")), "{said}");
-    assert!(said.contains("do not draft it again"), "{said}");
-    assert!(said.contains("A one-time code was sent"), "{said}");
+    assert_contains(&said, &format!("Draft {id} exists"));
+    assert_contains(&said, "do not draft it again");
+    assert_contains(&said, "A one-time code was sent");
     proxy.come_up();
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 1);
     let status = session.call("draft_status", json!({"draft_id": id}));

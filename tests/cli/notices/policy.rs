@@ -1,6 +1,6 @@
 //! The ten cases of the issue, pause-after, and the policy's place in the
 //! payload (draft, show, replace, files, old hashes).
-use crate::support::{spawn_tick, wait_for, write_script, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, spawn_tick, wait_for, write_script, Rig, Task, TestEnv, T0};
 
 use super::*;
 
@@ -157,11 +157,9 @@ fn the_decision_survives_a_restart_and_is_the_ledgers() {
     let shown = rig.env.json(&["show", "job"]);
     assert_eq!(shown["notices_held_back"]["count"], 1, "{shown}");
     let out = rig.env.run(&["show", "job"]).ok();
-    assert!(
-        out.stdout
-            .contains("suppressed    1 held back by the notice policy since"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "suppressed    1 held back by the notice policy since",
     );
 }
 
@@ -319,11 +317,7 @@ fn the_policy_is_part_of_what_a_person_confirms() {
         .flags(&["--realert", "30m", "--pause-after", "5"])
         .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout.contains("notices      failures (failures re-alert after 30 min; pause after 5 consecutive failures)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "notices      failures (failures re-alert after 30 min; pause after 5 consecutive failures)");
     // Bad values: exit 2, nothing drafted.
     for bad in [
         &["--notify", "sometimes"][..],
@@ -359,7 +353,7 @@ fn the_policy_is_part_of_what_a_person_confirms() {
         .unwrap()
         .contains(r#""notify":"always""#));
     let shown = env.run(&["show", "t"]).ok().stdout;
-    assert!(shown.contains("notices       never"), "{shown}");
+    assert_contains(&shown, "notices       never");
 }
 
 #[test]
@@ -379,7 +373,7 @@ fn a_tasks_file_takes_the_policy() {
         "{plan}"
     );
     let shown = env.run(&["plan", file_arg]).ok().stdout;
-    assert!(shown.contains("      notices   failures ("), "{shown}");
+    assert_contains(&shown, "      notices   failures (");
     let hash = plan["plan_hash"].as_str().unwrap().to_string();
     env.run(&["apply", file_arg, "--hash", &hash]).ok();
     let task = env.json(&["show", "digest"]);
@@ -392,12 +386,7 @@ fn a_tasks_file_takes_the_policy() {
     )
     .unwrap();
     let out = env.run(&["plan", file.to_str().unwrap()]).fails(2);
-    assert!(
-        out.stderr
-            .contains("key 'notify': unknown notice mode 'loud'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "key 'notify': unknown notice mode 'loud'");
 }
 
 /// Issue 36 item 5: a task blocked by an `unknown` run is skipped at every
@@ -461,7 +450,7 @@ fn a_failure_settled_while_paused_counts_in_the_pause_after_reason() {
     Task::named("flaky")
         .max_retries("0")
         .flags(&["--pause-after", "3"])
-        .confirm(&env);
+        .confirm(env);
     env.set_env("FIXTURE_MODE", "fail");
     env.advance(HOUR);
     rig.tick(&[]).ok();

@@ -7,7 +7,7 @@ fn status_says_the_deployment_either_way_and_every_time_in_one_zone() {
     let rig = Rig::new();
     let env = &rig.env;
     env.set_env("AGENTCRON_TZ", "Europe/Berlin");
-    Task::named("x").confirm(&env);
+    Task::named("x").confirm(env);
     let line = |stdout: &str, subject: &str| -> String {
         (stdout.lines())
             .find(|l| l.starts_with(subject))

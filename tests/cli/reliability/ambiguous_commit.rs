@@ -7,7 +7,7 @@
 //! back what it wrote and carry on as if the answer had arrived: the
 //! executor runs exactly once, the run ends `succeeded`, the notice is
 //! delivered exactly once, and the tick exits 0 saying nothing alarming.
-use crate::support::{on_postgres, Rig, Task, T0};
+use crate::support::{assert_contains, on_postgres, Rig, Task, T0};
 
 use super::notifier_calls;
 use crate::pg_proxy::Proxy;
@@ -78,7 +78,7 @@ fn a_claim_whose_commit_ack_was_lost_is_executed() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_losing_ack(&rig, CLAIM);
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }
 
@@ -87,7 +87,7 @@ fn an_outcome_whose_commit_ack_was_lost_is_reported_and_its_notice_sent() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_losing_ack(&rig, OUTCOME);
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }
 
@@ -114,6 +114,6 @@ fn an_outcome_whose_commit_never_arrived_is_recorded_again() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_through_proxy(&rig, |proxy| proxy.lose_commit_of(OUTCOME));
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }

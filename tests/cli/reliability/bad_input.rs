@@ -2,7 +2,7 @@
 //! §10 code of what it names: 3 for a task that is not there, 1 for a
 //! path the file system refuses), never 0 and never 101; stderr explains
 //! it without raw control characters; the database is byte-identical.
-use crate::support::{Task, TestEnv};
+use crate::support::{assert_contains, Task, TestEnv};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
@@ -572,7 +572,7 @@ fn a_database_on_a_read_only_file_system_is_refused_cleanly() {
     let (failures, _) = misbehaving(&env, &writes);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let list = env.run(&["--db", db, "list"]).ok();
-    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    assert_contains(&list.stdout, "t1");
     assert_eq!(env.db_bytes(), before, "the read-only database changed");
 }
 

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::bad_input::{bounded, one_error_line};
-use crate::support::TestEnv;
+use crate::support::{assert_contains, TestEnv};
 
 #[test]
 fn an_import_line_past_1_mib_is_refused_from_a_file_and_from_stdin() {
@@ -18,11 +18,7 @@ fn an_import_line_past_1_mib_is_refused_from_a_file_and_from_stdin() {
     );
     std::fs::write(&export, format!("\n{line}")).unwrap();
     let out = env.run(&["import", export.to_str().unwrap()]).fails(2);
-    assert!(
-        out.stderr.contains("line 2 is longer than 1 MiB"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "line 2 is longer than 1 MiB");
     // From standard input too: a line without end is cut at the cap.
     let mut child = env
         .command(&["import", "-"])

@@ -16,7 +16,7 @@ const HOUR: i64 = 3600;
 /// the others copies of its row with fresh ids (through the CLI each would
 /// cost ~25 ms, which adds up to most of the scenario's time).
 pub fn create_hourly_tasks(env: &TestEnv, n: usize, rng: &mut Rng) {
-    Task::new().instruction("storm task").confirm(&env);
+    Task::new().instruction("storm task").confirm(env);
     let ids: Vec<String> = (1..n).map(|_| fake_uuid(rng)).collect();
     if crate::support::on_postgres() {
         let table = agentcron::store::transfer::table("tasks").unwrap();

@@ -2,7 +2,7 @@
 //! through an edited export, or written into the tasks table directly, never
 //! reaches the executor; `import` refuses it, the tick quarantines it and
 //! `check` names it. Both stores.
-use crate::support::{Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
 
 use serde_json::Value;
 
@@ -56,11 +56,7 @@ fn an_export_with_an_edited_instruction_imports_nothing() {
     let out = target
         .run_with_stdin(&["import"], edited.as_bytes())
         .fails(2);
-    assert!(
-        out.stderr.contains("does not match payload_hash"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "does not match payload_hash");
     assert_nothing_imported(&target);
     // The untouched export imports, and runs what was confirmed.
     target.run_with_stdin(&["import"], dump.as_bytes()).ok();

@@ -4,7 +4,7 @@
 //! 10 s lease, one after the other, while the earlier ones still run. No
 //! host may freeze another's healthy run as `unknown`, and no occurrence may
 //! run twice. `AGENTCRON_TEST_CLOCK_SKEW` plays each host's clock.
-use crate::support::{on_postgres, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv, T0};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -105,11 +105,9 @@ fn status_says_which_clock_is_ahead() {
     // This host's clock 30 s behind: the server's is 30 s ahead of it.
     env.set_env("AGENTCRON_TEST_CLOCK_SKEW", "-30s");
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stdout
-            .contains("the database server's clock is 30 s ahead of this host's"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "the database server's clock is 30 s ahead of this host's",
     );
     assert!(
         out.stderr.contains(
@@ -120,10 +118,8 @@ fn status_says_which_clock_is_ahead() {
     );
     env.set_env("AGENTCRON_TEST_CLOCK_SKEW", "+30s");
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stderr
-            .contains("the database server's clock is 30 s behind this host's"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "the database server's clock is 30 s behind this host's",
     );
 }

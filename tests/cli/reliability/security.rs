@@ -2,7 +2,7 @@
 //! draft.rs (0600/0700 under umask 000 and `file:` names are): hard links,
 //! injection through the instruction, target and executor command, escapes
 //! in every human output, and what the executor inherits.
-use crate::support::{fixture, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, fixture, Rig, Task, TestEnv, T0};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -23,9 +23,9 @@ fn a_hard_linked_database_is_refused_under_both_names() {
     let before = env.db_bytes();
     for db in [&env.db, &link] {
         let out = env.run(&["--db", db.to_str().unwrap(), "list"]).fails(2);
-        assert!(out.stderr.contains("hard links"), "{}", out.stderr);
+        assert_contains(&out.stderr, "hard links");
         let out = env.run(&["--db", db.to_str().unwrap(), "tick"]).fails(2);
-        assert!(out.stderr.contains("hard links"), "{}", out.stderr);
+        assert_contains(&out.stderr, "hard links");
     }
     assert_eq!(env.db_bytes(), before);
 }

@@ -4,7 +4,7 @@
 //! when several commands start at once, a read-only store can still be
 //! read, paths through symlinks work and a symlinked final component is
 //! refused, and opening failures are one error line.
-use crate::support::{on_postgres, Outcome, Rig, Task, TestEnv, BIN};
+use crate::support::{assert_contains, on_postgres, Outcome, Rig, Task, TestEnv, BIN};
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -117,16 +117,7 @@ fn tick_on_a_missing_store_exits_3_and_creates_nothing() {
     );
     assert!(!db.parent().unwrap().exists(), "tick created the folder");
     // The commands that change the store still create it.
-    env.run(&[
-        "--db",
-        db_arg,
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ])
-    .ok();
+    Task::new().default_notify().db(db_arg).try_draft(&env).ok();
     env.run(&["--db", db_arg, "tick", "--executor", "true"])
         .ok();
 }
@@ -266,7 +257,7 @@ fn a_store_in_a_read_only_folder_can_still_be_read() {
     let out = run_on_read_only(&env, &folder, &["pause", "ro"])
         .unwrap()
         .fails(1);
-    assert!(out.stderr.contains("read-only"), "{}", out.stderr);
+    assert_contains(&out.stderr, "read-only");
     assert!(!sidecar(&env.db, "-wal").exists());
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
@@ -341,7 +332,7 @@ fn a_folder_its_owner_cannot_write_still_serves_its_store() {
         out.stderr
     );
     let out = run_as_nobody(&env, &["resume", "mine"]).fails(1);
-    assert!(out.stderr.contains("is read-only here"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is read-only here");
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
@@ -354,7 +345,7 @@ fn an_idle_tick_leaves_the_db_file_untouched() {
     }
     let rig = Rig::new();
     let env = &rig.env;
-    Task::new().confirm(&env);
+    Task::new().confirm(env);
     let before = std::fs::read(&env.db).unwrap();
     rig.tick(&[]).ok();
     rig.tick(&[]).ok();
@@ -368,13 +359,13 @@ fn an_idle_tick_leaves_the_db_file_untouched() {
 fn a_quoted_tilde_in_db_is_refused_with_the_reason() {
     let env = TestEnv::new();
     for db in ["~/x.db", "~"] {
-        let out = env.run(&["--db", db, "draft", "--instruction", "x", "--in", "1h"]);
+        let out = Task::new()
+            .after("1h")
+            .default_notify()
+            .db(db)
+            .try_draft(&env);
         let out = out.fails(2);
-        assert!(
-            out.stderr.contains("starts with a literal '~'"),
-            "{}",
-            out.stderr
-        );
+        assert_contains(&out.stderr, "starts with a literal '~'");
     }
     assert!(!env.path("~").exists());
     assert!(
@@ -438,23 +429,7 @@ fn a_store_through_a_symlinked_folder_works_for_draft_list_and_tick() {
     symlink(&real, &link).unwrap();
     let db = link.join("s.db");
     let db_arg = db.to_str().unwrap();
-    let draft = env.json(&[
-        "--db",
-        db_arg,
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ]);
-    env.json(&[
-        "--db",
-        db_arg,
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
+    Task::new().default_notify().db(db_arg).confirm(&env);
     let list = env.json(&["--db", db_arg, "list"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
     env.run(&["--db", db_arg, "tick"]).ok();
@@ -513,18 +488,13 @@ fn a_symlink_as_the_final_component_is_still_refused_and_creates_nothing() {
     // A dangling final symlink: following it would create the target.
     let dangling = link.join("s.db");
     symlink(real.join("target.db"), &dangling).unwrap();
-    let out = env
-        .run(&[
-            "--db",
-            dangling.to_str().unwrap(),
-            "draft",
-            "--instruction",
-            "x",
-            "--in",
-            "1h",
-        ])
+    let out = Task::new()
+        .after("1h")
+        .default_notify()
+        .db(dangling.to_str().unwrap())
+        .try_draft(&env)
         .fails(2);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, "symbolic link");
     assert_eq!(names_in(&real), vec!["s.db".to_string()]);
 }
 
@@ -540,15 +510,11 @@ fn a_failed_open_leaves_no_files_behind() {
     // A -shm that is a folder: SQLite cannot open the store, and the .db
     // and -wal that agentcron would create must not stay behind.
     std::fs::create_dir(sidecar(&db, "-shm")).unwrap();
-    let out = env.run(&[
-        "--db",
-        db.to_str().unwrap(),
-        "draft",
-        "--instruction",
-        "x",
-        "--in",
-        "1h",
-    ]);
+    let out = Task::new()
+        .after("1h")
+        .default_notify()
+        .db(db.to_str().unwrap())
+        .try_draft(&env);
     assert_ne!(out.code, 0, "{}", out.stdout);
     assert_eq!(
         names_in(&folder),
@@ -614,7 +580,7 @@ fn a_tick_on_a_store_that_does_not_exist_exits_3_and_creates_nothing() {
     let folder = env.db.parent().unwrap().to_path_buf();
     assert!(!folder.exists());
     let out = rig.tick(&[]).fails(3);
-    assert!(out.stderr.contains("no database at"), "{}", out.stderr);
+    assert_contains(&out.stderr, "no database at");
     for args in [
         vec!["tick", "--dry-run"],
         vec!["lease", "check", "0000", "--token", "t"],
@@ -626,6 +592,6 @@ fn a_tick_on_a_store_that_does_not_exist_exits_3_and_creates_nothing() {
     }
     assert!(!folder.exists(), "nothing was created");
     // `draft` still creates it.
-    Task::new().default_notify().draft(&env);
+    Task::new().default_notify().draft(env);
     assert!(env.db.exists());
 }

@@ -138,6 +138,11 @@ impl Task {
         self.flags(&["--tenant", key])
     }
 
+    /// At this store (`--db`), drafted and confirmed there.
+    pub fn db(self, db: &str) -> Task {
+        self.flags(&["--db", db])
+    }
+
     /// Any other draft flags, as spelled on the command line (a
     /// `--notify` among them sets the notice mode).
     pub fn flags(mut self, flags: &[&str]) -> Task {
@@ -194,7 +199,7 @@ impl Task {
         for pair in self
             .flags
             .windows(2)
-            .filter(|w| w[0] == "--as" || w[0] == "--tenant")
+            .filter(|w| ["--as", "--tenant", "--db"].contains(&w[0].as_str()))
         {
             confirm.extend([pair[0].as_str(), pair[1].as_str()]);
         }

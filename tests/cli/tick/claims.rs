@@ -1,6 +1,8 @@
 //! What a tick claims: each occurrence once however many ticks overlap,
 //! nothing when there is no executor, and a busy store said in one line.
-use crate::support::{on_postgres, spawn_tick, wait_for_within, Rig, Task, T0};
+use crate::support::{
+    assert_contains, finished, on_postgres, spawn_tick, wait_for_within, Rig, Task, T0,
+};
 
 use super::leases::hold_lock;
 use super::signals::{executor, wait_bounded};
@@ -17,7 +19,7 @@ const HOUR: i64 = 3600;
 fn a_tick_with_due_work_and_no_executor_claims_nothing() {
     let rig = Rig::new();
     let env = &rig.env;
-    Task::named("h").confirm(&env);
+    Task::named("h").confirm(env);
     env.set_now(T0 + HOUR);
     let before = env.json(&["show", "h"]);
     let out = env
@@ -27,7 +29,7 @@ fn a_tick_with_due_work_and_no_executor_claims_nothing() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no executor"), "{stderr}");
+    assert_contains(&stderr, "no executor");
     assert_eq!(
         stderr.lines().count(),
         2,
@@ -60,7 +62,7 @@ fn a_tick_busy_after_doing_work_reports_it_and_exits_0() {
     let env = &rig.env;
     env.set_env("AGENTCRON_BUSY_TIMEOUT", "1s");
     env.set_env("AGENTCRON_EXECUTOR", &executor(env, 4));
-    Task::named("long").instruction("long").confirm(&env);
+    Task::named("long").instruction("long").confirm(env);
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
     let tick = spawn(env, &["tick", "--verbose"]);
@@ -77,7 +79,7 @@ fn a_tick_busy_after_doing_work_reports_it_and_exits_0() {
     let (code, stdout, stderr) = wait_bounded(tick, Duration::from_secs(30), "the tick");
     holder.join().unwrap();
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
-    assert!(stdout.contains("succeeded"), "{stdout}");
+    assert_contains(&stdout, "succeeded");
     assert!(
         stderr.contains("busy"),
         "the busy claim is reported: {stderr}"
@@ -103,13 +105,7 @@ fn overlapping_ticks_execute_each_occurrence_exactly_once() {
         .map(|_| spawn_tick(&rig, &["--max-runs", "1000", "--jobs", "2"]))
         .collect();
     for child in ticks {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        finished(child, 0);
     }
     let starts = rig.starts();
     let run_ids: HashSet<&str> = starts
@@ -173,14 +169,7 @@ fn overlapping_ticks_on_a_small_store_never_lose_the_shared_memory_lock() {
         rig.env.set_now(T0 + HOUR);
         let ticks: Vec<Child> = (0..4).map(|_| spawn_tick(&rig, &[])).collect();
         for child in ticks {
-            let out = child.wait_with_output().unwrap();
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{:?}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
+            finished(child, 0);
         }
         assert_eq!(rig.starts().len(), 5);
     }

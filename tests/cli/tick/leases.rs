@@ -2,7 +2,8 @@
 //! a frozen or killed tick leaves an unknown run, an expired lease is told
 //! in the same tick, and `lease check` holds only for the running token.
 use crate::support::{
-    kill, on_postgres, spawn_tick, wait_for, wait_for_within, write_script, Rig, Task, TestEnv, T0,
+    assert_contains, finished, kill, on_postgres, spawn_tick, wait_for, wait_for_within,
+    write_script, Rig, Task, TestEnv, T0,
 };
 
 use super::signals::{executor, wait_bounded};
@@ -29,7 +30,7 @@ fn a_killed_tick_leaves_an_unknown_run_that_blocks_the_next_occurrence() {
 
     rig.env.set_now(T0 + HOUR + 10);
     let out = rig.tick(&[]).ok();
-    assert!(out.stdout.contains("lease expired"), "{}", out.stdout);
+    assert_contains(&out.stdout, "lease expired");
     let runs = rig.runs("k");
     assert_eq!(runs[0]["status"], "unknown");
     assert_eq!(runs[0]["reason"], "execution lease expired");
@@ -66,15 +67,9 @@ fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
             .any(|l| l.starts_with("end "))
     });
     kill(tick.id() as i32, libc::SIGCONT);
-    let out = tick.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = finished(tick, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("lease lost"), "{stdout}");
+    assert_contains(&stdout, "lease lost");
     assert_eq!(
         rig.runs("f")[0]["status"],
         "unknown",
@@ -159,21 +154,9 @@ fn a_database_busy_for_most_of_busy_timeout_never_expires_a_healthy_run() {
     let second = spawn_tick(&rig, &[]);
     std::thread::sleep(Duration::from_millis(4000));
     conn.execute_batch("COMMIT").unwrap();
-    let second = second.wait_with_output().unwrap();
-    assert_eq!(
-        second.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
+    let second = finished(second, 0);
     assert!(!String::from_utf8_lossy(&second.stdout).contains("lease expired"));
-    let first = tick.wait_with_output().unwrap();
-    assert_eq!(
-        first.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    finished(tick, 0);
     assert_eq!(rig.runs("b")[0]["status"], "succeeded");
 }
 
@@ -183,7 +166,7 @@ fn orphaned_lease(rig: &Rig) -> String {
     let env = &rig.env;
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "30");
-    Task::named("long").confirm(&env);
+    Task::named("long").confirm(env);
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
     let mut tick = spawn_tick(rig, &[]);
@@ -279,8 +262,8 @@ fn a_notice_result_that_cannot_be_recorded_neither_hangs_the_tick_nor_stops_rene
         ),
     );
     env.set_env("AGENTCRON_NOTIFIER", notifier.to_str().unwrap());
-    Task::named("quick").instruction("quick").confirm(&env);
-    Task::named("long").instruction("long").confirm(&env);
+    Task::named("quick").instruction("quick").confirm(env);
+    Task::named("long").instruction("long").confirm(env);
     env.set_now(T0 + HOUR);
     let tick = spawn(env, &["tick", "--lease", "3s"]);
     wait_for_within("the quick run's notifier", Duration::from_secs(20), || {
@@ -333,7 +316,7 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     let rig = Rig::new();
     let env = &rig.env;
     env.set_env("AGENTCRON_EXECUTOR", &executor(env, 30));
-    Task::named("long").instruction("long").confirm(&env);
+    Task::named("long").instruction("long").confirm(env);
     env.set_now(T0 + HOUR);
     let journal = env.path("exec.journal");
     let mut tick = spawn(env, &["tick"]);
@@ -350,12 +333,7 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     assert_eq!(rig.runs("long")[0]["status"], "unknown", "{}", out.stdout);
     // What cron mails names the task and the run, and its reconcile
     // command reaches the run as printed (issue 36 item 4).
-    assert!(
-        out.stdout
-            .contains(&format!("run {} of task long (", &run_id[..8])),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &format!("run {} of task long (", &run_id[..8]));
     let db = shell_words::quote(&env.db_arg()).into_owned();
     assert!(
         out.stdout.contains(&format!(

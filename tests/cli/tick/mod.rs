@@ -1,7 +1,7 @@
 //! `tick` with real processes: the executor and notifier fixtures journal
 //! every invocation, and the journal is the ground truth for how many times
 //! a side effect happened.
-use crate::support::{Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
 
 mod claims;
 mod leases;
@@ -19,12 +19,8 @@ fn a_due_task_runs_once_and_a_second_tick_is_silent() {
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("run h for 2026-12-02 09:00 UTC"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_contains(&out.stdout, "run h for 2026-12-02 09:00 UTC");
+    assert_contains(&out.stdout, "succeeded");
     assert_eq!(rig.starts().len(), 1);
     rig.env.advance(10);
     let out = rig.tick(&[]).ok();
@@ -75,7 +71,7 @@ fn a_run_later_than_grace_is_missed_and_does_not_execute() {
     Task::named("g").flags(&["--grace", "2m"]).confirm(&rig.env);
     rig.env.set_now(T0 + HOUR + 121);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(out.stdout.contains("missed"), "{}", out.stdout);
+    assert_contains(&out.stdout, "missed");
     assert!(rig.starts().is_empty());
     let run = &rig.runs("g")[0];
     assert_eq!(run["status"], "missed");
@@ -202,11 +198,7 @@ fn notices_are_delivered_once_with_the_outcome() {
         .confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("delivered to chat:42"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "delivered to chat:42");
     let notices = rig.notices();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0]["target"], "chat:42");
@@ -262,12 +254,7 @@ fn without_a_notifier_notices_wait_and_tick_says_so_once() {
     Task::named("w").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stdout
-            .contains("1 notice(s) pending: no notifier configured"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "1 notice(s) pending: no notifier configured");
     rig.env.advance(30);
     assert_eq!(rig.tick(&[]).ok().stdout, "");
     rig.with_notifier(0);
@@ -299,7 +286,7 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
     rig.env.set_now(T0 + HOUR);
     let before = rig.env.db_bytes();
     let out = rig.tick(&["--dry-run"]).ok();
-    assert!(out.stdout.contains("would run d"), "{}", out.stdout);
+    assert_contains(&out.stdout, "would run d");
     assert_eq!(rig.env.db_bytes(), before);
     assert!(rig.starts().is_empty());
 }
@@ -311,12 +298,7 @@ fn a_gap_between_ticks_is_reported_and_audited() {
     rig.tick(&[]).ok();
     rig.env.advance(301);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stderr
-            .contains("the host slept or cron was not running"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "the host slept or cron was not running");
     assert_eq!(
         rig.env
             .count("SELECT count(*) FROM events WHERE action = 'scheduler_gap'"),
@@ -334,7 +316,7 @@ fn an_unreadable_task_is_quarantined_and_others_still_run() {
     );
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]).ok();
-    assert!(out.stdout.contains("quarantined"), "{}", out.stdout);
+    assert_contains(&out.stdout, "quarantined");
     assert_eq!(rig.starts().len(), 1);
     assert_eq!(
         rig.env.sql("SELECT state FROM tasks WHERE name = 'bad'")[0][0],
@@ -371,7 +353,7 @@ fn an_interval_task_runs_in_phase_with_a_per_minute_cron() {
     let rig = Rig::new();
     let env = &rig.env;
     env.set_now(T0 + 11);
-    let task = Task::named("m").every("1m").confirm(&env);
+    let task = Task::named("m").every("1m").confirm(env);
     assert_eq!(task["next_run_at"], "2026-12-02T08:01:00Z", "{task}");
     assert_eq!(task["grace_seconds"], 90);
     // Cron's ticks at the top of each minute, each a few seconds in.

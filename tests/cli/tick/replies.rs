@@ -16,7 +16,7 @@ fn a_failure_reply_longer_than_the_capture_is_not_a_success() {
         "#!/bin/sh\ncat >/dev/null\nprintf '{\"status\":\"failed\",\"summary\":\"'\nhead -c 1500000 /dev/zero | tr '\\0' x\nprintf '\"}\\n'\n",
     );
     env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    let task = Task::named("long").confirm(&env);
+    let task = Task::named("long").confirm(env);
     let id = task.task_id.as_str();
     env.advance(3600);
     env.run(&["tick"]).ok();

@@ -81,7 +81,7 @@ fn a_signalled_tick_kills_its_executors_and_ends_their_leases() {
         let rig = Rig::new();
         let env = &rig.env;
         env.set_env("AGENTCRON_EXECUTOR", &executor(env, 30));
-        Task::named("long").instruction("long").confirm(&env);
+        Task::named("long").instruction("long").confirm(env);
         env.set_now(T0 + HOUR);
         let journal = env.path("exec.journal");
         let tick = spawn(env, &["tick", "--kill-grace", "1s"]);
@@ -136,8 +136,8 @@ fn a_signalled_tick_kills_its_notifiers_and_leaves_the_ledger_true() {
     env.set_env("AGENTCRON_EXECUTOR", &executor(env, 30));
     rig.with_notifier(0);
     env.set_env("NOTIFIER_SLEEP", "30");
-    Task::named("quick").instruction("quick").confirm(&env);
-    Task::named("long").instruction("long").confirm(&env);
+    Task::named("quick").instruction("quick").confirm(env);
+    Task::named("long").instruction("long").confirm(env);
     env.set_now(T0 + HOUR);
     let tick = spawn(env, &["tick", "--kill-grace", "1s"]);
     let calls = env.path("notify.calls");
@@ -175,7 +175,7 @@ fn an_interrupted_approve_here_kills_its_executor_and_ends_the_lease() {
     let env = &rig.env;
     env.set_env("FIXTURE_MODE", "awaiting");
     env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    Task::named("a").every("1d").confirm(&env);
+    Task::named("a").every("1d").confirm(env);
     env.set_now(T0 + 86400);
     rig.tick(&[]).ok();
     let run_id = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
