@@ -7,7 +7,7 @@
 //! fails. `AGENTCRON_STRESS=N` multiplies every iteration count by N.
 
 mod ambiguous_commit;
-pub(crate) mod bad_input;
+pub mod bad_input;
 mod bounded_input;
 mod claim_storm;
 mod clock_faults;
@@ -19,7 +19,7 @@ mod kills;
 mod power_loss;
 mod security;
 mod soak;
-pub(crate) mod store_files;
+pub mod store_files;
 mod unsafe_files;
 
 use std::collections::{HashMap, HashSet};
