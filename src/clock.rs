@@ -16,8 +16,6 @@
 
 use std::sync::OnceLock;
 
-use crate::store::Store;
-
 /// "Now" for a whole invocation: the pinned or system time at start, moving
 /// on with the monotonic clock, so a long tick renews leases in real seconds
 /// even when `AGENTCRON_NOW` pins its start; plus, once a PostgreSQL store
@@ -77,23 +75,28 @@ impl Clock {
     }
 }
 
-/// Measures, once per process, how far the store's server clock is from
-/// this host's (`clock`'s host clock); every `Clock` is corrected by it
-/// from then on. A store without a clock changes nothing.
-pub fn correct_by_server(store: &mut dyn Store, clock: &Clock) {
+/// Measures, once per process, how far a server's clock is from this
+/// host's (`clock`'s host clock); every `Clock` is corrected by it from
+/// then on. `server_micros` reads the server's clock (the store's, passed
+/// in by the caller, so that the clock stays below the store); None, a
+/// store without a clock, changes nothing.
+pub fn correct_by_server(server_micros: &mut dyn FnMut() -> Option<i64>, clock: &Clock) {
     if SERVER_CORRECTION.get().is_some() {
         return;
     }
-    if let Some(offset) = measure_server_offset(store, &|| clock.host_now_micros()) {
+    if let Some(offset) = measure_server_offset(server_micros, &|| clock.host_now_micros()) {
         let _ = SERVER_CORRECTION.set(offset);
     }
 }
 
 /// The server's clock minus ours, rounded to whole seconds, taking our
-/// clock halfway through the query; None for a store without a clock.
-fn measure_server_offset(store: &mut dyn Store, ours: &dyn Fn() -> i64) -> Option<i64> {
+/// clock halfway through the reading; None for a store without a clock.
+fn measure_server_offset(
+    server_micros: &mut dyn FnMut() -> Option<i64>,
+    ours: &dyn Fn() -> i64,
+) -> Option<i64> {
     let before = ours();
-    let server = store.server_time_micros()?;
+    let server = server_micros()?;
     let after = ours();
     let ours = before + (after - before) / 2;
     Some(((server - ours) as f64 / 1e6).round() as i64)

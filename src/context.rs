@@ -96,7 +96,7 @@ pub struct StoreOpener {
 impl StoreOpener {
     pub fn open(&self) -> Result<Box<dyn Store>> {
         let mut store = store::open(&self.location, &self.options)?;
-        crate::clock::correct_by_server(store.as_mut(), &self.clock);
+        crate::clock::correct_by_server(&mut || store.server_time_micros(), &self.clock);
         Ok(store)
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! Everything else travels as `anyhow::Error` with context; `main` finds the
 //! first `CmdError` in the chain (or a busy database) and maps it to the
-//! exit code. What a driver's error was is each store's to say (`Fault`). A command never exits the process itself. Also here, the
+//! exit code. What a driver's error was is each store's to say: it puts a
+//! `Fault` on the error where it leaves the store (`Faulted`), so this file
+//! stands below the store and names none. A command never exits the
+//! process itself. Also here, the
 //! reading of an error that does not depend on a command: the one-line
 //! sentence it is reported as, and the schema constraint a write broke.
 
@@ -160,8 +163,9 @@ pub fn fail<T>(e: CmdError) -> anyhow::Result<T> {
 }
 
 /// What a store's driver says a failure was. Each backend reads its own
-/// driver's errors (the `fault` module of each store); the functions below
-/// match on these kinds, so this file names no driver.
+/// driver's errors and puts what it found on the error where it leaves the
+/// store (`Faulted`); the functions below find it there, so this file names
+/// no driver and no store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     /// Waiting on another's lock past the timeout, or losing a
@@ -175,26 +179,68 @@ pub enum Fault {
     ConnectionLost(Option<String>),
     /// A write refused by a rule of the schema, in the database's words.
     Violation(Violation, String),
-    /// A cause that only repeats, as a code, the message of the one above
-    /// it (SQLite's numbered code: its driver shows both).
+    /// The error's last cause only repeats, as a code, the message of the
+    /// one above it (SQLite's numbered code: its driver shows both).
     Restatement,
 }
 
-/// The kind of `cause` by whichever store's driver made it.
-fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
-    crate::store::fault(cause)
+/// An error that left a store, with what its driver's error was. It says
+/// what the error it wraps says, and its causes are that error's causes,
+/// so the chain reads as before; only the faults are added.
+#[derive(Debug)]
+pub struct Faulted {
+    faults: Vec<Fault>,
+    error: anyhow::Error,
+}
+
+impl Faulted {
+    /// `error` with `faults` on it; as it is when there are none, or when a
+    /// store already said (an inner store's boundary).
+    pub fn attach(error: anyhow::Error, faults: Vec<Fault>) -> anyhow::Error {
+        if faults.is_empty() || faults_of(&error).next().is_some() {
+            return error;
+        }
+        anyhow::Error::new(Faulted { faults, error })
+    }
+}
+
+impl fmt::Display for Faulted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The outermost message only, as anyhow shows each cause.
+        write!(f, "{}", self.error)
+    }
+}
+
+impl std::error::Error for Faulted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.chain().nth(1)
+    }
+}
+
+/// The faults a store put on `err`.
+fn faults_of(err: &anyhow::Error) -> impl Iterator<Item = &Fault> {
+    err.chain()
+        .filter_map(|c| c.downcast_ref::<Faulted>())
+        .flat_map(|f| f.faults.iter())
+}
+
+/// The causes of `err` as they were before a store put its faults on it:
+/// each `Faulted` stands for the error it wraps (its outermost cause).
+pub fn causes(err: &anyhow::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    err.chain().map(|c| match c.downcast_ref::<Faulted>() {
+        Some(f) => f.error.chain().next().unwrap_or(c),
+        None => c,
+    })
 }
 
 /// The classification `main` reports: the first `CmdError` in the chain, a
 /// busy database anywhere in it, or a plain runtime failure.
 pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
-    for cause in err.chain() {
-        if let Some(e) = cause.downcast_ref::<CmdError>() {
-            return (e.kind, Some(e));
-        }
-        if fault(cause) == Some(Fault::Busy) {
-            return (ErrorKind::Busy, None);
-        }
+    if let Some(e) = causes(err).find_map(|c| c.downcast_ref::<CmdError>()) {
+        return (e.kind, Some(e));
+    }
+    if faults_of(err).any(|f| *f == Fault::Busy) {
+        return (ErrorKind::Busy, None);
     }
     (ErrorKind::Runtime, None)
 }
@@ -202,23 +248,25 @@ pub fn classify(err: &anyhow::Error) -> (ErrorKind, Option<&CmdError>) {
 /// Whether the error is the disk (or quota) holding the database running
 /// out of space: the store's driver says so, or a file said ENOSPC/EDQUOT.
 pub fn is_disk_full(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        if let Some(e) = cause.downcast_ref::<std::io::Error>() {
-            return matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
-        }
-        fault(cause) == Some(Fault::DiskFull)
-    })
+    let full_file = causes(err).any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
+    });
+    full_file || faults_of(err).any(|f| *f == Fault::DiskFull)
 }
 
-/// The error and its causes as one sentence for the one error line (SPEC
-/// section 10): the context, then each cause that adds words, joined by
+/// The error and its causes as one sentence for the one error line
+/// (docs/CONTRACT.md §10): the context, then each cause that adds words, joined by
 /// ": ". Left out: a cause that restates the one above it as a code
 /// (`Fault::Restatement`), a cause the sentence already says (PostgreSQL's "db error:
 /// FATAL: …" and then "FATAL: …"), and line breaks inside a cause.
 pub fn sentence(err: &anyhow::Error) -> String {
     let mut line = String::new();
-    for cause in err.chain() {
-        if !line.is_empty() && fault(cause) == Some(Fault::Restatement) {
+    let restated = faults_of(err).any(|f| *f == Fault::Restatement);
+    let last = err.chain().count() - 1;
+    for (n, cause) in err.chain().enumerate() {
+        if !line.is_empty() && restated && n == last {
             continue;
         }
         let text = cause.to_string();
@@ -253,8 +301,8 @@ pub enum Violation {
 /// Whether the error is a write refused by a constraint of the schema, on
 /// either store, with the database's own words for it.
 pub fn constraint_violation(err: &anyhow::Error) -> Option<(Violation, String)> {
-    err.chain().find_map(|cause| match fault(cause)? {
-        Fault::Violation(kind, words) => Some((kind, words)),
+    faults_of(err).find_map(|fault| match fault {
+        Fault::Violation(kind, words) => Some((*kind, words.clone())),
         _ => None,
     })
 }
@@ -283,8 +331,8 @@ pub fn connection_loss(err: &anyhow::Error) -> String {
     if let Some(still) = err.downcast_ref::<StillDisconnected>() {
         return still.0.clone();
     }
-    let found = err.chain().find_map(|cause| match fault(cause)? {
-        Fault::ConnectionLost(words) => Some(words),
+    let found = faults_of(err).find_map(|fault| match fault {
+        Fault::ConnectionLost(words) => Some(words.clone()),
         _ => None,
     });
     found.flatten().unwrap_or_else(|| sentence(err))
@@ -300,8 +348,7 @@ pub fn is_connection_lost(err: &anyhow::Error) -> bool {
     if err.downcast_ref::<StillDisconnected>().is_some() {
         return true;
     }
-    err.chain()
-        .any(|cause| matches!(fault(cause), Some(Fault::ConnectionLost(_))))
+    faults_of(err).any(|fault| matches!(fault, Fault::ConnectionLost(_)))
 }
 
 #[cfg(test)]

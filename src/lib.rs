@@ -1,25 +1,27 @@
 //! agentcron: explicitly confirmed schedules for agent tasks, run at most once.
 //!
-//! Modules, from the bottom up: `schedule` (pure time), `model` (domain
-//! values), `audit` (the audit trail's actions and events) and `error`
-//! (typed errors, exit codes) know nothing of storage,
-//! nor does `accounts` (unix accounts by name and uid);
-//! `payload` fixes what a person confirms; `executor_result` is a pure
-//! reading of a child's answer; `process` runs one child safely and
-//! `interrupt` notes the stop signals; `store` persists behind one
-//! interface (SQLite, PostgreSQL); `clock`, `text` and `wire` are the time,
-//! the words and the JSON shapes every layer above shares; `output` is the
-//! one place that prints; `context` reads the environment and the system
-//! clock into a `Ctx`; `ops` (access, lifecycle, explain, draft, confirm,
-//! confirm_code, plan) and `tick` are the operations; `completion` answers
-//! the shell; `commands` turn arguments into those calls and values to
-//! print (`commands::mcp` serves the same commands to an agent over MCP),
-//! and `cli` gathers their clap definitions.
+//! Modules, from the bottom up (ARCHITECTURE.md's floors, which
+//! tests/cli/wiring/floors.rs checks): `schedule` (pure time), `text`
+//! (words for people) and `vocabulary` (spellings); `process` runs one
+//! child safely, `clock` is the invocation's time, `interrupt` notes the
+//! stop signals and `accounts` reads unix accounts; `limits` is what a run
+//! may spend and when it is late, pure; `model` (domain values), `payload`
+//! (what a person confirms), `audit` (the audit trail), `wire` (the JSON
+//! shapes), `error` (typed errors, exit codes; it names no store: a store
+//! puts a `Fault` on its errors) and `executor_result` (a pure reading of a
+//! child's answer) are the values every floor shares; `store` persists
+//! behind one interface (SQLite, PostgreSQL) and `tick` runs due work over
+//! it; `ops` (access, lifecycle, explain, draft, confirm, confirm_code,
+//! plan, …) are the operations a person asks; `output` is the one place
+//! that prints; `context` reads the environment and the system clock into
+//! a `Ctx`; `completion` answers the shell; `commands` turn arguments into
+//! those calls and values to print (`commands::mcp` serves the same
+//! commands to an agent over MCP), and `cli` gathers their clap
+//! definitions.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod accounts;
 pub mod audit;
-pub mod budget_window;
 pub mod cli;
 pub mod clock;
 pub mod commands;

@@ -8,11 +8,11 @@ use serde_json::Value;
 use super::draft::Made;
 use crate::context::Ctx;
 use crate::error::{classify, ErrorKind};
+use crate::limits::budget::BudgetState;
 use crate::model::{Run, RunStatus, Task};
 use crate::ops::access::{owned_task, Caller};
 use crate::output::human;
 use crate::store::SuccessClock;
-use crate::tick::budget::{self, BudgetState};
 use crate::wire as json;
 
 /// Show one task and its last 10 runs, or a pending draft in full
@@ -65,7 +65,7 @@ pub fn find(ctx: &mut Ctx, arg: &str) -> Result<Shown> {
         let runs = tx.task_runs(&task.task_id, 10)?;
         let blocker = tx.blocking_run(&task.task_id)?;
         let memory = tx.task_memory(&task.task_id)?;
-        let budgets = crate::tick::budget::read(tx, &task, now)?;
+        let budgets = crate::tick::budgets_now(tx, &task, now)?;
         let clock = tx.success_clock(&task.task_id)?;
         Ok((task, runs, blocker, memory, budgets, clock))
     });
@@ -107,7 +107,7 @@ pub fn document(found: &Found) -> Value {
         let spent = found
             .budgets
             .iter()
-            .map(|b| budget::state_json(b, &found.task));
+            .map(|b| crate::limits::budget::state_json(b, found.task.zone_in_force));
         value["budget_windows"] = Value::Array(spent.collect());
     }
     value["success_due_at"] = json::time(found.clock.success_due_at);

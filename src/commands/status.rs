@@ -105,7 +105,7 @@ struct Recorded {
     places: Vec<UnknownPlace>,
     hosts: Vec<Host>,
     authority: Option<RunAuthority>,
-    budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
+    budgets: Vec<(crate::model::Task, crate::limits::budget::BudgetState)>,
     overdue: Vec<Expecting>,
 }
 
@@ -124,7 +124,7 @@ impl Recorded {
         };
         let hosts = tx.hosts()?;
         let authority = recorded_authority(tx)?;
-        let budgets = crate::tick::budget::spent_now(tx, tenant, now)?;
+        let budgets = crate::tick::spent_budgets(tx, tenant, now)?;
         // Along tasks_overdue: only the tasks that are overdue.
         let overdue = tx.overdue_tasks(tenant)?;
         Ok(Recorded {

@@ -11,8 +11,7 @@ use crate::output::logfile::LogFile;
 use crate::output::tick_report::{event_json, event_line, ClaimedRuns, ClaimedTask};
 use crate::store::Location;
 use crate::text::escape;
-use crate::tick::execute::Finished;
-use crate::tick::{self, Executor, Notifier, RunAuthority, TickEvent, TickOptions};
+use crate::tick::{self, Executor, Finished, Notifier, RunAuthority, TickEvent, TickOptions};
 
 /// Run what is due: claim occurrences atomically, execute them under a lease, deliver notices
 ///

@@ -23,10 +23,10 @@ use crate::ops::access::{owned_run, Caller};
 use crate::process::Launch;
 use crate::store::shared::SharedStore;
 use crate::store::{Store, Tx};
-use crate::tick::claim::{approved_continuation, previous_run};
-use crate::tick::execute::{Executor, Finished, Job};
-use crate::tick::settle::{self, Outcome};
-use crate::tick::{deliver, Notifier};
+use crate::tick::{
+    approved_continuation, deliver_pending, previous_run, settle_outcome, Executor, Finished, Job,
+    Notifier, Outcome,
+};
 
 /// The parked run a person answers, and who answers when.
 pub struct Parked<'a> {
@@ -140,7 +140,7 @@ fn approve_here(
     let _subreaper = crate::process::become_subreaper(executor.kill_grace)
         .map_err(|e| anyhow::anyhow!("cannot become the child subreaper: {e}"))?;
     let job = claim_here(&mut store.clone(), parked, executor.lease)?;
-    let finished = crate::tick::execute::run_jobs(
+    let finished = crate::tick::run_jobs(
         store,
         &executor,
         here.notifier.as_ref(),
@@ -182,7 +182,7 @@ fn claim_here(store: &mut dyn Store, parked: &Parked<'_>, lease: Duration) -> Re
         run.lease_until = Some(lease_until);
         let previous = previous_run(tx, &task.task_id)?;
         // A continuation is not a new start: it counts in no budget.
-        let budgets = crate::tick::budget::read(tx, &task, now)?;
+        let budgets = crate::tick::budgets_now(tx, &task, now)?;
         Ok((task, run, previous, budgets))
     })?;
     Ok(Job {
@@ -214,12 +214,12 @@ fn deny(
             json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
         ))?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
-        let notice = settle::settle(tx, &run, run.status, None, &outcome, actor, now, None)?;
+        let notice = settle_outcome(tx, &run, run.status, None, &outcome, actor, now, None)?;
         Ok((run, notice))
     })?;
     let mut delivery = Some(notice.state);
     if let Some(n) = notifier {
-        if let Some(d) = deliver::deliver_pending(store, n, &notice, &clock)? {
+        if let Some(d) = deliver_pending(store, n, &notice, &clock)? {
             delivery = Some(d.state);
         }
     }

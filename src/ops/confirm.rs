@@ -234,7 +234,7 @@ fn confirm_checked(
     );
     tx.insert_task(&task)?;
     if task.payload.expect_success_seconds.is_some() {
-        crate::tick::overdue::start(tx, &task, now)?;
+        crate::tick::start_overdue_clock(tx, &task, now)?;
     }
     tx.consume_draft(&draft.draft_id)?;
     tx.append_event(&Event::of_task(
@@ -279,7 +279,7 @@ pub fn replace(
     // stops, when the new payload expects no successes).
     if old.payload.expect_success_seconds.is_some() || new.payload.expect_success_seconds.is_some()
     {
-        crate::tick::overdue::start(tx, &new, now)?;
+        crate::tick::start_overdue_clock(tx, &new, now)?;
     }
     Ok(old)
 }

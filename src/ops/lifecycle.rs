@@ -114,7 +114,7 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             detail,
         )?;
         if task.state == TaskState::Active {
-            crate::tick::overdue::resumed(tx, &task, req.now)?;
+            crate::tick::resume_overdue_clock(tx, &task, req.now)?;
         }
         Ok(Changed {
             task,

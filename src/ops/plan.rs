@@ -426,7 +426,7 @@ fn create(
     );
     tx.insert_task(&task)?;
     if task.payload.expect_success_seconds.is_some() {
-        crate::tick::overdue::start(tx, &task, req.now)?;
+        crate::tick::start_overdue_clock(tx, &task, req.now)?;
     }
     tx.set_managed_by(&task.task_id, req.file)?;
     tx.set_declared(

@@ -12,8 +12,7 @@ use crate::limits::Usage;
 use crate::model::{Run, RunStatus};
 use crate::ops::access::{owned_run, Caller};
 use crate::store::{Reconciliation, Store, TaskMemory};
-use crate::tick::notice_policy;
-use crate::tick::settle::{self, Outcome};
+use crate::tick::{reconciled_memory, record_outcome, Outcome};
 
 /// What the person found out about an unknown run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +96,7 @@ pub fn settle_unknown(
             .map(|u| Usage::read(u).0)
             .unwrap_or_default();
         let outcome = Outcome {
-            usage: crate::tick::usage_reports::beyond(settling.usage, &told),
+            usage: crate::tick::usage_beyond(settling.usage, &told),
             ..Outcome::final_decision(
                 decision.settles_as(),
                 format!("reconciled ({}): {reason}", decision.as_str()),
@@ -113,10 +112,10 @@ pub fn settle_unknown(
             decided_at: now,
         })?;
         let (_, settled, _) =
-            settle::record(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
+            record_outcome(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
         let memory =
             (tx.task_memory(&run.task_id)?).unwrap_or_else(|| TaskMemory::new(&run.task_id));
-        tx.save_task_memory(&notice_policy::reconciled(memory, &settled, now))?;
+        tx.save_task_memory(&reconciled_memory(memory, &settled, now))?;
         let mut detail =
             json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason});
         if !settling.usage.is_empty() {

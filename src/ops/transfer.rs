@@ -102,7 +102,9 @@ pub fn import(store: &mut dyn Store, import: &Import) -> Result<Map<String, Valu
                 return Err(orphan(*number, table.name));
             }
             tx.load_row(table, values)
-                .map_err(|e| refused_row(*number, table.name, e))?;
+                // What the driver said the refusal was, asked here, inside the
+                // transaction, where the line is known.
+                .map_err(|e| refused_row(*number, table.name, crate::store::faulted(e)))?;
             let n = counts.entry(table.name).or_insert(json!(0));
             *n = json!(n.as_i64().unwrap_or(0) + 1);
         }

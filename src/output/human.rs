@@ -94,12 +94,12 @@ pub fn zone_words(t: &Task) -> String {
 
 /// One budget's window for people: "usd 1.2 of 1 this day (spent); resets
 /// 2026-03-09 00:00 EDT (in 5 h)", the time in the task's zone.
-pub fn budget_words(b: &crate::tick::budget::BudgetState, task: &Task, now: i64) -> String {
+pub fn budget_words(b: &crate::limits::budget::BudgetState, task: &Task, now: i64) -> String {
     budget_words_in(b, task.zone_in_force, now)
 }
 
 /// `budget_words`, its time in `zone` (`status` says every time in one).
-pub fn budget_words_in(b: &crate::tick::budget::BudgetState, zone: Tz, now: i64) -> String {
+pub fn budget_words_in(b: &crate::limits::budget::BudgetState, zone: Tz, now: i64) -> String {
     use crate::limits::amount_words;
     format!(
         "{} {} of {} this {}{}; resets {}",

@@ -412,7 +412,7 @@ pub fn error_words(err: &anyhow::Error, json: bool) -> ErrorWords {
             escape(&err.to_string())
         ),
         _ if json => escape(&err.to_string()),
-        // One line (SPEC section 10): the causes join the sentence.
+        // One line (docs/CONTRACT.md §10): the causes join the sentence.
         _ => escape(&sentence(err)),
     };
     let hint = match (kind, leaf) {

@@ -40,7 +40,7 @@ pub struct StatusReport {
     pub limit: Option<i64>,
     pub places: Vec<UnknownPlace>,
     /// Tasks whose window of a budget is spent now, with that budget.
-    pub budgets: Vec<(crate::model::Task, crate::tick::budget::BudgetState)>,
+    pub budgets: Vec<(crate::model::Task, crate::limits::budget::BudgetState)>,
     /// Tasks no run of which succeeded within their `expect_success`,
     /// longest overdue first.
     pub overdue: Vec<Expecting>,
@@ -90,7 +90,7 @@ impl StatusReport {
                         "unknown": stats.notices_unknown, "undeliverable": stats.notices_undeliverable,
                         "suppressed": stats.notices_suppressed},
             "budgets_spent": self.budgets.iter().map(|(task, b)| {
-                let mut spent = crate::tick::budget::state_json(b, task);
+                let mut spent = crate::limits::budget::state_json(b, task.zone_in_force);
                 spent["task_id"] = json!(task.task_id);
                 spent["name"] = json!(task.payload.name);
                 spent

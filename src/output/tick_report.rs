@@ -8,10 +8,7 @@ use serde_json::{json, Value};
 
 use crate::model::{short_id, Run, RunStatus, Task};
 use crate::text::{escape, wall_time};
-use crate::tick::deliver::Delivery;
-use crate::tick::execute::Finished;
-use crate::tick::queue::HeldBack;
-use crate::tick::{TaskRef, TickEvent};
+use crate::tick::{Delivery, Finished, HeldBack, TaskRef, TickEvent, NOT_STARTED};
 use crate::wire::{run as run_json, time};
 
 /// What the report needs of a claimed run's task.
@@ -125,7 +122,7 @@ fn finished_json(f: &Finished, name_of: &dyn Fn(&str) -> Option<String>) -> Valu
             "task_name": name_of(&run.run_id), "run": run_json(run), "error": error}),
         Finished::Released { run } => json!({"event": "released",
             "task_name": name_of(&run.run_id), "run": run_json(run),
-            "reason": crate::tick::release::NOT_STARTED}),
+            "reason": NOT_STARTED}),
     }
 }
 
@@ -347,7 +344,7 @@ fn finished_line(finished: &Finished, claimed: &ClaimedRuns) -> String {
         Finished::Released { run } => format!(
             "run {} taken back: {}; it is due again",
             short_id(&run.run_id),
-            crate::tick::release::NOT_STARTED
+            NOT_STARTED
         ),
     }
 }

@@ -2,11 +2,15 @@
 //! and identity keys that begin with the word being typed, capped, as plain
 //! values. Read through a store opened with `OpenOptions::never_writing`.
 //!
-//! The SQL is shared by both stores, written with PostgreSQL's `$n`
-//! parameters ($1 the tenant, $2 the prefix, $3 the cap); each store runs it
-//! with its own placeholders and hands the rows to the decoders here.
+//! The SQL is written once, with `$n` parameters ($1 the tenant, $2 the
+//! prefix, $3 the cap), and run over `Connection` on either store; the
+//! prefix is cast to text where its type cannot follow from a column
+//! (`length`), which both servers accept.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+
+use super::connection::Connection;
+use crate::store::connection::args;
 
 /// At most this many rows from the store: a shell shows no more usefully,
 /// and the query stays quick on a large history.
@@ -52,8 +56,7 @@ pub enum RunKind {
 
 pub trait CompletionTx {
     /// The rows of one of the queries below ($1 the tenant, $2 the prefix,
-    /// $3 the cap), `columns` columns each, every one text or null: the one
-    /// thing each store does its own way (its placeholders and types).
+    /// $3 the cap), `columns` columns each, every one text or null.
     fn completion_rows(
         &mut self,
         sql: &str,
@@ -103,6 +106,23 @@ pub trait CompletionTx {
     }
 }
 
+impl<C: Connection> CompletionTx for C {
+    fn completion_rows(
+        &mut self,
+        sql: &str,
+        tenant_key: &str,
+        prefix: &str,
+        columns: usize,
+    ) -> Result<Vec<Vec<Option<String>>>> {
+        let rows = self
+            .query(sql, args![tenant_key, prefix, LIMIT])
+            .context("reading completion candidates")?;
+        rows.iter()
+            .map(|row| (0..columns).map(|i| row.get(i)).collect())
+            .collect()
+    }
+}
+
 /// Rows of `N` columns, as the store was asked for (a row of another width
 /// is dropped rather than trusted).
 fn fixed<const N: usize>(rows: Vec<Vec<Option<String>>>) -> Vec<Row<N>> {
@@ -117,7 +137,7 @@ type Row<const N: usize> = [Option<String>; N];
 /// id, name, state, owner keys.
 const TASKS: &str = "SELECT task_id, name, state, owner_keys FROM tasks
     WHERE tenant_key = $1 AND state <> 'deleted'
-      AND (substr(name, 1, length($2)) = $2 OR substr(task_id, 1, length($2)) = $2)
+      AND (substr(name, 1, length(CAST($2 AS TEXT))) = $2 OR substr(task_id, 1, length(CAST($2 AS TEXT))) = $2)
     ORDER BY name, task_id LIMIT $3";
 
 /// id, task name, status, scheduled_local, owner keys; None when `kind`
@@ -151,18 +171,18 @@ fn runs_sql(kind: RunKind, prefix: &str) -> Option<String> {
     Some(format!(
         "SELECT r.run_id, t.name, r.status, r.scheduled_local, t.owner_keys FROM runs r
          JOIN tasks t ON t.task_id = r.task_id
-         WHERE {tenant} AND {filter} AND substr(r.run_id, 1, length($2)) = $2
+         WHERE {tenant} AND {filter} AND substr(r.run_id, 1, length(CAST($2 AS TEXT))) = $2
          {order} LIMIT $3"
     ))
 }
 
 /// key, zone.
 const KNOWN_KEYS: &str = "SELECT identity_key, zone FROM zones
-    WHERE tenant_key = $1 AND substr(identity_key, 1, length($2)) = $2
+    WHERE tenant_key = $1 AND substr(identity_key, 1, length(CAST($2 AS TEXT))) = $2
     UNION
     SELECT DISTINCT follow_key, NULL FROM tasks
     WHERE tenant_key = $1 AND follow_key IS NOT NULL
-      AND substr(follow_key, 1, length($2)) = $2
+      AND substr(follow_key, 1, length(CAST($2 AS TEXT))) = $2
     ORDER BY 1 LIMIT $3";
 
 /// Whether `owners` (a task's owner_keys, a JSON list) shares a key with

@@ -16,7 +16,6 @@ use std::ops::ControlFlow;
 
 use anyhow::{anyhow, Context, Result};
 
-use super::rows::Cells;
 use super::Tx;
 
 /// Which server a statement is spelled for.
@@ -140,12 +139,12 @@ impl From<&Option<f64>> for Arg<'_> {
 
 /// The arguments of a statement, each turned into an `Arg`:
 /// `args![task_id, now, reason]`.
-#[macro_export]
 macro_rules! args {
     ($($value:expr),* $(,)?) => {
         &[$($crate::store::connection::Arg::from($value)),*][..]
     };
 }
+pub(crate) use args;
 
 /// One value of a row, as either driver read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -230,25 +229,6 @@ impl<T: FromCell> FromCell for Option<T> {
     }
 }
 
-impl Cells for Row {
-    type Error = anyhow::Error;
-    fn text(&self, i: usize) -> Result<String> {
-        self.get(i)
-    }
-    fn opt_text(&self, i: usize) -> Result<Option<String>> {
-        self.get(i)
-    }
-    fn int(&self, i: usize) -> Result<i64> {
-        self.get(i)
-    }
-    fn opt_int(&self, i: usize) -> Result<Option<i64>> {
-        self.get(i)
-    }
-    fn invalid(&self, i: usize, what: String) -> anyhow::Error {
-        anyhow!("column {i}: {what}")
-    }
-}
-
 /// What `each_row` calls per row, with the transaction for the row's own
 /// statements; `Break` ends the walk there.
 pub type EachRow<'e> = dyn FnMut(&mut dyn Tx, &Row) -> Result<ControlFlow<()>> + 'e;
@@ -290,18 +270,21 @@ pub trait Connection {
     }
 
     /// Runs a guarded change: exactly one row must match, else a Conflict
-    /// saying `message` (someone else changed the row first).
+    /// saying `conflict` (someone else changed the row first). `doing`
+    /// names the statement for a driver's error only; the Conflict stands
+    /// alone, so its line says what moved and nothing else.
     fn guarded(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
-        message: impl FnOnce() -> String,
+        doing: &'static str,
+        conflict: impl FnOnce() -> String,
     ) -> Result<()>
     where
         Self: Sized,
     {
-        let changed = self.execute(sql, args)?;
-        expect_one(changed, message)
+        let changed = self.execute(sql, args).context(doing)?;
+        expect_one(changed, conflict)
     }
 
     /// The ids `sql` finds for a prefix: a range on the primary key with the
@@ -318,7 +301,7 @@ pub trait Connection {
         Self: Sized,
     {
         let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self.query(sql, crate::args![prefix, &upper, tenant_key, limit])?;
+        let rows = self.query(sql, args![prefix, &upper, tenant_key, limit])?;
         rows.iter().map(|r| r.get(0)).collect()
     }
 }
@@ -349,7 +332,7 @@ mod tests {
     fn arguments_take_options_references_and_numbers() {
         let name = String::from("n");
         let none: Option<&str> = None;
-        let args = crate::args![&name, none, 3u32, Some(4i64), 0.5, true];
+        let args = args![&name, none, 3u32, Some(4i64), 0.5, true];
         assert_eq!(
             args,
             &[

@@ -1,10 +1,14 @@
 //! The delivery ledger: pending → sending (claimed with a token and a
 //! deadline, committed before the notifier starts) → delivered or unknown.
-//! An `unknown` notice is never sent again.
+//! An `unknown` notice is never sent again. The operations, and their one
+//! implementation over `Connection`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use super::connection::{expect_one, Connection, Row};
+use super::rows;
 use crate::model::{DeliveryState, Notice};
+use crate::store::connection::args;
 
 /// The columns of a notice row, in the order both stores' decoders read them.
 pub const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
@@ -87,4 +91,204 @@ pub trait DeliveryTx {
     /// Marks pending notices as announced ("no notifier"), returning how many
     /// had not been announced before.
     fn announce_pending(&mut self, tenant: Option<&str>) -> Result<u64>;
+}
+
+/// The notices of rows selecting `NOTICE_COLUMNS`.
+fn notices(found: &[Row]) -> Result<Vec<Notice>> {
+    found.iter().map(rows::notice).collect()
+}
+
+impl<C: Connection> DeliveryTx for C {
+    fn insert_notice(&mut self, n: &Notice) -> Result<()> {
+        self.execute(
+            &format!(
+                "INSERT INTO deliveries ({NOTICE_COLUMNS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+            ),
+            args![
+                &n.delivery_id,
+                &n.run_id,
+                &n.tenant_key,
+                n.seq,
+                n.state.as_str(),
+                &n.target,
+                &n.message,
+                n.created_at,
+                n.updated_at,
+                &n.claim_token,
+                &n.deadline,
+                n.attempts,
+                &n.last_error,
+                n.kind.map(|k| k.as_str()),
+                n.suppressed_since_last,
+                &n.suppressed_reason
+            ],
+        )
+        .context("recording the notice")?;
+        Ok(())
+    }
+
+    fn last_skip_sent(&mut self, task_id: &str, since: i64) -> Result<Option<SkipSent>> {
+        let row = self
+            .query_opt(LAST_SKIP_SENT, args![task_id, since])
+            .context("reading the task's last skip notice")?;
+        row.map(|r| {
+            Ok(SkipSent {
+                status: r.get(0)?,
+                reason: r.get(1)?,
+                summary: r.get(2)?,
+                at: r.get(3)?,
+            })
+        })
+        .transpose()
+    }
+
+    fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
+        self.value(
+            "SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1",
+            args![run_id],
+        )
+        .context("numbering the notice")
+    }
+
+    fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
+        self.value(
+            "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1)",
+            args![run_id],
+        )
+        .context("looking for a notice being sent")
+    }
+
+    fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>> {
+        let rows = self
+            .query(
+                &format!(
+                    "SELECT {NOTICE_COLUMNS} FROM deliveries
+                     WHERE state = 'pending' AND (CAST($1 AS TEXT) IS NULL OR tenant_key = $1)
+                     ORDER BY created_at, delivery_id LIMIT $2"
+                ),
+                args![tenant, limit],
+            )
+            .context("reading pending notices")?;
+        notices(&rows)
+    }
+
+    fn notices_to_send(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Notice>> {
+        let rows = self
+            .query(
+                &format!(
+                    "SELECT {NOTICE_COLUMNS} FROM deliveries
+                     WHERE state = 'pending' AND coalesce(next_attempt_at, 0) <= $1
+                       AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                     ORDER BY created_at, delivery_id LIMIT $3"
+                ),
+                args![now, tenant, limit],
+            )
+            .context("reading notices to send")?;
+        notices(&rows)
+    }
+
+    fn give_up_notices(
+        &mut self,
+        created_before: i64,
+        now: i64,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Notice>> {
+        let rows = self
+            .query(
+                &format!(
+                    "UPDATE deliveries
+                     SET state = 'undeliverable', updated_at = $1, next_attempt_at = NULL
+                     WHERE state = 'pending' AND created_at < $2
+                       AND (CAST($3 AS TEXT) IS NULL OR tenant_key = $3)
+                     RETURNING {NOTICE_COLUMNS}"
+                ),
+                args![now, created_before, tenant],
+            )
+            .context("giving up on undelivered notices")?;
+        notices(&rows)
+    }
+
+    fn claim_notice(
+        &mut self,
+        delivery_id: &str,
+        token: &str,
+        deadline: i64,
+        now: i64,
+    ) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE deliveries
+                 SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
+                     attempts = attempts + 1
+                 WHERE delivery_id = $4 AND state = 'pending'
+                   AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
+                                   WHERE earlier.state = 'sending'
+                                     AND earlier.run_id = deliveries.run_id)",
+                args![token, deadline, now, delivery_id],
+            )
+            .context("claiming the notice")?;
+        expect_one(changed, || {
+            format!(
+                "notice {delivery_id} was claimed by another tick, \
+                 or another notice of its run is being sent"
+            )
+        })
+    }
+
+    fn finish_notice(&mut self, f: &NoticeFinish<'_>) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE deliveries
+                 SET state = $1, last_error = $2, updated_at = $3,
+                     claim_token = CASE WHEN $1 = 'pending' THEN NULL ELSE claim_token END,
+                     deadline = CASE WHEN $1 = 'pending' THEN NULL ELSE deadline END,
+                     next_attempt_at = CASE WHEN $1 = 'pending' THEN CAST($6 AS BIGINT) END
+                 WHERE delivery_id = $4 AND state = 'sending' AND claim_token = $5",
+                args![
+                    f.to.as_str(),
+                    f.error,
+                    f.now,
+                    f.delivery_id,
+                    f.token,
+                    f.retry_at
+                ],
+            )
+            .context("recording the delivery")?;
+        expect_one(changed, || {
+            format!("notice {} is no longer ours to record", f.delivery_id)
+        })
+    }
+
+    fn expire_notices(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Notice>> {
+        let rows = self
+            .query(
+                &format!(
+                    "UPDATE deliveries
+                     SET state = 'unknown', updated_at = $1,
+                         last_error = 'delivery deadline passed; the notifier may or may not have sent it'
+                     WHERE state = 'sending' AND deadline < $1
+                       AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                     RETURNING {NOTICE_COLUMNS}"
+                ),
+                args![now, tenant],
+            )
+            .context("expiring delivery attempts")?;
+        notices(&rows)
+    }
+
+    fn announce_pending(&mut self, tenant: Option<&str>) -> Result<u64> {
+        self.execute(
+            "UPDATE deliveries SET announced = 1
+             WHERE state = 'pending' AND announced = 0
+               AND (CAST($1 AS TEXT) IS NULL OR tenant_key = $1)",
+            args![tenant],
+        )
+        .context("noting undelivered notices")
+    }
 }

@@ -4,8 +4,8 @@
 use anyhow::{Context, Result};
 
 use super::connection::{Connection, Dialect, Row};
-use crate::args;
 use crate::model::{CodeLock, Draft, Replaces};
+use crate::store::connection::args;
 
 pub trait DraftTx {
     fn insert_draft(&mut self, draft: &Draft) -> Result<()>;
@@ -115,9 +115,9 @@ impl<C: Connection> DraftTx for C {
         self.guarded(
             "DELETE FROM drafts WHERE draft_id = $1",
             args![draft_id],
+            "removing the confirmed draft",
             || format!("draft {draft_id} was confirmed by someone else"),
         )
-        .context("removing the confirmed draft")
     }
 
     fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()> {
@@ -125,9 +125,9 @@ impl<C: Connection> DraftTx for C {
             "UPDATE drafts SET code_wrong_attempts = code_wrong_attempts + 1
              WHERE draft_id = $1 AND code_wrong_attempts = $2",
             args![draft_id, seen],
+            "counting a wrong confirmation code",
             || format!("draft {draft_id} changed while its code was checked"),
         )
-        .context("counting a wrong confirmation code")
     }
 
     fn draft_ids_with_prefix(

@@ -1,9 +1,8 @@
 //! The rules of the data that `check` verifies, and the sentence it prints
-//! for each row that breaks one. Both stores say them alike; each finds the
-//! rows with its own query (in its `maintenance.rs`: the casts and the JSON
-//! path differ), every column read as text, in the order the sentence
-//! takes them. A query takes `now` as `$1`/`?1` whether it needs it or not,
-//! so that one loop runs them all.
+//! for each row that breaks one. Both stores say them alike; the query that
+//! finds the rows is written once for both (`maintenance/check.rs`), every
+//! column read as text, in the order the sentence takes them. A query takes
+//! `now` as `$1` whether it needs it or not, so that one loop runs them all.
 
 /// Says one offending row, its columns as text.
 pub type Describe = fn(&[String]) -> String;

@@ -2,8 +2,13 @@
 //! (docs/CONTRACT.md §16): what the notice policy compares a new outcome
 //! with, and what the executor is told of the previous run. Written in the
 //! transaction that settles each run, so a restart changes no decision.
+//! The operations and their one implementation over `Connection`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+
+use super::connection::Connection;
+use super::rows::Cells;
+use crate::store::connection::args;
 
 /// The columns of a memory row, in the order both stores read them.
 pub const MEMORY_COLUMNS: &str = "task_id, last_failure_reason, last_failure_sent_at,
@@ -43,4 +48,62 @@ pub trait MemoryTx {
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>>;
     /// Writes the whole row (insert or replace).
     fn save_task_memory(&mut self, memory: &TaskMemory) -> Result<()>;
+}
+
+impl<C: Connection> MemoryTx for C {
+    fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>> {
+        let row = self
+            .query_opt(
+                &format!("SELECT {MEMORY_COLUMNS} FROM task_memory WHERE task_id = $1"),
+                args![task_id],
+            )
+            .context("reading the task's memory")?;
+        row.as_ref().map(decode_memory).transpose()
+    }
+
+    fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {
+        self.execute(
+            &format!(
+                "INSERT INTO task_memory ({MEMORY_COLUMNS})
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 ON CONFLICT (task_id) DO UPDATE SET
+                    last_failure_reason = excluded.last_failure_reason,
+                    last_failure_sent_at = excluded.last_failure_sent_at,
+                    last_success_fingerprint = excluded.last_success_fingerprint,
+                    suppressed_count = excluded.suppressed_count,
+                    suppressed_failures = excluded.suppressed_failures,
+                    suppressed_since = excluded.suppressed_since,
+                    last_settled_run_id = excluded.last_settled_run_id,
+                    last_success_at = excluded.last_success_at"
+            ),
+            args![
+                &m.task_id,
+                &m.last_failure_reason,
+                &m.last_failure_sent_at,
+                &m.last_success_fingerprint,
+                m.suppressed_count,
+                m.suppressed_failures,
+                &m.suppressed_since,
+                &m.last_settled_run_id,
+                &m.last_success_at,
+            ],
+        )
+        .context("recording the task's memory")?;
+        Ok(())
+    }
+}
+
+/// A task's memory, from `MEMORY_COLUMNS`.
+fn decode_memory<R: Cells>(row: &R) -> Result<TaskMemory, R::Error> {
+    Ok(TaskMemory {
+        task_id: row.text(0)?,
+        last_failure_reason: row.opt_text(1)?,
+        last_failure_sent_at: row.opt_int(2)?,
+        last_success_fingerprint: row.opt_text(3)?,
+        suppressed_count: row.int(4)?,
+        suppressed_failures: row.int(5)?,
+        suppressed_since: row.opt_int(6)?,
+        last_settled_run_id: row.opt_text(7)?,
+        last_success_at: row.opt_int(8)?,
+    })
 }

@@ -3,9 +3,11 @@
 //!
 //! Commands, the tick and shell completion see only these traits; `sqlite`
 //! and `postgres` implement them, and `shared` lets a tick's threads use one
-//! connection. A backend is its dialect: the statements both run as written
-//! are in `sql`, the row decoders in `rows`, and each maps its driver's
-//! errors to the kinds `error.rs` acts on (`fault`). Completion opens the store never to write
+//! connection. Each family's operations are written once over
+//! `connection::Connection`, in the family's own module; a backend is its
+//! driver and dialect: the row decoders are in `rows`, and each maps its driver's
+//! errors to the kinds `error.rs` acts on (`fault`), put on every error that
+//! leaves the store. Completion opens the store never to write
 //! (`OpenOptions::never_writing`): no file created, no migration.
 //! Every write runs inside `Store::write`, which SQLite opens with `BEGIN
 //! IMMEDIATE` and PostgreSQL as a READ COMMITTED transaction; every state
@@ -18,18 +20,19 @@ pub mod connection;
 pub mod deliveries;
 pub mod drafts;
 pub mod events;
+pub mod fault;
 pub mod invariants;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;
 pub mod overdue;
+pub mod owners;
 pub mod postgres;
 pub mod queue;
 pub mod rows;
 pub mod runs;
 pub mod schema;
 pub mod shared;
-pub mod sql;
 pub mod sqlite;
 pub mod tasks;
 pub mod transfer;
@@ -54,11 +57,7 @@ pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, Ta
 pub use transfer::TransferTx;
 pub use zones::ZoneTx;
 
-/// What either store's driver says `cause` was, when it is a driver's
-/// error of a kind a caller acts on (`error.rs` matches on the kind).
-pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error::Fault> {
-    sqlite::fault::fault(cause).or_else(|| postgres::fault::fault(cause))
-}
+pub use fault::faulted;
 
 /// Everything one transaction can do.
 pub trait Tx:
@@ -218,10 +217,13 @@ impl std::fmt::Display for Location {
 /// Opens the store at `location`, creating or migrating it when the options
 /// allow (`schema::on_open`).
 pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>> {
-    match location {
-        Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path, options)?)),
-        Location::Postgres(url) => Ok(Box::new(postgres::PgStore::open(url, options)?)),
-    }
+    let opened: Result<Box<dyn Store>> = match location {
+        Location::Sqlite(path) => sqlite::SqliteStore::open(path, options)
+            .map(|s| Box::new(fault::Faulting(s)) as Box<dyn Store>),
+        Location::Postgres(url) => postgres::PgStore::open(url, options)
+            .map(|s| Box::new(fault::Faulting(s)) as Box<dyn Store>),
+    };
+    opened.map_err(faulted)
 }
 
 /// Connection settings shared by every backend.

@@ -5,9 +5,16 @@
 //! and a success starts the clock again.
 //!
 //! Each read walks a partial index (`tasks_success_due`, `tasks_overdue`),
-//! so its cost follows the tasks that expect successes, never the history.
+//! so its cost follows the tasks that expect successes, never the history:
+//! SQLite's statements name the index, so the plan is the index whatever
+//! the statistics say. The operations and their one implementation over
+//! `Connection`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+
+use super::connection::{expect_one, Connection, Dialect};
+use super::rows::Cells;
+use crate::store::connection::args;
 
 /// A task whose success came due: read by the tick, decided in its own
 /// guarded UPDATE.
@@ -66,4 +73,163 @@ pub trait OverdueTx {
     /// Active and paused tasks (of `tenant`, or all) whose clock runs or
     /// that are overdue, with their last success (`metrics`).
     fn expecting_success(&mut self, tenant: Option<&str>) -> Result<Vec<Expecting>>;
+}
+
+/// The columns `Expecting` is read from, in order (tasks `t`, memory `m`).
+const EXPECTING_COLUMNS: &str =
+    "t.task_id, t.tenant_key, t.name, t.overdue_since, m.last_success_at";
+
+/// The tasks `query` finds ($1 the tenant or null), as `Expecting`.
+fn expecting(
+    tx: &mut impl Connection,
+    query: &str,
+    tenant: Option<&str>,
+) -> Result<Vec<Expecting>> {
+    tx.query(query, args![tenant])
+        .context("reading the tasks that expect successes")?
+        .iter()
+        .map(decode_expecting)
+        .collect()
+}
+
+impl<C: Connection> OverdueTx for C {
+    fn set_success_due(&mut self, task_id: &str, due_at: Option<i64>) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET success_due_at = $1, overdue_since = NULL WHERE task_id = $2",
+                args![due_at, task_id],
+            )
+            .context("setting the task's success clock")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn success_clock(&mut self, task_id: &str) -> Result<SuccessClock> {
+        let row = self
+            .query_opt(
+                "SELECT success_due_at, overdue_since FROM tasks WHERE task_id = $1",
+                args![task_id],
+            )
+            .context("reading the task's success clock")?;
+        Ok(match row {
+            Some(row) => SuccessClock {
+                success_due_at: row.get(0)?,
+                overdue_since: row.get(1)?,
+            },
+            None => SuccessClock::default(),
+        })
+    }
+
+    fn successes_due(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<SuccessDue>> {
+        // Along tasks_success_due. On PostgreSQL, SKIP LOCKED: a row another
+        // session holds (a claim, a settle) is decided by a later tick.
+        let (index, lock) = match self.dialect() {
+            Dialect::Sqlite => (" INDEXED BY tasks_success_due", ""),
+            Dialect::Postgres => ("", " FOR UPDATE SKIP LOCKED"),
+        };
+        self.query(
+            &format!(
+                "SELECT task_id, success_due_at, state = 'active' FROM tasks{index}
+                 WHERE success_due_at IS NOT NULL AND success_due_at <= $1
+                   AND state <> 'paused' AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                 ORDER BY success_due_at LIMIT $3{lock}"
+            ),
+            args![now, tenant, limit],
+        )
+        .context("reading the tasks whose success is due")?
+        .iter()
+        .map(|row| {
+            Ok(SuccessDue {
+                task_id: row.get(0)?,
+                success_due_at: row.get(1)?,
+                active: row.get(2)?,
+            })
+        })
+        .collect()
+    }
+
+    fn mark_overdue(&mut self, due: &SuccessDue) -> Result<()> {
+        // Guarded by the due instant read, so a success committed meanwhile
+        // (which moved it) wins.
+        let changed = self
+            .execute(
+                "UPDATE tasks SET overdue_since = success_due_at, success_due_at = NULL
+             WHERE task_id = $1 AND success_due_at = $2 AND state = 'active'",
+                args![&due.task_id, due.success_due_at],
+            )
+            .context("marking the task overdue")?;
+        expect_one(changed, || {
+            format!("task {} changed while it was decided overdue", due.task_id)
+        })
+    }
+
+    fn drop_success_due(&mut self, due: &SuccessDue) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET success_due_at = NULL WHERE task_id = $1 AND success_due_at = $2",
+                args![&due.task_id, due.success_due_at],
+            )
+            .context("dropping the task's success clock")?;
+        expect_one(changed, || {
+            format!("task {} changed while its clock was dropped", due.task_id)
+        })
+    }
+
+    fn overdue_tasks(&mut self, tenant: Option<&str>) -> Result<Vec<Expecting>> {
+        let (index, collate) = match self.dialect() {
+            Dialect::Sqlite => (" INDEXED BY tasks_overdue", ""),
+            Dialect::Postgres => ("", " COLLATE \"C\""),
+        };
+        let query = format!(
+            "SELECT {EXPECTING_COLUMNS} FROM tasks t{index}
+             LEFT JOIN task_memory m ON m.task_id = t.task_id
+             WHERE t.overdue_since IS NOT NULL AND t.state IN ('active', 'paused')
+               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)
+             ORDER BY t.overdue_since, t.task_id{collate}"
+        );
+        expecting(self, &query, tenant)
+    }
+
+    fn expecting_success(&mut self, tenant: Option<&str>) -> Result<Vec<Expecting>> {
+        // At most one of the two is set: the halves never share a task.
+        let (due_index, overdue_index) = match self.dialect() {
+            Dialect::Sqlite => (" INDEXED BY tasks_success_due", " INDEXED BY tasks_overdue"),
+            Dialect::Postgres => ("", ""),
+        };
+        let halves = format!(
+            "SELECT {EXPECTING_COLUMNS} FROM tasks t{due_index}
+             LEFT JOIN task_memory m ON m.task_id = t.task_id
+             WHERE t.success_due_at IS NOT NULL AND t.state IN ('active', 'paused')
+               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)
+             UNION ALL
+             SELECT {EXPECTING_COLUMNS} FROM tasks t{overdue_index}
+             LEFT JOIN task_memory m ON m.task_id = t.task_id
+             WHERE t.overdue_since IS NOT NULL AND t.success_due_at IS NULL
+               AND t.state IN ('active', 'paused')
+               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)"
+        );
+        // By task id, byte by byte on both servers.
+        let query = match self.dialect() {
+            Dialect::Sqlite => format!("{halves} ORDER BY 1"),
+            Dialect::Postgres => {
+                format!("SELECT * FROM ({halves}) e ORDER BY e.task_id COLLATE \"C\"")
+            }
+        };
+        expecting(self, &query, tenant)
+    }
+}
+
+/// A task that expects successes, from `store::overdue`'s `EXPECTING_COLUMNS`.
+fn decode_expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
+    Ok(Expecting {
+        task_id: row.text(0)?,
+        tenant_key: row.text(1)?,
+        name: row.opt_text(2)?,
+        overdue_since: row.opt_int(3)?,
+        last_success_at: row.opt_int(4)?,
+    })
 }

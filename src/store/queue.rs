@@ -8,9 +8,12 @@
 //! runs a marked instant whatever the wait; an instant no tick saw within
 //! grace is missed.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use super::connection::{expect_one, Connection, Dialect, Row};
+use super::tasks::due_task;
 use super::DueTask;
+use crate::store::connection::args;
 
 /// A due instant a tick saw within grace but could not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,4 +87,277 @@ pub trait QueueTx {
     /// across hosts.
     fn running_count(&mut self) -> Result<i64>;
     fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats>;
+}
+
+/// The advisory lock that serializes the claims counting running runs
+/// against `--max-running`, across every host of the database.
+const RUNNING_LIMIT_LOCK: i64 = 0x6167_6e74_6372_6e01;
+
+/// Runs `running` in the whole store, without the running-limit lock.
+fn count_running(tx: &mut impl Connection) -> Result<i64> {
+    tx.value(
+        "SELECT count(*) FROM runs WHERE status = 'running'",
+        args![],
+    )
+    .context("counting running runs")
+}
+
+/// A mark from `queue_mark`'s columns (due, seen, superseded).
+fn decode_mark(row: &Row) -> Result<QueueMark> {
+    Ok(QueueMark {
+        due_at: row.get(0)?,
+        seen_at: row.get::<Option<i64>>(1)?.unwrap_or_default(),
+        superseded_at: row.get(2)?,
+    })
+}
+
+impl<C: Connection> QueueTx for C {
+    fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
+        // Each EXISTS is one seek on a partial index of rows in a rare state
+        // (or of due tasks), so an idle tick's read costs the same at any
+        // size; the tenant is only a filter on what the seek finds. The
+        // conditions are those of the steps' own statements, or looser. SQLite
+        // is told which index; PostgreSQL's planner finds them. No row locks:
+        // a claim takes its own.
+        let d = self.dialect();
+        let by = |index: &'static str| d.pick(index, "");
+        let row = self
+            .query_one(
+                &format!(
+                    "SELECT
+                   EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND lease_until < $1
+                             AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND deadline < $1
+                                AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'pending' AND created_at < $3
+                                AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM runs {runs_parked}
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND wait_deadline < $1 AND approved_at IS NULL
+                                  AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)),
+                   EXISTS (SELECT 1 FROM tasks {tasks_due}
+                             WHERE state = 'active' AND next_run_at <= $1
+                               AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM tasks {tasks_retry_due}
+                                WHERE state = 'active' AND next_retry_at IS NOT NULL
+                                  AND next_retry_at <= $1
+                                  AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM tasks {tasks_trigger_due}
+                                WHERE state = 'active' AND trigger_at IS NOT NULL
+                                  AND trigger_at <= $1
+                                  AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))
+                   OR EXISTS (SELECT 1 FROM runs {runs_parked}
+                                WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                                  AND approved_at IS NOT NULL
+                                  AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)),
+                   EXISTS (SELECT 1 FROM tasks {tasks_success_due}
+                             WHERE success_due_at IS NOT NULL AND success_due_at <= $1
+                               AND state <> 'paused'
+                               AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2))",
+                    runs_parked = by("INDEXED BY runs_parked"),
+                    tasks_due = by("INDEXED BY tasks_due"),
+                    tasks_retry_due = by("INDEXED BY tasks_retry_due"),
+                    tasks_trigger_due = by("INDEXED BY tasks_trigger_due"),
+                    tasks_success_due = by("INDEXED BY tasks_success_due"),
+                ),
+                args![now, tenant, give_up_before],
+            )
+            .context("looking for due work")?;
+        Ok(Agenda {
+            expiries: row.get(0)?,
+            claims: row.get(1)?,
+            overdue: row.get(2)?,
+        })
+    }
+
+    fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>> {
+        if let Some(tenant) = tenant {
+            return Ok(vec![tenant.to_string()]);
+        }
+        // A skip scan: one index seek per tenant, however many tasks each has.
+        let rows = self
+            .query(
+                "WITH RECURSIVE tenant(k) AS (
+                     SELECT (SELECT min(tenant_key) FROM tasks WHERE state = 'active')
+                     UNION ALL
+                     SELECT (SELECT min(tenant_key) FROM tasks
+                             WHERE state = 'active' AND tenant_key > tenant.k)
+                     FROM tenant WHERE tenant.k IS NOT NULL)
+                 SELECT k FROM tenant WHERE k IS NOT NULL",
+                args![],
+            )
+            .context("listing tenants")?;
+        rows.iter().map(|r| r.get(0)).collect()
+    }
+
+    fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
+        let sql = match self.dialect() {
+            // Each half is one seek on a per-tenant partial index; no
+            // tie-break on task_id, which would sort every task due at the
+            // same instant.
+            Dialect::Sqlite => {
+                "SELECT * FROM (
+                     SELECT task_id, next_run_at, 0 FROM tasks INDEXED BY tasks_due_by_tenant
+                     WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
+                     ORDER BY next_run_at LIMIT 1)
+                 UNION ALL
+                 SELECT * FROM (
+                     SELECT task_id, next_retry_at, 1 FROM tasks INDEXED BY tasks_retry_due_by_tenant
+                     WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
+                       AND next_retry_at <= $2
+                     ORDER BY next_retry_at LIMIT 1)
+                 UNION ALL
+                 SELECT * FROM (
+                     SELECT task_id, trigger_at, 0 FROM tasks INDEXED BY tasks_trigger_due
+                     WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
+                       AND trigger_at <= $2
+                     ORDER BY trigger_at LIMIT 1)
+                 ORDER BY 2 LIMIT 1"
+            }
+            // Row locks rule out one UNION of the seeks, but not three
+            // locking CTEs read by one: one round trip, each seek skipping
+            // rows another host is claiming, never waiting on them.
+            Dialect::Postgres => {
+                "WITH due AS (
+                     SELECT task_id, next_run_at AS at, false AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
+                     ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED),
+                 retry AS (
+                     SELECT task_id, next_retry_at AS at, true AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
+                       AND next_retry_at <= $2
+                     ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED),
+                 -- A manual trigger (docs/CONTRACT.md §13); rare, on a small partial index.
+                 triggered AS (
+                     SELECT task_id, trigger_at AS at, false AS retry FROM tasks
+                     WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
+                       AND trigger_at <= $2
+                     ORDER BY trigger_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+                 SELECT task_id, at, retry FROM due
+                 UNION ALL SELECT task_id, at, retry FROM retry
+                 UNION ALL SELECT task_id, at, retry FROM triggered"
+            }
+        };
+        let rows = self
+            .query(sql, args![tenant_key, now])
+            .context("finding the tenant's next due task")?;
+        // SQLite returns the earliest already; PostgreSQL one per kind.
+        let due = rows.iter().map(due_task).collect::<Result<Vec<_>>>()?;
+        Ok(due.into_iter().min_by_key(|d| d.due_at))
+    }
+
+    fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
+        let rows = self
+            .query(
+                "SELECT task_id, next_run_at, false FROM tasks
+                 WHERE state = 'active' AND next_run_at <= $1
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, next_retry_at, true FROM tasks
+                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, trigger_at, false FROM tasks
+                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND NOT coalesce(next_retry_at <= $1, false)
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 ORDER BY 2 LIMIT $3",
+                args![now, tenant, limit],
+            )
+            .context("finding due tasks not yet queued")?;
+        rows.iter().map(due_task).collect()
+    }
+
+    fn queue_mark(&mut self, task_id: &str) -> Result<Option<QueueMark>> {
+        let row = self
+            .query_opt(
+                "SELECT queued_for, queued_since, queued_next FROM tasks
+                 WHERE task_id = $1 AND queued_for IS NOT NULL
+                 UNION ALL
+                 SELECT due_at, seen_at, CAST(NULL AS BIGINT) FROM seen_due WHERE task_id = $1
+                 ORDER BY 1 DESC, 2 LIMIT 1",
+                args![task_id],
+            )
+            .context("reading the task's queue mark")?;
+        row.as_ref().map(decode_mark).transpose()
+    }
+
+    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
+        self.execute(
+            "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES ($1, $2, $3)
+             ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
+                 seen_at = excluded.seen_at
+             WHERE seen_due.due_at <> excluded.due_at",
+            args![task_id, mark.due_at, mark.seen_at],
+        )
+        .context("noting a due task seen")?;
+        Ok(())
+    }
+
+    fn set_queue_mark(
+        &mut self,
+        task_id: &str,
+        next_run_at: Option<i64>,
+        next_retry_at: Option<i64>,
+        mark: &QueueMark,
+    ) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET queued_for = $1, queued_since = $2, queued_next = $3
+                 WHERE task_id = $4 AND state = 'active'
+                   AND next_run_at IS NOT DISTINCT FROM $5
+                   AND next_retry_at IS NOT DISTINCT FROM $6",
+                args![
+                    mark.due_at,
+                    mark.seen_at,
+                    mark.superseded_at,
+                    task_id,
+                    next_run_at,
+                    next_retry_at
+                ],
+            )
+            .context("queueing the task")?;
+        expect_one(changed, || {
+            format!("task {task_id} moved on while it was being queued")
+        })
+    }
+
+    fn running_count(&mut self) -> Result<i64> {
+        if self.dialect() == Dialect::Postgres {
+            // Held to the end of the transaction: the next claim that counts
+            // waits for this one's commit, and (READ COMMITTED) then sees it.
+            // A SQLite write transaction holds the whole file already.
+            self.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                args![RUNNING_LIMIT_LOCK],
+            )
+            .context("taking the running-limit lock")?;
+        }
+        count_running(self)
+    }
+
+    fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats> {
+        let by = self.dialect().pick("INDEXED BY tasks_queued", "");
+        let row = self
+            .query_one(
+                &format!(
+                    "SELECT count(*), min(queued_for) FROM tasks {by}
+                     WHERE queued_for IS NOT NULL AND state = 'active'
+                       AND (CAST($1 AS TEXT) IS NULL OR tenant_key = $1)"
+                ),
+                args![tenant],
+            )
+            .context("counting queued tasks")?;
+        Ok(QueueStats {
+            queued: row.get(0)?,
+            oldest_queued_due: row.get(1)?,
+            // A report, not a claim: no need to wait for the limit's lock.
+            running_all: count_running(self)?,
+        })
+    }
 }

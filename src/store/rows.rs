@@ -1,17 +1,14 @@
-//! One decoder per row type, shared by both stores: a run, a notice, an
-//! audit event, a task and a task's memory, read from the columns
-//! `RUN_COLUMNS`, `NOTICE_COLUMNS`, `EVENT_COLUMNS`, `TASK_COLUMNS` and
-//! `MEMORY_COLUMNS`, in that order. Each store reads its own rows
-//! through `Cells` (rusqlite's and postgres's), with its own error type, so
-//! its queries keep their shape (`query_map(…, decode_run)` on SQLite).
-//! A value that is not what the column must hold is an error, never a
-//! panic: the caller quarantines or reports the row.
+//! The decoders of the rows several families read: a run, a notice and an
+//! audit event, from the columns `RUN_COLUMNS`, `NOTICE_COLUMNS` and
+//! `EVENT_COLUMNS`, in that order, through `Cells` (a `connection::Row`,
+//! or the fuzz targets' rows). A family's own rows (a task, its memory, a
+//! success clock) are decoded in the family's file. A value that is not
+//! what the column must hold is an error, never a panic: the caller
+//! quarantines or reports the row.
 
 use crate::audit::{Event, StoredEvent};
-use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger, Task};
-use crate::store::memory::TaskMemory;
-use crate::store::overdue::Expecting;
-use crate::store::tasks::{CorruptRow, RawTask};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger};
+use crate::store::connection::Row;
 
 /// The columns of an audit event row, in the order `event` reads them.
 pub const EVENT_COLUMNS: &str = "event_id, at, tenant_key, actor, action, task_id, run_id, detail";
@@ -27,51 +24,23 @@ pub trait Cells {
     fn invalid(&self, i: usize, what: String) -> Self::Error;
 }
 
-impl Cells for rusqlite::Row<'_> {
-    type Error = rusqlite::Error;
-    fn text(&self, i: usize) -> rusqlite::Result<String> {
-        self.get(i)
-    }
-    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
-        self.get(i)
-    }
-    fn int(&self, i: usize) -> rusqlite::Result<i64> {
-        self.get(i)
-    }
-    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
-        self.get(i)
-    }
-    fn invalid(&self, i: usize, what: String) -> rusqlite::Error {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into())
-    }
-}
-
-impl Cells for postgres::Row {
+impl Cells for Row {
     type Error = anyhow::Error;
     fn text(&self, i: usize) -> anyhow::Result<String> {
-        cell(self, i)
+        self.get(i)
     }
     fn opt_text(&self, i: usize) -> anyhow::Result<Option<String>> {
-        cell(self, i)
+        self.get(i)
     }
     fn int(&self, i: usize) -> anyhow::Result<i64> {
-        cell(self, i)
+        self.get(i)
     }
     fn opt_int(&self, i: usize) -> anyhow::Result<Option<i64>> {
-        cell(self, i)
+        self.get(i)
     }
     fn invalid(&self, i: usize, what: String) -> anyhow::Error {
         anyhow::anyhow!("column {i}: {what}")
     }
-}
-
-fn cell<'r, T: postgres::types::FromSql<'r>>(
-    row: &'r postgres::Row,
-    i: usize,
-) -> anyhow::Result<T> {
-    use anyhow::Context;
-    row.try_get(i)
-        .with_context(|| format!("reading column {i}"))
 }
 
 /// A run, from `RUN_COLUMNS`.
@@ -122,17 +91,6 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
     })
 }
 
-/// A task that expects successes, from `sql::overdue::EXPECTING_COLUMNS`.
-pub fn expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
-    Ok(Expecting {
-        task_id: row.text(0)?,
-        tenant_key: row.text(1)?,
-        name: row.opt_text(2)?,
-        overdue_since: row.opt_int(3)?,
-        last_success_at: row.opt_int(4)?,
-    })
-}
-
 /// A notice, from `NOTICE_COLUMNS`.
 pub fn notice<R: Cells>(row: &R) -> Result<Notice, R::Error> {
     let state = row.text(4)?;
@@ -180,70 +138,5 @@ pub fn event<R: Cells>(row: &R) -> Result<StoredEvent, R::Error> {
             run_id: row.opt_text(6)?,
             detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::String(detail)),
         },
-    })
-}
-
-/// A task, from `TASK_COLUMNS`: the columns as stored, then validated by
-/// `RawTask::decode`. A column of the wrong type (which SQLite's STRICT
-/// tables make unlikely) is reported like any other damage; only the id and
-/// tenant must be readable for that report.
-pub fn task<R: Cells>(row: &R) -> Result<Result<Task, CorruptRow>, R::Error>
-where
-    R::Error: std::fmt::Display,
-{
-    let task_id = row.text(0)?;
-    let tenant_key = row.text(1)?;
-    let raw = (|| -> Result<RawTask, R::Error> {
-        Ok(RawTask {
-            task_id: task_id.clone(),
-            tenant_key: tenant_key.clone(),
-            name: row.opt_text(2)?,
-            owner_keys: row.text(3)?,
-            target: row.text(4)?,
-            instruction: row.text(5)?,
-            schedule: row.text(6)?,
-            timezone: row.text(7)?,
-            policy: row.text(8)?,
-            grace_seconds: row.int(9)?,
-            max_retries: row.int(10)?,
-            retry_backoff_seconds: row.int(11)?,
-            payload_hash: row.text(12)?,
-            state: row.text(13)?,
-            state_reason: row.opt_text(14)?,
-            state_changed_at: row.int(15)?,
-            next_run_at: row.opt_int(16)?,
-            revision: row.int(17)?,
-            created_at: row.int(18)?,
-            updated_at: row.int(19)?,
-            consecutive_failures: row.int(20)?,
-            next_retry_at: row.opt_int(21)?,
-            retry_run_id: row.opt_text(22)?,
-            payload: row.text(23)?,
-            follow_key: row.opt_text(24)?,
-            zone_in_force: row.opt_text(25)?,
-        })
-    })();
-    Ok(match raw {
-        Ok(raw) => raw.decode(),
-        Err(e) => Err(CorruptRow {
-            id: task_id,
-            tenant_key,
-            problem: e.to_string(),
-        }),
-    })
-}
-
-/// A task's memory, from `MEMORY_COLUMNS`.
-pub fn memory<R: Cells>(row: &R) -> Result<TaskMemory, R::Error> {
-    Ok(TaskMemory {
-        task_id: row.text(0)?,
-        last_failure_reason: row.opt_text(1)?,
-        last_failure_sent_at: row.opt_int(2)?,
-        last_success_fingerprint: row.opt_text(3)?,
-        suppressed_count: row.int(4)?,
-        suppressed_failures: row.int(5)?,
-        suppressed_since: row.opt_int(6)?,
-        last_settled_run_id: row.opt_text(7)?,
-        last_success_at: row.opt_int(8)?,
     })
 }

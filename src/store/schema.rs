@@ -86,7 +86,7 @@ pub fn behind(kind: ErrorKind, found: i64, latest: i64) -> CmdError {
 /// Whether `err` is `behind`'s refusal (a store that is there, at an older
 /// schema), which callers must not mistake for a store that is not there.
 pub fn is_behind(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
+    crate::error::causes(err).any(|cause| {
         cause
             .downcast_ref::<CmdError>()
             .is_some_and(|e| e.message.starts_with("the store is at schema "))

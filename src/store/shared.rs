@@ -70,10 +70,11 @@ impl SharedStore {
         if let Some(how) = &connection.lost {
             let still = crate::error::StillDisconnected(how.clone());
             connection.store = super::open(&connection.location, &connection.options)
-                .map_err(|e| e.context(still))?;
+                .map_err(|e| super::faulted(e).context(still))?;
             connection.lost = None;
         }
-        let result = f(connection.store.as_mut());
+        // A boundary of the store: its errors carry their faults.
+        let result = f(connection.store.as_mut()).map_err(super::faulted);
         if let Err(e) = &result {
             connection.lost =
                 crate::error::is_connection_lost(e).then(|| crate::error::connection_loss(e));

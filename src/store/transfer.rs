@@ -1,10 +1,13 @@
 //! Moving a store's contents between backends (`export` / `import`): every
 //! table as JSON Lines, one object per row keyed by column name. The column
 //! lists are fixed here, so a key in an imported line can never become SQL.
+//! The operations and their one implementation over `Connection`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
+use super::connection::{Arg, Connection};
+use crate::store::connection::args;
 use crate::store::tasks::RawTask;
 
 /// What a column holds, as a JSON line writes it.
@@ -235,15 +238,11 @@ impl Table {
         )
     }
 
-    /// `INSERT INTO t (a, b, …) VALUES (…)` with placeholders from `placeholder(i, is_int)`.
-    pub fn insert_sql(&self, placeholder: impl Fn(usize, Kind) -> String) -> String {
+    /// `INSERT INTO t (a, b, …) VALUES ($1, $2, …)`: each parameter takes
+    /// its column's type.
+    pub fn insert_sql(&self) -> String {
         let columns: Vec<&str> = self.columns.iter().map(|c| c.0).collect();
-        let values: Vec<String> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| placeholder(i + 1, c.1))
-            .collect();
+        let values: Vec<String> = (1..=self.columns.len()).map(|i| format!("${i}")).collect();
         format!(
             "INSERT INTO {} ({}) VALUES ({})",
             self.name,
@@ -346,4 +345,59 @@ pub trait TransferTx {
     fn rebuild_task_memory(&mut self) -> Result<()>;
     /// Whether the store holds no tasks, runs or events yet.
     fn is_empty(&mut self) -> Result<bool>;
+}
+
+impl<C: Connection> TransferTx for C {
+    fn dump_table(&mut self, table: &Table) -> Result<Vec<Map<String, Value>>> {
+        let rows = self
+            .query(&table.select_sql(), args![])
+            .with_context(|| format!("exporting {}", table.name))?;
+        rows.iter()
+            .map(|row| {
+                let mut object = Map::new();
+                for (i, (name, kind)) in table.columns.iter().enumerate() {
+                    let value = match kind {
+                        Kind::Int => row.get::<Option<i64>>(i)?.map(Value::from),
+                        Kind::Real => row.get::<Option<f64>>(i)?.map(Value::from),
+                        Kind::Text => row.get::<Option<String>>(i)?.map(Value::String),
+                    }
+                    .unwrap_or(Value::Null);
+                    object.insert(name.to_string(), value);
+                }
+                Ok(object)
+            })
+            .collect::<Result<_>>()
+            .with_context(|| format!("exporting {}", table.name))
+    }
+
+    fn load_row(&mut self, table: &Table, values: &[Value]) -> Result<()> {
+        let args: Vec<Arg<'_>> = table
+            .columns
+            .iter()
+            .zip(values)
+            .map(|((_, kind), v)| match kind {
+                Kind::Int => Arg::from(v.as_i64()),
+                Kind::Real => Arg::from(v.as_f64()),
+                Kind::Text => Arg::from(v.as_str()),
+            })
+            .collect();
+        self.execute(&table.insert_sql(), &args)
+            .with_context(|| format!("importing a row into {}", table.name))?;
+        Ok(())
+    }
+
+    fn rebuild_task_memory(&mut self) -> Result<()> {
+        self.execute(REBUILD_MEMORY_SQL, args![])
+            .context("rebuilding the tasks' memory")?;
+        Ok(())
+    }
+
+    fn is_empty(&mut self) -> Result<bool> {
+        let n: i64 = self.value(
+            "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM runs)
+                 + (SELECT count(*) FROM events)",
+            args![],
+        )?;
+        Ok(n == 0)
+    }
 }

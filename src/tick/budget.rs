@@ -8,51 +8,28 @@
 //! transaction that settles it. A stored window that began before the
 //! current one counts as nothing spent: a window resets by being read, not
 //! by a sweep. A task without budgets reads and writes nothing here.
+//! What a budget's state means is `limits::budget` (pure); how the claim
+//! applies it is `claim/budgets.rs`.
 
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::budget_window::{self, Window};
-use crate::limits::{amount_words, decimal, Budget, Usage, RUNS_KEY};
-use crate::model::{Run, RunStatus, Task, TaskState};
+use crate::limits::budget::state_json;
+pub use crate::limits::budget::BudgetState;
+use crate::limits::window as budget_window;
+use crate::limits::Usage;
+use crate::model::{Run, Task};
 use crate::store::{BudgetWindow, Tx};
 
-use super::claim::Plan;
-
-/// One budget of a task as it stands now: its current window, what was
-/// spent in it, and whether its notice was made.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BudgetState {
-    pub budget: Budget,
-    pub window: Window,
-    pub spent: f64,
-    pub told_at: Option<i64>,
-    /// When an earlier window of this budget was told (its stored row is
-    /// being replaced by the current window's): a budget is told once per
-    /// change, not once per window.
-    pub told_before: Option<i64>,
-    /// Differs from the stored row (reset, counted, told): to be saved.
-    pub changed: bool,
-}
-
-impl BudgetState {
-    pub fn is_spent(&self) -> bool {
-        self.spent >= self.budget.limit
-    }
-
-    pub fn remaining(&self) -> f64 {
-        (self.budget.limit - self.spent).max(0.0)
-    }
-
-    fn row(&self, task_id: &str) -> BudgetWindow {
-        BudgetWindow {
-            task_id: task_id.to_string(),
-            key: self.budget.key.clone(),
-            period: self.budget.period.as_str().to_string(),
-            window_start: self.window.start,
-            spent: self.spent,
-            told_at: self.told_at,
-        }
+/// The stored row of a budget's window.
+fn row(b: &BudgetState, task_id: &str) -> BudgetWindow {
+    BudgetWindow {
+        task_id: task_id.to_string(),
+        key: b.budget.key.clone(),
+        period: b.budget.period.as_str().to_string(),
+        window_start: b.window.start,
+        spent: b.spent,
+        told_at: b.told_at,
     }
 }
 
@@ -88,115 +65,10 @@ pub fn read(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<Vec<BudgetState>> 
     Ok(current(task, &stored, now))
 }
 
-/// Applies the budgets to a claim's plan: a run about to start becomes
-/// `skipped_budget` when a budget is spent (settled now, like a missed
-/// run: the schedule has moved on, a retry it was ends); otherwise the
-/// run counts in the `runs` budgets.
-pub fn apply(plan: &mut Plan, task: &Task, budgets: Vec<BudgetState>, now: i64) {
-    plan.budgets = budgets;
-    let Some(run) = plan
-        .runs
-        .iter_mut()
-        .find(|r| r.status == RunStatus::Running)
-    else {
-        return;
-    };
-    match plan.budgets.iter().find(|b| b.is_spent()) {
-        Some(spent) => {
-            hold_back(run, &reason(spent, task), now);
-            let nothing_left = plan.next_run_at.is_none() && plan.next_retry_at.is_none();
-            if nothing_left {
-                plan.state = TaskState::Completed;
-            }
-        }
-        None => {
-            for b in plan.budgets.iter_mut().filter(|b| b.budget.key == RUNS_KEY) {
-                b.spent += 1.0;
-                b.changed = true;
-            }
-        }
-    }
-}
-
-/// A run the claim decided to start, recorded instead as not executed.
-fn hold_back(run: &mut Run, reason: &str, now: i64) {
-    run.status = RunStatus::SkippedBudget;
-    run.reason = Some(reason.to_string());
-    run.finished_at = Some(now);
-    run.lease_token = None;
-    run.lease_until = None;
-    run.runner = None;
-    run.started_at = None;
-    run.queued_seconds = None;
-}
-
-/// "budget usd=1/day spent (1.2 of 1); the window resets at 2026-03-09
-/// 00:00 -03", and for a task that expects successes, that it will be
-/// overdue meanwhile: the one notice that says so (tick/overdue.rs holds
-/// its own back).
-pub fn reason(b: &BudgetState, task: &Task) -> String {
-    let overdue = task
-        .payload
-        .expect_success_seconds
-        .map(|expect| {
-            format!(
-                "; no run succeeds until then, so it may be overdue (it expects a success within {})",
-                crate::text::human_duration(expect)
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        "budget {} spent ({} of {}); the window resets at {}{overdue}",
-        b.budget.spelling(),
-        amount_words(b.spent),
-        amount_words(b.budget.limit),
-        crate::text::wall_time(b.window.end, task.zone_in_force)
-    )
-}
-
-/// The budget whose notice a `skipped_budget` run makes, and whether that
-/// notice was made already (then it is held back): the first spent
-/// budget. A budget is told once per change (docs/CONTRACT.md §16): spent
-/// again in a later window, it is news only when a run succeeded since it
-/// was told (`last_success_at`, from the task's memory); otherwise the
-/// told instant is carried into the new window. Marks it told.
-pub fn tell(plan: &mut Plan, last_success_at: Option<i64>, now: i64) -> Option<bool> {
-    if !plan
-        .runs
-        .iter()
-        .any(|r| r.status == RunStatus::SkippedBudget)
-    {
-        return None;
-    }
-    let spent = plan.budgets.iter_mut().find(|b| b.is_spent())?;
-    let told_at = spent.told_at.or(spent.told_before);
-    let told = told_at.is_some_and(|at| last_success_at.is_none_or(|success| success < at));
-    let marked = if told { told_at } else { Some(now) };
-    if spent.told_at != marked {
-        spent.told_at = marked;
-        spent.changed = true;
-    }
-    Some(told)
-}
-
-/// `tell`, reading the task's last success only when a run is skipped
-/// for its budget (one lookup by the task's id).
-pub fn tell_in(tx: &mut dyn Tx, plan: &mut Plan, task_id: &str, now: i64) -> Result<bool> {
-    if !plan
-        .runs
-        .iter()
-        .any(|r| r.status == RunStatus::SkippedBudget)
-    {
-        return Ok(false);
-    }
-    let last_success_at = tx.task_memory(task_id)?.and_then(|m| m.last_success_at);
-    Ok(tell(plan, last_success_at, now).unwrap_or(false))
-}
-
 /// Writes the windows the claim changed.
 pub fn save(tx: &mut dyn Tx, task_id: &str, budgets: &[BudgetState]) -> Result<()> {
     for b in budgets.iter().filter(|b| b.changed) {
-        tx.save_budget_window(&b.row(task_id))?;
+        tx.save_budget_window(&row(b, task_id))?;
     }
     Ok(())
 }
@@ -267,22 +139,13 @@ pub fn spent_now(
     Ok(spent)
 }
 
-/// One budget as `show --json` and `status --json` name it.
-pub fn state_json(b: &BudgetState, task: &Task) -> Value {
-    json!({
-        "key": b.budget.key,
-        "limit": decimal(b.budget.limit),
-        "period": b.budget.period.as_str(),
-        "spent": decimal(b.spent),
-        "remaining": decimal(b.remaining()),
-        "resets_at": crate::schedule::format_local(b.window.end, task.zone_in_force),
-    })
-}
-
 /// The executor's `limits` (docs/CONTRACT.md §5): its time limit and, per
 /// budget, what is left of the window and when it resets.
 pub fn limits(timeout_seconds: u64, budgets: &[BudgetState], task: &Task) -> Value {
-    let budgets: Vec<Value> = budgets.iter().map(|b| state_json(b, task)).collect();
+    let budgets: Vec<Value> = budgets
+        .iter()
+        .map(|b| state_json(b, task.zone_in_force))
+        .collect();
     json!({"timeout_seconds": timeout_seconds, "budgets": budgets})
 }
 
@@ -365,48 +228,5 @@ mod tests {
         let runs = states.iter().find(|s| s.budget.key == "runs").unwrap();
         assert_eq!((runs.spent, runs.told_at, runs.changed), (0.0, None, true));
         assert_eq!(runs.window.start, today - 6 * 86400);
-    }
-
-    /// A plan whose run was skipped for `usd=1/day`, spent in the window
-    /// of `now` (its stored row from the window starting `stored_start`).
-    fn skipped(task: &Task, stored_start: i64, told_at: Option<i64>, now: i64) -> Plan {
-        let stored = [BudgetWindow {
-            told_at,
-            ..row("usd", "day", stored_start, 1.5)
-        }];
-        let mut states = current(task, &stored, now);
-        states[0].spent = 1.5;
-        let run = Run::new(task, now, now, 1, RunStatus::SkippedBudget, now, |_| {});
-        crate::tick::claim::Plan {
-            runs: vec![run],
-            next_run_at: None,
-            next_retry_at: None,
-            retry_run_id: None,
-            state: TaskState::Active,
-            superseded_retry: None,
-            consumed_trigger: None,
-            budgets: states,
-        }
-    }
-
-    #[test]
-    fn a_budget_is_told_once_per_change_not_once_per_window() {
-        let task = task(&["usd=1/day"], "UTC");
-        let today = 1_772_928_000;
-        let now = today + 3600;
-        let yesterday = today - 86400;
-        // Never told: told now.
-        let mut plan = skipped(&task, today, None, now);
-        assert_eq!(tell(&mut plan, None, now), Some(false));
-        assert_eq!(plan.budgets[0].told_at, Some(now));
-        // Told yesterday, no success since: today's skip holds its notice
-        // back, and carries the told instant into today's window.
-        let mut plan = skipped(&task, yesterday, Some(yesterday + 60), now);
-        assert_eq!(tell(&mut plan, Some(yesterday - 10), now), Some(true));
-        assert_eq!(plan.budgets[0].told_at, Some(yesterday + 60));
-        // A run succeeded after it was told: spent again is news.
-        let mut plan = skipped(&task, yesterday, Some(yesterday + 60), now);
-        assert_eq!(tell(&mut plan, Some(yesterday + 600), now), Some(false));
-        assert_eq!(plan.budgets[0].told_at, Some(now));
     }
 }

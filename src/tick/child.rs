@@ -31,11 +31,12 @@ use crate::schedule;
 use crate::wire as json;
 
 use super::budget;
-use super::gate::{self, Gate};
+use super::gate;
 use super::leases::{self, lease_lost, Leases};
 use super::settle::Outcome;
 use super::time_limit::TimeLimit;
 use super::usage_reports;
+use crate::limits::gate::{Gate, CLOSED};
 
 /// The reason recorded on a run whose tick was told to stop.
 pub const INTERRUPTED: &str = "tick interrupted";
@@ -330,11 +331,7 @@ pub(super) fn outcome_of_result(result: &Executed) -> (Outcome, Option<String>) 
             None,
         ),
         Err(Failure::GateClosed(said)) => (
-            Outcome::settled(
-                RunStatus::SkippedGate,
-                said.clone(),
-                Some(gate::CLOSED.into()),
-            ),
+            Outcome::settled(RunStatus::SkippedGate, said.clone(), Some(CLOSED.into())),
             None,
         ),
         Err(Failure::NotStarted(e)) => (

@@ -6,8 +6,7 @@ use crate::audit::{AuditAction, Event};
 
 use super::{deliver, execute, TaskRef};
 
-/// The actor of every event the tick writes.
-pub const ACTOR: &str = "agentcron:tick";
+pub use super::ACTOR;
 
 /// Something the tick did, reported to the person (or script) as it happens.
 #[derive(Debug, Clone)]

@@ -48,7 +48,6 @@ use crate::store::{shared::SharedStore, Store};
 use super::child::{self, Failure};
 pub use super::child::{Executor, Job, INTERRUPTED};
 use super::deliver::{self, Delivery, Notifier};
-use super::gate;
 use super::leases::{end_lease, lease_lost};
 pub use super::leases::{Leases, Renewals, Slot};
 use super::release;
@@ -372,7 +371,7 @@ fn run_one(
         std::mem::take(&mut outcome.usage),
     );
     if let Some(words) = gate_failed {
-        outcome.summary = Some(gate::failed_open_summary(
+        outcome.summary = Some(crate::limits::gate::failed_open_summary(
             &words,
             outcome.summary.as_deref(),
         ));

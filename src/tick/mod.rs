@@ -29,8 +29,12 @@
 //! task's check before its executor), `time_limit`
 //! (how long a run may take), `settle` and
 //! `notice_policy` (outcomes and their notices), `deliver` and `lane`
-//! (step 5), `events` (what is reported), `dry_run`. `run` below is the
-//! sequence of those steps.
+//! (step 5), `events` (what is reported), `dry_run`; the task's limits,
+//! whose decisions are `crate::limits`' (pure): `budget` (the windows read
+//! and written), `overdue` (the overdue clock's writes) and
+//! `overdue_step` (the clocks that ran out, decided). `run` below is the
+//! sequence of those steps. The re-exports below are the tick's one face
+//! to the rest of the house.
 
 pub mod budget;
 pub mod child;
@@ -45,6 +49,7 @@ pub mod lane;
 pub mod leases;
 pub mod notice_policy;
 pub mod overdue;
+pub mod overdue_step;
 pub mod queue;
 pub mod recording;
 pub mod release;
@@ -61,12 +66,26 @@ use crate::clock::Clock;
 use crate::error::{BusyStep, CmdError};
 use crate::store::{shared::SharedStore, Agenda, Store};
 
-pub use deliver::Notifier;
+// The tick's face: what the rest of the house uses of it, so that the
+// rooms outside name the tick, not its files (tests/cli/wiring/floors.rs
+// lets them name three of its modules at most).
+pub use budget::{read as budgets_now, spent_now as spent_budgets};
+pub use claim::{approved_continuation, previous_run};
+pub use deliver::{deliver_pending, Delivery, Notifier};
 pub use events::TickEvent;
-pub use execute::Executor;
+pub use execute::{run_jobs, Executor, Finished, Job};
 pub use expiry::freeze_expired_leases;
+pub use notice_policy::reconciled as reconciled_memory;
+pub use overdue::{resumed as resume_overdue_clock, start as start_overdue_clock};
+pub use queue::HeldBack;
 pub use recording::{RUNS_UID, SCHEDULER_GAP_SECONDS, STORE_UID};
+pub use release::NOT_STARTED;
 pub use scheduler::MAX_DECISIONS;
+pub use settle::{record as record_outcome, settle as settle_outcome, Outcome};
+pub use usage_reports::beyond as usage_beyond;
+
+/// The actor of every event the tick writes.
+pub const ACTOR: &str = "agentcron:tick";
 
 pub struct TickOptions {
     pub tenant: Option<String>,
@@ -255,7 +274,7 @@ fn expire_if_due(
     // Before the claims, so that its notice goes out in this tick: the task
     // was overdue when the tick began, whatever its run does next.
     if agenda.overdue {
-        let decided = overdue::decide(store, options, clock, report)
+        let decided = overdue_step::decide(store, options, clock, report)
             .busy_during("deciding which tasks are overdue")?;
         before.notices_waiting |= decided.notices_added;
         before.changed |= decided.changed;

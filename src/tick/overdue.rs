@@ -11,7 +11,7 @@
 //! or, without `expect_success`, stops it; `resume` restarts it unless the
 //! task is overdue.
 //!
-//! A tick decides it (`decide`): it reads the tasks whose clock ran out
+//! A tick decides it (`overdue_step::decide`): it reads the tasks whose clock ran out
 //! along `tasks_success_due` (a bounded batch, never the run history) and,
 //! for each, in one write transaction, moves the clock into
 //! `overdue_since` (guarded by the instant read, so a success committed
@@ -30,26 +30,17 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
-use crate::clock::Clock;
+use crate::limits::overdue::{self, Silent, BUDGET_SAYS_IT};
 use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, Task};
-use crate::store::{Store, SuccessDue, Tx};
-use crate::text::{human_duration, wall_time};
+use crate::store::{SuccessDue, Tx};
 use crate::wire::time;
 
-use super::events::{TickEvent, ACTOR};
-use super::{notice_policy, TaskRef, TickOptions};
-
-/// Tasks one tick decides at most; the rest wait for the next tick (the
-/// earliest first, so none waits forever).
-pub const BATCH: u32 = 100;
+use super::{notice_policy, ACTOR};
 
 /// When the clock of `task`, confirmed, replaced or resumed at `now`,
-/// runs out: DUR after its next occurrence, or after `now` when that is
-/// later (or there is none). None when the task expects no successes.
+/// runs out (`limits::overdue::first_due`).
 pub fn first_due(task: &Task, now: i64) -> Option<i64> {
-    let expect = task.payload.expect_success_seconds?;
-    let start = task.next_run_at.map_or(now, |next| next.max(now));
-    Some(start.saturating_add(expect))
+    overdue::first_due(task.payload.expect_success_seconds, task.next_run_at, now)
 }
 
 /// Starts the clock of a task just confirmed or replaced (`first_due`),
@@ -62,8 +53,8 @@ pub fn start(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
 /// A run of `task` succeeded at `finished_at`: the clock starts again and
 /// the task is no longer overdue. Part of the settling transaction.
 pub fn succeeded(tx: &mut dyn Tx, task: &Task, finished_at: i64) -> Result<()> {
-    match task.payload.expect_success_seconds {
-        Some(expect) => tx.set_success_due(&task.task_id, Some(finished_at.saturating_add(expect))),
+    match overdue::after_success(task.payload.expect_success_seconds, finished_at) {
+        Some(due) => tx.set_success_due(&task.task_id, Some(due)),
         None => Ok(()),
     }
 }
@@ -78,71 +69,6 @@ pub fn resumed(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
         return Ok(());
     }
     start(tx, task, now)
-}
-
-/// What deciding changed.
-#[derive(Debug, Default)]
-pub struct Decided {
-    /// Notices were added (to be sent in this tick).
-    pub notices_added: bool,
-    /// Anything at all was written.
-    pub changed: bool,
-}
-
-/// The tick's step: every task (of the tick's tenant) whose clock ran out
-/// by now, up to `BATCH`, decided in its own transaction and reported.
-pub fn decide(
-    store: &mut dyn Store,
-    options: &TickOptions,
-    clock: Clock,
-    report: &mut dyn FnMut(&TickEvent) -> Result<()>,
-) -> Result<Decided> {
-    let now = clock.now();
-    let tenant = options.tenant.as_deref();
-    let due = store.read(|tx| tx.successes_due(now, tenant, BATCH))?;
-    let mut decided = Decided::default();
-    for due in due {
-        let Some(event) = store.write(|tx| decide_one(tx, &due, now))? else {
-            continue;
-        };
-        decided.changed = true;
-        if let TickEvent::Overdue {
-            notice: Some(n), ..
-        } = &event
-        {
-            decided.notices_added |= n.state == DeliveryState::Pending;
-        }
-        report(&event)?;
-    }
-    Ok(decided)
-}
-
-/// One task: overdue (with its event and notice), or its clock dropped
-/// when it will not run again. None when a success or another tick moved
-/// it since it was read, or when it has no run yet to carry the notice:
-/// the claim that records its first runs decides it (`at_claim`), later
-/// in this tick.
-fn decide_one(tx: &mut dyn Tx, due: &SuccessDue, now: i64) -> Result<Option<TickEvent>> {
-    let task = match tx.task(&due.task_id)? {
-        Some(Ok(task)) if due.active => task,
-        // Completed, deleted or quarantined (or a row the claim step
-        // quarantines): nothing will run, so nothing is expected.
-        _ => return settled_quietly(tx.drop_success_due(due)),
-    };
-    let Some(run) = tx.task_runs(&task.task_id, 1)?.pop() else {
-        return Ok(None);
-    };
-    if let Err(e) = tx.mark_overdue(due) {
-        return settled_quietly(Err(e));
-    }
-    let (message, notice) = tell(tx, &task, due, &run, now)?;
-    Ok(Some(TickEvent::Overdue {
-        task: TaskRef::of(&task),
-        tenant_key: task.payload.tenant_key.clone(),
-        since: due.success_due_at,
-        message,
-        notice: Some(notice),
-    }))
 }
 
 /// In the claim's transaction, once `first` (the first run the claim
@@ -171,7 +97,7 @@ pub fn at_claim(tx: &mut dyn Tx, task: &Task, first: &Run, now: i64) -> Result<(
 }
 
 /// The notice on `run` and the audit event of a task just marked overdue.
-fn tell(
+pub(super) fn tell(
     tx: &mut dyn Tx,
     task: &Task,
     due: &SuccessDue,
@@ -204,43 +130,17 @@ fn tell(
     Ok((message, notice))
 }
 
-/// A guarded change that found the task moved on is not an error: the
-/// success (or the other tick) that moved it decided it.
-fn settled_quietly(change: Result<()>) -> Result<Option<TickEvent>> {
-    match change {
-        Ok(()) => Ok(None),
-        Err(e) if super::deliver::is_conflict(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// "digest (1a2b3c4d) is overdue: no run has succeeded for 3 d (last
-/// success 2026-12-01 09:00 CET); it expects one within 1 d".
+/// The words of `task`'s overdue notice.
 pub fn message(task: &Task, last_success_at: Option<i64>, now: i64) -> String {
-    let zone = task.zone_in_force;
-    let since = match last_success_at {
-        Some(at) => format!(
-            "no run has succeeded for {} (last success {})",
-            human_duration(now - at),
-            wall_time(at, zone)
-        ),
-        None => format!(
-            "no run has succeeded since it was confirmed {} ago ({})",
-            human_duration(now - task.created_at),
-            wall_time(task.created_at, zone)
-        ),
+    let label = task.label();
+    let silent = Silent {
+        label: &label,
+        created_at: task.created_at,
+        expect_success_seconds: task.payload.expect_success_seconds,
+        zone: task.zone_in_force,
     };
-    let expect = task.payload.expect_success_seconds.unwrap_or_default();
-    format!(
-        "{} is overdue: {since}; it expects one within {}",
-        task.label(),
-        human_duration(expect)
-    )
+    overdue::message(&silent, last_success_at, now)
 }
-
-/// Why an overdue caused by a spent budget is held back: the budget's one
-/// notice says the task will be overdue (tick/budget.rs `reason`).
-pub const BUDGET_SAYS_IT: &str = "told in the budget notice";
 
 /// The notice, on `run` (the task's most recent run: a notice is
 /// delivered with a run). Held back under `never`, and when that run was

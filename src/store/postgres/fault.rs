@@ -1,5 +1,6 @@
 //! What a PostgreSQL error was, in the kinds `error.rs` distinguishes: the
 //! one place that reads the driver's SQLSTATEs for the rest of the program.
+//! `store::fault` puts what it finds on errors as they leave the store.
 
 use postgres::error::SqlState;
 

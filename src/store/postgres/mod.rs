@@ -5,25 +5,12 @@
 //! tick never waits on another host's claim. Time is the caller's clock,
 //! which `context` corrects to the server's (`server_time_micros`).
 
-mod budgets;
 mod commit;
-mod completion;
 mod connection;
-mod deliveries;
-mod events;
 pub(super) mod fault;
-mod maintenance;
-mod memory;
-mod meta;
-mod overdue;
 pub mod password;
-mod queue;
-mod runs;
 pub mod schema;
 mod statements;
-mod tasks;
-mod transfer;
-mod zones;
 
 use std::ops::ControlFlow;
 
@@ -133,7 +120,11 @@ impl PgStore {
     /// server meets this): nothing was done in it, so a new connection
     /// replaces it and the transaction begins again, once.
     fn begin_again(&mut self, e: anyhow::Error) -> Result<()> {
-        if e.downcast_ref::<NotBegun>().is_none() || !crate::error::is_connection_lost(&e) {
+        if e.downcast_ref::<NotBegun>().is_none() {
+            return Err(e);
+        }
+        let e = crate::store::faulted(e);
+        if !crate::error::is_connection_lost(&e) {
             return Err(e);
         }
         let (client, session) = connect(&self.config, &self.options, &self.shown).map_err(|c| {
@@ -222,7 +213,7 @@ impl PgStore {
         match tx.commit() {
             Ok(()) => Ok(()),
             Err(e) => {
-                let e = anyhow::Error::new(e);
+                let e = crate::store::faulted(anyhow::Error::new(e));
                 if crate::error::is_connection_lost(&e) {
                     self.settle_lost_commit(&marker, e)
                 } else {
@@ -400,26 +391,7 @@ impl Store for PgStore {
     }
 }
 
-/// "no row matched the guard" → Conflict.
 impl PgTx<'_, '_> {
-    /// The ids `sql` finds for a prefix: a range on the primary key with the
-    /// parameters (prefix, its upper bound, tenant, limit); `starts_with` in
-    /// the SQL keeps a collation that orders '-' oddly from ever matching an
-    /// id that does not begin so.
-    fn ids_with_prefix(
-        &mut self,
-        sql: &str,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self
-            .tx
-            .query(sql, &[&prefix, &upper, &tenant_key, &i64::from(limit)])?;
-        rows.iter().map(|r| col(r, 0)).collect()
-    }
-
     /// Hands `each` the rows of `sql` a page at a time through a cursor,
     /// with the transaction for the row's own queries between pages: memory
     /// holds one page however many rows match (a plain `query` holds them
@@ -470,21 +442,4 @@ impl PgTx<'_, '_> {
             .context("ending a read")?;
         Ok(())
     }
-}
-
-pub(crate) fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(crate::error::CmdError::conflict(message()).into())
-    }
-}
-
-/// Reads a column, turning a type mismatch into an error instead of a panic.
-pub(crate) fn col<'r, T: postgres::types::FromSql<'r>>(
-    row: &'r postgres::Row,
-    i: usize,
-) -> Result<T> {
-    row.try_get(i)
-        .with_context(|| format!("reading column {i}"))
 }

@@ -91,8 +91,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
 "#,
     r#"
-    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
-    -- (section 7); the same columns as SQLite's migration 3.
+    -- 3: capacity is not lateness (docs/CONTRACT.md §6) and delivery backoff
+    -- (§7); the same columns as SQLite's migration 3.
     ALTER TABLE tasks ADD COLUMN queued_for BIGINT, ADD COLUMN queued_since BIGINT,
         ADD COLUMN queued_next BIGINT;
     ALTER TABLE runs ADD COLUMN queued_seconds BIGINT;
@@ -108,7 +108,7 @@ const MIGRATIONS: &[&str] = &[
     r#"
     -- 4: one row per write transaction, inserted just before its COMMIT, so
     -- that a commit whose acknowledgement was lost can be resolved by
-    -- looking for it (SPEC section 12). Rows older than a day are pruned.
+    -- looking for it (docs/CONTRACT.md §12). Rows older than a day are pruned.
     CREATE TABLE commit_markers (
         marker TEXT PRIMARY KEY, at TIMESTAMPTZ NOT NULL DEFAULT now());
     CREATE INDEX commit_markers_by_age ON commit_markers (at);
@@ -118,7 +118,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN stderr_tail TEXT;
 "#,
     r#"
-    -- 6: day-2 operations (SPEC section 13); the same columns as SQLite's
+    -- 6: day-2 operations (docs/CONTRACT.md §13); the same columns as SQLite's
     -- migration 5.
     ALTER TABLE drafts ADD COLUMN replaces_task_id TEXT, ADD COLUMN replaces_revision BIGINT;
     ALTER TABLE tasks ADD COLUMN trigger_at BIGINT, ADD COLUMN trigger_reason TEXT,
@@ -129,7 +129,7 @@ const MIGRATIONS: &[&str] = &[
         CHECK (trigger IN ('schedule', 'retry', 'manual'));
 "#,
     r#"
-    -- 7: declarative tasks (SPEC section 14), as SQLite's migration 6.
+    -- 7: declarative tasks (docs/CONTRACT.md §14), as SQLite's migration 6.
     ALTER TABLE tasks ADD COLUMN managed_by TEXT;
     CREATE INDEX tasks_managed ON tasks (tenant_key, managed_by)
         WHERE managed_by IS NOT NULL;

@@ -88,16 +88,6 @@ impl<'a, 'b> CachedTx<'a, 'b> {
         self.tx.query(&statement, params)
     }
 
-    pub fn query_one(&mut self, sql: &str, params: &Params<'_>) -> Result<Row, Error> {
-        let statement = self.statement(sql)?;
-        self.tx.query_one(&statement, params)
-    }
-
-    pub fn query_opt(&mut self, sql: &str, params: &Params<'_>) -> Result<Option<Row>, Error> {
-        let statement = self.statement(sql)?;
-        self.tx.query_opt(&statement, params)
-    }
-
     pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64, Error> {
         let statement = self.statement(sql)?;
         self.tx.execute(&statement, params)

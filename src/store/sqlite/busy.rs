@@ -52,10 +52,7 @@ pub fn retry_while_busy<T>(timeout: Duration, mut step: impl FnMut() -> Result<T
     let began = Instant::now();
     loop {
         match step() {
-            Err(e)
-                if crate::error::classify(&e).0 == crate::error::ErrorKind::Busy
-                    && began.elapsed() < timeout =>
-            {
+            Err(e) if crate::store::fault::is_busy(&e) && began.elapsed() < timeout => {
                 std::thread::sleep(POLL);
             }
             other => return other,

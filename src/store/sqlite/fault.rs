@@ -1,5 +1,6 @@
 //! What a SQLite error was, in the kinds `error.rs` distinguishes: the one
 //! place that reads rusqlite's error codes for the rest of the program.
+//! `store::fault` puts what it finds on errors as they leave the store.
 
 use rusqlite::ffi;
 use rusqlite::ErrorCode;
@@ -9,7 +10,8 @@ use crate::error::{Fault, Violation};
 /// The kind of `cause` when it is rusqlite's error of a kind that matters
 /// to a caller; None for any other error.
 pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
-    // rusqlite shows SQLite's numbered code behind its own message.
+    // rusqlite shows SQLite's numbered code behind its own message, as the
+    // last cause of its error (`ffi::Error` has no source).
     if cause.is::<ffi::Error>() {
         return Some(Fault::Restatement);
     }
@@ -39,16 +41,23 @@ pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
 mod tests {
     use crate::error::{classify, sentence, BusyStep, ErrorKind, Step};
 
-    fn failure(code: i32, message: Option<&str>) -> anyhow::Error {
-        anyhow::Error::new(rusqlite::Error::SqliteFailure(
+    /// A driver's failure as it leaves the store, after `contexts`.
+    fn failure(code: i32, message: Option<&str>, contexts: &[&'static str]) -> anyhow::Error {
+        let mut e = anyhow::Error::new(rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(code),
             message.map(str::to_string),
-        ))
+        ));
+        for c in contexts {
+            e = e.context(*c);
+        }
+        // As the store's boundary puts it on (store/fault.rs), read here.
+        let found = e.chain().filter_map(super::fault).collect();
+        crate::error::Faulted::attach(e, found)
     }
 
     #[test]
     fn a_busy_database_is_busy_and_given_its_step() {
-        let busy = failure(rusqlite::ffi::SQLITE_BUSY, None).busy_during("claiming due runs");
+        let busy = failure(rusqlite::ffi::SQLITE_BUSY, None, &[]).busy_during("claiming due runs");
         assert_eq!(
             busy.downcast_ref::<Step>().map(|s| s.0),
             Some("claiming due runs")
@@ -61,8 +70,8 @@ mod tests {
         let sqlite = failure(
             rusqlite::ffi::SQLITE_CANTOPEN,
             Some("unable to open database file"),
-        )
-        .context("setting up the database /proc/version");
+            &["setting up the database /proc/version"],
+        );
         assert_eq!(
             sentence(&sqlite),
             "setting up the database /proc/version: unable to open database file"
@@ -71,7 +80,7 @@ mod tests {
 
     #[test]
     fn a_full_disk_is_disk_full() {
-        let full = failure(rusqlite::ffi::SQLITE_FULL, None).context("saving");
+        let full = failure(rusqlite::ffi::SQLITE_FULL, None, &["saving"]);
         assert!(crate::error::is_disk_full(&full));
         assert_eq!(classify(&full).0, ErrorKind::Runtime);
     }

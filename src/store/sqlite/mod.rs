@@ -16,28 +16,15 @@
 //! as it closes.
 
 mod backup;
-mod budgets;
 mod busy;
-mod completion;
 mod connection;
-mod deliveries;
-mod events;
 pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
-mod maintenance;
-mod memory;
-mod meta;
 mod open;
-mod overdue;
-mod queue;
-mod runs;
 pub mod schema;
-mod tasks;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod trace;
-mod transfer;
-mod zones;
 
 use std::path::{Path, PathBuf};
 
@@ -74,7 +61,7 @@ const WAL_TRUNCATE_BYTES: u64 = 1 << 20;
 /// The suffix of the file that says a fold is owed (docs/CONTRACT.md §11).
 const FOLD_MARKER: &str = "-fold";
 
-/// A statement both stores share (`store::sql`, written with PostgreSQL's
+/// A statement written once for both stores (with PostgreSQL's
 /// `$1`, `$2`…) with SQLite's numbered parameters (`?1`, `?2`…). Only a `$`
 /// before a digit is a parameter: a `$` in a JSON path stays.
 pub(crate) fn numbered(sql: &str) -> String {
@@ -338,36 +325,5 @@ impl Drop for SqliteStore {
             // it, so a TERM cannot leave the .db half-written.
             crate::interrupt::hold_stop_signals(|| self.checkpoint());
         }
-    }
-}
-
-impl SqliteTx<'_> {
-    /// The ids `sql` finds for a prefix: a range scan on the primary key
-    /// with the parameters (prefix, its upper bound, tenant, limit), so the
-    /// prefix is only ever a bound, never SQL.
-    fn ids_with_prefix(
-        &self,
-        sql: &str,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> rusqlite::Result<Vec<String>> {
-        let upper = format!("{prefix}\u{10FFFF}");
-        let mut stmt = self.conn.prepare_cached(sql)?;
-        let ids = stmt
-            .query_map(rusqlite::params![prefix, upper, tenant_key, limit], |row| {
-                row.get(0)
-            })?
-            .collect();
-        ids
-    }
-}
-
-/// Turns "no row matched the guard" into a Conflict with `message`.
-pub(crate) fn expect_one(changed: usize, message: impl FnOnce() -> String) -> Result<()> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(crate::error::CmdError::conflict(message()).into())
     }
 }

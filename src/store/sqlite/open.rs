@@ -53,7 +53,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
     let conn = open_resolved(path, options, create);
     if let (Err(e), Some(made)) = (&conn, made) {
         // Busy: another first use is racing this one and goes on with them.
-        if crate::error::classify(e).0 != crate::error::ErrorKind::Busy {
+        if !crate::store::fault::is_busy(e) {
             made.remove_new();
         }
     }

@@ -35,7 +35,7 @@ const MIGRATIONS: &[&str] = &[
         owner_keys            TEXT NOT NULL,   -- JSON array, sorted
         target                TEXT NOT NULL,
         instruction           TEXT NOT NULL,
-        schedule              TEXT NOT NULL,   -- stored JSON of SPEC section 2
+        schedule              TEXT NOT NULL,   -- stored JSON of CONTRACT §2
         timezone              TEXT NOT NULL,
         policy                TEXT NOT NULL,
         grace_seconds         INTEGER NOT NULL,
@@ -153,8 +153,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX deliveries_unknown ON deliveries (tenant_key) WHERE state = 'unknown';
     "#,
     r#"
-    -- 3: capacity is not lateness (SPEC section 6) and delivery backoff
-    -- (section 7). A task remembers the due instant a tick saw within grace
+    -- 3: capacity is not lateness (docs/CONTRACT.md §6) and delivery backoff
+    -- (§7). A task remembers the due instant a tick saw within grace
     -- but could not start (`queued_for`), when it first saw it, and the
     -- task's next due instant after it: once that comes, the queued one is
     -- superseded.

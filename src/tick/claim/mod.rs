@@ -9,6 +9,7 @@
 //! part of `plan`) and `continuation` (an approved parked run claimed
 //! again, and the `previous` every executor is told).
 
+mod budgets;
 mod continuation;
 mod gap;
 mod occurrences;
@@ -18,8 +19,9 @@ use crate::text::human_duration;
 use anyhow::Result;
 use serde_json::json;
 
-use super::budget::{self, BudgetState};
+use super::budget;
 use super::notice_policy::InGap;
+use crate::limits::budget::BudgetState;
 use crate::model::{NotifyMode, Run, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
@@ -295,7 +297,7 @@ pub fn prepare(
     // reads nothing).
     if plan.running().is_some() && !task.payload.budgets.is_empty() {
         let budgets = budget::read(tx, &task, s.now)?;
-        budget::apply(&mut plan, &task, budgets, s.now);
+        budgets::apply(&mut plan, &task, budgets, s.now);
     }
     Ok(Some(Ok((task, plan))))
 }
@@ -411,7 +413,7 @@ pub fn claim_due(
         Some(Ok((task, mut plan))) => {
             // A budget is told once per change (docs/CONTRACT.md §16):
             // later skips hold theirs back until a run succeeds.
-            let budget_told = budget::tell_in(tx, &mut plan, &task.task_id, s.now)?;
+            let budget_told = budgets::tell_in(tx, &mut plan, &task.task_id, s.now)?;
             let caught_up = plan.runs.iter().any(|r| r.catch_up);
             for run in &plan.runs {
                 tx.insert_run(run)?;

@@ -1,0 +1,462 @@
+//! The tasks table's operations, written once over `Connection`. Rows are
+//! validated on read (`decode_task`): a row that fails becomes a
+//! `CorruptRow`, never a panic.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result};
+
+use super::{
+    due_task, listing, CorruptRow, DueTask, EachTask, RawTask, TaskAdvance, TaskFilter,
+    TaskTransition, TaskTx, Trigger, TASK_COLUMNS,
+};
+use crate::error::{constraint_violation, CmdError, Violation};
+use crate::model::Task;
+use crate::store::connection::args;
+use crate::store::connection::{expect_one, Connection, Dialect, Row};
+
+static INSERT_TASK: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO tasks ({TASK_COLUMNS})
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+            $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+    )
+});
+
+static TASK: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"));
+
+const REPLACE_TASK: &str = "UPDATE tasks
+    SET name = $1, target = $2, instruction = $3, schedule = $4, timezone = $5,
+        policy = $6, grace_seconds = $7, max_retries = $8,
+        retry_backoff_seconds = $9, payload = $10, payload_hash = $11,
+        next_run_at = $12, updated_at = $13, revision = revision + 1,
+        next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
+        queued_for = NULL, queued_since = NULL, queued_next = NULL,
+        follow_key = $18, zone_in_force = $19
+    WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
+      AND tenant_key = $16 AND owner_keys = $17";
+
+/// A duplicate key on a task write is its name being taken in the tenant
+/// (the only unique index a write can hit); anything else keeps its cause
+/// under `doing`.
+fn name_taken(e: anyhow::Error, t: &Task, doing: &'static str) -> anyhow::Error {
+    match constraint_violation(&e) {
+        Some((Violation::Duplicate, _)) => CmdError::conflict(format!(
+            "a task named '{}' already exists in tenant '{}'",
+            t.payload.name.as_deref().unwrap_or(""),
+            t.payload.tenant_key
+        ))
+        .into(),
+        _ => e.context(doing),
+    }
+}
+
+/// (key, value) text pairs from two-column rows.
+fn pairs<T: FromIterator<(String, String)>>(rows: &[Row]) -> Result<T> {
+    rows.iter().map(|r| Ok((r.get(0)?, r.get(1)?))).collect()
+}
+
+impl<C: Connection> TaskTx for C {
+    fn insert_task(&mut self, t: &Task) -> Result<()> {
+        let r = RawTask::encode(t);
+        self.execute(
+            &INSERT_TASK,
+            args![
+                &r.task_id,
+                &r.tenant_key,
+                &r.name,
+                &r.owner_keys,
+                &r.target,
+                &r.instruction,
+                &r.schedule,
+                &r.timezone,
+                &r.policy,
+                r.grace_seconds,
+                r.max_retries,
+                r.retry_backoff_seconds,
+                &r.payload_hash,
+                &r.state,
+                &r.state_reason,
+                r.state_changed_at,
+                r.next_run_at,
+                r.revision,
+                r.created_at,
+                r.updated_at,
+                r.consecutive_failures,
+                r.next_retry_at,
+                &r.retry_run_id,
+                &r.payload,
+                &r.follow_key,
+                &r.zone_in_force,
+            ],
+        )
+        .map_err(|e| name_taken(e, t, "saving the task"))?;
+        Ok(())
+    }
+
+    fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>> {
+        let row = self
+            .query_opt(&TASK, args![task_id])
+            .context("reading the task")?;
+        row.as_ref().map(super::decode_task).transpose()
+    }
+
+    fn task_ids_with_prefix(
+        &mut self,
+        tenant_key: &str,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        let (starts, tenant) = match self.dialect() {
+            // `+tenant_key`: walk the id range, not every task of the tenant
+            // sorted by id (which SQLite chose without the `+`).
+            Dialect::Sqlite => ("", "+tenant_key"),
+            // `starts_with` keeps a collation that orders '-' oddly from
+            // ever matching an id that does not begin so.
+            Dialect::Postgres => ("AND starts_with(task_id, $1)", "tenant_key"),
+        };
+        self.ids_with_prefix(
+            &format!(
+                "SELECT task_id FROM tasks
+                 WHERE task_id >= $1 AND task_id < $2 {starts} AND {tenant} = $3
+                 ORDER BY task_id LIMIT $4"
+            ),
+            tenant_key,
+            prefix,
+            limit,
+        )
+        .context("looking up tasks by id prefix")
+    }
+
+    fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
+        let row = self
+            .query_opt(
+                "SELECT task_id FROM tasks
+                 WHERE tenant_key = $1 AND name = $2 AND state <> 'deleted'",
+                args![tenant_key, name],
+            )
+            .context("looking up the task by name")?;
+        row.map(|r| r.get(0)).transpose()
+    }
+
+    fn list_tasks(&mut self, f: &TaskFilter<'_>) -> Result<Vec<Result<Task, CorruptRow>>> {
+        listing::list(self, f)
+    }
+
+    fn each_listed_task(&mut self, f: &TaskFilter<'_>, each: &mut EachTask<'_>) -> Result<()> {
+        listing::each_listed(self, f, each)
+    }
+
+    fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {
+        let changed = self
+            .execute(
+                "UPDATE tasks
+                 SET state = $1, state_reason = $2, next_run_at = $3, state_changed_at = $4,
+                     updated_at = $4, revision = revision + 1,
+                     -- a task that stops running drops its pending retry
+                     next_retry_at = CASE WHEN $1 = 'active' THEN next_retry_at END,
+                     retry_run_id = CASE WHEN $1 = 'active' THEN retry_run_id END,
+                     -- what a tick saw queued no longer holds once people step in
+                     queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     -- nor a manual trigger: it was for the task as it was
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
+                 WHERE task_id = $5 AND state = $6 AND revision = $7",
+                args![
+                    c.to.as_str(),
+                    c.reason,
+                    c.next_run_at,
+                    c.now,
+                    c.task_id,
+                    c.from.as_str(),
+                    c.revision
+                ],
+            )
+            .context("updating the task")?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected {} at revision {})",
+                c.task_id, c.from, c.revision
+            )
+        })?;
+        Ok(c.revision + 1)
+    }
+
+    fn due_tasks(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
+        let sql = match self.dialect() {
+            // Two range scans on the partial due indexes, merged by time.
+            Dialect::Sqlite => {
+                "SELECT task_id, next_run_at, 0 FROM tasks
+                 WHERE state = 'active' AND next_run_at <= $1 AND ($2 IS NULL OR tenant_key = $2)
+                 UNION ALL
+                 SELECT task_id, next_retry_at, 1 FROM tasks
+                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                   AND ($2 IS NULL OR tenant_key = $2)
+                 UNION ALL
+                 SELECT task_id, trigger_at, 0 FROM tasks
+                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
+                   AND ($2 IS NULL OR tenant_key = $2)
+                 ORDER BY 2, 1 LIMIT $3"
+            }
+            // SKIP LOCKED: a row another host is claiming is passed over,
+            // never waited on. One row per task, so no UNION (which row
+            // locks rule out).
+            Dialect::Postgres => {
+                "SELECT task_id,
+                        -- LEAST skips NULLs; a due trigger is earlier than any
+                        -- instant not yet due.
+                        LEAST(CASE WHEN next_run_at <= $1 AND (next_retry_at IS NULL OR next_run_at <= next_retry_at)
+                                   THEN next_run_at ELSE next_retry_at END,
+                              CASE WHEN trigger_at <= $1 THEN trigger_at END) AS due,
+                        -- coalesce: a once task past its run has next_run_at NULL,
+                        -- and NOT NULL would be no boolean at all.
+                        NOT coalesce(next_run_at <= $1
+                                     AND (next_retry_at IS NULL OR next_run_at <= next_retry_at),
+                                     false) AS retry
+                 FROM tasks
+                 WHERE state = 'active'
+                   AND (next_run_at <= $1 OR next_retry_at <= $1 OR trigger_at <= $1)
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                 ORDER BY 2, 1 LIMIT $3
+                 FOR UPDATE SKIP LOCKED"
+            }
+        };
+        let rows = self
+            .query(sql, args![now, tenant, limit])
+            .context("finding due tasks")?;
+        let mut due = rows.iter().map(due_task).collect::<Result<Vec<_>>>()?;
+        // A task with both its occurrence and a retry due is listed once, at
+        // the earlier time (SQLite's union lists it twice).
+        let mut seen = std::collections::HashSet::new();
+        due.retain(|d| seen.insert(d.task_id.clone()));
+        Ok(due)
+    }
+
+    fn due_count(&mut self, now: i64, tenant: Option<&str>) -> Result<i64> {
+        let sql = self.dialect().pick(
+            // Three walks of the due part of the partial due indexes, each
+            // due task once, rather than a test of every active task.
+            "SELECT count(*) FROM (
+               SELECT rowid FROM tasks INDEXED BY tasks_due
+                WHERE state = 'active' AND next_run_at <= $1 AND ($2 IS NULL OR tenant_key = $2)
+               UNION
+               SELECT rowid FROM tasks INDEXED BY tasks_retry_due
+                WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                  AND ($2 IS NULL OR tenant_key = $2)
+               UNION
+               SELECT rowid FROM tasks INDEXED BY tasks_trigger_due
+                WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
+                  AND ($2 IS NULL OR tenant_key = $2))",
+            "SELECT count(*) FROM tasks
+             WHERE state = 'active' AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+               AND (next_run_at <= $1 OR next_retry_at <= $1 OR trigger_at <= $1)",
+        );
+        self.value(sql, args![now, tenant])
+            .context("counting due tasks")
+    }
+
+    fn advance_task(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks
+                 SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
+                     consecutive_failures = $5, updated_at = $6,
+                     state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END,
+                     -- A queue mark lives while its due instant is still due:
+                     -- an occurrence not yet passed by next_run_at, or the
+                     -- pending retry itself.
+                     queued_since = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                         THEN queued_since END,
+                     queued_next = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                        THEN queued_next END,
+                     queued_for = CASE WHEN queued_for >= $2 OR queued_for = $3
+                                       THEN queued_for END
+                 WHERE task_id = $7 AND state = $8
+                   AND next_run_at IS NOT DISTINCT FROM $9
+                   AND next_retry_at IS NOT DISTINCT FROM $10",
+                args![
+                    a.state.as_str(),
+                    a.next_run_at,
+                    a.next_retry_at,
+                    a.retry_run_id,
+                    a.consecutive_failures,
+                    a.now,
+                    a.task_id,
+                    a.expected_state.as_str(),
+                    a.expected_next_run_at,
+                    a.expected_next_retry_at
+                ],
+            )
+            .context("advancing the task's schedule")?;
+        expect_one(changed, || {
+            format!("task {} changed while it was being scheduled", a.task_id)
+        })
+    }
+
+    fn replace_task(&mut self, t: &Task, expected_revision: i64, now: i64) -> Result<()> {
+        let r = RawTask::encode(t);
+        let changed = self
+            .execute(
+                REPLACE_TASK,
+                args![
+                    &r.name,
+                    &r.target,
+                    &r.instruction,
+                    &r.schedule,
+                    &r.timezone,
+                    &r.policy,
+                    r.grace_seconds,
+                    r.max_retries,
+                    r.retry_backoff_seconds,
+                    &r.payload,
+                    &r.payload_hash,
+                    r.next_run_at,
+                    now,
+                    &r.task_id,
+                    expected_revision,
+                    &r.tenant_key,
+                    &r.owner_keys,
+                    &r.follow_key,
+                    &r.zone_in_force,
+                ],
+            )
+            .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;
+        expect_one(changed, || {
+            format!(
+                "task {} changed meanwhile (expected revision {expected_revision})",
+                t.task_id
+            )
+        })
+    }
+
+    fn set_trigger(&mut self, task_id: &str, revision: i64, t: &Trigger) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET trigger_at = $1, trigger_actor = $2, trigger_reason = $3
+                 WHERE task_id = $4 AND state = 'active' AND revision = $5
+                   AND trigger_at IS NULL",
+                args![t.at, &t.actor, &t.reason, task_id, revision],
+            )
+            .context("recording the trigger")?;
+        expect_one(changed, || {
+            format!("task {task_id} changed meanwhile or already has a run triggered")
+        })
+    }
+
+    fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
+        let row = self
+            .query_opt(
+                "SELECT trigger_at, trigger_actor, trigger_reason FROM tasks
+                 WHERE task_id = $1 AND trigger_at IS NOT NULL",
+                args![task_id],
+            )
+            .context("reading the task's trigger")?;
+        row.map(|r| {
+            Ok(Trigger {
+                at: r.get(0)?,
+                actor: r.get::<Option<String>>(1)?.unwrap_or_default(),
+                reason: r.get(2)?,
+            })
+        })
+        .transpose()
+    }
+
+    fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
+                 WHERE task_id = $1 AND trigger_at = $2",
+                args![task_id, at],
+            )
+            .context("consuming the trigger")?;
+        expect_one(changed, || {
+            format!("the trigger of task {task_id} was claimed by another tick")
+        })
+    }
+
+    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
+                args![file, task_id],
+            )
+            .context("recording the task's file")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
+                args![declared_hash, task_id],
+            )
+            .context("recording what the file declared")?;
+        expect_one(changed, || format!("task {task_id} vanished"))
+    }
+
+    fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
+            .query(
+                "SELECT task_id, declared_hash FROM tasks
+                 WHERE tenant_key = $1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
+                args![tenant_key],
+            )
+            .context("reading what the file declared")?;
+        pairs(&rows)
+    }
+
+    fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
+        let rows = self
+            .query(
+                "SELECT task_id FROM tasks
+                 WHERE tenant_key = $1 AND managed_by = $2 AND state <> 'deleted'
+                 ORDER BY task_id",
+                args![tenant_key, file],
+            )
+            .context("reading the file's tasks")?;
+        rows.iter().map(|r| r.get(0)).collect()
+    }
+
+    fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
+        let rows = self
+            .query(
+                "SELECT task_id, managed_by FROM tasks
+                 WHERE tenant_key = $1 AND managed_by IS NOT NULL AND state <> 'deleted'",
+                args![tenant_key],
+            )
+            .context("reading which source created each task")?;
+        pairs(&rows)
+    }
+
+    fn tenants_owned(&mut self, owner_keys: &[String]) -> Result<Vec<(String, i64)>> {
+        listing::tenants_owned(self, owner_keys)
+    }
+
+    fn pending_retries(
+        &mut self,
+        f: &TaskFilter<'_>,
+        end: i64,
+        limit: i64,
+    ) -> Result<Vec<Result<Task, CorruptRow>>> {
+        listing::pending_retries(self, f, end, limit)
+    }
+
+    fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
+        let changed = self
+            .execute(
+                "UPDATE tasks
+                 SET state = 'error', state_reason = $1, next_run_at = NULL, next_retry_at = NULL,
+                     retry_run_id = NULL, queued_for = NULL, queued_since = NULL, queued_next = NULL,
+                     state_changed_at = $2, updated_at = $2,
+                     trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL,
+                     revision = revision + 1
+                 WHERE task_id = $3 AND state NOT IN ('error', 'deleted')",
+                args![problem, now, task_id],
+            )
+            .context("quarantining the task")?;
+        expect_one(changed, || {
+            format!("task {task_id} was already quarantined")
+        })
+    }
+}
