@@ -3,10 +3,9 @@
 //! starts. Real processes on the store the suite runs on: the executor
 //! fixture replies with a `usage`, the tick records it when it settles the
 //! run and skips a run whose window is spent.
+use crate::support::{assert_contains, cell, Rig, Task};
 
 use serde_json::Value;
-
-use crate::support::{Rig, TestEnv};
 
 const HOUR: i64 = 3600;
 /// 2026-03-08T06:00:00Z: 01:00 in New York, the day its clocks spring
@@ -38,31 +37,15 @@ fn notices_of(rig: &Rig, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// What SQL says, one cell.
-fn cell(env: &TestEnv, sql: &str) -> String {
-    env.sql(sql)
-        .first()
-        .and_then(|row| row.first().cloned())
-        .unwrap_or_default()
-}
-
 /// An hourly task in New York with `usd=1/day`, confirmed at NY_SPRING.
 fn new_york_budget(rig: &Rig) {
     rig.with_notifier(0);
     rig.env.set_now(NY_SPRING);
     spending(rig, "0.6");
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--tz",
-        "America/New_York",
-        "--budget",
-        "usd=1/day",
-    ]);
+    Task::named("t")
+        .tz("America/New_York")
+        .budget("usd=1/day")
+        .confirm(&rig.env);
 }
 
 #[test]
@@ -143,16 +126,7 @@ fn the_executor_sees_its_limits_on_stdin() {
     assert_eq!(usd["resets_at"], "2026-03-09T00:00:00-04:00", "{limits}");
     // A task without budgets gets its timeout and no budgets.
     let plain = Rig::new();
-    plain.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "p",
-        "--timeout",
-        "30s",
-    ]);
+    Task::named("p").timeout("30s").confirm(&plain.env);
     plain.env.advance(HOUR);
     plain.tick(&[]).ok();
     let run_id = plain.runs("p")[0]["run_id"].as_str().unwrap().to_string();
@@ -169,16 +143,10 @@ fn the_executor_sees_its_limits_on_stdin() {
 #[test]
 fn runs_budget_counts_a_manual_trigger() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "6h",
-        "--name",
-        "t",
-        "--budget",
-        "runs=2/day",
-    ]);
+    Task::named("t")
+        .every("6h")
+        .budget("runs=2/day")
+        .confirm(&rig.env);
     rig.env.run(&["trigger", "t"]).ok();
     rig.tick(&[]).ok();
     rig.env.advance(6 * HOUR);
@@ -206,16 +174,7 @@ fn a_usage_it_cannot_read_is_ignored_and_said_and_the_status_kept() {
         "FIXTURE_MODE",
         r#"json:{"status":"succeeded","summary":"ok","usage":{"usd":-1,"big":1e300,"txt":"0.5","Bad":1,"tokens":5}}"#,
     );
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--budget",
-        "tokens=10/day",
-    ]);
+    Task::named("t").budget("tokens=10/day").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = &rig.runs("t")[0];
@@ -257,16 +216,7 @@ fn a_crash_counts_usage_once_or_not_at_all() {
     for (point, counted) in [("before_outcome", false), ("after_outcome", true)] {
         let rig = Rig::new();
         spending(&rig, "0.6");
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--name",
-            "t",
-            "--budget",
-            "usd=1/day",
-        ]);
+        Task::named("t").budget("usd=1/day").confirm(&rig.env);
         rig.env.advance(HOUR);
         rig.env
             .set_env("AGENTCRON_TEST_HOOK", &format!("{point}:abort"));
@@ -302,10 +252,7 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
         rig.tick(&[]).ok();
     }
     let shown = rig.env.run(&["show", "t"]).ok().stdout;
-    assert!(
-        shown.contains("spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)"),
-        "{shown}"
-    );
+    assert_contains(&shown, "spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)");
     let task = rig.env.json(&["show", "t"]);
     let window = &task["budget_windows"][0];
     assert_eq!(window["key"], "usd", "{task}");
@@ -313,9 +260,9 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
     assert_eq!(window["remaining"], 0.0, "{task}");
     assert_eq!(window["resets_at"], "2026-03-09T00:00:00-04:00", "{task}");
     let status = rig.env.run(&["status"]).ok().stdout;
-    assert!(
-        status.contains("budget     t: usd 1.2 of 1 this day (spent: runs are skipped); resets"),
-        "{status}"
+    assert_contains(
+        &status,
+        "budget     t: usd 1.2 of 1 this day (spent: runs are skipped); resets",
     );
     let spent = &rig.env.json(&["status"])["budgets_spent"];
     assert_eq!(spent[0]["name"], "t", "{spent}");
@@ -323,31 +270,16 @@ fn show_status_explain_and_metrics_tell_a_spent_budget() {
     assert_eq!(spent[0]["limit"], 1.0, "{spent}");
     let run_id = rig.runs("t")[0]["run_id"].as_str().unwrap().to_string();
     let explained = rig.env.run(&["explain", &run_id]).ok().stdout;
-    assert!(
-        explained.contains("budget usd=1/day spent (1.2 of 1)"),
-        "{explained}"
-    );
-    assert!(
-        explained.contains("resets at 2026-03-09 00:00 EDT"),
-        "{explained}"
-    );
+    assert_contains(&explained, "budget usd=1/day spent (1.2 of 1)");
+    assert_contains(&explained, "resets at 2026-03-09 00:00 EDT");
     let metrics = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        metrics.contains("# TYPE agentcron_usage_total counter"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
-        "{metrics}"
-    );
+    assert_contains(&metrics, "# TYPE agentcron_usage_total counter");
+    assert_contains(&metrics, "agentcron_usage_total{key=\"usd\"} 1.2");
     // Prune never lowers it.
     rig.env.set_now(NY_SPRING + 400 * 86400);
     rig.env.run(&["prune", "--older-than", "1d"]).ok();
     let metrics = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        metrics.contains("agentcron_usage_total{key=\"usd\"} 1.2"),
-        "{metrics}"
-    );
+    assert_contains(&metrics, "agentcron_usage_total{key=\"usd\"} 1.2");
     // The next day's window is not spent: status names nothing.
     let status = rig.env.json(&["status"]);
     assert_eq!(status["budgets_spent"], serde_json::json!([]), "{status}");

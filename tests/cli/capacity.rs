@@ -3,12 +3,11 @@
 //! `--max-running` limit, and deliveries that never delay a claim. Every
 //! test drives real `tick` processes and counts executions from the
 //! executor fixture's journal.
+use crate::support::{assert_contains, finished, Rig, Task, T0};
 
 use std::time::{Duration, Instant};
 
 use crate::reliability::{executions, spawn};
-use crate::support::Rig;
-use crate::support::T0;
 
 /// 2026-12-02T09:00:00Z, the first `--daily 09:00` occurrence after T0.
 const NINE: i64 = T0 + 3600;
@@ -53,7 +52,7 @@ fn the_nine_oclock_burst_runs_every_task_though_the_ticks_lack_capacity() {
             assert_eq!(status["queue"]["due_now"], 7, "{status}");
             assert_eq!(status["queue"]["running"], 0, "{status}");
             let text = rig.env.run(&["status"]).ok().stdout;
-            assert!(text.contains("7 queued, the oldest waiting"), "{text}");
+            assert_contains(&text, "7 queued, the oldest waiting");
         }
     }
     let statuses = statuses(&rig, &[]);
@@ -73,7 +72,7 @@ fn the_nine_oclock_burst_runs_every_task_though_the_ticks_lack_capacity() {
     assert!(*queued.last().unwrap() >= 125, "{queued:?}");
     // `explain` names the rule and the figures.
     let explained = rig.env.run(&["explain", "t11"]).ok().stdout;
-    assert!(explained.contains("succeeded"), "{explained}");
+    assert_contains(&explained, "succeeded");
 }
 
 #[test]
@@ -94,12 +93,8 @@ fn the_first_tick_after_grace_still_records_missed() {
     // Just past the default grace (90 s).
     rig.env.set_now(NINE + 91);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(out.stdout.contains("missed"), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("no tick saw it due within grace"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "missed");
+    assert_contains(&out.stdout, "no tick saw it due within grace");
     assert_eq!(statuses(&rig, &[]), ["missed", "missed"]);
     assert!(executions(&rig.env.path("exec.journal")).is_empty());
 }
@@ -107,32 +102,20 @@ fn the_first_tick_after_grace_still_records_missed() {
 #[test]
 fn a_queued_occurrence_overtaken_by_the_next_one_is_missed_and_only_the_newest_runs() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--cron",
-        "*/5 * * * *",
-        "--tz",
-        "UTC",
-        "--name",
-        "five",
-    ]);
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--cron",
-        "*/5 * * * *",
-        "--tz",
-        "UTC",
-        "--name",
-        "hog",
-    ]);
+    Task::named("five")
+        .cron("*/5 * * * *")
+        .tz("UTC")
+        .confirm(&rig.env);
+    Task::named("hog")
+        .cron("*/5 * * * *")
+        .tz("UTC")
+        .confirm(&rig.env);
     // 08:05:10: one slot, `five` waits behind the other task.
     rig.env.set_now(T0 + 310);
     let out = rig
         .tick(&["--max-runs", "1", "--jobs", "1", "--verbose"])
         .ok();
-    assert!(out.stdout.contains("1 due run(s) queued"), "{}", out.stdout);
+    assert_contains(&out.stdout, "1 due run(s) queued");
     // 08:10:30: both occurrences of the queued task are due; only 08:10 runs.
     rig.env.set_now(T0 + 630);
     rig.tick(&["--max-runs", "10"]).ok();
@@ -217,7 +200,7 @@ fn queued_runs_start_when_their_slot_frees_and_history_says_when() {
     assert!(started[3] - started[0] >= 5, "{started:?}");
     // People see the wait too.
     let table = rig.env.run(&["runs"]).ok().stdout;
-    assert!(table.contains(" after due"), "{table}");
+    assert_contains(&table, " after due");
     // The journal agrees: one executor at a time.
     let mut spans: Vec<(i128, i128)> = executions(&rig.env.path("exec.journal"))
         .iter()
@@ -233,8 +216,7 @@ fn queued_runs_start_when_their_slot_frees_and_history_says_when() {
 #[allow(clippy::disallowed_methods)] // compares with the journal's wall-clock times
 fn a_notifier_hung_on_an_old_notice_does_not_delay_a_due_run() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "old"]);
+    Task::named("old").confirm(&rig.env);
     daily_tasks(&rig, 1, None);
     // An old run whose notice waits (no notifier then).
     rig.env.set_now(T0 + 3600 - 10);
@@ -270,14 +252,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
     // 200 due tasks, seeded directly: drafting them one by one through the
     // binary would dominate the test's time.
     for i in 0..200 {
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--name",
-            &format!("m{i}"),
-        ]);
+        Task::named(&format!("m{i}")).confirm(&rig.env);
     }
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "0.05");
@@ -299,13 +274,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
         })
         .collect();
     for tick in ticks {
-        let out = tick.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        finished(tick, 0);
     }
     // Ticks that found the limit reached left queued work: one more drains it.
     loop {
@@ -342,8 +311,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
 fn a_triggered_run_waiting_for_a_slot_keeps_its_place_past_grace() {
     let rig = Rig::new();
     for name in ["a", "b"] {
-        rig.env
-            .task(&["--instruction", "x", "--every", "1d", "--name", name]);
+        Task::named(name).every("1d").confirm(&rig.env);
     }
     rig.env.set_now(T0 + 600);
     rig.env.run(&["trigger", "a"]).ok();
@@ -351,7 +319,7 @@ fn a_triggered_run_waiting_for_a_slot_keeps_its_place_past_grace() {
     let out = rig
         .tick(&["--max-runs", "1", "--jobs", "1", "--verbose"])
         .ok();
-    assert!(out.stdout.contains("1 due run(s) queued"), "{}", out.stdout);
+    assert_contains(&out.stdout, "1 due run(s) queued");
     // Two minutes later, past the 60 s grace: the queued trigger still runs.
     rig.env.set_now(T0 + 720);
     rig.tick(&[]).ok();

@@ -2,10 +2,9 @@
 //! occurrences passed their grace while no tick ran (cron stopped, the host
 //! slept) runs the latest of them once, the earlier ones missed; never a
 //! burst, never after a `resume`.
+use crate::support::{assert_contains, Rig, Task};
 
 use serde_json::Value;
-
-use crate::support::Rig;
 
 const HOUR: i64 = 3600;
 const DAY: i64 = 86_400;
@@ -60,11 +59,7 @@ fn after_three_days_without_cron_the_latest_occurrence_runs_once() {
     daily(&rig, &["--catch-up", "latest"]);
     after_three_days(&rig);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("catching up a missed occurrence"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "catching up a missed occurrence");
     assert_eq!(
         history(&rig),
         [
@@ -89,7 +84,7 @@ fn after_three_days_without_cron_the_latest_occurrence_runs_once() {
     assert_eq!(rig.runs("d").len(), 2);
     // `runs` marks it.
     let table = rig.env.run(&["runs", "d"]).ok().stdout;
-    assert!(table.contains("catch-up, started 2 h after due"), "{table}");
+    assert_contains(&table, "catch-up, started 2 h after due");
 }
 
 #[test]
@@ -159,18 +154,11 @@ fn a_resumed_task_does_not_catch_up() {
 #[test]
 fn a_once_task_resumed_after_its_time_is_missed_not_run() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02 09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "d",
-        "--catch-up",
-        "latest",
-    ]);
+    Task::named("d")
+        .at("2026-12-02 09:00")
+        .tz("UTC")
+        .flags(&["--catch-up", "latest"])
+        .confirm(&rig.env);
     rig.env.run(&["pause", "d"]).ok();
     after_three_days(&rig);
     rig.env.run(&["resume", "d"]).ok();

@@ -6,12 +6,10 @@
 //!
 //! A missing shell skips with a note, unless AGENTCRON_REQUIRE_SHELLS is set
 //! (CI installs them with scripts/ensure-shells).
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use crate::support::Rig;
-use crate::support::{on_postgres, TestEnv, BIN, T0};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sh {
@@ -236,22 +234,16 @@ fn db_flag(env: &TestEnv) -> String {
 fn task_names_and_ids_complete_from_the_database() {
     let env = TestEnv::new();
     for name in ["daily-report", "data-sync", "weekly"] {
-        env.task(&["--instruction", "x", "--daily", "09:00", "--name", name]);
+        Task::named(name).daily("09:00").confirm(&env);
     }
-    let unnamed = env.task(&["--instruction", "y", "--every", "1h"]);
-    let unnamed_id = unnamed["task_id"].as_str().unwrap().to_string();
-    let gone = env.task(&["--instruction", "z", "--every", "1h", "--name", "dropped"]);
-    env.run(&["delete", gone["task_id"].as_str().unwrap()]).ok();
-    env.task(&[
-        "--instruction",
-        "w",
-        "--every",
-        "1h",
-        "--name",
-        "dark-ops",
-        "--as",
-        "unix:other",
-    ]);
+    let unnamed = Task::new().instruction("y").confirm(&env);
+    let unnamed_id = unnamed.task_id.as_str().to_string();
+    let gone = Task::named("dropped").instruction("z").confirm(&env);
+    env.run(&["delete", gone.task_id.as_str()]).ok();
+    Task::named("dark-ops")
+        .instruction("w")
+        .by("unix:other")
+        .confirm(&env);
     let shells = Shells::new(&env);
 
     // A task id is random hex: one of the caller's may begin with "da" too,
@@ -318,8 +310,7 @@ fn run_ids_complete_for_the_commands_that_take_them() {
     // A run parked on a person's answer (until long after this test)…
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-10T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1d", "--name", "parked"]);
+    Task::named("parked").every("1d").confirm(&rig.env);
     rig.env.set_now(T0 + 86400);
     rig.tick(&[]).ok();
     let parked = rig.runs("parked")[0]["run_id"]
@@ -327,8 +318,7 @@ fn run_ids_complete_for_the_commands_that_take_them() {
         .unwrap()
         .to_string();
     // …and one whose outcome is unknown (its executor timed out).
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "frozen"]);
+    Task::named("frozen").confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "5");
     rig.env.advance(3600);
@@ -464,14 +454,7 @@ fn set_schema_version(env: &TestEnv, version: i64) {
 #[test]
 fn a_store_at_another_schema_offers_nothing_and_is_left_as_it_was() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--name",
-        "daily-report",
-    ]);
+    Task::named("daily-report").daily("09:00").confirm(&env);
     let shells = Shells::new(&env);
     shells.expect("agentcron show dai", &["daily-report"]);
     let latest = if on_postgres() {
@@ -525,20 +508,13 @@ fn the_registration_script_is_what_complete_prints() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("agentcron: error: "), "{stderr}");
-    assert!(stderr.contains("tcsh"), "{stderr}");
+    assert_contains(&stderr, "tcsh");
 }
 
 #[test]
 fn zsh_completes_on_the_first_tab_when_installed_in_fpath() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--name",
-        "daily-report",
-    ]);
+    Task::named("daily-report").daily("09:00").confirm(&env);
     let shells = Shells::new(&env);
     if !shells.available.contains(&Sh::Zsh) {
         return;

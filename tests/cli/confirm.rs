@@ -1,6 +1,5 @@
 //! `confirm`: only the exact hash, in time, by an owner, creates a task.
-
-use crate::support::TestEnv;
+use crate::support::{assert_contains, Task, TestEnv};
 
 fn ids(d: &serde_json::Value) -> (String, String) {
     (
@@ -16,8 +15,8 @@ fn task_count(env: &TestEnv) -> i64 {
 #[test]
 fn confirm_creates_an_active_task_at_revision_one_and_removes_the_draft() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--every", "1h", "--name", "hourly"]));
-    let task = env.json(&["confirm", &id, "--hash", &hash]);
+    let confirmed = Task::named("hourly").default_notify().confirm(&env);
+    let (id, hash, task) = (confirmed.draft_id, confirmed.hash, confirmed.json);
     assert_eq!(task["state"], "active");
     assert_eq!(task["revision"], 1);
     assert_eq!(task["name"], "hourly");
@@ -67,7 +66,7 @@ fn confirm_creates_an_active_task_at_revision_one_and_removes_the_draft() {
 #[test]
 fn confirm_with_wrong_hash_creates_nothing() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--in", "1h"]));
+    let (id, hash) = ids(&Task::new().after("1h").default_notify().draft(&env));
     let wrong = format!(
         "{}{}",
         &hash[..63],
@@ -84,25 +83,28 @@ fn confirm_with_wrong_hash_creates_nothing() {
 #[test]
 fn confirm_after_expiry_creates_nothing() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--every", "1h", "--ttl", "10m"]));
+    let (id, hash) = ids(&Task::new()
+        .default_notify()
+        .flags(&["--ttl", "10m"])
+        .draft(&env));
     env.advance(600);
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("expired"), "{}", out.stderr);
+    assert_contains(&out.stderr, "expired");
     assert_eq!(task_count(&env), 0);
 }
 
 #[test]
 fn confirm_by_another_owner_or_tenant_is_denied() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--in", "1h", "--as", "alice"]));
+    let (id, hash) = ids(&Task::new()
+        .after("1h")
+        .default_notify()
+        .by("alice")
+        .draft(&env));
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--as", "mallory"])
         .fails(4);
-    assert!(
-        out.stderr.contains("not an owner of this draft"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "not an owner of this draft");
     env.run(&[
         "confirm", &id, "--hash", &hash, "--as", "alice", "--tenant", "other",
     ])
@@ -117,20 +119,28 @@ fn confirm_by_another_owner_or_tenant_is_denied() {
 #[test]
 fn confirm_refuses_a_tampered_draft() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "read only", "--in", "1h"]));
+    let (id, hash) = ids(&Task::new()
+        .instruction("read only")
+        .after("1h")
+        .default_notify()
+        .draft(&env));
     env.sql("UPDATE drafts SET payload = replace(payload, 'read only', 'rm -rf /') RETURNING 1");
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("altered"), "{}", out.stderr);
+    assert_contains(&out.stderr, "altered");
     assert_eq!(task_count(&env), 0);
 }
 
 #[test]
 fn confirm_refuses_a_once_schedule_whose_time_passed() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--in", "5m", "--ttl", "1h"]));
+    let (id, hash) = ids(&Task::new()
+        .after("5m")
+        .default_notify()
+        .flags(&["--ttl", "1h"])
+        .draft(&env));
     env.advance(600);
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(6);
-    assert!(out.stderr.contains("no occurrence"), "{}", out.stderr);
+    assert_contains(&out.stderr, "no occurrence");
 }
 
 #[test]
@@ -144,15 +154,11 @@ fn confirm_of_an_unknown_draft_is_not_found() {
 #[test]
 fn confirm_takes_a_unique_prefix_of_the_draft_id() {
     let env = TestEnv::new();
-    let (id, hash) = ids(&env.draft(&["--instruction", "x", "--every", "1h", "--name", "p"]));
+    let (id, hash) = ids(&Task::named("p").default_notify().draft(&env));
     env.run(&["confirm", &id[..3], "--hash", &hash]).fails(3);
     let task = env.json(&["confirm", &id[..8], "--hash", &hash]);
     assert_eq!(task["name"], "p");
     // Again by the same prefix: what became of it, not "no draft".
     let again = env.run(&["confirm", &id[..8], "--hash", &hash]).fails(3);
-    assert!(
-        again.stderr.contains("was confirmed at"),
-        "{}",
-        again.stderr
-    );
+    assert_contains(&again.stderr, "was confirmed at");
 }

@@ -1,8 +1,6 @@
 //! Continuations: a run parked awaiting approval is approved (once), denied,
 //! or expires; and executors killed for time or lease loss.
-
-use crate::support::Rig;
-use crate::support::T0;
+use crate::support::{assert_contains, finished, Rig, Task, T0};
 
 const HOUR: i64 = 3600;
 
@@ -11,8 +9,7 @@ const HOUR: i64 = 3600;
 /// continuation says "approved and done").
 fn parked_daily_run(rig: &Rig) -> String {
     rig.env.set_env("FIXTURE_MODE", "awaiting");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1d", "--name", "a"]);
+    Task::named("a").every("1d").confirm(&rig.env);
     rig.env.set_now(T0 + 86400);
     rig.tick(&[]).ok();
     let run = &rig.runs("a")[0];
@@ -48,7 +45,7 @@ fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("the next tick runs"), "{stdout}");
+    assert_contains(&stdout, "the next tick runs");
     assert_eq!(rig.starts().len(), 1, "approve itself ran nothing");
     let run = &rig.runs("a")[0];
     assert_eq!(run["status"], "awaiting_confirmation");
@@ -63,18 +60,11 @@ fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
         .env
         .run(&["approve", &run_id, "--wait-id", "w1"])
         .fails(5);
-    assert!(
-        again.stderr.contains("already approved"),
-        "{}",
-        again.stderr
-    );
+    assert_contains(&again.stderr, "already approved");
 
     // The tick runs it with the decision, as cron's environment has it.
     let dry = rig.tick(&["--dry-run"]).ok().stdout;
-    assert!(
-        dry.contains(&format!("would run {} of a again", &run_id[..8])),
-        "{dry}"
-    );
+    assert_contains(&dry, &format!("would run {} of a again", &run_id[..8]));
     assert_eq!(rig.starts().len(), 1);
     rig.env.set_env("FIXTURE_MODE", "succeed");
     let events = rig.tick_json(&[]);
@@ -97,8 +87,8 @@ fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
         .fails(5);
     assert_eq!(rig.starts().len(), 2);
     let log = rig.env.run(&["log", "a"]).ok().stdout;
-    assert!(log.contains("the next tick runs it"), "{log}");
-    assert!(log.contains("ran the approved continuation"), "{log}");
+    assert_contains(&log, "the next tick runs it");
+    assert_contains(&log, "ran the approved continuation");
     // Claimed, parked, approved, finished: leaving running twice is legal
     // here (found by the model-based store test: `check` called it a violation).
     let check = rig.env.run(&["check"]);
@@ -126,7 +116,7 @@ fn approve_here_runs_the_executor_in_this_shell_at_once() {
         .env
         .run(&["approve", &run_id, "--wait-id", "w1", "--here"])
         .ok();
-    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_contains(&out.stdout, "succeeded");
     let run = &rig.runs("a")[0];
     assert_eq!(run["status"], "succeeded");
     assert_eq!(run["summary"], "approved and done");
@@ -205,13 +195,7 @@ fn ticks_racing_for_an_approved_continuation_run_it_once() {
         .map(|_| crate::support::spawn_tick(&rig, &[]))
         .collect();
     for tick in ticks {
-        let out = tick.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        finished(tick, 0);
     }
     assert_eq!(rig.starts().len(), 2, "one continuation, one start");
     assert_eq!(rig.runs("a")[0]["status"], "succeeded");
@@ -254,11 +238,7 @@ fn an_expired_continuation_fails_and_is_delivered() {
     rig.with_notifier(0);
     rig.env.set_now(T0 + 86400 + 31 * 60);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stdout.contains("continuation expired"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "continuation expired");
     let run = &rig.runs("a")[0];
     assert_eq!(
         (run["status"].as_str(), run["reason"].as_str()),
@@ -286,8 +266,7 @@ fn an_expired_continuation_fails_and_is_delivered() {
 fn a_timed_out_executor_is_unknown_and_its_grandchildren_are_killed() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "spawn-grandchild");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let started = std::time::Instant::now();
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
@@ -328,8 +307,7 @@ fn jobs_run_executors_in_parallel() {
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
     for i in 0..4 {
-        rig.env
-            .task(&["--instruction", &format!("p{i}"), "--every", "1h"]);
+        Task::new().instruction(&format!("p{i}")).confirm(&rig.env);
     }
     rig.env.set_now(T0 + HOUR);
     let started = std::time::Instant::now();
@@ -390,7 +368,7 @@ fn approving_a_run_of_a_deleted_task_is_refused_but_deny_settles_it() {
         .env
         .run(&["approve", &run_id, "--wait-id", "w1"])
         .fails(5);
-    assert!(out.stderr.contains("is deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is deleted");
     assert_eq!(
         rig.env.db_bytes(),
         before,

@@ -1,9 +1,7 @@
 //! What an operator needs to mend a failing installation (issue 14): the
 //! executor's stderr kept on its run, crontab and systemd lines that carry
 //! the environment the executor needs.
-
-use crate::support::{fixture, Rig};
-use crate::support::{write_script, TestEnv, BIN};
+use crate::support::{assert_contains, fixture, write_script, Rig, Task, TestEnv, BIN};
 
 const HOUR: i64 = 3600;
 
@@ -17,8 +15,7 @@ fn the_end_of_the_executors_stderr_is_kept_and_shown_escaped() {
     );
     rig.env
         .set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
 
@@ -31,11 +28,9 @@ fn the_end_of_the_executors_stderr_is_kept_and_shown_escaped() {
     let short = &id[..8];
 
     let out = rig.env.run(&["runs"]).ok();
-    assert!(
-        out.stdout
-            .contains("exit status 2; stderr: set AGENTCRON_SCRIPTS \\x1b…"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "exit status 2; stderr: set AGENTCRON_SCRIPTS \\x1b…",
     );
     assert!(!out.stdout.contains('\u{1b}'));
 
@@ -93,7 +88,7 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
         &scripts.join("oncall"),
         "#!/bin/sh\ncat >/dev/null\nagentcron lease check \"$AGENTCRON_RUN_ID\" --token \"$AGENTCRON_LEASE_TOKEN\" >/dev/null || exit 9\necho 'all quiet'\n",
     );
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "oncall"]);
+    Task::named("oncall").confirm(&env);
     env.advance(HOUR);
     let scripts_arg = format!("TASK_SCRIPTS={}", scripts.display());
     let now_arg = format!("AGENTCRON_NOW={}", env.now());
@@ -147,11 +142,9 @@ fn the_crontab_line_runs_the_example_executor_in_an_empty_environment() {
     );
     // A bad variable name is a usage error.
     let out = env.run(&["crontab", "--env", "1A=b"]).fails(2);
-    assert!(
-        out.stderr
-            .contains("'1A' is not a variable name (letters, digits, _)"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "'1A' is not a variable name (letters, digits, _)",
     );
 }
 
@@ -161,7 +154,7 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
     let out = env
         .run(&["systemd", "--executor", "/bin/true", "--user", "root"])
         .ok();
-    assert!(out.stdout.contains("\nUser=root\n"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\nUser=root\n");
     assert_eq!(
         out.stderr,
         "agentcron: warning: the unit runs the tick, and so every agent, as root (User=root); \
@@ -182,11 +175,7 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
     let me = String::from_utf8(me.stdout).unwrap();
     let out = env.run(&["systemd", "--executor", "/bin/true"]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout.contains(&format!("\nUser={}\n", me.trim())),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &format!("\nUser={}\n", me.trim()));
 
     // --json: the user and both units; the warning a JSON line on stderr.
     let out = env
@@ -221,15 +210,13 @@ fn systemd_names_its_user_and_warns_when_that_is_root() {
         .starts_with("the unit runs the tick"));
 
     let out = env.run(&["systemd", "--user", "a\nb"]).fails(2);
-    assert!(out.stderr.contains("is not a user name"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is not a user name");
 }
 
 #[test]
 fn crontab_warns_when_the_executor_cannot_run() {
     let env = TestEnv::new();
-    let plain = env.path("plain.sh");
-    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
-    let plain = plain.display().to_string();
+    let plain = env.write("plain.sh", "#!/bin/sh\n");
     let cases = [
         ("/nope/run --fast", "the executor /nope/run does not exist".to_string()),
         (plain.as_str(), format!("the executor {plain} is not executable (chmod +x)")),
@@ -252,7 +239,7 @@ fn crontab_warns_when_the_executor_cannot_run() {
             out.stderr
         );
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(out.stdout.contains("* * * * * "), "{}", out.stdout);
+        assert_contains(&out.stdout, "* * * * * ");
     }
     // A program found in the line's PATH, or an absolute executable: silent.
     for executor in ["sh -c true", "/bin/true"] {
@@ -280,8 +267,7 @@ fn crontab_warns_when_the_executor_cannot_run() {
 #[test]
 fn tick_json_events_name_their_task_and_a_dry_run_shows_no_run_ids() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     let out = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
@@ -308,8 +294,7 @@ fn deny_json_has_its_finished_at() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
+    Task::named("a").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
@@ -329,7 +314,7 @@ fn deny_json_has_its_finished_at() {
 fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothing() {
     let rig = Rig::new();
     // Nothing yet (a store with only a draft): one line each, not silence.
-    rig.env.draft(&["--instruction", "x", "--every", "1h"]);
+    Task::new().default_notify().draft(&rig.env);
     let out = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
         out.stdout,
@@ -339,8 +324,7 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
     assert_eq!(out.stdout, "No unknown runs: nothing to reconcile.\n");
 
     // A coalesced missed run: its count and its first occurrence's lateness.
-    rig.env
-        .task(&["--instruction", "x", "--every", "10m", "--name", "often"]);
+    Task::named("often").every("10m").confirm(&rig.env);
     rig.env.advance(62 * 60);
     rig.tick(&[]).ok();
     let missed = rig
@@ -356,40 +340,18 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
     assert_eq!(missed["skipped_occurrences"], 6);
 
     // Seconds given are seconds kept, in draft, show and next.
-    let draft = rig.env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02T12:00:30Z",
-        "--name",
-        "once",
-    ]);
-    assert!(
-        draft.stdout.contains("once at 2026-12-02 12:00:30 UTC"),
-        "{}",
-        draft.stdout
-    );
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-02T12:00:30Z",
-        "--name",
-        "once",
-    ]);
+    let draft = Task::named("once")
+        .at("2026-12-02T12:00:30Z")
+        .default_notify()
+        .try_draft(&rig.env);
+    assert_contains(&draft.stdout, "once at 2026-12-02 12:00:30 UTC");
+    Task::named("once")
+        .at("2026-12-02T12:00:30Z")
+        .confirm(&rig.env);
     let out = rig.env.run(&["next", "once"]).ok();
-    assert!(
-        out.stdout.contains("2026-12-02 12:00:30 UTC"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "2026-12-02 12:00:30 UTC");
     let out = rig.env.run(&["show", "once"]).ok();
-    assert!(
-        out.stdout.contains("2026-12-02 12:00:30 UTC"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "2026-12-02 12:00:30 UTC");
     // Once it ran, `next` says there is nothing left.
     rig.env.set_now(crate::support::T0 + 4 * HOUR + 30);
     rig.tick(&[]).ok();
@@ -409,8 +371,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "parked"]);
+    Task::named("parked").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let parked = rig.runs("parked")[0]["run_id"]
@@ -418,8 +379,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
         .unwrap()
         .to_string();
 
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "stuck"]);
+    Task::named("stuck").confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "3");
     rig.env.advance(HOUR);
@@ -428,8 +388,7 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     let unknown = rig.runs("stuck")[0]["run_id"].as_str().unwrap().to_string();
     assert_eq!(rig.runs("stuck")[0]["status"], "unknown");
 
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "fine"]);
+    Task::named("fine").confirm(&rig.env);
     let out = rig.env.run(&["list"]).ok();
     let row = |name: &str| {
         out.stdout
@@ -493,7 +452,7 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
     if env.pg_schema().is_some() {
         return; // the store's owner and mode are a file's
     }
-    env.draft(&["--instruction", "x", "--in", "1h"]);
+    Task::new().after("1h").default_notify().draft(&env);
     let owner = std::process::Command::new("id")
         .arg("-un")
         .output()
@@ -507,11 +466,9 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         "the owner can: {}",
         out.stderr
     );
-    assert!(
-        out.stdout
-            .contains("never starts a tick while the last one still runs"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "never starts a tick while the last one still runs",
     );
     assert!(
         out.stdout.contains(
@@ -525,11 +482,7 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         let out = env
             .run(&["systemd", "--executor", "/bin/true", "--user", "nobody"])
             .ok();
-        assert!(
-            out.stderr.contains("belongs to root (uid 0) (mode 0600): a tick as nobody cannot open it; pass --user root"),
-            "{}",
-            out.stderr
-        );
+        assert_contains(&out.stderr, "belongs to root (uid 0) (mode 0600): a tick as nobody cannot open it; pass --user root");
     }
     let out = env
         .run(&[
@@ -540,10 +493,8 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
             "no-such-account",
         ])
         .ok();
-    assert!(
-        out.stderr
-            .contains("there is no account no-such-account on this host"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "there is no account no-such-account on this host",
     );
 }

@@ -1,6 +1,5 @@
 //! `draft`: what a person sees before confirming, and every bad input.
-
-use crate::support::{TestEnv, T0};
+use crate::support::{assert_contains, Task, TestEnv, T0};
 
 #[test]
 fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
@@ -22,7 +21,7 @@ fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
         .ok();
     assert!(out.stderr.is_empty(), "{}", out.stderr);
     assert!(out.stdout.contains("summarize on-call"));
-    assert!(out.stdout.contains("09:30"), "{}", out.stdout);
+    assert_contains(&out.stdout, "09:30");
     assert!(out.stdout.contains("Asia/Shanghai"));
     assert!(out.stdout.contains("expires"));
     let hash_line = out
@@ -37,10 +36,10 @@ fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
         .lines()
         .find(|l| l.trim_start().starts_with("agentcron confirm "))
         .unwrap();
-    assert!(confirm.contains(&format!("--hash {hash}")), "{confirm}");
+    assert_contains(confirm, &format!("--hash {hash}"));
     // 2026-12-02 is a Wednesday; 08:00Z is 16:00 in Shanghai, so the next
     // weekday 09:30 is Thursday 2026-12-03.
-    assert!(out.stdout.contains("2026-12-03 09:30"), "{}", out.stdout);
+    assert_contains(&out.stdout, "2026-12-03 09:30");
 }
 
 #[test]
@@ -205,237 +204,62 @@ fn rejects(env: &TestEnv, args: &[&str], code: i32, needle: &str) {
 #[test]
 fn bad_drafts_are_refused_with_usage_errors_and_write_nothing() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--in", "1h", "--name", "taken"]);
+    Task::named("taken")
+        .instruction("seed")
+        .after("1h")
+        .confirm(&env);
     let long = "x".repeat(32769);
     let long_name = "n".repeat(65);
+    // `draft --instruction x` and these flags.
     let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["--every", "59s"], 2, "60"),
+        (vec!["--every", "30s"], 2, "60"),
         (
-            vec!["draft", "--instruction", "x", "--every", "59s"],
-            2,
-            "60",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--every", "30s"],
-            2,
-            "60",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--daily",
-                "09:00",
-                "--tz",
-                "Mars/Olympus",
-            ],
+            vec!["--daily", "09:00", "--tz", "Mars/Olympus"],
             2,
             "time zone",
         ),
         (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--daily",
-                "09:00",
-                "--tz",
-                "../../etc/passwd",
-            ],
+            vec!["--daily", "09:00", "--tz", "../../etc/passwd"],
             2,
             "time zone",
         ),
-        (vec!["draft", "--instruction", "", "--in", "1h"], 2, "empty"),
-        (
-            vec!["draft", "--instruction", "   \n\t", "--in", "1h"],
-            2,
-            "empty",
-        ),
-        (
-            vec!["draft", "--instruction", &long, "--in", "1h"],
-            2,
-            "32768",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--name",
-                "has space",
-            ],
-            2,
-            "--name",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--name",
-                "ünïcode",
-            ],
-            2,
-            "--name",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--name",
-                &long_name,
-            ],
-            2,
-            "--name",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--in", "1h", "--every", "1h"],
-            2,
-            "cannot be used",
-        ),
-        (vec!["draft", "--instruction", "x"], 2, "required"),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--at",
-                "2020-01-01T00:00:00Z",
-            ],
-            2,
-            "past",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--at", "2026-02-30 09:00"],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--daily", "24:00"],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--daily", "12:60"],
-            2,
-            "",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--daily",
-                "09:00",
-                "--days",
-                "funday",
-            ],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--cron", "61 * * * *"],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--cron", "* * * *"],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--cron", "0 0 30 2 *"],
-            2,
-            "no occurrence",
-        ),
-        (vec!["draft", "--instruction", "x", "--in", "1x"], 2, ""),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "99999999999999999999s",
-            ],
-            2,
-            "",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--max-retries",
-                "-1",
-            ],
-            2,
-            "",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--policy",
-                "anything",
-            ],
-            2,
-            "",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--in", "1h", "--ttl", "30d"],
-            2,
-            "ttl",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--name",
-                "taken",
-            ],
-            5,
-            "already exists",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--in", "1h", "--tenant", ""],
-            2,
-            "tenant",
-        ),
-        (
-            vec![
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--as",
-                "a\u{1b}b",
-            ],
-            2,
-            "control",
-        ),
-        (
-            vec!["draft", "--instruction", "x", "--days", "mon", "--in", "1h"],
-            2,
-            "",
-        ),
+        (vec!["--in", "1h", "--name", "has space"], 2, "--name"),
+        (vec!["--in", "1h", "--name", "ünïcode"], 2, "--name"),
+        (vec!["--in", "1h", "--name", &long_name], 2, "--name"),
+        (vec!["--in", "1h", "--every", "1h"], 2, "cannot be used"),
+        (vec![], 2, "required"),
+        (vec!["--at", "2020-01-01T00:00:00Z"], 2, "past"),
+        (vec!["--at", "2026-02-30 09:00"], 2, ""),
+        (vec!["--daily", "24:00"], 2, ""),
+        (vec!["--daily", "12:60"], 2, ""),
+        (vec!["--daily", "09:00", "--days", "funday"], 2, ""),
+        (vec!["--cron", "61 * * * *"], 2, ""),
+        (vec!["--cron", "* * * *"], 2, ""),
+        (vec!["--cron", "0 0 30 2 *"], 2, "no occurrence"),
+        (vec!["--in", "1x"], 2, ""),
+        (vec!["--in", "99999999999999999999s"], 2, ""),
+        (vec!["--in", "1h", "--max-retries", "-1"], 2, ""),
+        (vec!["--in", "1h", "--policy", "anything"], 2, ""),
+        (vec!["--in", "1h", "--ttl", "30d"], 2, "ttl"),
+        (vec!["--in", "1h", "--name", "taken"], 5, "already exists"),
+        (vec!["--in", "1h", "--tenant", ""], 2, "tenant"),
+        (vec!["--in", "1h", "--as", "a\u{1b}b"], 2, "control"),
+        (vec!["--days", "mon", "--in", "1h"], 2, ""),
     ];
-    for (args, code, needle) in cases {
+    for (flags, code, needle) in cases {
+        let mut args = vec!["draft", "--instruction", "x"];
+        args.extend(flags);
+        rejects(&env, &args, code, needle);
+    }
+    // `draft --in 1h` and these instructions.
+    let instructions: Vec<(&str, i32, &str)> = vec![
+        ("", 2, "empty"),
+        ("   \n\t", 2, "empty"),
+        (&long, 2, "32768"),
+    ];
+    for (instruction, code, needle) in instructions {
+        let args = ["draft", "--instruction", instruction, "--in", "1h"];
         rejects(&env, &args, code, needle);
     }
 }
@@ -446,11 +270,11 @@ fn nul_bytes_in_the_instruction_are_refused() {
     let out = env
         .run_with_stdin(&["draft", "--instruction", "-", "--in", "1h"], b"a\0b")
         .fails(2);
-    assert!(out.stderr.contains("NUL"), "{}", out.stderr);
+    assert_contains(&out.stderr, "NUL");
     let out = env
         .run_with_stdin(&["draft", "--instruction", "-", "--in", "1h"], b"\xff\xfe")
         .fails(2);
-    assert!(out.stderr.contains("UTF-8"), "{}", out.stderr);
+    assert_contains(&out.stderr, "UTF-8");
 }
 
 #[test]
@@ -461,7 +285,7 @@ fn bad_database_paths_are_refused() {
     let out = env.run(&["--db", ":memory:", "list"]).fails(2);
     assert!(out.stderr.contains(":memory:"));
     let out = env.run(&["--db", dir.to_str().unwrap(), "list"]).fails(2);
-    assert!(out.stderr.contains("directory"), "{}", out.stderr);
+    assert_contains(&out.stderr, "directory");
     let real = env.path("real.db");
     let real_db = real.to_str().unwrap();
     env.run(&["--db", real_db, "draft", "--instruction", "x", "--in", "1h"])
@@ -469,7 +293,7 @@ fn bad_database_paths_are_refused() {
     let link = env.path("link.db");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let out = env.run(&["--db", link.to_str().unwrap(), "list"]).fails(2);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, "symbolic link");
     let not_db = env.path("notes.txt");
     std::fs::write(
         &not_db,
@@ -480,11 +304,7 @@ fn bad_database_paths_are_refused() {
     let out = env
         .run(&["--db", not_db.to_str().unwrap(), "list"])
         .fails(1);
-    assert!(
-        out.stderr.contains("not an agentcron database"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "not an agentcron database");
     assert_eq!(std::fs::read(&not_db).unwrap(), before);
 }
 

@@ -3,12 +3,11 @@
 //! (`skipped_gate`), anything else fails open and the run's summary says
 //! so. Real processes: the gate is a script that journals its calls, its
 //! stdin and its environment, then does as GATE_MODE says.
+use crate::support::{assert_contains, gone, write_script, Rig, Task};
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use crate::support::{write_script, Rig};
 
 const HOUR: i64 = 3600;
 
@@ -74,7 +73,7 @@ fn a_gate_exiting_0_lets_the_executor_run_with_the_same_stdin_and_no_store() {
     );
     // The executor's environment: the run's own variables, no store.
     let env = std::fs::read_to_string(rig.env.path("gate/env")).unwrap();
-    assert!(env.contains(&format!("AGENTCRON_RUN_ID={id}")), "{env}");
+    assert_contains(&env, &format!("AGENTCRON_RUN_ID={id}"));
     let db = rig.env.db_arg();
     assert!(!env.contains("AGENTCRON_DB"), "{env}");
     assert!(!env.contains(&db), "the store's location leaked: {env}");
@@ -133,7 +132,7 @@ fn a_skipped_gate_line_is_escaped_in_the_runs_table() {
     rig.env.set_env("GATE_SAYS", "\u{1b}[31mred\u{1b}[0m");
     rig.tick(&[]).ok();
     let out = rig.env.run(&["runs", "t"]).ok();
-    assert!(out.stdout.contains("\\x1b[31mred"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\\x1b[31mred");
     assert!(!out.stdout.contains('\u{1b}'), "{}", out.stdout);
 }
 
@@ -189,16 +188,9 @@ fn a_gate_that_hangs_past_its_limit_fails_open_and_its_group_is_gone() {
 #[test]
 fn a_gate_that_cannot_start_fails_open() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--gate",
-        "/nonexistent/gate --check",
-    ]);
+    Task::named("t")
+        .flags(&["--gate", "/nonexistent/gate --check"])
+        .confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     let run = only_run(&rig);
@@ -216,12 +208,7 @@ fn a_dry_run_shows_the_gate_and_does_not_run_it() {
     let rig = gated("open", &[]);
     let out = rig.tick(&["--dry-run"]).ok();
     let gate = rig.env.path("gate.sh").display().to_string();
-    assert!(
-        out.stdout
-            .contains(&format!("(attempt 1) after its gate `{gate}`")),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &format!("(attempt 1) after its gate `{gate}`"));
     let events = rig.tick_json(&["--dry-run"]);
     assert_eq!(events[0]["event"], "would_claim", "{events:?}");
     assert_eq!(events[0]["gate"], gate.as_str(), "{events:?}");
@@ -237,15 +224,4 @@ fn a_gate_timeout_over_30_s_is_refused() {
         out.stderr.trim_end(),
         "agentcron: error: --gate-timeout: must be from 1 s to 30 s"
     );
-}
-
-/// Whether process `pid` is gone (or only a zombie waiting for its reaper).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z')),
-    }
 }

@@ -1,10 +1,11 @@
 //! Deterministic crash points (`--features test-hooks`): the tick aborts at a
 //! named point, as `kill -9` there would, and a later tick recovers. Each
 //! point has one exact expected final state; nothing is ever run twice.
+
 #![cfg(feature = "test-hooks")]
 
-use crate::support::T0;
-use crate::support::{journal, kill, spawn_tick, wait_for, Rig};
+use crate::support::assert_contains;
+use crate::support::{journal, kill, spawn_tick, wait_for, Rig, Task, T0};
 
 const HOUR: i64 = 3600;
 
@@ -17,8 +18,7 @@ fn crash_at(point: &str) -> (String, String, usize, usize) {
     // Long enough for a heartbeat (after_spawn) to come while it runs.
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "0.4");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     if point == "after_delivery_claim" || point == "after_notifier_exit" {
         // A pending notice first (no notifier), then the crash while delivering it.
@@ -118,8 +118,7 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
     // is frozen unknown: the occurrence is due again, seen in time.
     let rig = Rig::new();
     rig.with_notifier(0);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR + 30);
     let ready = rig.env.path("in-claim");
     rig.env.set_env(
@@ -136,7 +135,7 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
         String::from_utf8_lossy(&out.stdout).contains("taken back"),
         "{out:?}"
     );
-    assert!(stderr.contains("taken back and are due again"), "{stderr}");
+    assert_contains(&stderr, "taken back and are due again");
     rig.env.set_env("AGENTCRON_TEST_HOOK", "");
     assert!(rig.runs("c").is_empty(), "{:?}", rig.runs("c"));
     assert!(rig.starts().is_empty());
@@ -162,5 +161,5 @@ fn sigterm_during_the_claim_takes_the_unstarted_run_back_and_it_runs_late_at_the
         "{log}"
     );
     let log = rig.env.run(&["log", "c"]).ok().stdout;
-    assert!(log.contains("took back the run it had claimed"), "{log}");
+    assert_contains(&log, "took back the run it had claimed");
 }

@@ -1,11 +1,10 @@
 //! `metrics` (docs/CONTRACT.md §15): the store's state in the Prometheus text
 //! format, checked by a real parser (`promtool check metrics`, which
 //! scripts/ensure-metrics-parser installs for CI).
+use crate::support::{assert_contains, Rig, Task};
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-
-use crate::support::Rig;
 
 const HOUR: i64 = 3600;
 
@@ -55,10 +54,8 @@ fn sample<'a>(text: &'a str, name: &str) -> &'a str {
 fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format() {
     let rig = Rig::new();
     // Never ticked: no last-tick sample at all (absent, not 1970).
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "a"]);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "b"]);
+    Task::named("a").confirm(&rig.env);
+    Task::named("b").confirm(&rig.env);
     let out = rig.env.run(&["metrics"]).ok();
     promtool_accepts(&out.stdout);
     assert!(
@@ -96,8 +93,8 @@ fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format()
         "0"
     );
     assert_eq!(sample(text, "agentcron_scheduler_gap_events"), "0");
-    assert!(text.contains("# TYPE agentcron_runs gauge\n"), "{text}");
-    assert!(text.contains("# HELP agentcron_unknown_runs "), "{text}");
+    assert_contains(text, "# TYPE agentcron_runs gauge\n");
+    assert_contains(text, "# HELP agentcron_unknown_runs ");
 
     // Cron stopped for two hours: a gap; then a run times out into unknown.
     rig.env.advance(2 * HOUR - 120);

@@ -4,30 +4,20 @@
 //! and again only after a new success and a new gap. Real processes through
 //! the binary, on the store the suite runs on; the notifier's journal is
 //! the ground truth for how many notices went out.
+use crate::support::{assert_contains, Rig, Task, T0};
 
 use serde_json::Value;
-
-use crate::support::{Rig, T0};
 
 const HOUR: i64 = 3600;
 
 /// `--every 1h` from T0 (08:00): the first occurrence is 09:00, so with
 /// `--expect-success 3h` a task that never succeeds is overdue at 12:00.
 fn expecting_task(rig: &Rig, flags: &[&str]) {
-    let mut args = vec![
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--expect-success",
-        "3h",
-        "--max-retries",
-        "0",
-    ];
-    args.extend_from_slice(flags);
-    rig.env.task(&args);
+    Task::named("t")
+        .flags(&["--expect-success", "3h"])
+        .max_retries("0")
+        .flags(flags)
+        .confirm(&rig.env);
 }
 
 /// The overdue notices the notifier was handed.
@@ -89,7 +79,7 @@ fn overdue_after_a_cron_outage_is_told_once_then_again_after_a_new_success_and_g
             .contains("is overdue: no run has succeeded for 10 h (last success 2026-12-02 09:00"),
         "{message}"
     );
-    assert!(message.contains("it expects one within 3 h"), "{message}");
+    assert_contains(message, "it expects one within 3 h");
     // The notifier told it: cron's mail does not repeat it (issue 44).
     assert!(!out.stdout.contains("is overdue"), "{}", out.stdout);
     // Further failing ticks: the same gap, nothing more.
@@ -162,7 +152,7 @@ fn a_failure_streak_past_the_duration_is_told_once_and_shown_everywhere() {
     let list = rig.env.json(&["list"]);
     assert_eq!(list[0]["overdue_since"], since, "{list}");
     let text = rig.env.run(&["list"]).ok().stdout;
-    assert!(text.contains("overdue 3 h ago"), "{text}");
+    assert_contains(&text, "overdue 3 h ago");
 
     let text = rig.env.run(&["show", "t"]).ok().stdout;
     assert!(
@@ -196,9 +186,9 @@ fn a_failure_streak_past_the_duration_is_told_once_and_shown_everywhere() {
         .parse()
         .unwrap();
     assert!((0..=5).contains(&(value - rig.env.now())), "{metrics}");
-    assert!(
-        metrics.contains("# TYPE agentcron_last_success_timestamp_seconds gauge"),
-        "{metrics}"
+    assert_contains(
+        &metrics,
+        "# TYPE agentcron_last_success_timestamp_seconds gauge",
     );
 }
 
@@ -230,18 +220,10 @@ fn a_task_overdue_before_its_first_run_is_told_once() {
     rig.with_notifier(0);
     // Confirmed 08:00, hourly from 09:00, a success expected within 2 h:
     // overdue at 11:00. The run that finally starts at 12:00 succeeds.
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--expect-success",
-        "2h",
-        "--max-retries",
-        "0",
-    ]);
+    Task::named("t")
+        .max_retries("0")
+        .flags(&["--expect-success", "2h"])
+        .confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "succeed");
     rig.env.set_now(T0 + 4 * HOUR);
     rig.tick(&[]).ok();
@@ -329,16 +311,10 @@ fn idle_ticks_with_many_expecting_tasks_decide_nothing() {
     rig.with_notifier(0);
     for i in 0..12 {
         let name = format!("t{i}");
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1d",
-            "--name",
-            &name,
-            "--expect-success",
-            "3d",
-        ]);
+        Task::named(&name)
+            .every("1d")
+            .flags(&["--expect-success", "3d"])
+            .confirm(&rig.env);
     }
     // Nothing due, no clock run out: quiet, and nothing but the tick's record.
     for _ in 0..3 {

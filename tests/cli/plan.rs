@@ -1,8 +1,8 @@
 //! Declarative tasks (docs/CONTRACT.md §14): `plan FILE` and `apply FILE --hash`.
-
+use crate::support::{assert_contains, texts, Task, TestEnv};
 use serde_json::Value;
 
-use crate::support::TestEnv;
+use crate::reliability::bad_input::assert_one_line;
 
 const TWO: &str = r#"
 [digest]
@@ -56,35 +56,40 @@ fn actions(plan: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `plan ARGS` says there is nothing to change.
+#[track_caller]
+fn assert_plans_no_changes(env: &TestEnv, args: &[&str]) {
+    let mut all = vec!["plan"];
+    all.extend_from_slice(args);
+    let out = env.run(&all).ok();
+    assert!(out.stdout.starts_with("no changes"), "{}", out.stdout);
+}
+
 #[test]
 fn create_replace_and_prune_round_trip() {
     let env = TestEnv::new();
     let file = write_source(&env, TWO);
 
     let out = env.run(&["plan", &file]).ok();
-    assert!(out.stdout.contains("+ create backup"), "{}", out.stdout);
-    assert!(out.stdout.contains("+ create digest"), "{}", out.stdout);
+    assert_contains(&out.stdout, "+ create backup");
+    assert_contains(&out.stdout, "+ create digest");
     assert!(out
         .stdout
         .contains("2 to create, 0 to replace, 0 to delete, 0 unchanged."));
-    assert!(out.stdout.contains("next run  "), "{}", out.stdout);
-    assert!(out.stdout.contains("Plan hash: "), "{}", out.stdout);
-    assert!(out.stdout.contains("agentcron apply "), "{}", out.stdout);
+    assert_contains(&out.stdout, "next run  ");
+    assert_contains(&out.stdout, "Plan hash: ");
+    assert_contains(&out.stdout, "agentcron apply ");
     assert_eq!(out.stderr, "");
     // Planning changes nothing.
     assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 0);
 
     // Each payload is the one `draft` builds from the same flags.
-    let d = env.draft(&[
-        "--instruction",
-        "summarize the inbox",
-        "--daily",
-        "09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "digest",
-    ]);
+    let d = Task::named("digest")
+        .instruction("summarize the inbox")
+        .daily("09:00")
+        .default_notify()
+        .tz("UTC")
+        .draft(&env);
     let p = plan(&env, &file, &[]);
     let digest = p["actions"]
         .as_array()
@@ -109,12 +114,10 @@ tz = "UTC"
 "#,
     );
     let out = env.run(&["plan", &file]).ok();
-    assert!(out.stdout.contains("~ replace digest"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("schedule               every day at 09:00 (UTC) → every day at 10:30 (UTC)"),
-        "{}",
-        out.stdout
+    assert_contains(&out.stdout, "~ replace digest");
+    assert_contains(
+        &out.stdout,
+        "schedule               every day at 09:00 (UTC) → every day at 10:30 (UTC)",
     );
     assert!(!out.stdout.contains("- delete"), "{}", out.stdout);
     let p = plan(&env, &file, &["--prune"]);
@@ -129,19 +132,15 @@ tz = "UTC"
     assert_ne!(p["plan_hash"], plan(&env, &file, &[])["plan_hash"]);
     apply(&env, &file, &["--prune"]);
     let list = env.json(&["list"]);
-    let names: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = texts(&list, "name");
     assert_eq!(names, vec!["digest"]);
     assert_eq!(list[0]["revision"], 2);
 
     let log = env.run(&["--json", "log"]).ok().stdout;
     assert!(
         log.contains("\"replace\"") && log.contains("\"delete\""),
-        "{log}"
+        "{}",
+        log
     );
     assert!(log.contains(p["plan_hash"].as_str().unwrap()), "{log}");
 }
@@ -149,14 +148,7 @@ tz = "UTC"
 #[test]
 fn prune_leaves_tasks_the_file_did_not_create() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "by hand",
-        "--every",
-        "1h",
-        "--name",
-        "manual",
-    ]);
+    Task::named("manual").instruction("by hand").confirm(&env);
     let file = write_source(&env, TWO);
     apply(&env, &file, &["--prune"]);
     let file = write_source(&env, "");
@@ -263,11 +255,7 @@ fn a_store_changed_between_plan_and_apply_is_refused_and_nothing_changes() {
     let out = env
         .run(&["apply", &file, "--hash", &hash, "--prune"])
         .fails(6);
-    assert!(
-        out.stderr.contains("the plan changed since it was made"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "the plan changed since it was made");
     assert_eq!(env.run(&["export"]).ok().stdout, before);
 
     // The file changing is refused the same way.
@@ -293,11 +281,9 @@ fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
             args.extend(["--hash", zeros.as_str()]);
         }
         let out = env.run(&args).fails(2);
-        assert!(
-            out.stderr
-                .contains("tasks.toml:4: task 'digest', key 'retries': unknown field `retries`"),
-            "{}",
-            out.stderr
+        assert_contains(
+            &out.stderr,
+            "tasks.toml:4: task 'digest', key 'retries': unknown field `retries`",
         );
     }
     let file = write(
@@ -317,27 +303,17 @@ fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
         "[digest]\ninstruction = \"x\"\ngrace = \"soon\"\ndaily = \"09:00\"\n",
     );
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr
-            .contains("tasks.toml:3: task 'digest', key 'grace': "),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "tasks.toml:3: task 'digest', key 'grace': ");
 }
 
 #[test]
 fn tasks_the_caller_does_not_own_are_refused_with_4() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "theirs",
-        "--daily",
-        "09:00",
-        "--name",
-        "digest",
-        "--as",
-        "bob",
-    ]);
+    Task::named("digest")
+        .instruction("theirs")
+        .daily("09:00")
+        .by("bob")
+        .confirm(&env);
     let file = write(&env, TWO);
     env.run(&["plan", &file, "--as", "alice"]).fails(4);
     let zeros = "0".repeat(64);
@@ -377,11 +353,7 @@ fn an_apply_killed_mid_transaction_leaves_the_store_as_before() {
     // The same plan still applies, in full.
     env.run(&["apply", &file, "--hash", &hash, "--prune"]).ok();
     assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 22);
-    assert!(env
-        .run(&["plan", &file, "--prune"])
-        .ok()
-        .stdout
-        .starts_with("no changes"));
+    assert_plans_no_changes(&env, &[&file, "--prune"]);
 }
 
 /// `count` (and a spread with it) resolves its end from "now"; a file
@@ -495,23 +467,14 @@ tz = "UTC"
     // Changed, the past `at` is refused, naming the file, line and key.
     let file = write_source(env, &text.replace("remind me", "remind me again"));
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr.contains("tasks.toml:5: task 'once', key 'at': "),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "tasks.toml:5: task 'once', key 'at': ");
     // And so is a new task with one.
     let file = write_source(
         env,
         &format!("{text}\n[later]\ninstruction = \"x\"\nat = \"2026-12-02T09:30:00Z\"\n"),
     );
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr
-            .contains("tasks.toml:14: task 'later', key 'at': "),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "tasks.toml:14: task 'later', key 'at': ");
 }
 
 /// Whether another process holds the store's write transaction open: on
@@ -636,11 +599,7 @@ fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
         tasks + 2,
         "digest, backup-2 and every created task"
     );
-    assert!(env
-        .run(&["plan", &file, "--prune"])
-        .ok()
-        .stdout
-        .starts_with("no changes"));
+    assert_plans_no_changes(&env, &[&file, "--prune"]);
 }
 
 /// Issue 36 item 7: a file whose `source` differs does not silently take
@@ -649,30 +608,16 @@ fn an_apply_sigkilled_mid_transaction_leaves_the_store_as_before() {
 #[test]
 fn a_task_another_source_created_is_replaced_only_with_adopt() {
     let env = TestEnv::new();
-    let first = env.path("first.toml");
-    std::fs::write(
-        &first,
-        "source = \"team/a\"\n[digest]\ninstruction = \"a's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
-    )
-    .unwrap();
-    let first = first.display().to_string();
+    let first = env.write("first.toml", "source = \"team/a\"\n[digest]\ninstruction = \"a's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n");
     apply(&env, &first, &[]);
-    let second = env.path("second.toml");
-    std::fs::write(
-        &second,
-        "source = \"team/b\"\n[digest]\ninstruction = \"b's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n",
-    )
-    .unwrap();
-    let second = second.display().to_string();
+    let second = env.write("second.toml", "source = \"team/b\"\n[digest]\ninstruction = \"b's words\"\nevery = \"1h\"\nstart = \"2026-01-01T00:00:00Z\"\n");
 
     let out = env.run(&["plan", &second]).fails(5);
-    assert!(
-        out.stderr
-            .contains("task digest was created by source:team/a, not by this file (source:team/b)"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "task digest was created by source:team/a, not by this file (source:team/b)",
     );
-    assert!(out.stderr.contains("--adopt"), "{}", out.stderr);
+    assert_contains(&out.stderr, "--adopt");
     let hash = plan(&env, &second, &["--adopt"])["plan_hash"]
         .as_str()
         .unwrap()
@@ -685,10 +630,7 @@ fn a_task_another_source_created_is_replaced_only_with_adopt() {
     );
 
     let shown = env.run(&["plan", &second, "--adopt"]).ok().stdout;
-    assert!(
-        shown.contains("created by source:team/a (adopted by this file)"),
-        "{shown}"
-    );
+    assert_contains(&shown, "created by source:team/a (adopted by this file)");
     let p = apply(&env, &second, &["--adopt"]);
     assert_eq!(
         env.json(&["show", "digest"])["instruction"],
@@ -709,4 +651,31 @@ fn a_task_another_source_created_is_replaced_only_with_adopt() {
         .stdout
         .contains("created by source:team/b\n"));
     env.run(&["plan", &first]).fails(5);
+}
+
+// ---- 8c. tasks file type errors name the task and the key ------------------
+
+#[test]
+fn a_tasks_file_value_of_the_wrong_type_names_its_task_and_key() {
+    let env = TestEnv::new();
+    let path = env.path("tasks.toml");
+    let shown = path.display().to_string();
+    for (body, expected) in [
+        (
+            "[backup]\ninstruction = \"x\"\ndaily = \"09:00\"\nmax_retries = \"three\"\n",
+            "tasks.toml:4: task 'backup', key 'max_retries': expected a whole number, got string \"three\"",
+        ),
+        (
+            "[backup]\ninstruction = 5\ndaily = \"09:00\"\n",
+            "tasks.toml:2: task 'backup', key 'instruction': expected a string (in quotes), got integer `5`",
+        ),
+        (
+            "backup = { instruction = \"x\", daily = \"09:00\", count = -1 }\n",
+            "tasks.toml:1: task 'backup', key 'count': expected a whole number, got integer `-1`",
+        ),
+    ] {
+        std::fs::write(&path, body).unwrap();
+        let out = env.run(&["plan", &shown]).fails(2);
+        assert_one_line(&out.stderr, &[expected]);
+    }
 }

@@ -4,12 +4,11 @@
 //! hourly `--max-drafts` and the 20 waiting drafts are counted and taken in
 //! one serialized step, so no burst gets past them, and a refusal never
 //! names a count past the limit.
-
 use serde_json::{json, Value};
 
 use crate::mcp::client::{agent_with, call};
 use crate::mcp::server_env;
-use crate::support::TestEnv;
+use crate::support::{assert_contains, TestEnv};
 
 const SERVERS: usize = 8;
 
@@ -92,9 +91,9 @@ fn eight_servers_drafting_at_once_never_pass_20_waiting_drafts() {
     assert_eq!(made, 20, "{refusals:?}");
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 20);
     for said in refusals {
-        assert!(
-            said.contains("20 drafts for this person wait for confirmation, the most allowed"),
-            "{said}"
+        assert_contains(
+            &said,
+            "20 drafts for this person wait for confirmation, the most allowed",
         );
     }
 }
@@ -123,7 +122,8 @@ fn servers_pausing_between_count_and_draft_still_never_pass_max_drafts() {
     for said in &refusals {
         assert!(
             said.contains("the most allowed") || said.contains("the database is busy"),
-            "{said}"
+            "{}",
+            said
         );
     }
 }

@@ -2,10 +2,9 @@
 //! in flight holds that run as `running`; once its lease has passed,
 //! `reconcile` freezes and lists it before any tick has run, so a person
 //! settles it before ticks restart, and nothing is replayed.
+use crate::support::{assert_contains, kill, spawn_tick, wait_for_within, Rig, Task, T0};
 
 use std::time::Duration;
-
-use crate::support::{kill, spawn_tick, wait_for_within, Rig, T0};
 
 #[test]
 fn a_run_in_flight_in_a_restored_copy_is_settled_before_ticks_restart() {
@@ -14,7 +13,7 @@ fn a_run_in_flight_in_a_restored_copy_is_settled_before_ticks_restart() {
     if env.pg_schema().is_some() {
         return; // PostgreSQL restores with pg_dump; `backup` is SQLite's.
     }
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "job"]);
+    Task::named("job").confirm(env);
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "30");
     env.set_now(T0 + 3600);
@@ -66,7 +65,7 @@ fn zone_set_on_a_store_not_made_yet_says_how_and_creates_it_when_asked() {
     let out = env
         .run(&["zone", "set", "unix:alice", "Europe/Berlin"])
         .fails(3);
-    assert!(out.stderr.contains("--create-store"), "{}", out.stderr);
+    assert_contains(&out.stderr, "--create-store");
     if env.pg_schema().is_none() {
         assert!(!env.db.exists(), "nothing created");
     }
@@ -79,5 +78,5 @@ fn zone_set_on_a_store_not_made_yet_says_how_and_creates_it_when_asked() {
     ])
     .ok();
     let shown = env.run(&["zone", "show", "unix:alice"]).ok().stdout;
-    assert!(shown.contains("Europe/Berlin"), "{shown}");
+    assert_contains(&shown, "Europe/Berlin");
 }

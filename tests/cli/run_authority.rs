@@ -5,28 +5,16 @@
 //! Real processes throughout: executors that `setsid` away, double-fork,
 //! and call agentcron from inside their run; both stores where one is
 //! involved (the suite's PostgreSQL pass).
+use crate::reliability::spawn;
+use crate::support::{
+    alive, assert_contains, kill, wait_for_within, write_script, Rig, Task, TestEnv, BIN, T0,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::support::{kill, wait_for_within, write_script, Rig, TestEnv, BIN, T0};
-
 const HOUR: i64 = 3600;
-
-/// Whether `pid` is a live (not zombie) process whose command line holds
-/// `tag` (so a recycled pid is never taken for it).
-fn alive(pid: i32, tag: &str) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat[stat.rfind(')').map_or(0, |i| i + 2)..]
-        .split(' ')
-        .next()
-        .unwrap_or("");
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    state != "Z" && String::from_utf8_lossy(&cmdline).contains(tag)
-}
 
 fn read_pid(path: &Path) -> Option<i32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
@@ -113,15 +101,6 @@ fn orphaning_executor(env: &TestEnv, tags: [&'static str; 2]) -> (String, Orphan
     )
 }
 
-fn spawn(env: &TestEnv, args: &[&str]) -> Child {
-    env.command(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn agentcron")
-}
-
 fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> (i32, String) {
     let deadline = Instant::now() + limit;
     loop {
@@ -153,7 +132,7 @@ fn a_run_leaves_no_process_behind_when_the_tick_exits() {
     let env = &rig.env;
     let (executor, orphans) = orphaning_executor(env, ["6371", "6372"]);
     env.set_env("AGENTCRON_EXECUTOR", &executor);
-    env.task(&["--instruction", "quick", "--every", "1h", "--name", "quick"]);
+    Task::named("quick").instruction("quick").confirm(env);
     env.set_now(T0 + HOUR);
     let started = Instant::now();
     rig.tick(&["--kill-grace", "1s"]).ok();
@@ -174,7 +153,7 @@ fn a_signalled_or_timed_out_tick_leaves_no_process_behind() {
         let env = &rig.env;
         let (executor, orphans) = orphaning_executor(env, ["6373", "6374"]);
         env.set_env("AGENTCRON_EXECUTOR", &executor);
-        env.task(&["--instruction", "long", "--every", "1h", "--name", "long"]);
+        Task::named("long").instruction("long").confirm(env);
         env.set_now(T0 + HOUR);
         let mut args = vec!["tick", "--kill-grace", "1s"];
         if case == "timeout" {
@@ -240,8 +219,8 @@ fn orphans_die_with_their_own_run_while_another_run_goes_on() {
     );
     let orphans = Orphans(vec![(marked, "6375"), (unmarked, "6376")]);
     env.set_env("AGENTCRON_EXECUTOR", &path.display().to_string());
-    env.task(&["--instruction", "quick", "--every", "1h", "--name", "quick"]);
-    env.task(&["--instruction", "other", "--every", "1h", "--name", "other"]);
+    Task::named("quick").instruction("quick").confirm(env);
+    Task::named("other").instruction("other").confirm(env);
     env.set_now(T0 + HOUR);
     rig.tick(&["--jobs", "2", "--kill-grace", "1s"]).ok();
     let seen = std::fs::read_to_string(&seen).expect("the other run looked");
@@ -289,7 +268,7 @@ fn a_run_cannot_confirm_a_schedule_of_its_own() {
         let rig = Rig::new();
         let env = &rig.env;
         env.set_env("AGENTCRON_EXECUTOR", &escaping_executor(env, unset));
-        env.task(&["--instruction", "agent", "--every", "1h", "--name", "agent"]);
+        Task::named("agent").instruction("agent").confirm(env);
         env.set_now(T0 + HOUR);
         rig.tick(&[]).ok();
         let journal = std::fs::read_to_string(env.path("escape.journal")).unwrap_or_default();
@@ -323,16 +302,14 @@ fn a_run_cannot_confirm_a_schedule_of_its_own() {
 #[test]
 fn the_commands_that_change_schedules_refuse_inside_a_run() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
-    let id = task["task_id"].as_str().unwrap().to_string();
-    let draft = env.draft(&["--instruction", "y", "--every", "1h"]);
+    let task = Task::named("x").confirm(&env);
+    let id = task.task_id.as_str().to_string();
+    let draft = Task::new().instruction("y").default_notify().draft(&env);
     let (draft_id, hash) = (
         draft["draft_id"].as_str().unwrap().to_string(),
         draft["payload_hash"].as_str().unwrap().to_string(),
     );
-    let file = env.path("tasks.toml");
-    std::fs::write(&file, "").unwrap();
-    let file = file.display().to_string();
+    let file = env.write("tasks.toml", "");
     let plan_hash = "0".repeat(64);
     let export = env.path("export.jsonl");
     std::fs::write(&export, env.run(&["export"]).ok().stdout).unwrap();
@@ -369,7 +346,10 @@ fn the_commands_that_change_schedules_refuse_inside_a_run() {
     }
     assert!(env.db_bytes() == before, "a refused command wrote nothing");
     env.run(&["list"]).ok();
-    env.run(&["draft", "--instruction", "z", "--every", "1h"])
+    Task::new()
+        .instruction("z")
+        .default_notify()
+        .try_draft(&env)
         .ok();
 }
 
@@ -389,7 +369,7 @@ fn own_uid() -> u32 {
 fn status_says_whether_runs_hold_the_store_authority() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(env);
     let status = env.json(&["status"]);
     assert_eq!(
         status["runs_hold_store_authority"],
@@ -416,7 +396,7 @@ fn status_says_whether_runs_hold_the_store_authority() {
         .filter(|l| l.contains("authority"))
         .collect();
     assert_eq!(warned, [warning.as_str()], "one line: {}", text.stderr);
-    assert!(text.stdout.contains("last tick"), "{}", text.stdout);
+    assert_contains(&text.stdout, "last tick");
     let check = env.run(&["check"]).ok();
     assert_eq!(check.stdout.trim(), "ok: every invariant holds");
     assert_eq!(check.stderr.trim(), warning);
@@ -460,10 +440,7 @@ fn a_continuation_run_here_cannot_confirm_either() {
     let journal = std::fs::read_to_string(env.path("escape.journal")).unwrap_or_default();
     let stderr = std::fs::read_to_string(env.path("escape.journal.err")).unwrap_or_default();
     assert_eq!(journal.trim(), "confirm 4", "{stderr}");
-    assert!(
-        stderr.contains(&format!("refused inside run {}", &run_id[..8])),
-        "{stderr}"
-    );
+    assert_contains(&stderr, &format!("refused inside run {}", &run_id[..8]));
     let tasks = env.json(&["list", "--all"]);
     assert_eq!(tasks.as_array().unwrap().len(), 1, "{tasks}");
 }
@@ -489,7 +466,7 @@ fn an_orphan_that_ignores_term_is_killed_after_the_grace() {
     );
     let orphans = Orphans(vec![(shell, "sh"), (child, "6377")]);
     env.set_env("AGENTCRON_EXECUTOR", &path.display().to_string());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(env);
     env.set_now(T0 + HOUR);
     let started = Instant::now();
     rig.tick(&["--kill-grace", "1s"]).ok();

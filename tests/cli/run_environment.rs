@@ -5,12 +5,13 @@
 //!
 //! The `--run-as` tests add a system user and need root (CI has it); elsewhere
 //! they skip with a note, unless AGENTCRON_REQUIRE_SUDO is set.
+use crate::support::{
+    assert_contains, journal, wait_for, write_script, Rig, Task, TestEnv, BIN, T0,
+};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-use crate::support::{journal, wait_for, write_script, Rig, TestEnv, BIN, T0};
 
 /// Names a run must never receive, all set in the tick's environment.
 const DENIED: &[(&str, &str)] = &[
@@ -57,7 +58,7 @@ fn executor_and_notifier_receive_none_of_the_stores_names() {
     env.set_env("OTHER_SECRET", "not-passed");
     env.set_env("LC_TIME", "C");
     env.set_env("AGENTCRON_PASS_ENV", "API_KEY");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "e"]);
+    Task::named("e").confirm(&env);
     env.advance(3600);
     env.run(&["tick"]).ok();
     let run = &env.json(&["runs", "e"])[0];
@@ -103,8 +104,7 @@ fn executor_and_notifier_receive_none_of_the_stores_names() {
 #[test]
 fn pass_env_of_the_stores_names_is_refused_before_anything_runs() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "r"]);
+    Task::named("r").confirm(&rig.env);
     rig.env.advance(3600);
     for name in [
         "AGENTCRON_DB",
@@ -115,7 +115,7 @@ fn pass_env_of_the_stores_names_is_refused_before_anything_runs() {
     ] {
         let out = rig.tick(&["--pass-env", name]).fails(2);
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-        assert!(out.stderr.contains("--pass-env"), "{}", out.stderr);
+        assert_contains(&out.stderr, "--pass-env");
     }
     rig.env.set_env("AGENTCRON_PASS_ENV", "API_KEY,PGPASSFILE");
     rig.tick(&[]).fails(2);
@@ -224,7 +224,7 @@ echo "then never" >> '{dir}/answers'
 fn lease_answers(env: &TestEnv, dir: &Path, bin: &str, extra: &[&str]) -> Vec<String> {
     let script = fencing_executor(dir, bin);
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "f"]);
+    Task::named("f").confirm(env);
     env.set_now(T0 + 3600);
     let mut args = vec!["tick", "--lease", "6s"];
     args.extend_from_slice(extra);
@@ -420,14 +420,14 @@ echo "confirm $?" >> '{out}'
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "host"]);
+    Task::named("host").confirm(&env);
     env.advance(3600);
     let drafts = env.count("SELECT count(*) FROM drafts");
     env.run(&["tick", "--run-as", &user.name]).ok();
     let said = std::fs::read_to_string(&out).unwrap();
     // The store's folder is the store owner's alone: refused, naming it.
-    assert!(said.contains("permission denied by the folder"), "{said}");
-    assert!(said.contains("draft 2\n"), "{said}");
+    assert_contains(&said, "permission denied by the folder");
+    assert_contains(&said, "draft 2\n");
     assert!(!said.contains("confirm 0"), "{said}");
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 1, "{said}");
     assert_eq!(env.count("SELECT count(*) FROM drafts"), drafts, "{said}");
@@ -446,7 +446,7 @@ fn status_says_runs_do_not_hold_the_store_after_a_tick_run_as_another_user() {
     let script = user.dir.join("quiet.sh");
     write_script(&script, "#!/bin/sh\ncat >/dev/null\necho done\n");
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(env);
     // First as the tick's own user, who holds the store: the runs hold it.
     env.advance(3600);
     rig.tick(&[]).ok();
@@ -468,15 +468,10 @@ fn status_says_runs_do_not_hold_the_store_after_a_tick_run_as_another_user() {
 #[test]
 fn an_unknown_run_as_user_exits_2_before_claiming() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "u"]);
+    Task::named("u").confirm(&rig.env);
     rig.env.advance(3600);
     let out = rig.tick(&["--run-as", "no-such-user-here"]).fails(2);
-    assert!(
-        out.stderr.contains("there is no user 'no-such-user-here'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "there is no user 'no-such-user-here'");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(rig.starts().is_empty());
     assert_eq!(rig.env.count("SELECT count(*) FROM runs"), 0);
@@ -570,8 +565,8 @@ echo "read $?" >> '{out}'
     let refused = as_service(&tick_args);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("sudo would ask for a password"), "{stderr}");
-    assert!(stderr.contains("nothing was claimed"), "{stderr}");
+    assert_contains(&stderr, "sudo would ask for a password");
+    assert_contains(&stderr, "nothing was claimed");
     assert!(!out.exists());
     // The rule `agentcron sudoers` prints (from the binary the tick runs:
     // the rule names it), checked by visudo: the supervisor alone.
@@ -673,7 +668,7 @@ fn a_signalled_tick_removes_the_endpoints_of_its_runs() {
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", script.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    Task::named("s").confirm(&env);
     env.advance(3600);
     let tick = env
         .command(&["tick", "--kill-grace", "1s"])

@@ -1,18 +1,16 @@
 //! At home in the shell: closed pipes, crontab and systemd lines, the
 //! completions command, and the example executor and notifiers.
+use crate::support::{finished, journal, Rig, Task, TestEnv, T0};
 
 use std::io::{Read, Write};
 use std::process::Stdio;
-
-use crate::support::{journal, Rig};
-use crate::support::{TestEnv, T0};
 
 #[test]
 fn a_closed_pipe_is_success() {
     let env = TestEnv::new();
     for i in 0..200 {
         if i % 50 == 0 {
-            env.task(&["--instruction", &format!("t{i}"), "--every", "1h"]);
+            Task::new().instruction(&format!("t{i}")).confirm(&env);
         }
     }
     // `agentcron next … | head -1`: the reader goes away after one line.
@@ -30,13 +28,7 @@ fn a_closed_pipe_is_success() {
     let mut first = [0u8; 16];
     stdout.read_exact(&mut first).unwrap();
     drop(stdout);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = finished(child, 0);
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -143,28 +135,12 @@ fn the_example_executor_runs_the_tasks_script_and_the_file_notifier_appends() {
         .set_env("AGENTCRON_NOTIFIER", &example("notifier-file.sh"));
     rig.env
         .set_env("NOTICE_FILE", rig.env.path("notices.log").to_str().unwrap());
-    rig.env.task(&[
-        "--instruction",
-        "write the {\"name\":\"broken\"} report",
-        "--every",
-        "1h",
-        "--name",
-        "report",
-        "--target",
-        "ops",
-    ]);
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "broken",
-        "--max-retries",
-        "0",
-    ]);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "noscript"]);
+    Task::named("report")
+        .instruction("write the {\"name\":\"broken\"} report")
+        .flags(&["--target", "ops"])
+        .confirm(&rig.env);
+    Task::named("broken").max_retries("0").confirm(&rig.env);
+    Task::named("noscript").confirm(&rig.env);
     rig.env.set_now(T0 + 3600);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("report")[0]["status"], "succeeded");
@@ -241,8 +217,7 @@ fn the_webhook_notifier_posts_and_maps_failures() {
     let dead = format!("http://{}/hook", closed.local_addr().unwrap());
     drop(closed);
     rig.env.set_env("WEBHOOK_URL", &dead);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "w"]);
+    Task::named("w").confirm(&rig.env);
     rig.env.set_now(T0 + 3600);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("w")[0]["delivery_status"], "pending");

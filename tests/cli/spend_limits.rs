@@ -4,11 +4,11 @@
 //! before confirmation, removed from a replacement with `none`, and taken
 //! alike by a tasks file and the MCP `draft` tool. What the tick does with
 //! each is in budgets.rs, gate.rs, catch_up.rs and overdue.rs.
+use crate::support::{assert_contains, Task, TestEnv};
 
 use serde_json::json;
 
 use crate::mcp::RawSession;
-use crate::support::TestEnv;
 use crate::task_limits::payload_of;
 
 #[test]
@@ -111,18 +111,12 @@ fn a_wrong_limit_is_one_usage_line() {
             out.stderr
         );
     }
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--catch-up",
-            "all",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .flags(&["--catch-up", "all"])
+        .try_draft(&env)
         .fails(2);
-    assert!(out.stderr.contains("--catch-up"), "{}", out.stderr);
+    assert_contains(&out.stderr, "--catch-up");
 }
 
 #[test]
@@ -159,7 +153,7 @@ fn draft_and_show_say_each_limit() {
     }
     env.task(&flags[..]);
     let shown = env.run(&["show", "t"]).ok().stdout;
-    assert!(shown.contains("runs 10 a week, usd 5 a day"), "{shown}");
+    assert_contains(&shown, "runs 10 a week, usd 5 a day");
     let task = env.json(&["show", "t"]);
     assert_eq!(task["budgets"], json!(["runs=10/week", "usd=5/day"]));
     assert_eq!(task["gate"], "check --inbox 'a b'");
@@ -170,24 +164,18 @@ fn draft_and_show_say_each_limit() {
 #[test]
 fn a_replacement_keeps_changes_or_removes_each_limit_and_flags_step_ups() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--timeout",
-        "1m",
-        "--budget",
-        "usd=5/day",
-        "--gate",
-        "true",
-        "--catch-up",
-        "latest",
-        "--expect-success",
-        "1d",
-    ]);
+    Task::named("t")
+        .timeout("1m")
+        .budget("usd=5/day")
+        .flags(&[
+            "--gate",
+            "true",
+            "--catch-up",
+            "latest",
+            "--expect-success",
+            "1d",
+        ])
+        .confirm(&env);
     // Not named: kept.
     let kept = env.draft(&["--replace", "t", "--every", "2h"]);
     let payload = kept["payload"].as_str().unwrap();
@@ -273,7 +261,7 @@ fn a_tasks_file_gives_each_limit_as_draft_does() {
     );
     // The file applied once plans as no change.
     let again = env.run(&["plan", &file]).ok().stdout;
-    assert!(again.contains("no changes"), "{again}");
+    assert_contains(&again, "no changes");
     std::fs::write(
         &file,
         "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nbudget = [\"usd=5/fortnight\"]\n",

@@ -12,13 +12,13 @@
 //! it); elsewhere they skip with a note, unless AGENTCRON_REQUIRE_SUDO is
 //! set. They run on SQLite only: what a run's processes come to does not
 //! depend on the store, and the same-user cases run on both.
+use crate::support::{alive, kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::run_environment::{sudo_available, RunUser};
-use crate::support::{kill, on_postgres, wait_for, write_script, TestEnv, BIN, T0};
 
 const HOUR: i64 = 3600;
 /// The grace every tick here is given between TERM and KILL.
@@ -206,20 +206,6 @@ impl Site {
             .cloned()
             .unwrap_or_default()
     }
-}
-
-/// Whether `pid` is a live (not zombie) process whose command line holds
-/// `tag` (so a recycled pid is never taken for it).
-fn alive(pid: i32, tag: &str) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat[stat.rfind(')').map_or(0, |i| i + 2)..]
-        .split(' ')
-        .next()
-        .unwrap_or("");
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    state != "Z" && String::from_utf8_lossy(&cmdline).contains(tag)
 }
 
 /// The processes a test's runs started ("PID TAG" lines in `pids`); each
@@ -650,7 +636,7 @@ fn a_run_is_supervised_by_the_small_binary_or_by_agentcron_itself() {
         ),
     );
     env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.set_now(T0 + HOUR);
     env.run(&["tick"]).ok();
     let small = std::fs::canonicalize(env!("CARGO_BIN_EXE_agentcron-supervise")).unwrap();

@@ -2,10 +2,8 @@
 //! of a given width, `list`, `runs`, `log`, `upcoming` and `status` fit it
 //! without wrapping a cell (one line per row, every line within the width);
 //! a terminal that reports 0 columns, and a pipe, get the table at full width.
-
+use crate::support::{assert_contains, Rig, Task, T0};
 use std::process::Stdio;
-
-use crate::support::{Rig, T0};
 
 /// Runs `args` with stdin and stdout on a pseudo-terminal `columns` wide
 /// (Python's pty module sets the size before exec; stderr goes to
@@ -71,19 +69,15 @@ fn wide_store() -> Rig {
         ("digest", "Asia/Shanghai"),
         ("oncall", "America/Argentina/Buenos_Aires"),
     ] {
-        rig.env.task(&[
-            "--instruction",
-            "summarize the on-call channel, list every open incident with its owner, \
+        Task::named(name)
+            .instruction(
+                "summarize the on-call channel, list every open incident with its owner, \
              and post the digest to the team channel before the stand-up",
-            "--daily",
-            "09:30",
-            "--days",
-            "mon-fri",
-            "--tz",
-            zone,
-            "--name",
-            name,
-        ]);
+            )
+            .daily("09:30")
+            .tz(zone)
+            .flags(&["--days", "mon-fri"])
+            .confirm(&rig.env);
     }
     rig.env.set_now(T0 + 2 * 86400);
     rig.tick(&[]).ok();
@@ -157,4 +151,94 @@ fn low_value_columns_go_first_and_words_are_not_broken() {
             assert!(before.is_alphanumeric() || ",.)".contains(before), "{line}");
         }
     }
+}
+
+const HOUR: i64 = 3600;
+
+#[test]
+fn tables_in_a_pipe_keep_one_row_per_line_and_list_reads_like_a_panel() {
+    let rig = Rig::new();
+    rig.env.set_env("COLUMNS", "40");
+    let long = "summarize the on-call channel and every open incident ".repeat(4);
+    Task::named("later")
+        .instruction(&long)
+        .every("3h")
+        .confirm(&rig.env);
+    Task::named("office")
+        .cron("*/15 9-17 * * 1-5")
+        .tz("Asia/Shanghai")
+        .confirm(&rig.env);
+    Task::named("hourly").confirm(&rig.env);
+    Task::named("resting").confirm(&rig.env);
+    rig.env
+        .json(&["pause", "resting", "--reason", "on vacation until Monday"]);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let out = rig.env.run(&["list"]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "one line per row:\n{}", out.stdout);
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ID",
+            "NAME",
+            "STATE",
+            "NEXT",
+            "RUN",
+            "LAST",
+            "RUN",
+            "RESULT",
+            "SCHEDULE",
+            "INSTRUCTION"
+        ]
+    );
+    // Soonest first (office runs every 15 min in Shanghai's office hours,
+    // 17:00 there now), the paused task last.
+    let names: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["office", "hourly", "later", "resting"],
+        "{}",
+        out.stdout
+    );
+    assert!(
+        lines[1].contains("every 15 min, 09:00–17:59, Mon–Fri"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("in Asia/Shanghai"), "{}", lines[1]);
+    assert!(
+        lines[2].contains("now") && lines[2].contains("succeeded"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[4].contains("paused: on vacation until Monday"),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[3].contains('…'),
+        "a long instruction is clipped: {}",
+        lines[3]
+    );
+    // The audit trail says what happened in words, one event per line.
+    let out = rig.env.run(&["log"]).ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let events = rig.env.count("SELECT count(*) FROM events");
+    assert_eq!(lines.len() as i64, events + 1, "{}", out.stdout);
+    assert_contains(&out.stdout, "paused: on vacation until Monday");
+    assert_contains(&out.stdout, "running → succeeded");
+    assert_contains(&out.stdout, "confirmed draft ");
+    assert!(
+        !out.stdout.contains('{'),
+        "no JSON in the human log: {}",
+        out.stdout
+    );
+    let out = rig.env.run(&["runs"]).ok();
+    assert_eq!(out.stdout.lines().count(), 1 + 3, "{}", out.stdout);
 }

@@ -2,13 +2,13 @@
 //! schedule: a task's own `--timeout`. Real processes on the store the suite
 //! runs on: the executor fixture sleeps (in a child it starts, for the
 //! process group), the tick kills it at the task's limit.
+use crate::support::{assert_contains, gone, Rig, Task, TestEnv};
 
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::mcp::RawSession;
-use crate::support::{Rig, TestEnv};
 
 const HOUR: i64 = 3600;
 
@@ -22,9 +22,7 @@ fn sleeping_task(rig: &Rig, grandchild: bool, flags: &[&str]) {
     };
     rig.env.set_env("FIXTURE_MODE", mode);
     rig.env.set_env("FIXTURE_SLEEP", "6");
-    let mut args = vec!["--instruction", "x", "--every", "1h", "--name", "t"];
-    args.extend_from_slice(flags);
-    rig.env.task(&args);
+    Task::named("t").flags(flags).confirm(&rig.env);
     rig.env.advance(HOUR);
 }
 
@@ -35,17 +33,6 @@ fn timed_tick(rig: &Rig, extra: &[&str]) -> Duration {
     args.extend_from_slice(extra);
     rig.tick(&args).ok();
     started.elapsed()
-}
-
-/// Whether process `pid` is gone (or only a zombie waiting for its reaper).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z')),
-    }
 }
 
 #[test]
@@ -121,16 +108,7 @@ fn a_run_within_its_timeout_is_untouched() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "1");
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--timeout",
-        "30s",
-    ]);
+    Task::named("t").timeout("30s").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("t")[0]["status"], "succeeded");
@@ -139,18 +117,12 @@ fn a_run_within_its_timeout_is_untouched() {
 /// The payload `draft` shows for `flags` on a fixed schedule and name, and
 /// its hash.
 pub fn payload_of(env: &TestEnv, flags: &[&str]) -> (String, String) {
-    let mut args = vec![
-        "--instruction",
-        "x",
-        "--at",
-        "2026-12-25 09:00",
-        "--tz",
-        "UTC",
-        "--name",
-        "n",
-    ];
-    args.extend_from_slice(flags);
-    let draft = env.draft(&args);
+    let draft = Task::named("n")
+        .at("2026-12-25 09:00")
+        .tz("UTC")
+        .default_notify()
+        .flags(flags)
+        .draft(env);
     (
         draft["payload"].as_str().unwrap().to_string(),
         draft["payload_hash"].as_str().unwrap().to_string(),
@@ -186,52 +158,30 @@ fn a_timeout_out_of_range_is_one_usage_line() {
             "agentcron: error: --timeout: invalid duration 'soon'",
         ),
     ] {
-        let out = env
-            .run(&[
-                "draft",
-                "--instruction",
-                "x",
-                "--every",
-                "1h",
-                "--timeout",
-                value,
-            ])
+        let out = Task::new()
+            .default_notify()
+            .timeout(value)
+            .try_draft(&env)
             .fails(2);
         assert_eq!(out.stderr.trim_end(), message, "{value}");
     }
-    let out = env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--timeout",
-        "24h",
-    ]);
+    let out = Task::new().default_notify().timeout("24h").try_draft(&env);
     out.ok();
 }
 
 #[test]
 fn show_draft_and_replace_say_the_timeout() {
     let env = TestEnv::new();
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--timeout",
-            "90s",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .timeout("90s")
+        .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout
-            .contains("timeout      90 s (the tick's --timeout caps it)"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "timeout      90 s (the tick's --timeout caps it)",
     );
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     let shown = env.run(&["show", "t"]).ok().stdout;
     assert!(!shown.contains("timeout"), "{shown}");
     let replaced = env.draft(&["--replace", "t", "--timeout", "2m"]);
@@ -243,10 +193,7 @@ fn show_draft_and_replace_say_the_timeout() {
     );
     env.run(&["confirm", id, "--hash", hash]).ok();
     let shown = env.run(&["show", "t"]).ok().stdout;
-    assert!(
-        shown.contains("timeout       120 s (the tick's --timeout caps it)"),
-        "{shown}"
-    );
+    assert_contains(&shown, "timeout       120 s (the tick's --timeout caps it)");
     assert_eq!(env.json(&["show", "t"])["timeout_seconds"], 120);
     // A replacement that does not name it keeps it.
     let kept = env.draft(&["--replace", "t", "--every", "2h"]);
@@ -259,13 +206,10 @@ fn show_draft_and_replace_say_the_timeout() {
 #[test]
 fn a_tasks_file_gives_a_timeout_as_draft_does() {
     let env = TestEnv::new();
-    let file = env.path("tasks.toml");
-    std::fs::write(
-        &file,
+    let file = env.write(
+        "tasks.toml",
         "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\ntimeout = \"2s\"\n",
-    )
-    .unwrap();
-    let file = file.display().to_string();
+    );
     let plan = env.json(&["plan", &file]);
     let hash = plan["plan_hash"].as_str().unwrap().to_string();
     env.json(&["apply", &file, "--hash", &hash]);
@@ -276,11 +220,9 @@ fn a_tasks_file_gives_a_timeout_as_draft_does() {
     )
     .unwrap();
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr
-            .contains("task 'digest', key 'timeout': must be from 1 s to 24 h"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "task 'digest', key 'timeout': must be from 1 s to 24 h",
     );
 }
 

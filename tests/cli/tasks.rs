@@ -1,7 +1,8 @@
 //! Task management: list, show, pause, resume, delete, next; addressing by
 //! id, prefix and name; tenants, owners and revisions.
-
-use crate::support::TestEnv;
+use crate::support::{
+    assert_contains, standup_following_shanghai, texts, Rig, Task, TestEnv, SHANGHAI_0930,
+};
 
 fn id(task: &serde_json::Value) -> String {
     task["task_id"].as_str().unwrap().to_string()
@@ -10,13 +11,13 @@ fn id(task: &serde_json::Value) -> String {
 #[test]
 fn tasks_are_addressed_by_id_prefix_and_name() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "report"]);
-    let full = id(&task);
+    let task = Task::named("report").confirm(&env);
+    let full = id(&task.json);
     for arg in [full.as_str(), &full[..4], &full[..8], "report"] {
         assert_eq!(env.json(&["show", arg])["task_id"], full.as_str(), "{arg}");
     }
     let out = env.run(&["show", &full[..3]]).fails(3);
-    assert!(out.stderr.contains("at least 4"), "{}", out.stderr);
+    assert_contains(&out.stderr, "at least 4");
     env.run(&["show", "nope"]).fails(3);
 }
 
@@ -27,7 +28,7 @@ fn tasks_are_addressed_by_id_prefix_and_name() {
 #[test]
 fn list_streams_every_task_in_order_past_a_page() {
     let env = TestEnv::new();
-    let first = env.task(&["--instruction", "x", "--every", "1h"]);
+    let first = Task::new().confirm(&env);
     // 600 copies of its row (the payload does not hold the id), at seven
     // different next runs, a tenth of them paused with no next run.
     env.sql(
@@ -72,7 +73,7 @@ fn list_streams_every_task_in_order_past_a_page() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 601, "each task once");
-    assert!(ids.contains(&id(&first).as_str()));
+    assert!(ids.contains(&id(&first.json).as_str()));
     // The table has every row too (after its header).
     assert_eq!(env.run(&["list"]).ok().stdout.lines().count(), 602);
 }
@@ -80,25 +81,15 @@ fn list_streams_every_task_in_order_past_a_page() {
 #[test]
 fn list_shows_only_the_callers_tasks_in_the_tenant() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "mine", "--every", "1h", "--as", "alice"]);
-    env.task(&["--instruction", "theirs", "--every", "1h", "--as", "bob"]);
-    env.task(&[
-        "--instruction",
-        "elsewhere",
-        "--every",
-        "1h",
-        "--as",
-        "alice",
-        "--tenant",
-        "t2",
-    ]);
+    Task::new().instruction("mine").by("alice").confirm(&env);
+    Task::new().instruction("theirs").by("bob").confirm(&env);
+    Task::new()
+        .instruction("elsewhere")
+        .by("alice")
+        .tenant("t2")
+        .confirm(&env);
     let list = env.json(&["list", "--as", "alice"]);
-    let instructions: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["instruction"].as_str().unwrap())
-        .collect();
+    let instructions: Vec<&str> = texts(&list, "instruction");
     assert_eq!(instructions, ["mine"]);
     assert_eq!(
         env.json(&["list", "--as", "alice", "--tenant", "t2"])
@@ -124,19 +115,10 @@ fn list_shows_only_the_callers_tasks_in_the_tenant() {
 #[test]
 fn another_owner_or_tenant_cannot_see_or_change_a_task() {
     let env = TestEnv::new();
-    let task = env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--as",
-        "alice",
-        "--name",
-        "a1",
-    ]);
-    let full = id(&task);
+    let task = Task::named("a1").by("alice").confirm(&env);
+    let full = id(&task.json);
     let out = env.run(&["pause", &full, "--as", "bob"]).fails(4);
-    assert!(out.stderr.contains("not an owner"), "{}", out.stderr);
+    assert_contains(&out.stderr, "not an owner");
     env.run(&["show", &full, "--as", "bob"]).fails(4);
     env.run(&["show", &full, "--as", "alice", "--tenant", "t2"])
         .fails(4);
@@ -154,21 +136,21 @@ fn another_owner_or_tenant_cannot_see_or_change_a_task() {
 #[test]
 fn pause_resume_delete_bump_the_revision_and_are_audited() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "p"]);
+    let task = Task::named("p").confirm(&env);
     let paused = env.json(&["pause", "p", "--reason", "vacation"]);
     assert_eq!(paused["state"], "paused");
     assert_eq!(paused["revision"], 2);
     assert_eq!(paused["pause_reason"], "vacation");
     assert_eq!(paused["next_run_at"], serde_json::Value::Null);
     let shown = env.run(&["show", "p"]).ok();
-    assert!(shown.stdout.contains("vacation"), "{}", shown.stdout);
+    assert_contains(&shown.stdout, "vacation");
     // Resuming three and a half hours later does not catch up.
     env.advance(3 * 3600 + 1800);
     let resumed = env.json(&["resume", "p"]);
     assert_eq!(resumed["state"], "active");
     assert_eq!(resumed["revision"], 3);
     assert_eq!(resumed["next_run_at"], "2026-12-02T12:00:00Z");
-    let deleted = env.json(&["delete", &id(&task)]);
+    let deleted = env.json(&["delete", &id(&task.json)]);
     assert_eq!(deleted["state"], "deleted");
     assert_eq!(env.json(&["list"]).as_array().unwrap().len(), 0);
     assert_eq!(env.json(&["list", "--all"]).as_array().unwrap().len(), 1);
@@ -176,22 +158,22 @@ fn pause_resume_delete_bump_the_revision_and_are_audited() {
     let actions: Vec<&str> = actions.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(actions, ["draft", "confirm", "pause", "resume", "delete"]);
     // The name is free again after delete.
-    env.task(&["--instruction", "y", "--every", "1h", "--name", "p"]);
+    Task::named("p").instruction("y").confirm(&env);
 }
 
 #[test]
 fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
     let env = TestEnv::new();
-    let gone = env.task(&["--instruction", "x", "--every", "1h", "--name", "gone"]);
-    let gone = gone["task_id"].as_str().unwrap();
+    let gone = Task::named("gone").confirm(&env);
+    let gone = gone.task_id.as_str();
     env.json(&["delete", gone]);
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(&env);
     env.json(&["pause", "c"]);
     let before = env.db_bytes();
     let out = env.run(&["pause", gone]).fails(5);
-    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "deleted");
     let out = env.run(&["resume", gone]).fails(5);
-    assert!(out.stderr.contains("deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "deleted");
     // Pausing a paused task is not a conflict, and writes nothing either.
     assert!(env
         .run(&["pause", "c"])
@@ -199,7 +181,7 @@ fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
         .stdout
         .contains("already paused"));
     let out = env.run(&["resume", "c", "--expect-revision", "1"]).fails(5);
-    assert!(out.stderr.contains("revision"), "{}", out.stderr);
+    assert_contains(&out.stderr, "revision");
     assert_eq!(env.db_bytes(), before);
     assert_eq!(
         env.json(&["resume", "c", "--expect-revision", "2"])["revision"],
@@ -210,7 +192,7 @@ fn wrong_state_and_stale_revision_are_conflicts_that_change_nothing() {
 #[test]
 fn resuming_a_once_task_after_its_time_records_one_missed_run_and_completes() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--in", "1h", "--name", "o"]);
+    Task::named("o").after("1h").confirm(&env);
     env.json(&["pause", "o"]);
     env.advance(7200);
     let resumed = env.json(&["resume", "o"]);
@@ -228,7 +210,7 @@ fn resuming_a_once_task_whose_run_already_happened_completes_without_a_second_ru
     // `missed` run for the occurrence and failed on the unique key (exit 1),
     // leaving the task paused for good.
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--in", "1h", "--name", "o"]);
+    Task::named("o").after("1h").confirm(&env);
     env.advance(3600);
     // An executor that fails: a retry is pending, so the task stays active.
     env.set_env("AGENTCRON_EXECUTOR", "false");
@@ -247,16 +229,10 @@ fn resuming_a_once_task_whose_run_already_happened_completes_without_a_second_ru
 fn next_lists_occurrences_in_the_task_zone_with_dst_marks() {
     let env = TestEnv::new();
     env.set_now(1_772_900_000); // 2026-03-07, before the US spring-forward
-    env.task(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "02:30",
-        "--tz",
-        "America/New_York",
-        "--name",
-        "n",
-    ]);
+    Task::named("n")
+        .daily("02:30")
+        .tz("America/New_York")
+        .confirm(&env);
     let next = env.json(&["next", "n", "--count", "3"]);
     let items = next["next"].as_array().unwrap();
     assert_eq!(items.len(), 3);
@@ -265,30 +241,148 @@ fn next_lists_occurrences_in_the_task_zone_with_dst_marks() {
     assert!(items[0]["dst_shifted_from"].is_string());
     assert!(items[1]["dst_shifted_from"].is_null());
     let out = env.run(&["next", "n", "--count", "3"]).ok();
-    assert!(out.stdout.contains("DST"), "{}", out.stdout);
+    assert_contains(&out.stdout, "DST");
 }
 
 #[test]
 fn control_characters_in_stored_text_are_escaped_for_people() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "evil \u{1b}[31mred\u{1b}[0m \u{202e}txt",
-        "--every",
-        "1h",
-        "--name",
-        "e",
-    ]);
+    Task::named("e")
+        .instruction("evil \u{1b}[31mred\u{1b}[0m \u{202e}txt")
+        .confirm(&env);
     let out = env.run(&["show", "e"]).ok();
     assert!(!out.stdout.contains('\u{1b}'), "raw ESC in output");
     assert!(
         !out.stdout.contains('\u{202e}'),
         "raw bidi override in output"
     );
-    assert!(out.stdout.contains("\\x1b[31m"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\\x1b[31m");
     // JSON keeps the exact text (escaped by JSON itself).
     assert_eq!(
         env.json(&["show", "e"])["instruction"],
         "evil \u{1b}[31mred\u{1b}[0m \u{202e}txt"
     );
+}
+
+#[test]
+fn no_hint_tells_a_caller_to_declare_an_owners_key() {
+    let env = TestEnv::new();
+    Task::named("h").confirm(&env);
+    let out = env.run(&["--as", "unix:mallory", "pause", "h", "--reason", "r"]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(!text.contains("--as KEY"), "{text}");
+    let readme = include_str!("../../README.md");
+    assert!(readme.contains("`--as` is a declared label, not authentication"));
+}
+
+const HOUR: i64 = 3600;
+
+#[test]
+fn show_says_an_approved_run_waits_for_the_tick_not_for_a_person() {
+    let rig = Rig::new();
+    let run_id = crate::support::parked_run(&rig, "p");
+    let out = rig.env.run(&["show", "p"]).ok();
+    assert_contains(&out.stdout, "waits for `agentcron approve`");
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    let out = rig.env.run(&["show", "p"]).ok();
+    assert_contains(
+        &out.stdout,
+        "approved by unix:tester; the next tick runs it",
+    );
+    assert!(
+        !out.stdout.contains("waits for `agentcron approve`"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn list_and_upcoming_show_a_pending_retry_as_the_next_run() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("daily")
+        .flags(&["--retry-backoff", "5m"])
+        .confirm(env);
+    env.set_env("FIXTURE_MODE", "fail");
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let task = env.json(&["show", "daily"]);
+    assert!(task["next_retry_at"].is_string(), "{task}");
+    let list = env.run(&["list"]).ok().stdout;
+    assert_contains(&list, "(retry)");
+    let upcoming = env.run(&["upcoming"]).ok().stdout;
+    assert_contains(&upcoming, "(retry)");
+    let rows = env.json(&["upcoming"]);
+    assert_eq!(rows[0]["retry"], true, "{rows}");
+    assert_eq!(rows[0]["at"], task["next_retry_at"], "{rows}");
+}
+
+#[test]
+fn empty_results_say_so_and_name_the_tenants_the_caller_has() {
+    let env = TestEnv::new();
+    Task::named("h").tenant("acme").confirm(&env);
+    let out = env.run(&["--tenant", "acm", "list"]).ok();
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.contains("No tasks in tenant 'acm'")
+            && out.stderr.contains("you have tasks in tenant 'acme' (1)"),
+        "{}",
+        out.stderr
+    );
+    let out = env
+        .run(&["--tenant", "acme", "upcoming", "--within", "10m"])
+        .ok();
+    assert_eq!(out.stdout, "");
+    assert_contains(&out.stderr, "Nothing due within 10 min in tenant 'acme'");
+}
+
+#[test]
+fn a_time_in_the_future_is_never_now_and_list_says_who_a_task_follows() {
+    let env = TestEnv::new();
+    standup_following_shanghai(&env);
+    env.set_now(SHANGHAI_0930 - 30);
+    let list = env.run(&["list"]).ok().stdout;
+    assert_contains(&list, "(in 30 s)");
+    assert!(!list.contains("(now)"), "{list}");
+    assert_contains(&list, "follows unix:tester");
+}
+
+#[test]
+fn pausing_a_paused_task_and_resuming_an_active_one_change_nothing() {
+    let env = TestEnv::new();
+    Task::named("p").confirm(&env);
+    let events = || env.count("SELECT count(*) FROM events");
+    let out = env.run(&["resume", "p"]).ok();
+    assert_eq!(out.stdout.lines().count(), 1);
+    assert!(out
+        .stdout
+        .contains(") is already active; nothing changed (revision 1)."));
+    assert_eq!(out.stderr, "");
+    let before = events();
+    let paused = env.json(&["pause", "p", "--reason", "vacation"]);
+    assert_eq!(
+        (paused["revision"].as_i64(), paused["changed"].as_bool()),
+        (Some(2), Some(true))
+    );
+    assert_eq!(events(), before + 1);
+    let out = env.run(&["pause", "p", "--reason", "other"]).ok();
+    assert_contains(
+        &out.stdout,
+        ") is already paused; nothing changed (revision 2).",
+    );
+    let again = env.json(&["pause", "p", "--expect-revision", "2"]);
+    assert_eq!(again["changed"], false);
+    assert_eq!(again["revision"], 2);
+    assert_eq!(again["pause_reason"], "vacation", "the first reason stays");
+    assert_eq!(
+        events(),
+        before + 1,
+        "no event for a pause that changed nothing"
+    );
+    // A stale revision is still a conflict; a deleted task cannot be paused.
+    env.run(&["pause", "p", "--expect-revision", "1"]).fails(5);
+    env.json(&["resume", "p"]);
+    assert_eq!(env.json(&["resume", "p"])["changed"], false);
+    env.json(&["delete", "p"]);
+    env.run(&["pause", "p"]).fails(3);
 }

@@ -1,27 +1,18 @@
 //! export / import: the whole store moves between databases unchanged.
-
-use crate::support::Rig;
-use crate::support::T0;
+use crate::reliability::bad_input::assert_one_line;
+use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
 
 fn populated() -> Rig {
     let rig = Rig::new();
     rig.with_notifier(0);
-    rig.env.task(&[
-        "--instruction",
-        "naïve \"quoted\"\n值班",
-        "--every",
-        "1h",
-        "--name",
-        "a",
-    ]);
-    rig.env.task(&[
-        "--instruction",
-        "y",
-        "--daily",
-        "09:30",
-        "--tz",
-        "Asia/Shanghai",
-    ]);
+    Task::named("a")
+        .instruction("naïve \"quoted\"\n值班")
+        .confirm(&rig.env);
+    Task::new()
+        .instruction("y")
+        .daily("09:30")
+        .tz("Asia/Shanghai")
+        .confirm(&rig.env);
     rig.env.set_now(T0 + 3600);
     rig.tick(&[]).ok();
     rig.env.json(&["pause", "a", "--reason", "moving"]);
@@ -85,7 +76,7 @@ fn a_malformed_export_imports_nothing() {
         .env
         .run_with_stdin(&["--db", target, "import"], dump.as_bytes())
         .fails(2);
-    assert!(out.stderr.contains("unknown column"), "{}", out.stderr);
+    assert_contains(&out.stderr, "unknown column");
     // Nothing imported, not even a database file.
     rig.env.run(&["--db", target, "export"]).fails(3);
     rig.env
@@ -135,20 +126,11 @@ fn a_tasks_memory_survives_export_and_import() {
     let rig = Rig::new();
     rig.with_notifier(0);
     let env = &rig.env;
-    env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "a",
-        "--notify",
-        "attention",
-        "--realert",
-        "1d",
-        "--max-retries",
-        "0",
-    ]);
+    Task::named("a")
+        .notify("attention")
+        .max_retries("0")
+        .flags(&["--realert", "1d"])
+        .confirm(env);
     let reply = |at: i64, line: &str| {
         env.set_now(at);
         env.set_env("FIXTURE_MODE", &format!("json:{line}"));
@@ -228,11 +210,7 @@ fn a_tasks_memory_survives_export_and_import() {
             orphan.as_bytes(),
         )
         .fails(2);
-    assert!(
-        out.stderr.contains("orphan task_memory row"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "orphan task_memory row");
 }
 
 /// What a run may spend moves with the store (docs/CONTRACT.md §6): the
@@ -246,18 +224,10 @@ fn what_runs_spent_survives_export_and_import() {
         "FIXTURE_MODE",
         r#"json:{"status":"succeeded","summary":"ok","usage":{"usd":0.75}}"#,
     );
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "b",
-        "--budget",
-        "usd=1/day",
-        "--catch-up",
-        "latest",
-    ]);
+    Task::named("b")
+        .budget("usd=1/day")
+        .flags(&["--catch-up", "latest"])
+        .confirm(&rig.env);
     // Three hours without a tick: the latest occurrence catches up.
     rig.env.set_now(T0 + 3 * 3600 + 600);
     rig.tick(&[]).ok();
@@ -317,4 +287,55 @@ fn what_runs_spent_survives_export_and_import() {
         .ok();
     let runs = rig.env.json(&["--db", older, "runs", "b"]);
     assert!(runs[0].get("catch_up").is_none(), "{runs}");
+}
+
+// The import line cap (1 MiB) is tested in `bounded_input.rs`.
+
+// ---- 8a. import of rows the store cannot take -----------------------------
+
+/// An export of a store with one task and one run, as lines.
+fn exported() -> Vec<String> {
+    let rig = Rig::new();
+    Task::named("h").confirm(&rig.env);
+    rig.env.set_now(T0 + 3600);
+    rig.tick(&[]).ok();
+    let dump = rig.env.run(&["export"]).ok().stdout;
+    dump.lines().map(str::to_string).collect()
+}
+
+fn import(lines: &[String]) -> crate::support::Outcome {
+    let target = TestEnv::new();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let out = target.run_with_stdin(&["import"], text.as_bytes());
+    assert_eq!(
+        target.count("SELECT count(*) FROM tasks"),
+        0,
+        "a refused import imports nothing"
+    );
+    out
+}
+
+#[test]
+fn import_of_a_duplicate_or_orphan_row_names_its_line_with_2() {
+    let lines = exported();
+    let task = lines
+        .iter()
+        .position(|l| l.contains("\"table\":\"tasks\""))
+        .expect("a task line");
+    let mut duplicate = lines.clone();
+    duplicate.push(lines[task].clone());
+    let out = import(&duplicate).fails(2);
+    let at = format!("line {}: ", duplicate.len());
+    assert_one_line(&out.stderr, &[&at, "duplicate", "tasks"]);
+
+    let mut orphan = lines.clone();
+    orphan.remove(task);
+    let run = orphan
+        .iter()
+        .position(|l| l.contains("\"table\":\"runs\""))
+        .expect("a run line");
+    let out = import(&orphan).fails(2);
+    let at = format!("line {}: ", run + 1);
+    assert_one_line(&out.stderr, &[&at, "runs", "not in the import"]);
 }

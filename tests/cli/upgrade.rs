@@ -3,10 +3,9 @@
 //! it) is read by no command of this build until `agentcron migrate` runs,
 //! which is changed by nothing else on PostgreSQL; and a 0-byte file or an
 //! empty PostgreSQL schema is no store at all.
+use crate::support::{assert_contains, fixture, on_postgres, texts, Rig, Task, TestEnv};
 
 use std::process::Stdio;
-
-use crate::support::{fixture, on_postgres, Rig, TestEnv};
 
 /// The schema this build writes on the store the suite runs against.
 pub(crate) fn latest() -> i64 {
@@ -133,11 +132,7 @@ fn an_older_store_is_read_by_no_command_until_migrate_and_then_by_every_one() {
         .all(|s| !s["description"].as_str().unwrap().is_empty()));
     assert_eq!(plan["applied"].as_array().unwrap().len(), 0);
     let text = env.run(&["migrate", "--dry-run"]).ok();
-    assert!(
-        text.stdout.contains("Dry run: nothing changed"),
-        "{}",
-        text.stdout
-    );
+    assert_contains(&text.stdout, "Dry run: nothing changed");
     assert_eq!(snapshot(env), before, "migrate --dry-run changed the store");
 
     let done = env.run(&["--json", "migrate"]).ok().json();
@@ -160,21 +155,12 @@ fn an_older_store_is_read_by_no_command_until_migrate_and_then_by_every_one() {
         .starts_with(env!("CARGO_PKG_VERSION")));
     // Every command works on the migrated store, which kept its tasks.
     let again = env.run(&["migrate"]).ok();
-    assert!(
-        again.stdout.contains("nothing to migrate"),
-        "{}",
-        again.stdout
-    );
+    assert_contains(&again.stdout, "nothing to migrate");
     for args in READERS.iter().filter(|a| a[0] != "lease") {
         env.run(args).ok();
     }
     let listed = env.json(&["list", "--all"]);
-    let names: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = texts(&listed, "name");
     assert_eq!(names.len(), 2, "{listed}");
     assert!(names.contains(&"a") && names.contains(&"b"), "{listed}");
     env.set_now(env.now() + 3 * 3600 + 60);
@@ -396,7 +382,7 @@ fn an_empty_file_or_schema_is_no_store() {
         assert_eq!(names, vec!["agentcron.db"], "files were created beside it");
     }
     // A command that creates stores makes one there.
-    env.draft(&["--instruction", "x", "--daily", "09:00"]);
+    Task::new().daily("09:00").default_notify().draft(&env);
     env.run(&["list"]).ok();
 }
 
@@ -416,11 +402,7 @@ fn another_programs_database_is_no_store_and_is_left_untouched() {
         let mut all = vec!["--db", arg.as_str()];
         all.extend_from_slice(args);
         let out = env.run(&all).fails(3);
-        assert!(
-            out.stderr.contains("no agentcron store at"),
-            "{}",
-            out.stderr
-        );
+        assert_contains(&out.stderr, "no agentcron store at");
     }
     assert_eq!(std::fs::read(&db).unwrap(), bytes);
     assert!(!env.path("other.db-wal").exists());
@@ -466,7 +448,7 @@ fn version_names_the_crate_the_schemas_and_the_build() {
 fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds() {
     let rig = Rig::new();
     let env = &rig.env;
-    rig.env.task(&["--instruction", "x", "--daily", "09:00"]);
+    Task::new().daily("09:00").confirm(&rig.env);
     rig.tick(&[]).ok();
     let out = env.run(&["status"]).ok();
     assert!(
@@ -494,17 +476,8 @@ fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds
         env.now()
     ));
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stdout.contains("host       old-host runs 0.1.0 (abc)"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stderr
-            .contains("the hosts' last ticks ran different builds"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stdout, "host       old-host runs 0.1.0 (abc)");
+    assert_contains(&out.stderr, "the hosts' last ticks ran different builds");
 }
 
 /// The agent's tools never migrate: each says the one line, and the store

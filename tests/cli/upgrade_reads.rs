@@ -5,9 +5,8 @@
 //! verifies it without upgrading it, `backup` copies it at its schema and
 //! prints a verification line that works, and `migrate --dry-run` reads a
 //! store on read-only media.
-
-use crate::reliability::edges_store::run_on_read_only;
-use crate::support::{skipped, TestEnv};
+use crate::reliability::store_files::run_on_read_only;
+use crate::support::{assert_contains, skipped, TestEnv};
 use crate::upgrade::{latest, previous_release, snapshot};
 
 /// The one line an older store is refused with by a command that cannot
@@ -111,7 +110,7 @@ fn a_backup_of_an_older_store_keeps_its_schema_and_its_printed_check_passes() {
         "`{line}`: {stdout}{}",
         String::from_utf8_lossy(&verified.stderr)
     );
-    assert!(stdout.contains("fine to go back with"), "{stdout}");
+    assert_contains(&stdout, "fine to go back with");
     assert_eq!(
         std::fs::read(&copy).unwrap(),
         copied,
@@ -146,7 +145,7 @@ fn migrate_dry_run_reads_a_read_only_file_or_mount() {
     // The store is no less older: migrating it there says it is read-only.
     let out = run_on_read_only(&env, &folder, &["migrate"]).unwrap();
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("read-only"), "{}", out.stderr);
+    assert_contains(&out.stderr, "read-only");
     assert_eq!(snapshot(&env), before);
 }
 

@@ -3,10 +3,10 @@
 //! lease channel; the tick records it when it arrives, counts it once with
 //! the final reply, and stops a run whose report takes a budget past its
 //! limit. Real ticks and executors, both stores.
-
+use crate::support::{
+    assert_contains, cell, kill, wait_for, write_script, Rig, Task, TestEnv, BIN, T0,
+};
 use std::process::Stdio;
-
-use crate::support::{kill, wait_for, write_script, TestEnv, BIN, T0};
 
 const HOUR: i64 = 3600;
 
@@ -39,18 +39,11 @@ fn reporting_executor(env: &TestEnv, totals: &[&str], then: &str) -> String {
 
 fn budgeted_task(env: &TestEnv, executor: &str, policy: &str) {
     env.set_env("AGENTCRON_EXECUTOR", executor);
-    env.task(&[
-        "--instruction",
-        "agent",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--budget",
-        "usd=0.05/day",
-        "--policy",
-        policy,
-    ]);
+    Task::named("t")
+        .instruction("agent")
+        .budget("usd=0.05/day")
+        .policy(policy)
+        .confirm(env);
     env.set_now(T0 + HOUR);
 }
 
@@ -158,15 +151,57 @@ fn usage_outside_a_run_is_refused() {
     let out = env
         .run(&["lease", "check", "abcd", "--token", "t", "--usage", "usd=1"])
         .fails(2);
-    assert!(
-        out.stderr.contains("works only inside a run"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "works only inside a run");
     let out = env
         .run(&[
             "lease", "check", "abcd", "--token", "t", "--usage", "usd=-1",
         ])
         .fails(2);
-    assert!(out.stderr.contains("not a finite number"), "{}", out.stderr);
+    assert_contains(&out.stderr, "not a finite number");
+}
+
+#[test]
+fn usage_that_cannot_be_a_number_is_ignored_and_the_success_stands_once() {
+    let rig = Rig::new();
+    Task::named("t").budget("usd=5/day").confirm(&rig.env);
+    for (round, (usd, says)) in [
+        ("1e400", "usd 1e400 is over the limit of 1e15"),
+        ("1.8e308", "usd 1.8e308 is over the limit of 1e15"),
+        ("\"NaN\"", "usd \"NaN\" is not a number"),
+        ("-1", "usd -1 is negative"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        rig.env.set_env(
+            "FIXTURE_MODE",
+            &format!(
+                r#"json:{{"status":"succeeded","summary":"ok","usage":{{"usd":{usd},"tokens":7}}}}"#
+            ),
+        );
+        rig.env.advance(HOUR);
+        rig.tick(&[]).ok();
+        // One execution per occurrence: no failure, so no retry either.
+        assert_eq!(rig.starts().len(), round + 1, "usd {usd}");
+        let run = &rig.runs("t")[0];
+        assert_eq!(run["status"], "succeeded", "usd {usd}: {run}");
+        assert_eq!(run["attempt"], 1, "usd {usd}: {run}");
+        assert_eq!(
+            run["summary"].as_str().unwrap(),
+            format!("ok (usage ignored: {says})"),
+            "usd {usd}"
+        );
+    }
+    // What was a number was counted; nothing of usd was.
+    let totals = rig
+        .env
+        .sql("SELECT usage_key, total FROM usage_totals ORDER BY usage_key");
+    assert_eq!(totals, [["tokens".to_string(), "28".to_string()]]);
+    assert_eq!(
+        cell(
+            &rig.env,
+            "SELECT count(*) FROM budget_windows WHERE spent > 0"
+        ),
+        "0"
+    );
 }

@@ -6,14 +6,13 @@
 //! character escaped and a warning naming the look-alikes; a replacement
 //! says what steps up and what is silenced, in words; and every command
 //! handed to a person carries the same prefix.
-
+use crate::support::{assert_contains, Task, TestEnv};
 use serde_json::json;
 
 use crate::mcp::client::{agent, call};
 use crate::mcp::{last_code, last_notice, notifier};
 use crate::support::procs::{kill, spawn_tick, wait_for};
 use crate::support::rig::{unknown_run, Rig};
-use crate::support::TestEnv;
 
 /// "Summarise my inbox." as a person reads it, with a hidden order after
 /// it and each class of invisible character, then look-alike letters.
@@ -66,11 +65,18 @@ fn assert_visible(what: &str, text: &str) {
 #[test]
 fn a_hostile_instruction_drafted_at_a_shell_is_shown_escaped_and_warned_of() {
     let env = TestEnv::new();
-    let out = env
-        .run(&["draft", "--instruction", HOSTILE, "--daily", "09:30"])
+    let out = Task::new()
+        .instruction(HOSTILE)
+        .daily("09:30")
+        .default_notify()
+        .try_draft(&env)
         .ok();
     assert_visible("draft", &out.stdout);
-    let draft = env.draft(&["--instruction", HOSTILE, "--daily", "09:30"]);
+    let draft = Task::new()
+        .instruction(HOSTILE)
+        .daily("09:30")
+        .default_notify()
+        .draft(&env);
     assert_eq!(draft["warnings"], json!([WARNING]), "{draft}");
     let id = draft["draft_id"].as_str().unwrap();
     let shown = env.run(&["show", id]).ok();
@@ -129,9 +135,9 @@ fn a_hostile_instruction_drafted_through_mcp_is_escaped_in_the_code_message_show
     let shown = env.run(&["show", id]).ok().stdout;
     assert_visible_with_gate("show DRAFT", &shown);
     // The message names what show DRAFT names, the gate first of the limits.
-    assert!(
-        message.contains("  gate: \"t\u{435}st -s /in\" (exit 0 runs, 1 skips)"),
-        "{message}"
+    assert_contains(
+        &message,
+        "  gate: \"t\u{435}st -s /in\" (exit 0 runs, 1 skips)",
     );
 }
 
@@ -154,20 +160,13 @@ fn assert_visible_with_gate(what: &str, text: &str) {
 #[test]
 fn a_replacement_says_what_steps_up_and_what_is_silenced_in_words() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize my inbox",
-        "--daily",
-        "08:00",
-        "--name",
-        "inbox",
-        "--timeout",
-        "1m",
-        "--budget",
-        "usd=5/day",
-        "--expect-success",
-        "1d",
-    ]);
+    Task::named("inbox")
+        .instruction("summarize my inbox")
+        .daily("08:00")
+        .timeout("1m")
+        .budget("usd=5/day")
+        .flags(&["--expect-success", "1d"])
+        .confirm(&env);
     let replace = [
         "draft",
         "--replace",
@@ -231,16 +230,10 @@ fn a_replacement_says_what_steps_up_and_what_is_silenced_in_words() {
 #[test]
 fn a_replacement_through_mcp_marks_a_new_gate_a_step_up_and_a_quieter_notice_silenced() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize my inbox",
-        "--daily",
-        "08:00",
-        "--name",
-        "inbox",
-        "--notify",
-        "always",
-    ]);
+    Task::named("inbox")
+        .instruction("summarize my inbox")
+        .daily("08:00")
+        .confirm(&env);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
     let arguments = json!({"task": "inbox", "gate": "true", "notify": "never"});
@@ -282,7 +275,7 @@ fn every_command_handed_to_a_person_carries_the_prefix() {
     under_sudo(env);
     let prefix = "sudo -u agentcron agentcron ";
     // draft, show DRAFT: the confirm line.
-    let draft = env.draft(&["--instruction", "x", "--every", "1h"]);
+    let draft = Task::new().default_notify().draft(env);
     assert!(
         draft["confirm_command"]
             .as_str()
@@ -299,38 +292,19 @@ fn every_command_handed_to_a_person_carries_the_prefix() {
     );
     // reconcile's hints.
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains(&format!("  {prefix}reconcile {run} --decision")),
-        "{listed}"
-    );
+    assert_contains(&listed, &format!("  {prefix}reconcile {run} --decision"));
     // An explicit prefix wins everywhere, and '' turns it off.
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "sudo -n -u svc");
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains("  sudo -n -u svc agentcron reconcile "),
-        "{listed}"
-    );
+    assert_contains(&listed, "  sudo -n -u svc agentcron reconcile ");
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "");
     let listed = env.run(&["reconcile"]).ok().stdout;
-    assert!(
-        listed.contains(&format!("  agentcron reconcile {run}")),
-        "{listed}"
-    );
-    let out = env
-        .run(&["draft", "--instruction", "x", "--every", "1h"])
-        .ok();
-    assert!(
-        out.stdout.contains("\n  agentcron confirm "),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&listed, &format!("  agentcron reconcile {run}"));
+    let out = Task::new().default_notify().try_draft(env).ok();
+    assert_contains(&out.stdout, "\n  agentcron confirm ");
     env.set_env("AGENTCRON_CONFIRM_PREFIX", "'unclosed");
     let out = env.run(&["list"]).fails(2);
-    assert!(
-        out.stderr.contains("AGENTCRON_CONFIRM_PREFIX"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "AGENTCRON_CONFIRM_PREFIX");
 }
 
 #[test]
@@ -340,8 +314,7 @@ fn the_ticks_hint_to_reconcile_carries_the_prefix() {
         .set_env("AGENTCRON_CONFIRM_PREFIX", "sudo -u agentcron");
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "30");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "k"]);
+    Task::named("k").confirm(&rig.env);
     rig.env.advance(3600);
     let mut tick = spawn_tick(&rig, &["--lease", "2s"]);
     wait_for("the executor to start", || !rig.starts().is_empty());
@@ -356,8 +329,40 @@ fn the_ticks_hint_to_reconcile_carries_the_prefix() {
         .lines()
         .find(|l| l.contains("lease expired"))
         .unwrap_or_else(|| panic!("no hint:\n{}", out.stdout));
+    assert_contains(hint, "settle it with `sudo -u agentcron agentcron ");
+}
+
+const HOUR: i64 = 3600;
+
+/// (f) A summary's ESC and U+202E reach the notifier's `message` escaped as
+/// the CLI escapes them (the notice's `run.summary` stays the data it was),
+/// and `show`, shortening the summary, never cuts inside an escape.
+#[test]
+fn a_notice_message_is_escaped_and_show_never_cuts_an_escape() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    rig.with_notifier(0);
+    let summary = format!("{}\u{1b}[31mred\u{202e}evil", "a".repeat(57));
+    let reply = serde_json::json!({"status": "succeeded", "summary": summary});
+    env.set_env("FIXTURE_MODE", &format!("json:{reply}"));
+    Task::named("shown").confirm(env);
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let notices = rig.notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let message = notices[0]["message"].as_str().unwrap();
     assert!(
-        hint.contains("settle it with `sudo -u agentcron agentcron "),
-        "{hint}"
+        message.ends_with(&format!("{}\\x1b[31mred\\u{{202e}}evil", "a".repeat(57))),
+        "{message}"
     );
+    assert!(!message.contains(['\u{1b}', '\u{202e}']), "{message}");
+    assert_eq!(notices[0]["run"]["summary"], summary.as_str());
+
+    let shown = env.run(&["show", "shown"]).ok().stdout;
+    assert_contains(&shown, &format!("{}…", "a".repeat(57)));
+    assert!(
+        !shown.contains("\\x1…") && !shown.contains("\\x…"),
+        "{shown}"
+    );
+    assert!(!shown.contains(['\u{1b}', '\u{202e}']), "{shown}");
 }

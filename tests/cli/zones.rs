@@ -1,31 +1,26 @@
 //! Zones that follow their owner (docs/CONTRACT.md §18): `draft --tz follow`,
 //! `zone set|show|unset`, the re-timing of following tasks in the same
 //! transaction, and what the tick, `show`, `next` and `explain` make of it.
+use crate::support::{assert_contains, texts, write_script, Rig, Task, TestEnv, BIN};
 
 use serde_json::Value;
-
-use crate::support::{write_script, Rig, TestEnv, BIN};
 
 /// 2026-12-03T01:30:00Z: 09:30 in Shanghai the day after T0.
 const SHANGHAI_0930: i64 = 1_796_261_400;
 
 fn follow_task(env: &TestEnv, name: &str, daily: &str) -> Value {
-    env.task(&[
-        "--instruction",
-        "stand-up summary",
-        "--daily",
-        daily,
-        "--tz",
-        "follow",
-        "--name",
-        name,
-    ])
+    Task::named(name)
+        .instruction("stand-up summary")
+        .daily(daily)
+        .tz("follow")
+        .confirm(env)
+        .json
 }
 
 /// `zone set` never creates a store (a mistyped `--db` is exit 3): a draft
 /// does, as a person's first draft would.
 fn set_zone_in_new_store(env: &TestEnv, key: &str, zone: &str) {
-    env.draft(&["--instruction", "first", "--every", "1h"]);
+    Task::new().instruction("first").default_notify().draft(env);
     env.run(&["zone", "set", key, zone]).ok();
 }
 
@@ -43,7 +38,11 @@ fn events(env: &TestEnv, action: &str) -> Vec<Value> {
 fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:tester", "Asia/Shanghai");
-    let d = env.draft(&["--instruction", "x", "--daily", "09:30", "--tz", "follow"]);
+    let d = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("follow")
+        .draft(&env);
     let payload = d["payload"].as_str().unwrap();
     assert!(
         payload.starts_with(r#"{"follow_default":"Asia/Shanghai","#),
@@ -51,35 +50,21 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
     );
     assert!(payload.ends_with(r#""timezone":"follow"}"#), "{payload}");
     assert_eq!(d["next_runs"][0], "2026-12-03T01:30:00Z");
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--daily",
-            "09:30",
-            "--tz",
-            "follow",
-        ])
+    let out = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("follow")
+        .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout
-            .contains("follows unix:tester (now Asia/Shanghai)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "follows unix:tester (now Asia/Shanghai)");
     // With no zone for the key, the default is the zone the draft would
     // otherwise have had ($AGENTCRON_TZ here).
-    let d = env.draft(&[
-        "--as",
-        "unix:bob",
-        "--instruction",
-        "x",
-        "--cron",
-        "0 9 * * *",
-        "--tz",
-        "follow",
-    ]);
+    let d = Task::new()
+        .cron("0 9 * * *")
+        .default_notify()
+        .by("unix:bob")
+        .tz("follow")
+        .draft(&env);
     assert!(d["payload"]
         .as_str()
         .unwrap()
@@ -89,14 +74,11 @@ fn a_follow_draft_names_follow_and_its_default_and_says_whom_it_follows() {
 #[test]
 fn a_payload_without_follow_hashes_as_before() {
     let env = TestEnv::new();
-    let d = env.draft(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:30",
-        "--tz",
-        "Asia/Shanghai",
-    ]);
+    let d = Task::new()
+        .daily("09:30")
+        .default_notify()
+        .tz("Asia/Shanghai")
+        .draft(&env);
     // Written out by hand and hashed outside agentcron (sha256sum): the
     // payload a fixed-zone draft has, without follow_default (with the
     // notice policy a new draft writes since issue 25).
@@ -118,7 +100,10 @@ fn follow_is_refused_for_once_and_interval_and_an_unknown_zone_is_a_usage_error(
         env.run(&["zone", "set", "unix:tester", "UTC"]).fails(3);
         assert!(!env.db.exists());
     }
-    env.draft(&["--instruction", "first", "--every", "1h"]);
+    Task::new()
+        .instruction("first")
+        .default_notify()
+        .draft(&env);
     for schedule in [
         &["--every", "1h"][..],
         &["--in", "2h"],
@@ -138,7 +123,7 @@ fn follow_is_refused_for_once_and_interval_and_an_unknown_zone_is_a_usage_error(
     let out = env
         .run(&["zone", "set", "unix:tester", "Mars/Base"])
         .fails(2);
-    assert!(out.stderr.contains("Mars/Base"), "{}", out.stderr);
+    assert_contains(&out.stderr, "Mars/Base");
     assert!(out.stdout.is_empty());
     env.run(&["zone", "set", "", "UTC"]).fails(2);
     // Nothing was written by the refusals.
@@ -151,16 +136,11 @@ fn zone_set_retimes_following_tasks_and_never_a_fixed_one() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:tester", "Asia/Shanghai");
     follow_task(&env, "standup", "09:30");
-    let fixed = env.task(&[
-        "--instruction",
-        "fixed",
-        "--daily",
-        "09:30",
-        "--tz",
-        "Asia/Shanghai",
-        "--name",
-        "fixed",
-    ]);
+    let fixed = Task::named("fixed")
+        .instruction("fixed")
+        .daily("09:30")
+        .tz("Asia/Shanghai")
+        .confirm(&env);
     let shown = env.json(&["show", "standup"]);
     assert_eq!(shown["timezone"], "Asia/Shanghai");
     assert_eq!(shown["follows"], "unix:tester");
@@ -188,11 +168,7 @@ fn zone_set_retimes_following_tasks_and_never_a_fixed_one() {
     assert_eq!(still["next_run_at"], fixed["next_run_at"]);
     assert_eq!(still["updated_at"], fixed["updated_at"]);
     let out = env.run(&["show", "standup"]).ok();
-    assert!(
-        out.stdout.contains("Europe/Berlin, follows unix:tester"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "Europe/Berlin, follows unix:tester");
     env.run(&["check"]).ok();
 }
 
@@ -231,11 +207,7 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
     let out = env
         .run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
         .ok();
-    assert!(
-        out.stdout.contains("already has zone Asia/Shanghai"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "already has zone Asia/Shanghai");
     assert_eq!(events(&env, "zone_set").len(), 1);
     assert_eq!(events(&env, "retime").len(), 1);
 
@@ -257,7 +229,7 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
     assert_eq!(all[0]["identity_key"], "unix:bob");
     assert_eq!(all[0]["set_by"], "unix:tester");
     let out = env.run(&["zone", "show"]).ok();
-    assert!(out.stdout.contains("Europe/Berlin"), "{}", out.stdout);
+    assert_contains(&out.stdout, "Europe/Berlin");
     // Another tenant has its own zones.
     assert_eq!(
         env.json(&["--tenant", "other", "zone", "show", "unix:bob"])["zone"],
@@ -432,7 +404,7 @@ fn export_and_import_carry_zones_and_verify_following_payloads() {
     let out = TestEnv::new()
         .run(&["import", file.to_str().unwrap()])
         .fails(2);
-    assert!(out.stderr.contains("follow_key"), "{}", out.stderr);
+    assert_contains(&out.stderr, "follow_key");
 }
 
 #[test]
@@ -464,16 +436,11 @@ fn zone_set_completes_the_identity_keys_the_tenant_knows() {
     let env = TestEnv::new();
     set_zone_in_new_store(&env, "unix:zed", "Asia/Tokyo");
     follow_task(&env, "standup", "09:30");
-    env.task(&[
-        "--as",
-        "unix:yan",
-        "--instruction",
-        "x",
-        "--cron",
-        "0 9 * * *",
-        "--tz",
-        "follow",
-    ]);
+    Task::new()
+        .cron("0 9 * * *")
+        .by("unix:yan")
+        .tz("follow")
+        .confirm(&env);
     let complete = |words: &[&str]| -> Vec<String> {
         let out = env
             .command(&[])
@@ -528,12 +495,7 @@ fn a_replacement_keeps_following_and_its_default_unless_tz_says_otherwise() {
     assert_eq!(shown["next_run_at"], "2026-12-02T09:00:00Z");
     // A fixed zone ends the following: the diff names both fields.
     let d = env.draft(&["--replace", "standup", "--tz", "Asia/Tokyo"]);
-    let fields: Vec<&str> = d["diff"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let fields: Vec<&str> = texts(&d["diff"], "field");
     assert_eq!(fields, ["follow_default", "timezone"]);
     let id = d["draft_id"].as_str().unwrap();
     let hash = d["payload_hash"].as_str().unwrap();

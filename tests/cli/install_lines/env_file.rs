@@ -1,5 +1,6 @@
 //! `tick --env-file`: what it refuses, and that its password is the one
 //! the store connection sends.
+use crate::support::{assert_contains, Task, TestEnv};
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -8,13 +9,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::private_file;
-use crate::support::TestEnv;
 
 #[test]
 fn tick_refuses_an_env_file_others_may_read_a_link_or_another_name() {
     let env = TestEnv::new();
     env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.advance(3600);
     let refused = |file: &Path, says: &str| {
         let out = env
@@ -128,11 +128,7 @@ fn the_env_files_password_reaches_the_store_connection() {
     let out = env
         .run(&["--db", &db, "tick", "--env-file", file.to_str().unwrap()])
         .fails(1);
-    assert!(
-        out.stderr.contains("password authentication failed"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "password authentication failed");
     assert!(!out.stderr.contains("from-the-file"), "{}", out.stderr);
     assert_eq!(*heard.lock().unwrap(), ["from-the-file"]);
     env.run(&["--db", &db, "tick"]).fails(1);
@@ -154,7 +150,7 @@ fn a_tick_with_an_env_file_runs_as_a_role_with_a_password() {
     };
     // The tables exist once the task is confirmed: then the role may use them.
     env.set_env("AGENTCRON_EXECUTOR", "/bin/true");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&env);
     env.advance(3600);
     let role = format!("ac_pw_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     env.sql(&format!(

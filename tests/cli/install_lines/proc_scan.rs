@@ -1,6 +1,7 @@
 //! A run, of the tick's user or another, reads every /proc/*/cmdline and
 //! /proc/*/environ it may, under a tick set up from the printed crontab
 //! line with an env file: it finds no password.
+use crate::support::{journal, write_script, Task, TestEnv};
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -8,7 +9,6 @@ use std::process::Command;
 
 use super::private_file;
 use crate::run_environment::RunUser;
-use crate::support::{journal, write_script, TestEnv};
 
 /// How many /proc files the scan read, and in how many it found the
 /// password and the canary.
@@ -57,7 +57,7 @@ echo "read $read secret $secret canary $canary" >> '{found}'
             found = found.display(),
         ),
     );
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "scan"]);
+    Task::named("scan").confirm(env);
     env.advance(3600);
     // The env file is the tick's, where the run's user cannot read it.
     let file = private_file(env, "store.env", &format!("PGPASSWORD={secret}\n"));

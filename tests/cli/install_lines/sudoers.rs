@@ -1,10 +1,9 @@
 //! `agentcron sudoers`: one rule, for the supervisor alone, that visudo
 //! accepts and sudo applies to nothing else; root only when allowed.
-
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use crate::support::{TestEnv, BIN};
+use crate::support::{assert_contains, TestEnv, BIN};
 
 /// Where sudo and visudo are, or why this host cannot check a rule.
 fn visudo_missing() -> Option<&'static str> {
@@ -193,9 +192,6 @@ fn the_installed_rule_allows_the_supervisor_and_nothing_else() {
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
-    assert!(
-        listed.contains(&format!("(nobody) NOPASSWD: {sup} \"\"")),
-        "{listed}"
-    );
+    assert_contains(&listed, &format!("(nobody) NOPASSWD: {sup} \"\""));
     assert!(!listed.contains("SETENV"), "{listed}");
 }

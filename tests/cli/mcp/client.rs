@@ -1,6 +1,7 @@
 //! `agentcron mcp` through the Python MCP SDK's stdio client, as an agent
 //! host would drive it; then the person at a shell, confirming (or not)
 //! what the agent drafted.
+use crate::support::{assert_contains, Task, TestEnv, BIN};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -8,7 +9,6 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use super::{last_code, notifier, server_env};
-use crate::support::{TestEnv, BIN};
 
 /// The interpreter with the `mcp` package: $AGENTCRON_MCP_PYTHON, else the
 /// one scripts/ensure-mcp-client installs. None (after a note) when there
@@ -185,9 +185,9 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
     ] {
         assert!(said.contains(part), "{part} missing from: {said}");
     }
-    assert!(said.contains("the person runs, themselves"), "{said}");
-    assert!(said.contains("--code"), "{said}");
-    assert!(said.contains("You cannot confirm it"), "{said}");
+    assert_contains(said, "the person runs, themselves");
+    assert_contains(said, "--code");
+    assert_contains(said, "You cannot confirm it");
     // The code went to the target, and is nowhere in the store or the reply.
     let code = last_code(&journal);
     assert!(!drafted.to_string().contains(&code));
@@ -207,11 +207,7 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
     // The person, at a shell: the hash alone is not enough, the agent's
     // own key is refused even with the code, and the code opens it.
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(4);
-    assert!(
-        out.stderr.contains("agent:test-host drafted this"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "agent:test-host drafted this");
     let out = env
         .run(&[
             "--as",
@@ -226,7 +222,7 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
             &code,
         ])
         .fails(4);
-    assert!(out.stderr.contains("cannot confirm it"), "{}", out.stderr);
+    assert_contains(&out.stderr, "cannot confirm it");
     let task = env.json(&["confirm", &id, "--hash", &hash, "--code", &code]);
     assert_eq!(task["drafted_by"], "agent:test-host");
     assert_eq!(task["payload_hash"], hash.as_str());
@@ -272,8 +268,8 @@ fn an_agents_draft_is_confirmed_by_the_person_with_the_code_it_never_saw() {
     assert!(results[7]["text"].as_str().unwrap().contains("active task"));
     // The audit trail names the agent.
     let log = env.run(&["log"]).ok().stdout;
-    assert!(log.contains("by agent:test-host"), "{log}");
-    assert!(log.contains("confirm_code"), "{log}");
+    assert_contains(&log, "by agent:test-host");
+    assert_contains(&log, "confirm_code");
 }
 
 #[test]
@@ -301,7 +297,7 @@ fn three_wrong_codes_void_an_agents_draft_and_the_trail_says_so() {
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--code", &wrong])
         .fails(4);
-    assert!(out.stderr.contains("is void"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is void");
     // Void: the right code finds nothing left, and nothing was created.
     env.run(&["confirm", &id, "--hash", &hash, "--code", &code])
         .fails(3);
@@ -393,7 +389,7 @@ fn bad_arguments_are_tool_errors_in_the_clis_words_and_the_server_lives_on() {
 #[test]
 fn pause_needs_its_allow_and_a_reason() {
     let env = TestEnv::new();
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let task = Task::named("hourly").confirm(&env);
     let steps = json!([
         call("pause", json!({"task": "hourly"})),
         call("pause", json!({"task": "hourly", "reason": "  "})),

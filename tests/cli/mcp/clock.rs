@@ -3,6 +3,7 @@
 //! clock afresh, and `status` compares the database server's clock with this
 //! host's clock as it is at that call, never as it was when the server
 //! started. Real time passes in this test (15 s): that is what it tests.
+use crate::support::{on_postgres, Task, TestEnv};
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,7 +11,6 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::RawSession;
-use crate::support::{on_postgres, TestEnv};
 
 /// How long the server runs before the second `status`: well past the
 /// skew `status` warns about (5 s).
@@ -25,7 +25,7 @@ fn a_server_that_has_run_15_s_reports_no_clock_skew() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    Task::named("hourly").confirm(&env);
     let log = env.path("mcp.stderr");
     let stderr = std::fs::File::create(&log).unwrap();
     let mut session =

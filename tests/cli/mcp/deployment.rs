@@ -10,7 +10,6 @@
 //! SQLite store (the boundary is a file's permissions); elsewhere it skips
 //! with a note, unless AGENTCRON_REQUIRE_SUDO is set (CI installs sudo with
 //! scripts/ensure-sudo).
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,7 +17,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::json;
 
 use super::RawSession;
-use crate::support::{on_postgres, write_script, BIN};
+use crate::support::{assert_contains, on_postgres, write_script, BIN};
 
 /// Why this machine cannot perform the deployment, if it cannot.
 fn unavailable() -> Option<String> {
@@ -205,7 +204,8 @@ fn an_agent_user_runs_only_the_server_and_cannot_reach_the_store() {
     );
     assert!(
         said.contains("ermission denied") || said.contains("unable to open"),
-        "{said}"
+        "{}",
+        said
     );
     // …nor run anything else as the service: not confirm, not another identity.
     for argv in [
@@ -236,7 +236,7 @@ fn an_agent_user_runs_only_the_server_and_cannot_reach_the_store() {
         let refused = sh(&mut as_user(agent, &sudo));
         assert!(!refused.status.success(), "sudo let the agent run {sudo:?}");
         let said = String::from_utf8_lossy(&refused.stderr);
-        assert!(said.contains("sudo"), "{said}");
+        assert_contains(&said, "sudo");
     }
 
     // The person confirms with the code they got, by the line the message

@@ -2,11 +2,11 @@
 //! server's stdio: the JSON-RPC of initialize, tools/list and tools/call;
 //! and an agent's draft confirmed at the person's own terminal (a
 //! pseudo-terminal Python's pty module gives `confirm`).
+use crate::support::{assert_contains, texts, Task, TestEnv, BIN};
 
 use serde_json::{json, Value};
 
 use super::{last_code, notifier, text, RawSession};
-use crate::support::{TestEnv, BIN};
 
 #[test]
 fn initialize_list_and_call_over_raw_json_rpc() {
@@ -92,7 +92,7 @@ fn a_refused_allow_is_one_line_and_no_server() {
     for allow in ["confirm", "pause,delete", "everything"] {
         let out = env.run(&["mcp", "--allow", allow]).fails(2);
         assert_eq!(out.stderr.lines().count(), 2, "{}", out.stderr);
-        assert!(out.stderr.contains("--allow"), "{}", out.stderr);
+        assert_contains(&out.stderr, "--allow");
         assert!(out.stderr.contains("only --allow pause exists"));
     }
 }
@@ -175,8 +175,8 @@ fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
     // A wrong code typed at the terminal counts as one.
     let wrong = at_terminal("000000");
     assert!(wrong.starts_with("4\n"), "{wrong}");
-    assert!(wrong.contains("type this one-time code"), "{wrong}");
-    assert!(wrong.contains("wrong code"), "{wrong}");
+    assert_contains(&wrong, "type this one-time code");
+    assert_contains(&wrong, "wrong code");
     // The draft in full, its instruction escaped, before the code prompt.
     let shown = wrong.find("type this one-time code").unwrap();
     for part in [
@@ -193,7 +193,7 @@ fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
     assert!(!wrong.contains('\x1b'), "{wrong:?}");
     let right = at_terminal("echo");
     assert!(right.starts_with("0\n"), "{right}");
-    assert!(right.contains("Confirmed task"), "{right}");
+    assert_contains(&right, "Confirmed task");
     let tasks = env.json(&["list"]);
     assert_eq!(tasks[0]["drafted_by"], "agent:host");
     assert!(env.run(&["log"]).ok().stdout.contains("wrong_code"));
@@ -216,7 +216,7 @@ fn without_a_terminal_an_agents_draft_needs_its_code() {
     assert!(out
         .stderr
         .contains("needs the one-time code sent to unix:tester"));
-    assert!(out.stderr.contains("--code NNNNNN"), "{}", out.stderr);
+    assert_contains(&out.stderr, "--code NNNNNN");
     assert_eq!(env.count("SELECT code_wrong_attempts FROM drafts"), 0);
     let code = last_code(&journal);
     env.run(&["confirm", id, "--hash", hash, "--code", &code])
@@ -226,7 +226,7 @@ fn without_a_terminal_an_agents_draft_needs_its_code() {
 #[test]
 fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
     let env = TestEnv::new();
-    let before = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
+    let before = Task::named("hourly").confirm(&env);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
     let mut session = RawSession::start(&env, &["mcp", &flag], "host");
@@ -241,12 +241,7 @@ fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
     assert_eq!(drafted["isError"], false, "{drafted}");
     let document = &drafted["structuredContent"];
     assert_eq!(document["replaces"]["task_id"], before["task_id"]);
-    let changed: Vec<&str> = document["diff"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
+    let changed: Vec<&str> = texts(&document["diff"], "field");
     // As the person reads them: step-ups first (none here), each group in
     // key order.
     assert_eq!(changed, ["drafted_by", "schedule"], "{document}");
@@ -268,7 +263,7 @@ fn an_agent_drafts_a_change_the_person_confirms_with_the_code() {
 #[test]
 fn status_shows_the_agent_its_own_tenant_only() {
     let env = TestEnv::new();
-    env.task(&["--tenant", "other", "--instruction", "x", "--every", "1h"]);
+    Task::new().tenant("other").confirm(&env);
     let mut session = RawSession::start(&env, &["mcp"], "host");
     let status = session.call("status", json!({}));
     session.finish();
@@ -310,6 +305,6 @@ fn the_plan_shows_that_an_agent_drafted_a_task_the_file_declares() {
     // The same task but for its drafter: applying the file would make it a
     // person's, and the plan says so.
     let plan = env.run(&["plan", &file.display().to_string()]).ok().stdout;
-    assert!(plan.contains("drafted_by"), "{plan}");
-    assert!(plan.contains("agent:host"), "{plan}");
+    assert_contains(&plan, "drafted_by");
+    assert_contains(&plan, "agent:host");
 }

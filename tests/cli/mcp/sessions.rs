@@ -1,10 +1,10 @@
 //! Long sessions: every read tool after every other on the one connection
 //! a server keeps for its life, with rows of every shape to read.
+use crate::support::{assert_contains, Rig, Task};
 
 use serde_json::{json, Value};
 
 use super::{text, RawSession};
-use crate::support::Rig;
 
 /// An order of `n` items in which every ordered pair (a, b), a == b
 /// included, appears once as neighbours: an Eulerian circuit of the
@@ -26,8 +26,11 @@ fn every_ordered_pair(n: usize) -> Vec<usize> {
 fn every_ordered_pair_of_read_tools_answers_in_one_session() {
     let rig = Rig::new();
     let env = &rig.env;
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
-    env.task(&["--instruction", "y", "--daily", "09:30", "--name", "daily"]);
+    let task = Task::named("hourly").confirm(env);
+    Task::named("daily")
+        .instruction("y")
+        .daily("09:30")
+        .confirm(env);
     for _ in 0..2 {
         env.advance(3600);
         rig.tick(&[]).ok();
@@ -89,7 +92,7 @@ fn an_overlong_line_is_answered_with_an_error_and_the_session_goes_on() {
     // The store exists (a task at the shell): before the first draft a
     // reading tool finds none (docs/CONTRACT.md §17), and here `list` must
     // answer as it does once there is one.
-    env.task(&["--instruction", "x", "--every", "1h"]);
+    Task::new().confirm(&env);
     let mut session = RawSession::start(&env, &["mcp"], "big");
     let huge = "x".repeat(50 << 20);
     let request = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
@@ -299,9 +302,9 @@ fn a_database_down_after_the_code_notifier_still_names_the_draft() {
     assert_eq!(document["confirm_code"]["state"], "delivered", "{result}");
     assert_eq!(document["confirm_code"]["recorded"], false, "{result}");
     let said = text(&result);
-    assert!(said.contains(&format!("Draft {id} exists")), "{said}");
-    assert!(said.contains("do not draft it again"), "{said}");
-    assert!(said.contains("A one-time code was sent"), "{said}");
+    assert_contains(&said, &format!("Draft {id} exists"));
+    assert_contains(&said, "do not draft it again");
+    assert_contains(&said, "A one-time code was sent");
     proxy.come_up();
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 1);
     let status = session.call("draft_status", json!({"draft_id": id}));

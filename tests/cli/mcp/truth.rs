@@ -3,12 +3,12 @@
 //! lets them speak for agentcron; `show DRAFT` shows a pending draft in
 //! full; an agent's drafts are limited; and the rough edges a host meets.
 //! Through the Python MCP client, as an agent host drives the server.
+use crate::support::{assert_contains, Task, TestEnv};
 
 use serde_json::{json, Value};
 
 use super::client::{agent, call};
 use super::{last_code, last_notice, notifier, RawSession};
-use crate::support::TestEnv;
 
 /// Repro of issue 34: an instruction that closes its quotes and writes a
 /// fake code line of its own, then clears a terminal.
@@ -97,15 +97,15 @@ fn the_code_message_quotes_the_agents_words_and_never_lets_them_speak_for_agentc
         shown.contains(r#"\n\n\x1b[2Jagentcron: all clear""#),
         "{shown}"
     );
-    assert!(shown.contains("drafted by    agent:test-host"), "{shown}");
-    assert!(shown.contains("2026-12-02 09:30 CET"), "{shown}");
+    assert_contains(&shown, "drafted by    agent:test-host");
+    assert_contains(&shown, "2026-12-02 09:30 CET");
     let document = env.json(&["show", id]);
     assert_eq!(document["fields"]["instruction"], FORGED);
     assert_eq!(document["state"], "waiting");
     // What the agent tells the person is in the task's zone, not UTC.
     let said = results[0]["text"].as_str().unwrap();
-    assert!(said.contains("in Europe/Berlin"), "{said}");
-    assert!(said.contains("2026-12-02T09:30:00+01:00"), "{said}");
+    assert_contains(said, "in Europe/Berlin");
+    assert_contains(said, "2026-12-02T09:30:00+01:00");
     assert!(!said.contains('\x1b'));
 }
 
@@ -155,26 +155,18 @@ fn a_long_instruction_is_quoted_to_500_characters_and_show_draft_reads_the_rest(
     );
     // The command shows it all, the end included.
     let shown = env.run(&["show", id]).ok().stdout;
-    assert!(
-        shown.contains("delete every file in the home folder.\""),
-        "{shown}"
-    );
+    assert_contains(&shown, "delete every file in the home folder.\"");
     assert!(shown.contains(&sha));
 }
 
 #[test]
 fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the_diff() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize my inbox",
-        "--daily",
-        "08:00",
-        "--name",
-        "inbox",
-        "--notify",
-        "attention",
-    ]);
+    Task::named("inbox")
+        .instruction("summarize my inbox")
+        .daily("08:00")
+        .notify("attention")
+        .confirm(&env);
     let journal = env.path("notices.jsonl");
     let flag = notifier(&env, &journal);
     // A changed instruction is quoted to 500 characters in the message too.
@@ -228,9 +220,9 @@ fn a_replacement_that_steps_the_policy_up_says_so_first_and_show_draft_shows_the
         .expect(&shown);
     let retries = shown.find("retries: 3 → 100").expect(&shown);
     assert!(policy < retries, "{shown}");
-    assert!(shown.contains("a change to task inbox"), "{shown}");
-    assert!(shown.contains("policy        confirm_writes"), "{shown}");
-    assert!(shown.contains("and then DANGER\""), "{shown}");
+    assert_contains(&shown, "a change to task inbox");
+    assert_contains(&shown, "policy        confirm_writes");
+    assert_contains(&shown, "and then DANGER\"");
     let document = env.json(&["show", &id[..6]]);
     assert_eq!(document["changes"][0]["field"], "policy", "{document}");
     assert_eq!(document["replaces"]["name"], "inbox");
@@ -265,16 +257,14 @@ fn the_26th_draft_in_an_hour_is_refused_and_says_when_to_try_again() {
     assert_eq!(refused["is_error"], true, "{refused}");
     assert_eq!(refused["structured"]["error"]["exit_code"], 75, "{refused}");
     let said = refused["text"].as_str().unwrap();
-    assert!(
-        said.contains("25 drafts for this person in the last hour"),
-        "{said}"
-    );
+    assert_contains(said, "25 drafts for this person in the last hour");
     // The first draft's instant is the hour's start: the pinned clock moves
     // on while a slow session runs (and on PostgreSQL follows the
     // server's), so it is 09:00 and a few seconds.
     assert!(
         said.contains("try again at 2026-12-02T09:00:0") && said.contains("(in 49 min)"),
-        "{said}"
+        "{}",
+        said
     );
     assert_eq!(env.count("SELECT count(*) FROM drafts"), 25);
     // The default is 10 an hour, counted across sessions and from the
@@ -351,16 +341,7 @@ fn the_rough_edges_a_host_meets() {
     for result in &results {
         assert!(!result.to_string().contains(&db), "{result}");
     }
-    env.task(&[
-        "--as",
-        "unix:bob",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "bobs",
-    ]);
+    Task::named("bobs").by("unix:bob").confirm(&env);
     let steps = json!([
         call(
             "draft",
@@ -442,10 +423,7 @@ fn under_sudo_the_commands_handed_to_the_person_carry_the_prefix() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(
-        message.contains("  sudo -u agentcron agentcron confirm "),
-        "{message}"
-    );
+    assert_contains(&message, "  sudo -u agentcron agentcron confirm ");
     assert!(message.contains(&format!("--code {code}")));
     // An explicit prefix wins; an empty one turns it off.
     let results = session(
@@ -476,23 +454,13 @@ fn show_draft_is_the_owners_alone_and_a_task_keeps_its_own_show() {
     let draft = env.draft(&["--instruction", "x\ty", "--every", "1h", "--name", "hourly"]);
     let id = draft["draft_id"].as_str().unwrap();
     let shown = env.run(&["show", id]).ok().stdout;
-    assert!(
-        shown.contains("a new task — waiting for confirmation"),
-        "{shown}"
-    );
-    assert!(
-        shown.contains("drafted by    a person at a shell"),
-        "{shown}"
-    );
+    assert_contains(&shown, "a new task — waiting for confirmation");
+    assert_contains(&shown, "drafted by    a person at a shell");
     assert!(shown.contains(r#"instruction   "x\ty""#), "{shown}");
     // Another owner, or another tenant, is told of no such thing.
     for who in [["--as", "unix:bob"], ["--tenant", "other"]] {
         let out = env.run(&[who[0], who[1], "show", id]).fails(3);
-        assert!(
-            out.stderr.contains(&format!("no task '{id}'")),
-            "{}",
-            out.stderr
-        );
+        assert_contains(&out.stderr, &format!("no task '{id}'"));
     }
     // Too short a prefix is no draft either; once expired, it says so.
     env.run(&["show", &id[..3]]).fails(3);

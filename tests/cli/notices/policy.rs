@@ -1,8 +1,8 @@
 //! The ten cases of the issue, pause-after, and the policy's place in the
 //! payload (draft, show, replace, files, old hashes).
+use crate::support::{assert_contains, spawn_tick, wait_for, write_script, Rig, Task, TestEnv, T0};
 
 use super::*;
-use crate::support::{spawn_tick, wait_for, write_script, TestEnv, T0};
 
 #[test]
 fn a_failure_streak_is_told_once_per_window_and_reason_then_its_recovery_once() {
@@ -157,11 +157,9 @@ fn the_decision_survives_a_restart_and_is_the_ledgers() {
     let shown = rig.env.json(&["show", "job"]);
     assert_eq!(shown["notices_held_back"]["count"], 1, "{shown}");
     let out = rig.env.run(&["show", "job"]).ok();
-    assert!(
-        out.stdout
-            .contains("suppressed    1 held back by the notice policy since"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "suppressed    1 held back by the notice policy since",
     );
 }
 
@@ -309,31 +307,17 @@ fn replaced_payload_fails(pause: bool) {
 fn the_policy_is_part_of_what_a_person_confirms() {
     let env = TestEnv::new();
     // New drafts default to attention, with the re-alert window written out.
-    let draft = env.draft(&["--instruction", "x", "--every", "1h"]);
+    let draft = Task::new().default_notify().draft(&env);
     let payload = draft["payload"].as_str().unwrap().to_string();
     assert!(payload.contains(r#""notify":"attention""#), "{payload}");
     assert!(payload.contains(r#""realert_seconds":3600"#), "{payload}");
     assert!(!payload.contains("pause_after"), "{payload}");
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--notify",
-            "failures",
-            "--realert",
-            "30m",
-            "--pause-after",
-            "5",
-        ])
+    let out = Task::new()
+        .notify("failures")
+        .flags(&["--realert", "30m", "--pause-after", "5"])
+        .try_draft(&env)
         .ok();
-    assert!(
-        out.stdout.contains("notices      failures (failures re-alert after 30 min; pause after 5 consecutive failures)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "notices      failures (failures re-alert after 30 min; pause after 5 consecutive failures)");
     // Bad values: exit 2, nothing drafted.
     for bad in [
         &["--notify", "sometimes"][..],
@@ -349,29 +333,14 @@ fn the_policy_is_part_of_what_a_person_confirms() {
             out.stderr
         );
     }
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--realert",
-            "soon",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .flags(&["--realert", "soon"])
+        .try_draft(&env)
         .fails(2);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     // show and a replacement carry it; a replacement that says nothing keeps it.
-    let task = env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "t",
-        "--notify",
-        "never",
-    ]);
+    let task = Task::named("t").notify("never").confirm(&env);
     assert_eq!(task["notify"], "never");
     let replaced = env.draft(&["--replace", "t", "--instruction", "y"]);
     assert!(replaced["payload"]
@@ -384,7 +353,7 @@ fn the_policy_is_part_of_what_a_person_confirms() {
         .unwrap()
         .contains(r#""notify":"always""#));
     let shown = env.run(&["show", "t"]).ok().stdout;
-    assert!(shown.contains("notices       never"), "{shown}");
+    assert_contains(&shown, "notices       never");
 }
 
 #[test]
@@ -404,7 +373,7 @@ fn a_tasks_file_takes_the_policy() {
         "{plan}"
     );
     let shown = env.run(&["plan", file_arg]).ok().stdout;
-    assert!(shown.contains("      notices   failures ("), "{shown}");
+    assert_contains(&shown, "      notices   failures (");
     let hash = plan["plan_hash"].as_str().unwrap().to_string();
     env.run(&["apply", file_arg, "--hash", &hash]).ok();
     let task = env.json(&["show", "digest"]);
@@ -417,12 +386,7 @@ fn a_tasks_file_takes_the_policy() {
     )
     .unwrap();
     let out = env.run(&["plan", file.to_str().unwrap()]).fails(2);
-    assert!(
-        out.stderr
-            .contains("key 'notify': unknown notice mode 'loud'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "key 'notify': unknown notice mode 'loud'");
 }
 
 /// Issue 36 item 5: a task blocked by an `unknown` run is skipped at every
@@ -471,5 +435,58 @@ fn skips_behind_an_unknown_run_are_told_once_per_window() {
             .filter(|n| n["kind"] == "skipped")
             .count(),
         2
+    );
+}
+
+const HOUR: i64 = 3600;
+
+/// (i) A failure that settles while the task is paused (a person paused it
+/// while the run was in flight) still counts in its streak, so the
+/// `--pause-after` reason counts every failure in a row.
+#[test]
+fn a_failure_settled_while_paused_counts_in_the_pause_after_reason() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("flaky")
+        .max_retries("0")
+        .flags(&["--pause-after", "3"])
+        .confirm(env);
+    env.set_env("FIXTURE_MODE", "fail");
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    // The second failure: in flight when the person pauses the task.
+    let gate = env.path("gate");
+    let started = env.path("started");
+    let held = env.path("held-executor");
+    crate::support::write_script(
+        &held,
+        &format!(
+            "#!/bin/sh\ncat > /dev/null\ntouch '{}'\n\
+             while [ ! -e '{}' ]; do sleep 0.05; done\necho 'it broke'\nexit 3\n",
+            started.display(),
+            gate.display()
+        ),
+    );
+    env.set_env("AGENTCRON_EXECUTOR", held.to_str().unwrap());
+    env.advance(HOUR);
+    let tick = spawn_tick(&rig, &[]);
+    wait_for("the executor", || started.exists());
+    env.run(&["pause", "flaky", "--reason", "looking into it"])
+        .ok();
+    std::fs::write(&gate, "").unwrap();
+    assert!(tick.wait_with_output().unwrap().status.success());
+    assert_eq!(env.json(&["show", "flaky"])["consecutive_failures"], 2);
+    env.run(&["resume", "flaky"]).ok();
+    env.set_env(
+        "AGENTCRON_EXECUTOR",
+        &crate::support::fixture("executor.sh"),
+    );
+    env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let task = env.json(&["show", "flaky"]);
+    assert_eq!(task["state"], "paused", "{task}");
+    assert_eq!(
+        task["pause_reason"],
+        "paused after 3 consecutive failures; last: exit status 3 — it broke"
     );
 }

@@ -1,7 +1,7 @@
 //! What the executor and the notifier are told (docs/CONTRACT.md §6, §7,
 //! §16), and that agentcron-executor(7) documents every key of it.
-
 use super::*;
+use crate::support::assert_contains;
 
 fn stdin_of(rig: &Rig, run_id: &str) -> Value {
     let text = std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json")))
@@ -123,21 +123,12 @@ fn metrics_show_held_back_notices_and_count_finished_runs_past_a_prune() {
     tick_replying(&rig, &succeeded("b"));
     assert_eq!(rig.env.json(&["status"])["notices"]["suppressed"], 1);
     let text = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        text.contains("agentcron_notices{state=\"suppressed\"} 1"),
-        "{text}"
-    );
-    assert!(
-        text.contains("# TYPE agentcron_runs_finished_total counter"),
-        "{text}"
-    );
-    assert!(
-        text.contains("agentcron_runs_finished_total{status=\"failed\"} 2"),
-        "{text}"
-    );
-    assert!(
-        text.contains("agentcron_runs_finished_total{status=\"succeeded\"} 1"),
-        "{text}"
+    assert_contains(&text, "agentcron_notices{state=\"suppressed\"} 1");
+    assert_contains(&text, "# TYPE agentcron_runs_finished_total counter");
+    assert_contains(&text, "agentcron_runs_finished_total{status=\"failed\"} 2");
+    assert_contains(
+        &text,
+        "agentcron_runs_finished_total{status=\"succeeded\"} 1",
     );
     // Pruning the history does not lower a counter.
     rig.env.advance(40 * 86400);
@@ -147,8 +138,5 @@ fn metrics_show_held_back_notices_and_count_finished_runs_past_a_prune() {
     // pruned one is gone from it too.
     assert_eq!(rig.env.json(&["status"])["notices"]["suppressed"], 0);
     let text = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        text.contains("agentcron_runs_finished_total{status=\"failed\"} 2"),
-        "{text}"
-    );
+    assert_contains(&text, "agentcron_runs_finished_total{status=\"failed\"} 2");
 }

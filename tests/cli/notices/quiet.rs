@@ -1,5 +1,6 @@
 //! Quiet under cron (docs/CONTRACT.md §6): stdout, which cron mails, holds
 //! only what needs a person; `--verbose` and `--log FILE` the narrative.
+use crate::support::{assert_contains, Task};
 
 use super::*;
 
@@ -40,14 +41,7 @@ fn the_printed_crontab_line_mails_nothing_for_a_busy_successful_tick() {
     let rig = Rig::new();
     rig.with_notifier(0);
     for i in 0..6 {
-        rig.env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "5m",
-            "--name",
-            &format!("t{i}"),
-        ]);
+        Task::named(&format!("t{i}")).every("5m").confirm(&rig.env);
     }
     let printed = rig
         .env
@@ -111,8 +105,8 @@ fn a_tick_prints_what_needs_a_person_and_verbose_prints_the_narrative() {
     rig.env.set_env("FIXTURE_MODE", "succeed");
     rig.env.advance(STEP);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(out.stdout.contains("run job for "), "{}", out.stdout);
-    assert!(out.stdout.contains(" succeeded"), "{}", out.stdout);
+    assert_contains(&out.stdout, "run job for ");
+    assert_contains(&out.stdout, " succeeded");
     // --json is for scripts: all events, whatever the mode.
     rig.env.advance(STEP);
     let events = rig.tick_json(&[]);
@@ -125,12 +119,7 @@ fn a_log_that_cannot_be_opened_stops_the_tick_before_it_claims() {
     rig.env.advance(STEP);
     let out = rig.tick(&["--log", "/nonexistent-dir/tick.log"]).fails(1);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("cannot open the log /nonexistent-dir/tick.log"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "cannot open the log /nonexistent-dir/tick.log");
     assert!(rig.starts().is_empty());
 }
 

@@ -1,9 +1,9 @@
 //! Issue 44: under `attention` a task's notices follow its state, not the
 //! words of its summary (docs/CONTRACT.md §16, "States, not text"). Real
 //! ticks, one process each; the notifier's journal is what a person got.
+use crate::support::{Rig, Task};
 
 use super::*;
-use crate::support::Rig;
 
 /// An agent-shaped executor failing every minute for an hour, its
 /// summary different each time (a token count): one failure notice, then
@@ -12,16 +12,10 @@ use crate::support::Rig;
 fn an_agent_failing_every_minute_for_an_hour_is_told_once_then_reminded() {
     let rig = Rig::new();
     rig.with_notifier(0);
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1m",
-        "--name",
-        "agent",
-        "--notify",
-        "attention",
-    ]);
+    Task::named("agent")
+        .every("1m")
+        .notify("attention")
+        .confirm(&rig.env);
     for minute in 1..=61 {
         let reply = format!(
             r#"{{"status":"failed","summary":"gave up after {} tokens","error_kind":"context_overflow"}}"#,

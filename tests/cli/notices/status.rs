@@ -1,14 +1,13 @@
 //! Issue 44 item 7: `status` says the deployment either way, and every
 //! time in one zone (`AGENTCRON_TZ`, as `list` and `show` do).
-
-use crate::support::{Rig, T0};
+use crate::support::{Rig, Task, T0};
 
 #[test]
 fn status_says_the_deployment_either_way_and_every_time_in_one_zone() {
     let rig = Rig::new();
     let env = &rig.env;
     env.set_env("AGENTCRON_TZ", "Europe/Berlin");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "x"]);
+    Task::named("x").confirm(env);
     let line = |stdout: &str, subject: &str| -> String {
         (stdout.lines())
             .find(|l| l.starts_with(subject))

@@ -1,8 +1,8 @@
 //! Issue 44 item 4: counts where they belong, and amounts as a person
 //! writes them. Real ticks; the notifier's journal and the executor's
 //! saved stdin are what was said.
-
 use super::*;
+use crate::support::assert_contains;
 
 fn stdin_of(rig: &Rig, run_id: &str) -> Value {
     let text = std::fs::read_to_string(rig.env.path("stdin").join(format!("{run_id}.json")))
@@ -51,11 +51,8 @@ fn amounts_print_without_float_noise() {
         0.3
     );
     let shown = rig.env.run(&["show", "job"]).ok().stdout;
-    assert!(shown.contains("usd 0.4 of 1"), "{shown}");
+    assert_contains(&shown, "usd 0.4 of 1");
     assert!(!shown.contains("0000000"), "{shown}");
     let metrics = rig.env.run(&["metrics"]).ok().stdout;
-    assert!(
-        metrics.contains("agentcron_usage_total{key=\"usd\"} 0.4\n"),
-        "{metrics}"
-    );
+    assert_contains(&metrics, "agentcron_usage_total{key=\"usd\"} 0.4\n");
 }

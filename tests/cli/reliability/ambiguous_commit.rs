@@ -7,11 +7,10 @@
 //! back what it wrote and carry on as if the answer had arrived: the
 //! executor runs exactly once, the run ends `succeeded`, the notice is
 //! delivered exactly once, and the tick exits 0 saying nothing alarming.
+use crate::support::{assert_contains, on_postgres, Rig, Task, T0};
 
 use super::notifier_calls;
 use crate::pg_proxy::Proxy;
-use crate::support::Rig;
-use crate::support::{on_postgres, T0};
 
 /// Statements that pick the transaction whose acknowledgement is lost.
 const CLAIM: &str = "INSERT INTO runs";
@@ -25,8 +24,7 @@ fn due_task() -> Option<Rig> {
         return None;
     }
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "once", "--every", "1h", "--name", "a"]);
+    Task::named("a").instruction("once").confirm(&rig.env);
     rig.env.set_now(T0 + 3600);
     Some(rig)
 }
@@ -80,7 +78,7 @@ fn a_claim_whose_commit_ack_was_lost_is_executed() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_losing_ack(&rig, CLAIM);
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }
 
@@ -89,7 +87,7 @@ fn an_outcome_whose_commit_ack_was_lost_is_reported_and_its_notice_sent() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_losing_ack(&rig, OUTCOME);
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }
 
@@ -116,6 +114,6 @@ fn an_outcome_whose_commit_never_arrived_is_recorded_again() {
     let Some(rig) = due_task() else { return };
     rig.with_notifier(0);
     let said = tick_through_proxy(&rig, |proxy| proxy.lose_commit_of(OUTCOME));
-    assert!(said.contains("succeeded"), "{said}");
+    assert_contains(&said, "succeeded");
     assert_settled_once(&rig);
 }

@@ -2,13 +2,15 @@
 //! §10 code of what it names: 3 for a task that is not there, 1 for a
 //! path the file system refuses), never 0 and never 101; stderr explains
 //! it without raw control characters; the database is byte-identical.
-
+use crate::support::{assert_contains, Task, TestEnv};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
 use super::{raw_controls, seeded};
-use crate::support::TestEnv;
+use crate::mcp::{text, RawSession};
+use serde_json::json;
+use std::os::unix::process::CommandExt;
 
 pub struct Case {
     pub args: Vec<OsString>,
@@ -169,7 +171,7 @@ fn cases(env: &TestEnv) -> Vec<Case> {
         &["tick", "--jobs"],
         &["runs", "--limit"],
         &["log", "--limit"],
-        &["draft", "--instruction", "x", "--in", "1h", "--max-retries"],
+        &draft_x(&["--in", "1h", "--max-retries"]),
     ];
     for flag in numeric_flags {
         for n in numbers {
@@ -214,9 +216,7 @@ fn cases(env: &TestEnv) -> Vec<Case> {
         &["--in", "1h", "--retry-backoff", "-5m"],
         &["--in", "1h", "--ttl", "0s"],
     ] {
-        let mut args = vec!["draft", "--instruction", "x"];
-        args.extend_from_slice(schedule);
-        all.push(case(&args, &[2]));
+        all.push(case(&draft_x(schedule), &[2]));
     }
     // Zones that are paths, or not zones.
     for zone in [
@@ -228,23 +228,12 @@ fn cases(env: &TestEnv) -> Vec<Case> {
         "\u{1b}[2J",
         "Europe/\u{202e}nilreB",
     ] {
-        all.push(case(
-            &[
-                "draft",
-                "--instruction",
-                "x",
-                "--daily",
-                "09:00",
-                "--tz",
-                zone,
-            ],
-            &[2],
-        ));
+        all.push(case(&draft_x(&["--daily", "09:00", "--tz", zone]), &[2]));
     }
     all.push(env_case(
         "AGENTCRON_TZ",
         b"../../etc/shadow",
-        &["draft", "--instruction", "x", "--daily", "09:00"],
+        &draft_x(&["--daily", "09:00"]),
         &[2],
     ));
     // Control and bidi characters in every kind of argument. (Values that
@@ -262,41 +251,16 @@ fn cases(env: &TestEnv) -> Vec<Case> {
         all.push(case(&["pause", evil], &[3]));
         all.push(case(&["explain", evil], &[3]));
         all.push(case(&["runs", evil], &[3]));
-        all.push(case(
-            &["draft", "--instruction", "x", "--in", "1h", "--name", evil],
-            &[2],
-        ));
-        all.push(case(
-            &[
-                "draft",
-                "--instruction",
-                "x",
-                "--daily",
-                "09:00",
-                "--days",
-                evil,
-            ],
-            &[2],
-        ));
-        all.push(case(&["draft", "--instruction", "x", "--cron", evil], &[2]));
+        all.push(case(&draft_x(&["--in", "1h", "--name", evil]), &[2]));
+        all.push(case(&draft_x(&["--daily", "09:00", "--days", evil]), &[2]));
+        all.push(case(&draft_x(&["--cron", evil]), &[2]));
     }
     for evil in ["a\u{1b}[31mred", "bell\u{7}"] {
         all.push(case(&["list", "--state", evil], &[2]));
         all.push(case(&["tick", "--max-runs", evil], &[2]));
         all.push(case(&[evil], &[2]));
         all.push(case(&["list", &format!("--{evil}")], &[2]));
-        all.push(case(
-            &[
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--policy",
-                evil,
-            ],
-            &[2],
-        ));
+        all.push(case(&draft_x(&["--in", "1h", "--policy", evil]), &[2]));
     }
     for evil in ["a\u{1b}[31mred", "\u{9b}31m", "bell\u{7}"] {
         all.push(case(&["--tenant", evil, "list"], &[2]));
@@ -305,26 +269,12 @@ fn cases(env: &TestEnv) -> Vec<Case> {
     // 100 kB arguments.
     all.push(case(&["draft", "--instruction", &big, "--in", "1h"], &[2]));
     all.push(case(&["show", &big], &[3]));
-    all.push(case(
-        &["draft", "--instruction", "x", "--in", "1h", "--name", &big],
-        &[2],
-    ));
+    all.push(case(&draft_x(&["--in", "1h", "--name", &big]), &[2]));
     all.push(case(&["--tenant", &big, "list"], &[2]));
     all.push(case(&["--as", &big, "list"], &[2]));
-    all.push(case(
-        &[
-            "draft",
-            "--instruction",
-            "x",
-            "--daily",
-            "09:00",
-            "--tz",
-            &big,
-        ],
-        &[2],
-    ));
-    all.push(case(&["draft", "--instruction", "x", "--cron", &big], &[2]));
-    all.push(case(&["draft", "--instruction", "x", "--at", &big], &[2]));
+    all.push(case(&draft_x(&["--daily", "09:00", "--tz", &big]), &[2]));
+    all.push(case(&draft_x(&["--cron", &big]), &[2]));
+    all.push(case(&draft_x(&["--at", &big]), &[2]));
     all.push(case(&["confirm", &big, "--hash", &big], &[2, 3]));
     all.push(case(&["--db", &big, "list"], &[1, 2]));
     // Invalid UTF-8 in argv.
@@ -479,7 +429,7 @@ fn misbehaving(
 fn malformed_command_lines_are_refused_cleanly_and_write_nothing() {
     let (_rng, _guard) = seeded("malformed_command_lines", 0);
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    Task::named("t1").instruction("seed").confirm(&env);
     let cases = cases(&env);
     assert!(cases.len() >= 120, "only {} cases", cases.len());
     let before = env.db_bytes();
@@ -520,25 +470,14 @@ fn assert_all_behave(env: &TestEnv, cases: &[Case]) {
 #[test]
 fn clap_usage_errors_escape_what_the_user_typed() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    Task::named("t1").instruction("seed").confirm(&env);
     let mut cases = Vec::new();
     for evil in ["\u{9b}31m", "x\u{202e}y", "\u{2066}z"] {
         cases.push(case(&["list", "--state", evil], &[2]));
         cases.push(case(&["tick", "--max-runs", evil], &[2]));
         cases.push(case(&[evil], &[2]));
         cases.push(case(&["list", &format!("--{evil}")], &[2]));
-        cases.push(case(
-            &[
-                "draft",
-                "--instruction",
-                "x",
-                "--in",
-                "1h",
-                "--policy",
-                evil,
-            ],
-            &[2],
-        ));
+        cases.push(case(&draft_x(&["--in", "1h", "--policy", evil]), &[2]));
     }
     assert_all_behave(&env, &cases);
     // On a terminal clap keeps ESC too: run under a pseudo-terminal.
@@ -562,7 +501,7 @@ fn clap_usage_errors_escape_what_the_user_typed() {
 #[test]
 fn keys_with_bidi_overrides_are_refused() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    Task::named("t1").instruction("seed").confirm(&env);
     let mut cases = Vec::new();
     for evil in ["x\u{202e}y", "\u{2066}z"] {
         cases.push(case(&["--tenant", evil, "list"], &[2]));
@@ -574,7 +513,7 @@ fn keys_with_bidi_overrides_are_refused() {
 #[test]
 fn non_utf8_environment_values_are_refused() {
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    Task::named("t1").instruction("seed").confirm(&env);
     let cases: Vec<Case> = ["AGENTCRON_BUSY_TIMEOUT", "AGENTCRON_TZ", "AGENTCRON_NOW"]
         .into_iter()
         .map(|key| env_case(key, b"\xff", &["list"], &[2]))
@@ -608,7 +547,7 @@ fn a_database_on_a_read_only_file_system_is_refused_cleanly() {
         return; // about the SQLite file itself
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "seed", "--every", "1h", "--name", "t1"]);
+    Task::named("t1").instruction("seed").confirm(&env);
     let source = env.db.parent().unwrap().to_path_buf();
     let read_only = env.path("read-only");
     std::fs::create_dir_all(&read_only).unwrap();
@@ -633,7 +572,7 @@ fn a_database_on_a_read_only_file_system_is_refused_cleanly() {
     let (failures, _) = misbehaving(&env, &writes);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let list = env.run(&["--db", db, "list"]).ok();
-    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    assert_contains(&list.stdout, "t1");
     assert_eq!(env.db_bytes(), before, "the read-only database changed");
 }
 
@@ -777,4 +716,106 @@ fn a_full_disk_is_one_error_line_and_the_store_survives_it() {
     task("after").ok();
     let check = env.run(&["--db", db, "check"]).ok();
     assert_eq!(check.stdout, "ok: every invariant holds\n");
+}
+
+/// Long enough for a loaded machine, short enough that a hang fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Runs `args` under the deadline with its address space capped at 2 GiB,
+/// so a regression that buffers an endless input aborts on allocation
+/// instead of taking the machine's memory with it.
+/// `draft --instruction x` and `flags`.
+fn draft_x<'a>(flags: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["draft", "--instruction", "x"];
+    args.extend_from_slice(flags);
+    args
+}
+
+pub(crate) fn bounded(env: &TestEnv, args: &[&str]) -> Ran {
+    let mut cmd = env.command(args);
+    // SAFETY: setrlimit is async-signal-safe and touches no Rust state.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = 2 << 30;
+            let limit = libc::rlimit {
+                rlim_cur: cap,
+                rlim_max: cap,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    run_bounded(cmd, DEADLINE)
+}
+
+/// Exit `code`, nothing on stdout, one error line (plus at most a hint)
+/// that contains every one of `parts`.
+pub(crate) fn one_error_line(ran: &Ran, code: i32, parts: &[&str]) {
+    assert_eq!(
+        ran.code,
+        Some(code),
+        "after {:?}; stderr: {}",
+        ran.elapsed,
+        ran.stderr
+    );
+    assert_eq!(ran.stdout, "");
+    assert_one_line(&ran.stderr, parts);
+}
+
+pub(crate) fn assert_one_line(stderr: &str, parts: &[&str]) {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("  hint: ")),
+        "one error line and at most a hint: {stderr}"
+    );
+    assert!(lines[0].starts_with("agentcron: error: "), "{stderr}");
+    for part in parts {
+        assert!(lines[0].contains(part), "{part:?} missing from: {stderr}");
+    }
+}
+
+/// (b) A full disk under `agentcron mcp` is said in the CLI's words (one
+/// sentence and its hint), not SQLite's, and the session goes on.
+#[test]
+fn a_full_disk_under_mcp_is_said_as_the_cli_says_it() {
+    // SAFETY: geteuid has no preconditions.
+    if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
+        return; // mounting a small file system needs root; about SQLite
+    }
+    let env = TestEnv::new();
+    let disk = SmallDisk::mount(&env.path("small"));
+    let db = env.path("small/state/agentcron.db");
+    let db = db.to_str().unwrap();
+    env.run(&["--db", db, "draft", "--instruction", "x", "--every", "1h"])
+        .ok();
+    let mut session = RawSession::start(&env, &["--db", db, "mcp"], "host");
+    disk.fill();
+    let mut refused = 0;
+    for i in 0..20 {
+        let instruction = format!("task {i} {}", "y".repeat(2000));
+        let result = session.call("draft", json!({"instruction": instruction, "every": "1h"}));
+        if result["isError"] == false {
+            continue; // fitted in space SQLite had kept
+        }
+        refused += 1;
+        let error = &result["structuredContent"]["error"];
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the disk holding the database is full ("),
+            "{result}"
+        );
+        assert_eq!(error["hint"], "free some space, then retry", "{result}");
+        assert_eq!(error["exit_code"], 1, "{result}");
+        assert_eq!(
+            text(&result),
+            format!("agentcron: error: {message}\n  hint: free some space, then retry"),
+        );
+    }
+    assert!(refused > 0, "a full disk refused nothing");
+    std::fs::remove_file(env.path("small/filler")).unwrap();
+    let after = session.call("draft", json!({"instruction": "z", "every": "1h"}));
+    assert_eq!(after["isError"], false, "{after}");
+    assert_eq!(session.finish(), 0);
 }

@@ -1,6 +1,7 @@
 //! Scenario 1: sixteen ticks started together over 500 tasks all due at the
 //! same instant. Every occurrence is claimed by exactly one tick; a tick
 //! that gives up busy (exit 75) leaves nothing half-done behind it.
+use crate::support::{Rig, Task, TestEnv, T0};
 
 use std::process::Child;
 use std::time::Instant;
@@ -8,8 +9,6 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{assert_invariants, journal_starts, spawn, stress, Rng};
-use crate::support::Rig;
-use crate::support::{TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -17,7 +16,7 @@ const HOUR: i64 = 3600;
 /// the others copies of its row with fresh ids (through the CLI each would
 /// cost ~25 ms, which adds up to most of the scenario's time).
 pub fn create_hourly_tasks(env: &TestEnv, n: usize, rng: &mut Rng) {
-    env.task(&["--instruction", "storm task", "--every", "1h"]);
+    Task::new().instruction("storm task").confirm(env);
     let ids: Vec<String> = (1..n).map(|_| fake_uuid(rng)).collect();
     if crate::support::on_postgres() {
         let table = agentcron::store::transfer::table("tasks").unwrap();

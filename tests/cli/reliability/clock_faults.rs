@@ -1,12 +1,11 @@
 //! Scenario 3: the clock jumps forward and back, crosses DST transitions
 //! and reaches 2038-01-19 and 9999-12-31. No occurrence runs twice, nothing
 //! panics, and no output shows a negative duration.
+use crate::support::{Outcome, Rig, Task};
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::{assert_invariants, journal_starts, seeded, stress};
-use crate::support::Outcome;
-use crate::support::Rig;
 
 const MIN: i64 = 60;
 const HOUR: i64 = 3600;
@@ -388,7 +387,7 @@ fn the_end_of_year_9999_completes_an_interval_task_cleanly() {
 fn status_never_reports_a_negative_tick_age() {
     let rig = Rig::new();
     // A tick needs a store: a draft makes one.
-    rig.env.draft(&["--instruction", "x", "--every", "1h"]);
+    Task::new().default_notify().draft(&rig.env);
     rig.tick(&[]).ok();
     rig.env.advance(-2 * HOUR);
     let out = rig.env.run(&["--json", "status"]).ok();

@@ -3,13 +3,12 @@
 //! `list`, `tick` and `check` finish within 10 s, never panic or die by a
 //! signal, print one error line or succeed, and never modify a file they
 //! reported as not a database.
+use crate::support::{Rig, Task, T0};
 
 use std::time::Duration;
 
 use super::bad_input::run_bounded;
 use super::{seeded, stress, Rng};
-use crate::support::Rig;
-use crate::support::T0;
 
 const HOUR: i64 = 3600;
 
@@ -17,14 +16,9 @@ const HOUR: i64 = 3600;
 /// the one file holds everything.
 fn template(rig: &Rig) -> Vec<u8> {
     for i in 0..3 {
-        rig.env.task(&[
-            "--instruction",
-            &format!("corrupt me {i}"),
-            "--every",
-            "1h",
-            "--name",
-            &format!("c{i}"),
-        ]);
+        Task::named(&format!("c{i}"))
+            .instruction(&format!("corrupt me {i}"))
+            .confirm(&rig.env);
     }
     rig.env.set_now(T0 + HOUR);
     rig.tick(&["--max-runs", "10"]).ok();

@@ -10,13 +10,12 @@
 //! The tick runs in real time (`AGENTCRON_NOW` is the real clock at its
 //! start, and the executor's `lease check` reads the real clock), since the
 //! lease must really expire while the renewals wait.
+use crate::support::{assert_contains, on_postgres, write_script, Rig, Task, TestEnv, BIN};
 
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use super::spawn;
-use crate::support::Rig;
-use crate::support::{on_postgres, write_script, TestEnv, BIN};
 
 /// Lease length, how long the other writer holds its lock, and how long the
 /// executor keeps asking (`FENCE_CHECKS` times, about 0.3 s apart).
@@ -123,16 +122,10 @@ fn due_now_in_real_time(rig: &Rig, name: &str) {
     let anchor = chrono::DateTime::from_timestamp(start - 3600, 0)
         .unwrap()
         .to_rfc3339();
-    rig.env.task(&[
-        "--instruction",
-        name,
-        "--every",
-        "1h",
-        "--start",
-        &anchor,
-        "--name",
-        name,
-    ]);
+    Task::named(name)
+        .instruction(name)
+        .flags(&["--start", &anchor])
+        .confirm(&rig.env);
     rig.env.set_now(start);
 }
 
@@ -179,16 +172,13 @@ fn a_lease_lost_while_renewals_are_blocked_never_comes_back() {
     );
     // The executor was stopped once the lease was found lost.
     assert!(answers.len() < CHECKS as usize, "{answers:?}");
-    assert!(
-        stdout.contains("lease lost; its outcome was not recorded"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "lease lost; its outcome was not recorded");
 
     // A later tick, past the lease and the retry backoff: the run becomes
     // unknown and is never retried.
     rig.env.set_now(real_now() + 120);
     let out = rig.tick(&["--lease", LEASE]).ok();
-    assert!(out.stdout.contains("lease expired"), "{}", out.stdout);
+    assert_contains(&out.stdout, "lease expired");
     let runs = rig
         .env
         .sql("SELECT run_id, status, attempt FROM runs ORDER BY attempt");
@@ -259,10 +249,7 @@ fn an_executor_that_never_asks_is_stopped_when_its_lease_runs_out() {
         "the executor ran on past its lease until the lock was released \
          (stopped {stopped_at:.2}, lock released {released_at:.2})"
     );
-    assert!(
-        stdout.contains("lease lost; its outcome was not recorded"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, "lease lost; its outcome was not recorded");
 }
 
 #[allow(clippy::disallowed_methods)] // compared with the executor's `date`

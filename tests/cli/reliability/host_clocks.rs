@@ -4,13 +4,11 @@
 //! 10 s lease, one after the other, while the earlier ones still run. No
 //! host may freeze another's healthy run as `unknown`, and no occurrence may
 //! run twice. `AGENTCRON_TEST_CLOCK_SKEW` plays each host's clock.
-
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv, T0};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::{assert_invariants, executions, spawn};
-use crate::support::Rig;
-use crate::support::{on_postgres, T0};
 
 const HOSTS: [Option<&str>; 3] = [Some("-30s"), None, Some("+30s")];
 const TASKS: usize = 6;
@@ -34,14 +32,10 @@ fn hosts_with_skewed_clocks_never_freeze_each_others_runs() {
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "3");
     for i in 0..TASKS {
-        rig.env.task(&[
-            "--instruction",
-            &format!("host work {i}"),
-            "--every",
-            "1h",
-            "--grace",
-            "5m",
-        ]);
+        Task::new()
+            .instruction(&format!("host work {i}"))
+            .flags(&["--grace", "5m"])
+            .confirm(&rig.env);
     }
     // Due for every host, the slow one included (it sees 30 s earlier).
     rig.env.set_now(T0 + 3600 + 30);
@@ -96,4 +90,36 @@ fn hosts_with_skewed_clocks_never_freeze_each_others_runs() {
             "skew {skew}: status says {seen}"
         );
     }
+}
+
+// ---- 8b. status: the sign of the clock skew --------------------------------
+
+#[test]
+fn status_says_which_clock_is_ahead() {
+    if !on_postgres() {
+        // A SQLite file has no server clock to disagree with.
+        return;
+    }
+    let env = TestEnv::new();
+    Task::named("h").confirm(&env);
+    // This host's clock 30 s behind: the server's is 30 s ahead of it.
+    env.set_env("AGENTCRON_TEST_CLOCK_SKEW", "-30s");
+    let out = env.run(&["status"]).ok();
+    assert_contains(
+        &out.stdout,
+        "the database server's clock is 30 s ahead of this host's",
+    );
+    assert!(
+        out.stderr.contains(
+            "agentcron: warning: the database server's clock is 30 s ahead of this host's"
+        ),
+        "{}",
+        out.stderr
+    );
+    env.set_env("AGENTCRON_TEST_CLOCK_SKEW", "+30s");
+    let out = env.run(&["status"]).ok();
+    assert_contains(
+        &out.stderr,
+        "the database server's clock is 30 s behind this host's",
+    );
 }

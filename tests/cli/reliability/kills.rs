@@ -6,6 +6,7 @@
 //!
 //! 1,000 kills by default (×AGENTCRON_STRESS), spread over four databases
 //! killed side by side so the suite stays within CI's minutes.
+use crate::support::{Rig, Task, T0};
 
 use std::time::{Duration, Instant};
 
@@ -13,8 +14,6 @@ use super::{
     assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls,
     reconcile_unknown, recover, seeded, spawn, stress, Rng, SettledRuns,
 };
-use crate::support::Rig;
-use crate::support::T0;
 
 const HOUR: i64 = 3600;
 const TASKS: usize = 3;
@@ -74,14 +73,10 @@ fn kill_repeatedly(mut rng: Rng, iterations: u64) -> Tally {
     let journal = rig.env.path("exec.journal");
     let calls = rig.env.path("notify.calls");
     for i in 0..TASKS {
-        rig.env.task(&[
-            "--instruction",
-            &format!("killable {i}"),
-            "--every",
-            "1h",
-            "--max-retries",
-            "0",
-        ]);
+        Task::new()
+            .instruction(&format!("killable {i}"))
+            .max_retries("0")
+            .confirm(&rig.env);
     }
     rig.with_notifier(0);
     rig.env.set_env("FIXTURE_MODE", "sleep");

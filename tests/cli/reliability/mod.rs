@@ -7,23 +7,19 @@
 //! fails. `AGENTCRON_STRESS=N` multiplies every iteration count by N.
 
 mod ambiguous_commit;
-mod bad_input;
+pub mod bad_input;
 mod bounded_input;
 mod claim_storm;
 mod clock_faults;
 mod confirmed;
 mod corruption;
-mod edges_input;
-mod edges_messages;
-mod edges_round4;
-pub mod edges_store;
-mod edges_tick;
 mod fencing_revival;
 mod host_clocks;
 mod kills;
 mod power_loss;
 mod security;
 mod soak;
+pub mod store_files;
 mod unsafe_files;
 
 use std::collections::{HashMap, HashSet};

@@ -19,6 +19,7 @@
 //! installs them). Without them the test says so and passes, unless
 //! AGENTCRON_REQUIRE_POWERLOSS=1 (set by `.ci/run`) makes their absence a
 //! failure. SQLite only: on PostgreSQL the server owns durability.
+use crate::support::{fixture, Rig, Task, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,8 +29,6 @@ use super::{
     assert_invariants, assert_notified_at_most_once, journal_starts, kill, notifier_calls,
     reconcile_unknown, recover, seeded, spawn, stress, SettledRuns,
 };
-use crate::support::T0;
-use crate::support::{fixture, Rig};
 
 const HOUR: i64 = 3600;
 
@@ -223,16 +222,10 @@ fn power_loss_never_loses_an_acknowledged_write_or_replays_a_run() {
         // A write the caller saw succeed must survive the cut.
         for _ in 0..1 + rng.below(2) {
             let name = format!("p{acknowledged_tasks}");
-            rig.env.task(&[
-                "--instruction",
-                "power loss",
-                "--every",
-                "1h",
-                "--max-retries",
-                "0",
-                "--name",
-                &name,
-            ]);
+            Task::named(&name)
+                .instruction("power loss")
+                .max_retries("0")
+                .confirm(&rig.env);
             acknowledged_tasks += 1;
         }
         let sleep_ms = rng.below(200);

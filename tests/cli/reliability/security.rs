@@ -2,13 +2,12 @@
 //! draft.rs (0600/0700 under umask 000 and `file:` names are): hard links,
 //! injection through the instruction, target and executor command, escapes
 //! in every human output, and what the executor inherits.
+use crate::support::{assert_contains, fixture, Rig, Task, TestEnv, T0};
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use super::{assert_invariants, journal_starts, raw_controls, seeded};
-use crate::support::{fixture, Rig};
-use crate::support::{TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -18,15 +17,15 @@ fn a_hard_linked_database_is_refused_under_both_names() {
         return; // about the SQLite file itself
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--every", "1h"]);
+    Task::new().confirm(&env);
     let link = env.path("state/second-name.db");
     std::fs::hard_link(&env.db, &link).unwrap();
     let before = env.db_bytes();
     for db in [&env.db, &link] {
         let out = env.run(&["--db", db.to_str().unwrap(), "list"]).fails(2);
-        assert!(out.stderr.contains("hard links"), "{}", out.stderr);
+        assert_contains(&out.stderr, "hard links");
         let out = env.run(&["--db", db.to_str().unwrap(), "tick"]).fails(2);
-        assert!(out.stderr.contains("hard links"), "{}", out.stderr);
+        assert_contains(&out.stderr, "hard links");
     }
     assert_eq!(env.db_bytes(), before);
 }
@@ -59,19 +58,16 @@ fn injected_sql_and_shell_arrive_byte_identical_and_do_nothing() {
     let tmp_pwned_before = Path::new("/tmp/pwned").exists();
     let instructions = injections(&marker);
     for (i, text) in instructions.iter().enumerate() {
-        rig.env.task(&[
-            "--instruction",
-            text,
-            "--every",
-            "1h",
-            "--name",
-            &format!("inj{i}"),
-            "--target",
-            &format!(
-                "chat:$(touch {})'; DROP TABLE deliveries; --",
-                marker.display()
-            ),
-        ]);
+        Task::named(&format!("inj{i}"))
+            .instruction(text)
+            .flags(&[
+                "--target",
+                &format!(
+                    "chat:$(touch {})'; DROP TABLE deliveries; --",
+                    marker.display()
+                ),
+            ])
+            .confirm(&rig.env);
     }
     // The executor command is split by shell word rules, never given to a shell.
     rig.env.set_env(
@@ -140,28 +136,15 @@ fn terminal_escapes_are_escaped_in_every_human_output() {
     let (_rng, _guard) = seeded("terminal_escapes", 0);
     let rig = Rig::new();
     rig.with_notifier(0);
-    rig.env.task(&[
-        "--instruction",
-        EVIL,
-        "--every",
-        "1h",
-        "--name",
-        "evil",
-        "--target",
-        "chat:ops",
-        "--max-retries",
-        "0",
-    ]);
-    rig.env.task(&[
-        "--instruction",
-        EVIL,
-        "--every",
-        "1h",
-        "--name",
-        "frozen",
-        "--max-retries",
-        "0",
-    ]);
+    Task::named("evil")
+        .instruction(EVIL)
+        .max_retries("0")
+        .flags(&["--target", "chat:ops"])
+        .confirm(&rig.env);
+    Task::named("frozen")
+        .instruction(EVIL)
+        .max_retries("0")
+        .confirm(&rig.env);
     let summary = serde_json::to_string(EVIL).unwrap();
     rig.env.set_env(
         "FIXTURE_MODE",
@@ -231,14 +214,9 @@ fn the_executor_gets_no_database_descriptor_no_task_data_in_argv_and_its_own_gro
         "AGENTCRON_EXECUTOR",
         &format!("{} --fixed-arg", fixture("probe.sh")),
     );
-    rig.env.task(&[
-        "--instruction",
-        "secret instruction 1234",
-        "--every",
-        "1h",
-        "--name",
-        "p",
-    ]);
+    Task::named("p")
+        .instruction("secret instruction 1234")
+        .confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     rig.tick(&["--jobs", "1"]).ok();
     let seen = std::fs::read_to_string(&probe).unwrap();

@@ -2,10 +2,8 @@
 //! over a mix of schedules; afterwards nothing is lost or doubled and the
 //! WAL stayed bounded. 30 rounds by default; AGENTCRON_STRESS=10 gives the
 //! issue's 300.
-
 use super::{assert_invariants, seeded, spawn, stress, SettledRuns};
-use crate::support::Rig;
-use crate::support::T0;
+use crate::support::{Rig, Task, T0};
 
 #[test]
 fn soak_overlapping_ticks_over_mixed_schedules() {
@@ -22,11 +20,10 @@ fn soak_overlapping_ticks_over_mixed_schedules() {
     let tasks = 40 + 20 * stress() as usize; // 200 at STRESS=8, the size
     for i in 0..tasks {
         let schedule = schedules[rng.below(schedules.len() as u64) as usize];
-        let mut args = vec!["--instruction", "soak"];
-        args.extend_from_slice(schedule);
-        let name = format!("s{i}");
-        args.extend_from_slice(&["--name", &name]);
-        rig.env.task(&args);
+        Task::named(&format!("s{i}"))
+            .instruction("soak")
+            .schedule(schedule)
+            .confirm(&rig.env);
     }
     let rounds = 30 * stress();
     let mut wal_max = 0u64;

@@ -5,12 +5,12 @@
 //!
 //! The suite runs as root, as the scenario does; the cases that need
 //! another user use uid/gid 65534 (nobody).
-
+use crate::support::{assert_contains, on_postgres, Task, TestEnv, T0};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use crate::support::{on_postgres, TestEnv, T0};
+use std::process::Command;
 
 const NOBODY: u32 = 65534;
 
@@ -21,6 +21,14 @@ fn is_root() -> bool {
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A new folder `name` in the test's folder, with `mode`.
+fn folder(env: &TestEnv, name: &str, mode: u32) -> PathBuf {
+    let path = env.path(name);
+    std::fs::create_dir(&path).unwrap();
+    chmod(&path, mode);
+    path
 }
 
 fn mode(path: &Path) -> u32 {
@@ -37,23 +45,7 @@ fn sidecar(db: &Path, suffix: &str) -> PathBuf {
 /// removed, so the next opening creates them.
 fn store_at(env: &TestEnv, db: &Path) {
     let db_arg = db.to_str().unwrap();
-    let draft = env.json(&[
-        "--db",
-        db_arg,
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ]);
-    env.json(&[
-        "--db",
-        db_arg,
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
+    Task::new().default_notify().db(db_arg).confirm(env);
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
@@ -138,21 +130,13 @@ fn a_folder_writable_by_others_without_the_sticky_bit_is_refused() {
         return;
     }
     let env = TestEnv::new();
-    let shared = env.path("shared");
-    std::fs::create_dir(&shared).unwrap();
-    chmod(&shared, 0o777);
+    let shared = folder(&env, "shared", 0o777);
     let db = shared.join("agentcron.db");
     let db_arg = db.to_str().unwrap();
-    let out = env
-        .run(&[
-            "--db",
-            db_arg,
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-        ])
+    let out = Task::new()
+        .default_notify()
+        .db(db_arg)
+        .try_draft(&env)
         .fails(2);
     assert_eq!(
         first_line(&out.stderr),
@@ -168,16 +152,11 @@ fn a_folder_writable_by_others_without_the_sticky_bit_is_refused() {
     );
     // Deeper down, too: a folder above it counts as much as its own.
     let deep = shared.join("a/b/agentcron.db");
-    env.run(&[
-        "--db",
-        deep.to_str().unwrap(),
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ])
-    .fails(2);
+    Task::new()
+        .default_notify()
+        .db(deep.to_str().unwrap())
+        .try_draft(&env)
+        .fails(2);
     assert!(!shared.join("a").exists());
     // An existing store whose folder became shared is refused as well.
     chmod(&shared, 0o700);
@@ -192,9 +171,7 @@ fn a_sticky_shared_folder_with_a_private_database_is_used_and_its_wal_and_shm_ar
         return;
     }
     let env = TestEnv::new();
-    let tmp = env.path("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    chmod(&tmp, 0o1777);
+    let tmp = folder(&env, "tmp", 0o1777);
     let db = tmp.join("agentcron.db");
     store_at(&env, &db);
     assert_eq!(mode(&db), 0o600);
@@ -216,9 +193,7 @@ fn root_refuses_another_users_shared_database_and_hands_it_the_wal_and_shm_of_a_
         return;
     }
     let env = TestEnv::new();
-    let tmp = env.path("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    chmod(&tmp, 0o1777);
+    let tmp = folder(&env, "tmp", 0o1777);
     let db = tmp.join("agentcron.db");
     store_at(&env, &db);
     std::os::unix::fs::chown(&db, Some(NOBODY), Some(NOBODY)).unwrap();
@@ -227,11 +202,7 @@ fn root_refuses_another_users_shared_database_and_hands_it_the_wal_and_shm_of_a_
     chmod(&db, 0o666);
     let db_arg = db.to_str().unwrap();
     let out = run_as(&env, None, &["--db", db_arg, "list"]).fails(2);
-    assert!(
-        out.stderr.contains("mode 0666 is writable by other users"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "mode 0666 is writable by other users");
     assert!(!sidecar(&db, "-wal").exists() && !sidecar(&db, "-shm").exists());
     // Private to its owner, root may use it; -wal/-shm stay that user's.
     chmod(&db, 0o600);
@@ -247,11 +218,9 @@ fn root_refuses_another_users_shared_database_and_hands_it_the_wal_and_shm_of_a_
     // A -wal someone else put there is not read.
     std::os::unix::fs::chown(sidecar(&db, "-wal"), Some(0), Some(0)).unwrap();
     let out = env.run(&["--db", db_arg, "list"]).fails(2);
-    assert!(
-        out.stderr
-            .contains("belongs to uid 0, not to the database's owner (uid 65534)"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "belongs to uid 0, not to the database's owner (uid 65534)",
     );
 }
 
@@ -262,9 +231,7 @@ fn a_database_of_another_user_is_refused_to_anyone_but_root() {
     }
     let env = TestEnv::new();
     chmod(env.dir.path(), 0o755);
-    let tmp = env.path("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    chmod(&tmp, 0o1777);
+    let tmp = folder(&env, "tmp", 0o1777);
     let db = tmp.join("agentcron.db");
     store_at(&env, &db);
     let db_arg = db.to_str().unwrap();
@@ -304,4 +271,59 @@ fn a_symlinked_wal_or_shm_is_refused_by_name() {
         std::fs::remove_file(&link).unwrap();
     }
     env.run(&["--db", db.to_str().unwrap(), "list"]).ok();
+}
+
+/// Runs `args` against `env`'s store as the unprivileged `nobody`.
+fn as_nobody(env: &TestEnv, args: &[&str]) -> (i32, String) {
+    let probe = env.command(args);
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(probe.get_program())
+        .args(probe.get_args())
+        .env_clear();
+    for (key, value) in probe.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let out = cmd.output().expect("setpriv runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_store_the_caller_cannot_reach_names_its_owner_and_mode() {
+    if !is_root() {
+        crate::support::skipped("needs root to run a command as another user");
+        return;
+    }
+    let env = TestEnv::new();
+    if env.pg_schema().is_some() {
+        return;
+    }
+    Task::new().after("1h").default_notify().draft(&env);
+    // The store's folder is 0700 root: nobody cannot even look inside.
+    let (code, stderr) = as_nobody(&env, &["list"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("permission denied by the folder")
+            && stderr.contains("(owner root (uid 0), mode 0700)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        2,
+        "one error line and a hint: {stderr}"
+    );
+    // A folder anyone may enter, a file of root's: its owner and mode.
+    let folder = env.db.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&folder, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, stderr) = as_nobody(&env, &["list"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_contains(
+        &stderr,
+        "it belongs to root (uid 0), mode 0600, not to you (uid 65534)",
+    );
 }

@@ -3,9 +3,11 @@
 
 pub mod procs;
 pub mod rig;
+pub mod tasks;
 
-pub use procs::{kill, spawn_tick, wait_for, wait_for_within};
-pub use rig::{fixture, journal, parked_run, unknown_run, Rig};
+pub use procs::{alive, finished, gone, kill, spawn_tick, wait_for, wait_for_within};
+pub use rig::{fixture, journal, parked_run, run_status, unknown_run, Rig};
+pub use tasks::{daily, replace_draft, rfc3339, standup_following_shanghai, Task, SHANGHAI_0930};
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -15,6 +17,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentcron");
+
+pub const HOUR: i64 = 3600;
 
 /// 2026-12-02T08:00:00Z, a Wednesday.
 pub const T0: i64 = 1_796_198_400;
@@ -172,6 +176,14 @@ impl TestEnv {
 
     pub fn advance(&self, seconds: i64) {
         self.now.set(self.now.get() + seconds);
+    }
+
+    /// Writes `text` to the file `name` in this test's folder; returns
+    /// its path.
+    pub fn write(&self, name: &str, text: &str) -> String {
+        let path = self.path(name);
+        std::fs::write(&path, text).expect("write the test's file");
+        path.display().to_string()
     }
 
     /// Sets an environment variable for every later invocation.
@@ -385,6 +397,30 @@ impl TestEnv {
     pub fn count(&self, sql: &str) -> i64 {
         self.sql(sql)[0][0].parse().expect("an integer")
     }
+}
+
+/// What SQL says, one cell (empty when there is no row).
+pub fn cell(env: &TestEnv, sql: &str) -> String {
+    env.sql(sql)
+        .first()
+        .and_then(|row| row.first().cloned())
+        .unwrap_or_default()
+}
+
+/// The text under `key` in each element of the JSON array `list`.
+#[track_caller]
+pub fn texts<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
+}
+
+/// Asserts that `text` holds `needle`, and shows `text` when it does not.
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
 }
 
 /// `stderr` without the one-line warning `status` and `check` give once a

@@ -41,3 +41,42 @@ pub fn kill(pid: i32, signal: i32) {
         libc::kill(pid, signal);
     }
 }
+
+/// Waits for `child` and asserts its exit code, showing its stderr when the
+/// code is another.
+#[track_caller]
+pub fn finished(child: std::process::Child, code: i32) -> std::process::Output {
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+pub fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z')),
+    }
+}
+
+/// Whether process `pid` still runs (not a zombie) with `tag` in its
+/// command line.
+pub fn alive(pid: i32, tag: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat[stat.rfind(')').map_or(0, |i| i + 2)..]
+        .split(' ')
+        .next()
+        .unwrap_or("");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    state != "Z" && String::from_utf8_lossy(&cmdline).contains(tag)
+}

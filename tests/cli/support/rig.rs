@@ -1,6 +1,7 @@
 //! `Rig`: a `TestEnv` wired to the executor and notifier fixtures, whose
 //! journals are the ground truth for how often a side effect happened; and
 //! the builders several suites share (a run frozen unknown, a run parked).
+use crate::support::Task;
 
 use std::path::PathBuf;
 
@@ -87,8 +88,7 @@ pub fn journal(path: &std::path::Path) -> Vec<String> {
 
 /// A task `name` whose run is frozen unknown (its executor timed out).
 pub fn unknown_run(rig: &Rig, name: &str) -> String {
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    Task::named(name).confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "5");
     rig.env.advance(HOUR);
@@ -104,12 +104,21 @@ pub fn unknown_run(rig: &Rig, name: &str) -> String {
 pub fn parked_run(rig: &Rig, name: &str) -> String {
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", name]);
+    Task::named(name).confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
     rig.env.set_env("FIXTURE_MODE", "succeed");
     let run = &rig.runs(name)[0];
     assert_eq!(run["status"], "awaiting_confirmation", "{run}");
     run["run_id"].as_str().unwrap().to_string()
+}
+
+/// The status of run `run_id` of `task`, as `show` reports it.
+pub fn run_status(rig: &Rig, task: &str, run_id: &str) -> String {
+    let runs = rig.runs(task);
+    let run = runs
+        .iter()
+        .find(|r| r["run_id"] == run_id)
+        .expect("the run");
+    run["status"].as_str().unwrap().to_string()
 }

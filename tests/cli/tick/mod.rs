@@ -1,27 +1,26 @@
 //! `tick` with real processes: the executor and notifier fixtures journal
 //! every invocation, and the journal is the ground truth for how many times
 //! a side effect happened.
+use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
 
-use crate::support::{Rig, TestEnv, T0};
+mod claims;
+mod leases;
+mod replies;
+mod signals;
 
 const HOUR: i64 = 3600;
 
 #[test]
 fn a_due_task_runs_once_and_a_second_tick_is_silent() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "h"]);
+    Task::named("h").confirm(&rig.env);
     // Nothing due yet: silence.
     let out = rig.tick(&[]).ok();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("run h for 2026-12-02 09:00 UTC"),
-        "{}",
-        out.stdout
-    );
-    assert!(out.stdout.contains("succeeded"), "{}", out.stdout);
+    assert_contains(&out.stdout, "run h for 2026-12-02 09:00 UTC");
+    assert_contains(&out.stdout, "succeeded");
     assert_eq!(rig.starts().len(), 1);
     rig.env.advance(10);
     let out = rig.tick(&[]).ok();
@@ -40,16 +39,11 @@ fn a_due_task_runs_once_and_a_second_tick_is_silent() {
 #[test]
 fn the_executor_gets_the_protocol_on_stdin_and_in_its_environment() {
     let rig = Rig::new();
-    let task = rig.env.task(&[
-        "--instruction",
-        "it's $(rm -rf /); `x` | ; \"q\" ü",
-        "--every",
-        "1h",
-        "--policy",
-        "confirm_writes",
-        "--tz",
-        "Europe/Berlin",
-    ]);
+    let task = Task::new()
+        .instruction("it's $(rm -rf /); `x` | ; \"q\" ü")
+        .policy("confirm_writes")
+        .tz("Europe/Berlin")
+        .confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     rig.tick(&[]).ok();
     let start = &rig.starts()[0];
@@ -72,54 +66,12 @@ fn the_executor_gets_the_protocol_on_stdin_and_in_its_environment() {
 }
 
 #[test]
-fn the_last_json_line_is_the_result_else_the_exit_code() {
-    let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "j",
-        "--max-retries",
-        "0",
-    ]);
-    rig.env.set_env(
-        "FIXTURE_MODE",
-        r#"json:{"status":"delivery_failed","summary":"sent nothing"}"#,
-    );
-    rig.env.set_now(T0 + HOUR);
-    rig.tick(&[]).ok();
-    let run = &rig.runs("j")[0];
-    assert_eq!(run["status"], "delivery_failed");
-    assert_eq!(run["summary"], "sent nothing");
-    rig.env.set_env("FIXTURE_MODE", "fail");
-    rig.env.set_now(T0 + 2 * HOUR);
-    rig.tick(&[]).ok();
-    let run = &rig.runs("j")[0];
-    assert_eq!(run["status"], "failed");
-    assert!(
-        run["summary"].as_str().unwrap().contains("it broke"),
-        "{run}"
-    );
-}
-
-#[test]
 fn a_run_later_than_grace_is_missed_and_does_not_execute() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "g",
-        "--grace",
-        "2m",
-    ]);
+    Task::named("g").flags(&["--grace", "2m"]).confirm(&rig.env);
     rig.env.set_now(T0 + HOUR + 121);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(out.stdout.contains("missed"), "{}", out.stdout);
+    assert_contains(&out.stdout, "missed");
     assert!(rig.starts().is_empty());
     let run = &rig.runs("g")[0];
     assert_eq!(run["status"], "missed");
@@ -129,8 +81,7 @@ fn a_run_later_than_grace_is_missed_and_does_not_execute() {
 #[test]
 fn downtime_coalesces_missed_occurrences_into_one_run_and_runs_the_latest() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(&rig.env);
     // Five occurrences (09:00 … 13:00) passed; the last is 30 s old.
     rig.env.set_now(T0 + 5 * HOUR + 30);
     rig.tick(&[]).ok();
@@ -144,8 +95,7 @@ fn downtime_coalesces_missed_occurrences_into_one_run_and_runs_the_latest() {
     assert_eq!(rig.starts().len(), 1);
     // All of them late: one missed run for all five, nothing executed.
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(&rig.env);
     rig.env.set_now(T0 + 5 * HOUR + 600);
     rig.tick(&[]).ok();
     let runs = rig.runs("c");
@@ -164,18 +114,11 @@ fn a_once_task_is_retried_after_its_only_run_failed() {
     // produced a NULL "is retry" flag for a task with no next occurrence,
     // and every tick failed while such a retry was due.
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--in",
-        "1h",
-        "--name",
-        "o",
-        "--max-retries",
-        "1",
-        "--retry-backoff",
-        "1m",
-    ]);
+    Task::named("o")
+        .after("1h")
+        .max_retries("1")
+        .flags(&["--retry-backoff", "1m"])
+        .confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "fail");
     rig.env.advance(3600);
     rig.tick(&[]).ok();
@@ -197,18 +140,11 @@ fn a_once_task_is_retried_after_its_only_run_failed() {
 #[test]
 fn failed_runs_are_retried_with_capped_exponential_backoff() {
     let rig = Rig::new();
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1d",
-        "--name",
-        "r",
-        "--max-retries",
-        "2",
-        "--retry-backoff",
-        "1m",
-    ]);
+    Task::named("r")
+        .every("1d")
+        .max_retries("2")
+        .flags(&["--retry-backoff", "1m"])
+        .confirm(&rig.env);
     rig.env.set_env("FIXTURE_MODE", "fail");
     rig.env.set_now(T0 + 86400);
     rig.tick(&[]).ok();
@@ -257,23 +193,12 @@ fn failed_runs_are_retried_with_capped_exponential_backoff() {
 fn notices_are_delivered_once_with_the_outcome() {
     let rig = Rig::new();
     rig.with_notifier(0);
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "n",
-        "--target",
-        "chat:42",
-    ]);
+    Task::named("n")
+        .flags(&["--target", "chat:42"])
+        .confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&["--verbose"]).ok();
-    assert!(
-        out.stdout.contains("delivered to chat:42"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "delivered to chat:42");
     let notices = rig.notices();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0]["target"], "chat:42");
@@ -292,8 +217,7 @@ fn notices_are_delivered_once_with_the_outcome() {
 fn notifier_exit_75_means_retry_later_and_other_failures_are_never_resent() {
     let rig = Rig::new();
     rig.with_notifier(75);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("t")[0]["delivery_status"], "pending");
@@ -314,8 +238,7 @@ fn notifier_exit_75_means_retry_later_and_other_failures_are_never_resent() {
 
     let rig = Rig::new();
     rig.with_notifier(1);
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "u"]);
+    Task::named("u").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     rig.tick(&[]).ok();
     assert_eq!(rig.runs("u")[0]["delivery_status"], "unknown");
@@ -328,16 +251,10 @@ fn notifier_exit_75_means_retry_later_and_other_failures_are_never_resent() {
 #[test]
 fn without_a_notifier_notices_wait_and_tick_says_so_once() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "w"]);
+    Task::named("w").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stdout
-            .contains("1 notice(s) pending: no notifier configured"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "1 notice(s) pending: no notifier configured");
     rig.env.advance(30);
     assert_eq!(rig.tick(&[]).ok().stdout, "");
     rig.with_notifier(0);
@@ -350,16 +267,7 @@ fn a_missing_executor_fails_the_run_and_the_tick() {
     let rig = Rig::new();
     rig.env
         .set_env("AGENTCRON_EXECUTOR", "/nonexistent/executor --flag");
-    rig.env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "m",
-        "--max-retries",
-        "0",
-    ]);
+    Task::named("m").max_retries("0").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]);
     assert_eq!(out.code, 1, "{} {}", out.stdout, out.stderr);
@@ -374,12 +282,11 @@ fn a_missing_executor_fails_the_run_and_the_tick() {
 #[test]
 fn dry_run_prints_the_plan_and_changes_nothing() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "d"]);
+    Task::named("d").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let before = rig.env.db_bytes();
     let out = rig.tick(&["--dry-run"]).ok();
-    assert!(out.stdout.contains("would run d"), "{}", out.stdout);
+    assert_contains(&out.stdout, "would run d");
     assert_eq!(rig.env.db_bytes(), before);
     assert!(rig.starts().is_empty());
 }
@@ -387,17 +294,11 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
 #[test]
 fn a_gap_between_ticks_is_reported_and_audited() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "s"]);
+    Task::named("s").confirm(&rig.env);
     rig.tick(&[]).ok();
     rig.env.advance(301);
     let out = rig.tick(&[]).ok();
-    assert!(
-        out.stderr
-            .contains("the host slept or cron was not running"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "the host slept or cron was not running");
     assert_eq!(
         rig.env
             .count("SELECT count(*) FROM events WHERE action = 'scheduler_gap'"),
@@ -408,37 +309,20 @@ fn a_gap_between_ticks_is_reported_and_audited() {
 #[test]
 fn an_unreadable_task_is_quarantined_and_others_still_run() {
     let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "bad", "--every", "1h", "--name", "bad"]);
-    rig.env
-        .task(&["--instruction", "good", "--every", "1h", "--name", "good"]);
+    Task::named("bad").instruction("bad").confirm(&rig.env);
+    Task::named("good").instruction("good").confirm(&rig.env);
     rig.env.sql(
         "UPDATE tasks SET schedule = '{\"kind\":\"sometimes\"}' WHERE name = 'bad' RETURNING 1",
     );
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]).ok();
-    assert!(out.stdout.contains("quarantined"), "{}", out.stdout);
+    assert_contains(&out.stdout, "quarantined");
     assert_eq!(rig.starts().len(), 1);
     assert_eq!(
         rig.env.sql("SELECT state FROM tasks WHERE name = 'bad'")[0][0],
         "error"
     );
     assert_eq!(rig.runs("good")[0]["status"], "succeeded");
-}
-
-#[test]
-fn lease_check_holds_only_for_the_running_token() {
-    let rig = Rig::new();
-    rig.env
-        .task(&["--instruction", "x", "--every", "1h", "--name", "l"]);
-    rig.env.set_now(T0 + HOUR);
-    rig.tick(&[]).ok();
-    let start = rig.starts()[0].clone();
-    let parts: Vec<&str> = start.split(' ').collect();
-    // The run is settled now, so its lease no longer holds.
-    rig.env
-        .run(&["lease", "check", parts[1], "--token", parts[2]])
-        .fails(5);
 }
 
 /// Every invocation's first connection reads every valid WAL frame to
@@ -451,18 +335,45 @@ fn a_store_aged_by_many_invocations_keeps_its_wal_small() {
     }
     let env = TestEnv::new();
     for i in 0..40 {
-        env.task(&[
-            "--name",
-            &format!("aged-{i}"),
-            "--instruction",
-            "x",
-            "--every",
-            "30d",
-        ]);
+        Task::named(&format!("aged-{i}")).every("30d").confirm(&env);
     }
     env.advance(60);
     env.run(&["tick", "--executor", "true"]).ok();
     let wal = std::fs::metadata(env.path("state/agentcron.db-wal")).map_or(0, |m| m.len());
     assert!(wal <= 3 << 19, "the WAL grew to {wal} bytes");
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 40);
+}
+
+const MINUTE: i64 = 60;
+
+/// Item 5: an `--every` task drafted at :11 keeps cron's phase (its runs
+/// fall on whole minutes), and its default grace covers a per-minute tick.
+#[test]
+fn an_interval_task_runs_in_phase_with_a_per_minute_cron() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    env.set_now(T0 + 11);
+    let task = Task::named("m").every("1m").confirm(env);
+    assert_eq!(task["next_run_at"], "2026-12-02T08:01:00Z", "{task}");
+    assert_eq!(task["grace_seconds"], 90);
+    // Cron's ticks at the top of each minute, each a few seconds in.
+    for minute in 1..=3 {
+        env.set_now(T0 + minute * MINUTE + 2);
+        rig.tick(&[]).ok();
+    }
+    let statuses: Vec<String> = rig
+        .runs("m")
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["succeeded"; 3], "none missed, none late");
+    let late: Vec<i64> = env
+        .sql("SELECT started_at - scheduled_for FROM runs")
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    assert!(
+        late.iter().all(|s| *s <= 2),
+        "started within the tick's 2 s: {late:?}"
+    );
 }

@@ -1,11 +1,26 @@
 //! Replacing a task's payload by a new draft (`draft --replace`, then
 //! `confirm`): the diff, the refusals, a run in flight keeping its hash.
+use crate::support::{
+    assert_contains, daily, finished, replace_draft, spawn_tick, wait_for, Outcome, Rig, Task,
+    TestEnv, HOUR, T0,
+};
 
 use serde_json::Value;
 
-use super::{daily, replace_draft, HOUR};
-use crate::support::{spawn_tick, wait_for, Rig};
-use crate::support::{TestEnv, T0};
+/// `draft --replace TASK --every 2h --as unix:alice` and `extra`.
+fn replacing(env: &TestEnv, task: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec![
+        "draft",
+        "--replace",
+        task,
+        "--every",
+        "2h",
+        "--as",
+        "unix:alice",
+    ];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
 
 #[test]
 fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
@@ -24,18 +39,12 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
             "5m",
         ])
         .ok();
-    assert!(
-        out.stdout
-            .contains("  schedule: every day at 09:00 (UTC) → every day at 10:30 (UTC)\n"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "  schedule: every day at 09:00 (UTC) → every day at 10:30 (UTC)\n",
     );
     // Named in words, the durations too (docs/CONTRACT.md §17).
-    assert!(
-        out.stdout.contains("  grace: 1 min 30 s → 5 min\n"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "  grace: 1 min 30 s → 5 min\n");
     assert!(
         !out.stdout.contains("instruction:"),
         "unchanged fields are not listed"
@@ -74,11 +83,7 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
         d["payload_hash"].as_str().unwrap(),
     );
     let out = env.run(&["confirm", id, "--hash", hash]).ok();
-    assert!(
-        out.stdout.contains("revision 1 → 2, hash "),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "revision 1 → 2, hash ");
     let shown = env.json(&["show", "digest"]);
     assert_eq!(shown["task_id"], task["task_id"], "same task id");
     assert_eq!(shown["revision"], 2);
@@ -103,9 +108,9 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
     assert_eq!(replace["detail"]["old_payload_hash"], old_hash.as_str());
     assert_eq!(replace["detail"]["payload_hash"], hash);
     let words = env.run(&["log", "digest"]).ok().stdout;
-    assert!(
-        words.contains(&format!("hash {}… → {}…", &old_hash[..8], &hash[..8])),
-        "{words}"
+    assert_contains(
+        &words,
+        &format!("hash {}… → {}…", &old_hash[..8], &hash[..8]),
     );
 }
 
@@ -116,9 +121,13 @@ fn replace_of_an_unchanged_payload_is_a_usage_error() {
     let out = env
         .run(&["draft", "--replace", "same", "--daily", "09:00"])
         .fails(2);
-    assert!(out.stderr.contains("unchanged"), "{}", out.stderr);
-    let out = env.run(&["draft", "--instruction", "x"]).fails(2);
-    assert!(out.stderr.contains("required"), "{}", out.stderr);
+    assert_contains(&out.stderr, "unchanged");
+    let out = Task::new()
+        .schedule(&[])
+        .default_notify()
+        .try_draft(&env)
+        .fails(2);
+    assert_contains(&out.stderr, "required");
 }
 
 #[test]
@@ -129,11 +138,9 @@ fn replace_is_refused_when_the_task_moved_since_the_draft() {
     let (id, hash) = replace_draft(&env, &["moving", "--daily", "11:00"]);
     env.run(&["pause", "moving"]).ok();
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(5);
-    assert!(
-        out.stderr
-            .contains("changed since the draft (revision 1 → 2, now paused)"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "changed since the draft (revision 1 → 2, now paused)",
     );
     // A paused task can be replaced, and stays paused.
     let (id, hash) = replace_draft(&env, &["moving", "--daily", "11:00"]);
@@ -159,7 +166,7 @@ fn replace_is_refused_when_the_task_moved_since_the_draft() {
     let (id, hash) = replace_draft(&env, &["moving", "--instruction", "other"]);
     env.run(&["delete", "moving"]).ok();
     let out = env.run(&["confirm", &id, "--hash", &hash]).fails(5);
-    assert!(out.stderr.contains("now deleted"), "{}", out.stderr);
+    assert_contains(&out.stderr, "now deleted");
     assert_eq!(
         env.count("SELECT count(*) FROM events WHERE action = 'replace'"),
         2
@@ -169,17 +176,8 @@ fn replace_is_refused_when_the_task_moved_since_the_draft() {
 #[test]
 fn replace_refusals_expired_non_owner_other_tenant_deleted() {
     let env = TestEnv::new();
-    let task = env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "mine",
-        "--as",
-        "unix:alice",
-    ]);
-    let task_id = task["task_id"].as_str().unwrap();
+    let task = Task::named("mine").by("unix:alice").confirm(&env);
+    let task_id = task.task_id.as_str();
 
     // Expired draft: exit 6, nothing changes.
     let (id, hash) = replace_draft(
@@ -190,7 +188,7 @@ fn replace_refusals_expired_non_owner_other_tenant_deleted() {
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--as", "unix:alice"])
         .fails(6);
-    assert!(out.stderr.contains("expired"), "{}", out.stderr);
+    assert_contains(&out.stderr, "expired");
 
     // Not an owner: neither the draft nor a confirm by someone else.
     let out = env
@@ -204,36 +202,14 @@ fn replace_refusals_expired_non_owner_other_tenant_deleted() {
             "unix:mallory",
         ])
         .fails(4);
-    assert!(out.stderr.contains("not an owner"), "{}", out.stderr);
+    assert_contains(&out.stderr, "not an owner");
     let (id, hash) = replace_draft(&env, &["mine", "--every", "2h", "--as", "unix:alice"]);
     env.run(&["confirm", &id, "--hash", &hash, "--as", "unix:mallory"])
         .fails(4);
 
     // Another tenant: the id is denied, the name is unknown there.
-    env.run(&[
-        "draft",
-        "--replace",
-        task_id,
-        "--every",
-        "2h",
-        "--as",
-        "unix:alice",
-        "--tenant",
-        "other",
-    ])
-    .fails(4);
-    env.run(&[
-        "draft",
-        "--replace",
-        "mine",
-        "--every",
-        "2h",
-        "--as",
-        "unix:alice",
-        "--tenant",
-        "other",
-    ])
-    .fails(3);
+    replacing(&env, task_id, &["--tenant", "other"]).fails(4);
+    replacing(&env, "mine", &["--tenant", "other"]).fails(3);
     env.run(&[
         "confirm",
         &id,
@@ -248,28 +224,9 @@ fn replace_refusals_expired_non_owner_other_tenant_deleted() {
 
     // A deleted task cannot be replaced: by id a conflict, by name not found.
     env.run(&["delete", "mine", "--as", "unix:alice"]).ok();
-    let out = env
-        .run(&[
-            "draft",
-            "--replace",
-            task_id,
-            "--every",
-            "2h",
-            "--as",
-            "unix:alice",
-        ])
-        .fails(5);
-    assert!(out.stderr.contains("is deleted"), "{}", out.stderr);
-    env.run(&[
-        "draft",
-        "--replace",
-        "mine",
-        "--every",
-        "2h",
-        "--as",
-        "unix:alice",
-    ])
-    .fails(3);
+    let out = replacing(&env, task_id, &[]).fails(5);
+    assert_contains(&out.stderr, "is deleted");
+    replacing(&env, "mine", &[]).fails(3);
     env.run(&["confirm", &id, "--hash", &hash, "--as", "unix:alice"])
         .fails(5);
 
@@ -287,14 +244,7 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     let env = &rig.env;
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "2");
-    let task = env.task(&[
-        "--instruction",
-        "old words",
-        "--every",
-        "1h",
-        "--name",
-        "busy",
-    ]);
+    let task = Task::named("busy").instruction("old words").confirm(env);
     let old_hash = task["payload_hash"].as_str().unwrap().to_string();
     env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &[]);
@@ -302,13 +252,7 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
 
     let (id, new_hash) = replace_draft(env, &["busy", "--instruction", "new words"]);
     env.run(&["confirm", &id, "--hash", &new_hash]).ok();
-    let out = tick.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    finished(tick, 0);
 
     let runs = rig.runs("busy");
     assert_eq!(runs.len(), 1);
@@ -335,18 +279,12 @@ fn a_run_in_flight_finishes_under_its_old_payload_hash() {
 #[test]
 fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
     let env = TestEnv::new();
-    env.task(&[
-        "--instruction",
-        "summarize",
-        "--daily",
-        "09:00",
-        "--days",
-        "mon-fri",
-        "--tz",
-        "Asia/Shanghai",
-        "--name",
-        "report",
-    ]);
+    Task::named("report")
+        .instruction("summarize")
+        .daily("09:00")
+        .tz("Asia/Shanghai")
+        .flags(&["--days", "mon-fri"])
+        .confirm(&env);
     let calendar = |d: &Value| {
         let payload: Value = serde_json::from_str(d["payload"].as_str().unwrap()).unwrap();
         (payload["schedule"].clone(), payload["timezone"].clone())
@@ -375,16 +313,10 @@ fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
         serde_json::json!({"kind": "cron", "expr": "0 10 * * *"})
     );
 
-    env.task(&[
-        "--instruction",
-        "poll",
-        "--every",
-        "1h",
-        "--start",
-        "2026-12-01T00:20:00Z",
-        "--name",
-        "poll",
-    ]);
+    Task::named("poll")
+        .instruction("poll")
+        .flags(&["--start", "2026-12-01T00:20:00Z"])
+        .confirm(&env);
     let every = env.json(&["draft", "--replace", "poll", "--every", "2h"]);
     assert_eq!(
         calendar(&every).0,
@@ -397,11 +329,7 @@ fn a_replacement_changes_only_the_parts_of_the_schedule_its_flags_name() {
     let out = env
         .run(&["draft", "--replace", "poll", "--days", "mon"])
         .fails(2);
-    assert!(
-        out.stderr.contains("--days only goes with --daily"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "--days only goes with --daily");
     let help = env.run(&["draft", "--help"]).ok();
-    assert!(help.stdout.contains("replace it whole"), "{}", help.stdout);
+    assert_contains(&help.stdout, "replace it whole");
 }

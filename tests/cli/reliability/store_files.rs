@@ -1,24 +1,26 @@
-//! Where the SQLite store meets the file system (issue 23): the `.db` file
-//! alone holds every committed change between commands, `backup` writes a
-//! consistent private copy while ticks run, `tick` never creates a store,
-//! first use is safe when several commands start at once, and a read-only
-//! store can still be read. SQLite only (PostgreSQL has no files of ours).
+//! Where the SQLite store meets the file system: the `.db` file alone holds
+//! every committed change between commands, a vanished WAL keeps confirmed
+//! tasks, commands that only read never create a store, first use is safe
+//! when several commands start at once, a read-only store can still be
+//! read, paths through symlinks work and a symlinked final component is
+//! refused, and opening failures are one error line.
+use crate::support::{assert_contains, on_postgres, Outcome, Rig, Task, TestEnv, BIN};
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spawn;
-use crate::support::Rig;
-use crate::support::{on_postgres, Outcome, TestEnv, BIN};
+use super::bad_input::assert_one_line;
+use crate::backup::names_in;
 
-fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut name = db.as_os_str().to_os_string();
     name.push(suffix);
     PathBuf::from(name)
 }
 
-fn task_names(env: &TestEnv, db: &Path) -> Vec<String> {
+pub(crate) fn task_names(env: &TestEnv, db: &Path) -> Vec<String> {
     let list = env.json(&["--db", db.to_str().unwrap(), "list"]);
     list.as_array()
         .unwrap_or_else(|| panic!("list --json: {list}"))
@@ -33,7 +35,7 @@ fn a_store_whose_wal_vanished_keeps_its_confirmed_task() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--name", "kept", "--instruction", "x", "--every", "1h"]);
+    Task::named("kept").confirm(&env);
     // No process is running: whatever the -wal held is gone with it.
     std::fs::remove_file(sidecar(&env.db, "-wal")).unwrap();
     assert_eq!(task_names(&env, &env.db), ["kept"]);
@@ -46,8 +48,7 @@ fn a_finished_once_task_does_not_run_again_when_the_wal_vanished() {
         return;
     }
     let rig = Rig::new();
-    rig.env
-        .task(&["--name", "once", "--instruction", "x", "--in", "1h"]);
+    Task::named("once").after("1h").confirm(&rig.env);
     // A store whose WAL was folded in since (a large WAL is truncated as the
     // last writer closes): the task is in the .db, its run only in the WAL.
     let conn = rusqlite::Connection::open(&rig.env.db).unwrap();
@@ -72,8 +73,7 @@ fn a_copy_of_the_db_file_alone_holds_the_task_and_its_run() {
         return;
     }
     let rig = Rig::new();
-    rig.env
-        .task(&["--name", "copied", "--instruction", "x", "--every", "1h"]);
+    Task::named("copied").confirm(&rig.env);
     rig.env.advance(3600);
     rig.tick(&[]).ok();
     assert_eq!(rig.starts().len(), 1);
@@ -92,74 +92,6 @@ fn a_copy_of_the_db_file_alone_holds_the_task_and_its_run() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["succeeded"]);
-}
-
-#[test]
-fn backup_while_ticks_run_is_a_private_store_that_check_accepts() {
-    if on_postgres() {
-        return;
-    }
-    let rig = Rig::new();
-    for i in 0..8 {
-        rig.env.task(&[
-            "--name",
-            &format!("b{i}"),
-            "--instruction",
-            "x",
-            "--every",
-            "1m",
-        ]);
-    }
-    let mut backups = Vec::new();
-    for round in 0..4 {
-        rig.env.advance(60);
-        let ticks: Vec<_> = (0..2)
-            .map(|_| spawn(&rig.env, &["tick", "--jobs", "2"]))
-            .collect();
-        let file = rig.env.path(&format!("backup-{round}.db"));
-        let out = rig
-            .env
-            .run(&["--json", "backup", file.to_str().unwrap()])
-            .ok();
-        assert_eq!(out.json()["backup"], file.to_str().unwrap());
-        for tick in ticks {
-            let out = tick.wait_with_output().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{out:?}");
-        }
-        // Checked at the instant it was taken: a run it caught `running`
-        // holds a lease that is still valid then (later, a tick on the
-        // restored copy marks such a run unknown, for `reconcile`).
-        let meta = std::fs::metadata(&file).unwrap();
-        assert_eq!(meta.mode() & 0o777, 0o600, "{}", file.display());
-        rig.env.run(&["--db", file.to_str().unwrap(), "check"]).ok();
-        assert_eq!(task_names(&rig.env, &file).len(), 8);
-        backups.push(file);
-    }
-    // An existing file is never overwritten, the store's own least of all.
-    let before = std::fs::read(&backups[0]).unwrap();
-    let out = rig
-        .env
-        .run(&["backup", backups[0].to_str().unwrap()])
-        .fails(2);
-    assert!(out.stderr.contains("already exists"), "{}", out.stderr);
-    assert_eq!(std::fs::read(&backups[0]).unwrap(), before);
-    rig.env
-        .run(&["backup", rig.env.db.to_str().unwrap()])
-        .fails(2);
-}
-
-#[test]
-fn backup_of_a_missing_store_creates_nothing() {
-    if on_postgres() {
-        return;
-    }
-    let env = TestEnv::new();
-    let out = env
-        .run(&["backup", env.path("b.db").to_str().unwrap()])
-        .fails(3);
-    assert!(out.stderr.contains("no database at"), "{}", out.stderr);
-    assert!(!env.db.parent().unwrap().exists());
-    assert!(!env.path("b.db").exists());
 }
 
 #[test]
@@ -185,16 +117,7 @@ fn tick_on_a_missing_store_exits_3_and_creates_nothing() {
     );
     assert!(!db.parent().unwrap().exists(), "tick created the folder");
     // The commands that change the store still create it.
-    env.run(&[
-        "--db",
-        db_arg,
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ])
-    .ok();
+    Task::new().default_notify().db(db_arg).try_draft(&env).ok();
     env.run(&["--db", db_arg, "tick", "--executor", "true"])
         .ok();
 }
@@ -291,7 +214,7 @@ fn a_store_in_a_read_only_folder_can_still_be_read() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--name", "ro", "--instruction", "x", "--every", "1h"]);
+    Task::named("ro").confirm(&env);
     let folder = env.db.parent().unwrap().to_path_buf();
     let Some(out) = run_on_read_only(&env, &folder, &["--json", "list"]) else {
         crate::support::skipped(
@@ -334,14 +257,13 @@ fn a_store_in_a_read_only_folder_can_still_be_read() {
     let out = run_on_read_only(&env, &folder, &["pause", "ro"])
         .unwrap()
         .fails(1);
-    assert!(out.stderr.contains("read-only"), "{}", out.stderr);
+    assert_contains(&out.stderr, "read-only");
     assert!(!sidecar(&env.db, "-wal").exists());
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
 /// Runs agentcron as `nobody`, as in unsafe_files.rs.
 fn run_as_nobody(env: &TestEnv, args: &[&str]) -> Outcome {
-    use std::os::unix::process::CommandExt;
     let out = env
         .command(args)
         .uid(65534)
@@ -410,7 +332,7 @@ fn a_folder_its_owner_cannot_write_still_serves_its_store() {
         out.stderr
     );
     let out = run_as_nobody(&env, &["resume", "mine"]).fails(1);
-    assert!(out.stderr.contains("is read-only here"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is read-only here");
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
@@ -423,7 +345,7 @@ fn an_idle_tick_leaves_the_db_file_untouched() {
     }
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h"]);
+    Task::new().confirm(env);
     let before = std::fs::read(&env.db).unwrap();
     rig.tick(&[]).ok();
     rig.tick(&[]).ok();
@@ -431,4 +353,245 @@ fn an_idle_tick_leaves_the_db_file_untouched() {
         std::fs::read(&env.db).unwrap() == before,
         "heartbeats stay in the WAL: no checkpoint for an idle tick"
     );
+}
+
+#[test]
+fn a_quoted_tilde_in_db_is_refused_with_the_reason() {
+    let env = TestEnv::new();
+    for db in ["~/x.db", "~"] {
+        let out = Task::new()
+            .after("1h")
+            .default_notify()
+            .db(db)
+            .try_draft(&env);
+        let out = out.fails(2);
+        assert_contains(&out.stderr, "starts with a literal '~'");
+    }
+    assert!(!env.path("~").exists());
+    assert!(
+        !std::path::Path::new("~").exists(),
+        "nothing made in the working folder"
+    );
+}
+
+#[test]
+fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
+    let env = TestEnv::new();
+    let folder = env.path("nowhere");
+    let db = folder.join("deeper").join("agentcron.db");
+    let db_text = db.display().to_string();
+    for args in [
+        vec!["status"],
+        vec!["list"],
+        vec!["show", "abcd"],
+        vec!["runs"],
+        vec!["log"],
+        vec!["explain", "abcd"],
+        vec!["next", "abcd"],
+        vec!["check"],
+        vec!["export"],
+    ] {
+        let mut all = vec!["--db", db_text.as_str()];
+        all.extend_from_slice(&args);
+        let out = env.run(&all).fails(3);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "agentcron: error: no database at {db_text}; `agentcron draft` creates it\n  \
+                 hint: check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, \
+                 plan/apply, import and `zone set --create-store` create a store\n"
+            ),
+            "{args:?}"
+        );
+        assert!(!folder.exists(), "{args:?} created {}", folder.display());
+    }
+    // A command that writes still creates the file, 0600 in 0700 folders.
+    let mut all = vec!["--db", db_text.as_str()];
+    all.extend_from_slice(&["draft", "--instruction", "x", "--in", "1h"]);
+    env.run(&all).ok();
+    assert!(db.exists());
+    let mut all = vec!["--db", db_text.as_str()];
+    all.push("list");
+    env.run(&all).ok();
+}
+
+// Item 6: a symlinked folder anywhere in the path.
+
+#[test]
+fn a_store_through_a_symlinked_folder_works_for_draft_list_and_tick() {
+    if on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let real = env.path("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = env.path("link");
+    symlink(&real, &link).unwrap();
+    let db = link.join("s.db");
+    let db_arg = db.to_str().unwrap();
+    Task::new().default_notify().db(db_arg).confirm(&env);
+    let list = env.json(&["--db", db_arg, "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    env.run(&["--db", db_arg, "tick"]).ok();
+    // The store lives in the real folder, reached through the link.
+    assert!(real.join("s.db").is_file());
+}
+
+#[test]
+fn the_default_path_under_a_symlinked_home_works() {
+    if on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let real_home = env.path("real-home");
+    std::fs::create_dir(&real_home).unwrap();
+    let home = env.path("home");
+    symlink(&real_home, &home).unwrap();
+    let run = |args: &[&str]| {
+        let out = env
+            .command(args)
+            .env_remove("AGENTCRON_DB")
+            .env_remove("XDG_STATE_HOME")
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&["draft", "--instruction", "x", "--every", "1h"]);
+    assert_eq!(code, 0, "{err}");
+    // A store with a draft and no task: `list` opens it and says so.
+    let (code, out, err) = run(&["list", "--all"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (0, "agentcron: No tasks in tenant 'default'\n"),
+        "{out}"
+    );
+    assert!(real_home
+        .join(".local/state/agentcron/agentcron.db")
+        .is_file());
+}
+
+#[test]
+fn a_symlink_as_the_final_component_is_still_refused_and_creates_nothing() {
+    if on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let real = env.path("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = env.path("link");
+    symlink(&real, &link).unwrap();
+    // A dangling final symlink: following it would create the target.
+    let dangling = link.join("s.db");
+    symlink(real.join("target.db"), &dangling).unwrap();
+    let out = Task::new()
+        .after("1h")
+        .default_notify()
+        .db(dangling.to_str().unwrap())
+        .try_draft(&env)
+        .fails(2);
+    assert_contains(&out.stderr, "symbolic link");
+    assert_eq!(names_in(&real), vec!["s.db".to_string()]);
+}
+
+#[test]
+fn a_failed_open_leaves_no_files_behind() {
+    if on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let folder = env.path("store");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("s.db");
+    // A -shm that is a folder: SQLite cannot open the store, and the .db
+    // and -wal that agentcron would create must not stay behind.
+    std::fs::create_dir(sidecar(&db, "-shm")).unwrap();
+    let out = Task::new()
+        .after("1h")
+        .default_notify()
+        .db(db.to_str().unwrap())
+        .try_draft(&env);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert_eq!(
+        names_in(&folder),
+        vec!["s.db-shm".to_string()],
+        "{}",
+        out.stderr
+    );
+}
+
+// ---- 8d. one line for errors with causes ------------------------------------
+
+#[test]
+fn a_database_under_proc_is_one_error_line() {
+    let env = TestEnv::new();
+    let out = env.run(&["--db", "/proc/version", "list"]).fails(1);
+    assert_one_line(
+        &out.stderr,
+        &["/proc/version", "unable to open database file"],
+    );
+    let out = env
+        .run(&[
+            "--db",
+            "/proc/self/x.db",
+            "draft",
+            "--instruction",
+            "x",
+            "--in",
+            "1h",
+        ])
+        .fails(1);
+    assert_one_line(
+        &out.stderr,
+        &["/proc/self/x.db", "No such file or directory"],
+    );
+}
+
+#[test]
+fn sqlite_failures_to_open_are_one_error_line() {
+    let env = TestEnv::new();
+    // SQLite reads it as an empty database (its size is 0): no store, for a
+    // command that creates none (docs/CONTRACT.md §1), in one line.
+    let out = env
+        .run(&["--db", "/proc/sys/kernel/hostname", "list"])
+        .fails(3);
+    assert_one_line(&out.stderr, &["/proc/sys/kernel/hostname"]);
+    assert!(!out.stderr.contains("Error code"), "{}", out.stderr);
+    // A symlinked folder (which /proc/self is) is followed (issue 33 item
+    // 6): what it reaches is read as it is, an empty file, no store.
+    let out = env.run(&["--db", "/proc/self/status", "list"]).fails(3);
+    assert_one_line(&out.stderr, &["/proc/self/status", "no agentcron store"]);
+}
+
+/// Item 5: `tick` on a store that does not exist (a typo in cron's `--db`,
+/// a volume not mounted yet) exits 3 and creates nothing, neither the file
+/// nor its folder; so do the commands that act on what a store holds.
+#[test]
+fn a_tick_on_a_store_that_does_not_exist_exits_3_and_creates_nothing() {
+    if on_postgres() {
+        return; // a PostgreSQL database is the server's to create
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    let folder = env.db.parent().unwrap().to_path_buf();
+    assert!(!folder.exists());
+    let out = rig.tick(&[]).fails(3);
+    assert_contains(&out.stderr, "no database at");
+    for args in [
+        vec!["tick", "--dry-run"],
+        vec!["lease", "check", "0000", "--token", "t"],
+        vec!["pause", "x"],
+        vec!["reconcile"],
+        vec!["prune", "--older-than", "30d"],
+    ] {
+        env.run(&args).fails(3);
+    }
+    assert!(!folder.exists(), "nothing was created");
+    // `draft` still creates it.
+    Task::new().default_notify().draft(env);
+    assert!(env.db.exists());
 }

@@ -1,25 +1,16 @@
 //! How a schedule ends and where it falls: `--count`, `--until`, `--spread`.
+use crate::support::{assert_contains, rfc3339, Rig, Task, TestEnv, HOUR, T0};
 
 use serde_json::Value;
-
-use super::{rfc3339, HOUR};
-use crate::support::Rig;
-use crate::support::{TestEnv, T0};
 
 #[test]
 fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
     let rig = Rig::new();
     let env = &rig.env;
-    let d = env.draft(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--count",
-        "2",
-        "--name",
-        "two",
-    ]);
+    let d = Task::named("two")
+        .default_notify()
+        .flags(&["--count", "2"])
+        .draft(env);
     assert_eq!(
         d["schedule"],
         serde_json::json!({"kind": "interval", "seconds": 3600, "anchor_at": T0,
@@ -32,16 +23,10 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
     );
     assert_eq!(d["next_runs_local"][1]["last"], true);
     assert_eq!(d["next_runs_local"][0]["last"], false);
-    let human = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--count",
-            "2",
-        ])
+    let human = Task::new()
+        .default_notify()
+        .flags(&["--count", "2"])
+        .try_draft(env)
         .ok()
         .stdout;
     assert!(
@@ -50,10 +35,7 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
         ),
         "{human}"
     );
-    assert!(
-        human.contains("2026-12-02 10:00 UTC  (in 2 h)  (the last)"),
-        "{human}"
-    );
+    assert_contains(&human, "2026-12-02 10:00 UTC  (in 2 h)  (the last)");
     let id = d["draft_id"].as_str().unwrap();
     let hash = d["payload_hash"].as_str().unwrap();
     env.run(&["confirm", id, "--hash", hash]).ok();
@@ -81,65 +63,46 @@ fn count_ends_a_schedule_and_the_task_completes_after_its_last_run() {
 #[test]
 fn until_is_in_the_hash_and_an_end_that_leaves_nothing_is_refused() {
     let env = TestEnv::new();
-    let plain = env.draft(&["--instruction", "x", "--daily", "09:00", "--tz", "UTC"]);
+    let plain = Task::new()
+        .daily("09:00")
+        .default_notify()
+        .tz("UTC")
+        .draft(&env);
     assert!(!plain["payload"].as_str().unwrap().contains("until"));
-    let ends = env.draft(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--tz",
-        "UTC",
-        "--until",
-        "2026-12-04 12:00",
-    ]);
+    let ends = Task::new()
+        .daily("09:00")
+        .default_notify()
+        .tz("UTC")
+        .flags(&["--until", "2026-12-04 12:00"])
+        .draft(&env);
     assert_ne!(plain["payload_hash"], ends["payload_hash"]);
     assert_eq!(ends["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
     assert_eq!(ends["next_runs"].as_array().unwrap().len(), 3);
-    let out = env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--daily",
-            "09:00",
-            "--until",
-            "2026-12-02 08:30",
-        ])
+    let out = Task::new()
+        .daily("09:00")
+        .default_notify()
+        .flags(&["--until", "2026-12-02 08:30"])
+        .try_draft(&env)
         .fails(2);
-    assert!(
-        out.stderr.contains("no occurrence after now"),
-        "{}",
-        out.stderr
-    );
-    env.run(&["draft", "--instruction", "x", "--in", "1h", "--count", "2"])
+    assert_contains(&out.stderr, "no occurrence after now");
+    Task::new()
+        .after("1h")
+        .default_notify()
+        .flags(&["--count", "2"])
+        .try_draft(&env)
         .fails(2);
-    env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--count",
-        "2",
-        "--until",
-        "2026-12-03",
-    ])
-    .fails(2);
+    Task::new()
+        .default_notify()
+        .flags(&["--count", "2", "--until", "2026-12-03"])
+        .try_draft(&env)
+        .fails(2);
 
     // A replacement keeps the end unless it is given again.
-    let task = env.task(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--tz",
-        "UTC",
-        "--until",
-        "2026-12-04 12:00",
-        "--name",
-        "ending",
-    ]);
+    let task = Task::named("ending")
+        .daily("09:00")
+        .tz("UTC")
+        .flags(&["--until", "2026-12-04 12:00"])
+        .confirm(&env);
     assert_eq!(task["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
     let d = env.json(&["draft", "--replace", "ending", "--daily", "10:00"]);
     assert_eq!(d["schedule"]["until"], T0 + 2 * 86400 + 4 * HOUR);
@@ -149,18 +112,12 @@ fn until_is_in_the_hash_and_an_end_that_leaves_nothing_is_refused() {
 fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
     let rig = Rig::new();
     let env = &rig.env;
-    let d = env.draft(&[
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--tz",
-        "UTC",
-        "--spread",
-        "15m",
-        "--name",
-        "s",
-    ]);
+    let d = Task::named("s")
+        .daily("09:00")
+        .default_notify()
+        .tz("UTC")
+        .flags(&["--spread", "15m"])
+        .draft(env);
     let offset = d["schedule"]["offset"].as_i64().unwrap();
     assert!((0..900).contains(&offset), "{offset}");
     assert_eq!(d["schedule"]["spread"], 900);
@@ -172,16 +129,11 @@ fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
     assert_eq!((first % 900) as i64, offset);
     let first_run = T0 + HOUR + offset;
     assert_eq!(d["next_runs"][0], rfc3339(first_run));
-    assert!(env
-        .run(&[
-            "draft",
-            "--instruction",
-            "x",
-            "--daily",
-            "09:00",
-            "--spread",
-            "15m"
-        ])
+    assert!(Task::new()
+        .daily("09:00")
+        .default_notify()
+        .flags(&["--spread", "15m"])
+        .try_draft(env)
         .ok()
         .stdout
         .contains("later (spread 15 min)"));
@@ -201,34 +153,22 @@ fn spread_moves_every_occurrence_by_a_fixed_offset_from_the_hash() {
     assert_eq!(rig.starts().len(), 1);
     assert_eq!(rig.runs("s")[0]["scheduled_for"], rfc3339(first_run));
 
-    env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "10m",
-        "--spread",
-        "15m",
-    ])
-    .fails(2);
-    env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--daily",
-        "09:00",
-        "--spread",
-        "2h",
-    ])
-    .fails(2);
-    env.run(&[
-        "draft",
-        "--instruction",
-        "x",
-        "--in",
-        "1h",
-        "--spread",
-        "1m",
-    ])
-    .fails(2);
+    Task::new()
+        .every("10m")
+        .default_notify()
+        .flags(&["--spread", "15m"])
+        .try_draft(env)
+        .fails(2);
+    Task::new()
+        .daily("09:00")
+        .default_notify()
+        .flags(&["--spread", "2h"])
+        .try_draft(env)
+        .fails(2);
+    Task::new()
+        .after("1h")
+        .default_notify()
+        .flags(&["--spread", "1m"])
+        .try_draft(env)
+        .fails(2);
 }

@@ -1,22 +1,17 @@
-//! Round 4 of the edges (issue 33, items 1, 2, 3, 5 and 6): a backup that is
-//! interrupted, a change a backup's snapshot kept in the WAL, a torn `.db`
-//! after a killed checkpoint, an overlong failure reply, and symlinked
-//! folders on the way to the store. SQLite only, except the reply (item 5),
-//! which runs on both stores.
+//! `backup`: a consistent private copy of a SQLite store, also while ticks
+//! run; what a backup's snapshot held back in the WAL is folded in; an
+//! interrupted backup leaves nothing that passes for a store; folders it
+//! refuses. SQLite only (PostgreSQL has its own tools).
+use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv};
 
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::support::{on_postgres, TestEnv};
-
-fn sidecar(db: &Path, suffix: &str) -> PathBuf {
-    let mut name = db.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
-}
+use crate::reliability::spawn;
+use crate::reliability::store_files::{sidecar, task_names};
 
 /// The names in `dir`, sorted.
-fn names_in(dir: &Path) -> Vec<String> {
+pub(crate) fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -25,89 +20,13 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
-// Item 6: a symlinked folder anywhere in the path.
-
-#[test]
-fn a_store_through_a_symlinked_folder_works_for_draft_list_and_tick() {
-    if on_postgres() {
-        return;
-    }
-    let env = TestEnv::new();
-    let real = env.path("real");
-    std::fs::create_dir(&real).unwrap();
-    let link = env.path("link");
-    symlink(&real, &link).unwrap();
-    let db = link.join("s.db");
-    let db_arg = db.to_str().unwrap();
-    let draft = env.json(&[
-        "--db",
-        db_arg,
-        "draft",
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-    ]);
-    env.json(&[
-        "--db",
-        db_arg,
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
-    let list = env.json(&["--db", db_arg, "list"]);
-    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
-    env.run(&["--db", db_arg, "tick"]).ok();
-    // The store lives in the real folder, reached through the link.
-    assert!(real.join("s.db").is_file());
-}
-
-#[test]
-fn the_default_path_under_a_symlinked_home_works() {
-    if on_postgres() {
-        return;
-    }
-    let env = TestEnv::new();
-    let real_home = env.path("real-home");
-    std::fs::create_dir(&real_home).unwrap();
-    let home = env.path("home");
-    symlink(&real_home, &home).unwrap();
-    let run = |args: &[&str]| {
-        let out = env
-            .command(args)
-            .env_remove("AGENTCRON_DB")
-            .env_remove("XDG_STATE_HOME")
-            .env("HOME", &home)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, _, err) = run(&["draft", "--instruction", "x", "--every", "1h"]);
-    assert_eq!(code, 0, "{err}");
-    // A store with a draft and no task: `list` opens it and says so.
-    let (code, out, err) = run(&["list", "--all"]);
-    assert_eq!(
-        (code, err.as_str()),
-        (0, "agentcron: No tasks in tenant 'default'\n"),
-        "{out}"
-    );
-    assert!(real_home
-        .join(".local/state/agentcron/agentcron.db")
-        .is_file());
-}
-
 #[test]
 fn a_backup_into_a_symlinked_folder_is_written() {
     if on_postgres() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--every", "1h"]);
+    Task::new().confirm(&env);
     let real = env.path("real");
     std::fs::create_dir(&real).unwrap();
     let link = env.path("link");
@@ -118,64 +37,6 @@ fn a_backup_into_a_symlinked_folder_is_written() {
     assert!(real.join("copy.db").is_file());
     let list = env.json(&["--db", target.to_str().unwrap(), "list"]);
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
-}
-
-#[test]
-fn a_symlink_as_the_final_component_is_still_refused_and_creates_nothing() {
-    if on_postgres() {
-        return;
-    }
-    let env = TestEnv::new();
-    let real = env.path("real");
-    std::fs::create_dir(&real).unwrap();
-    let link = env.path("link");
-    symlink(&real, &link).unwrap();
-    // A dangling final symlink: following it would create the target.
-    let dangling = link.join("s.db");
-    symlink(real.join("target.db"), &dangling).unwrap();
-    let out = env
-        .run(&[
-            "--db",
-            dangling.to_str().unwrap(),
-            "draft",
-            "--instruction",
-            "x",
-            "--in",
-            "1h",
-        ])
-        .fails(2);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
-    assert_eq!(names_in(&real), vec!["s.db".to_string()]);
-}
-
-#[test]
-fn a_failed_open_leaves_no_files_behind() {
-    if on_postgres() {
-        return;
-    }
-    let env = TestEnv::new();
-    let folder = env.path("store");
-    std::fs::create_dir(&folder).unwrap();
-    let db = folder.join("s.db");
-    // A -shm that is a folder: SQLite cannot open the store, and the .db
-    // and -wal that agentcron would create must not stay behind.
-    std::fs::create_dir(sidecar(&db, "-shm")).unwrap();
-    let out = env.run(&[
-        "--db",
-        db.to_str().unwrap(),
-        "draft",
-        "--instruction",
-        "x",
-        "--in",
-        "1h",
-    ]);
-    assert_ne!(out.code, 0, "{}", out.stdout);
-    assert_eq!(
-        names_in(&folder),
-        vec!["s.db-shm".to_string()],
-        "{}",
-        out.stderr
-    );
 }
 
 // Items 1 and 2: a backup that takes a while.
@@ -237,7 +98,7 @@ fn an_interrupted_backup_leaves_no_file_that_passes_for_a_store() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "x", "--every", "1h"]);
+    Task::new().confirm(&env);
     add_ballast(&env.db, 200);
     let out_dir = env.path("backups");
     std::fs::create_dir(&out_dir).unwrap();
@@ -287,7 +148,35 @@ fn an_interrupted_backup_leaves_no_file_that_passes_for_a_store() {
     let file = out_dir.join("whole.db");
     env.run(&["backup", file.to_str().unwrap()]).ok();
     let out = env.run(&["--db", file.to_str().unwrap(), "check"]).ok();
-    assert!(out.stdout.contains("ok"), "{}", out.stdout);
+    assert_contains(&out.stdout, "ok");
+}
+
+/// Drafts a task, starts a backup of a store made large enough that it is
+/// still copying, then confirms the task: returns the task's id, the
+/// backup still running, and the backup's file.
+fn confirmed_during_a_backup(env: &TestEnv) -> (String, std::process::Child, PathBuf) {
+    let draft = Task::new()
+        .instruction("during")
+        .default_notify()
+        .draft(env);
+    add_ballast(&env.db, 200);
+    let out_dir = env.path("backups");
+    std::fs::create_dir(&out_dir).unwrap();
+    let file = out_dir.join("copy.db");
+    let backup = env
+        .command(&["backup", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_partial(&out_dir);
+    let task = env.json(&[
+        "confirm",
+        draft["draft_id"].as_str().unwrap(),
+        "--hash",
+        draft["payload_hash"].as_str().unwrap(),
+    ]);
+    (task["task_id"].as_str().unwrap().to_string(), backup, file)
 }
 
 #[test]
@@ -296,27 +185,9 @@ fn a_task_confirmed_while_a_backup_runs_reaches_the_db_file() {
         return;
     }
     let env = TestEnv::new();
-    env.task(&["--instruction", "before", "--every", "1h"]);
-    let draft = env.draft(&["--instruction", "during", "--every", "1h"]);
-    add_ballast(&env.db, 200);
-    let out_dir = env.path("backups");
-    std::fs::create_dir(&out_dir).unwrap();
-    let file = out_dir.join("copy.db");
-    let mut backup = env
-        .command(&["backup", file.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_partial(&out_dir);
+    Task::new().instruction("before").confirm(&env);
     // The backup's snapshot holds the confirm's closing checkpoint back.
-    let task = env.json(&[
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
-    let id = task["task_id"].as_str().unwrap().to_string();
+    let (id, mut backup, _) = confirmed_during_a_backup(&env);
     assert!(
         backup.try_wait().unwrap().is_none(),
         "the backup ended before the confirm: make the ballast larger"
@@ -338,24 +209,7 @@ fn the_backup_folds_what_its_snapshot_held_back() {
         return;
     }
     let env = TestEnv::new();
-    let draft = env.draft(&["--instruction", "during", "--every", "1h"]);
-    add_ballast(&env.db, 200);
-    let out_dir = env.path("backups");
-    std::fs::create_dir(&out_dir).unwrap();
-    let file = out_dir.join("copy.db");
-    let mut backup = env
-        .command(&["backup", file.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_partial(&out_dir);
-    let task = env.json(&[
-        "confirm",
-        draft["draft_id"].as_str().unwrap(),
-        "--hash",
-        draft["payload_hash"].as_str().unwrap(),
-    ]);
-    let id = task["task_id"].as_str().unwrap().to_string();
+    let (id, mut backup, _) = confirmed_during_a_backup(&env);
     assert!(
         backup.try_wait().unwrap().is_none(),
         "make the ballast larger"
@@ -368,7 +222,7 @@ fn the_backup_folds_what_its_snapshot_held_back() {
     );
 }
 
-// Item 3: a closing checkpoint that is killed or signalled.
+// A closing checkpoint that is killed or signalled.
 
 #[cfg(feature = "test-hooks")]
 mod hooked {
@@ -376,12 +230,12 @@ mod hooked {
     use std::os::unix::process::ExitStatusExt;
 
     use super::{db_alone_holds_task, sidecar};
-    use crate::support::{on_postgres, TestEnv};
+    use crate::support::{on_postgres, Task, TestEnv};
 
     /// Confirms a new task with `hook` set; returns the task's id and the
     /// confirm's process, stdout read up to its one JSON line.
     fn confirm_with_hook(env: &TestEnv, hook: &str) -> (String, std::process::Child) {
-        let draft = env.draft(&["--instruction", "x", "--every", "1h"]);
+        let draft = Task::new().default_notify().draft(env);
         let mut child = env
             .command(&[
                 "--json",
@@ -445,26 +299,95 @@ mod hooked {
     }
 }
 
-// Item 5: a failure reply longer than the capture cap.
+#[test]
+fn backup_while_ticks_run_is_a_private_store_that_check_accepts() {
+    if on_postgres() {
+        return;
+    }
+    let rig = Rig::new();
+    for i in 0..8 {
+        Task::named(&format!("b{i}")).every("1m").confirm(&rig.env);
+    }
+    let mut backups = Vec::new();
+    for round in 0..4 {
+        rig.env.advance(60);
+        let ticks: Vec<_> = (0..2)
+            .map(|_| spawn(&rig.env, &["tick", "--jobs", "2"]))
+            .collect();
+        let file = rig.env.path(&format!("backup-{round}.db"));
+        let out = rig
+            .env
+            .run(&["--json", "backup", file.to_str().unwrap()])
+            .ok();
+        assert_eq!(out.json()["backup"], file.to_str().unwrap());
+        for tick in ticks {
+            let out = tick.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+        }
+        // Checked at the instant it was taken: a run it caught `running`
+        // holds a lease that is still valid then (later, a tick on the
+        // restored copy marks such a run unknown, for `reconcile`).
+        let meta = std::fs::metadata(&file).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600, "{}", file.display());
+        rig.env.run(&["--db", file.to_str().unwrap(), "check"]).ok();
+        assert_eq!(task_names(&rig.env, &file).len(), 8);
+        backups.push(file);
+    }
+    // An existing file is never overwritten, the store's own least of all.
+    let before = std::fs::read(&backups[0]).unwrap();
+    let out = rig
+        .env
+        .run(&["backup", backups[0].to_str().unwrap()])
+        .fails(2);
+    assert_contains(&out.stderr, "already exists");
+    assert_eq!(std::fs::read(&backups[0]).unwrap(), before);
+    rig.env
+        .run(&["backup", rig.env.db.to_str().unwrap()])
+        .fails(2);
+}
 
 #[test]
-fn a_failure_reply_longer_than_the_capture_is_not_a_success() {
-    let rig = crate::support::Rig::new();
-    let env = &rig.env;
-    // One line: {"status":"failed","summary":"<1.5 MB>"}, then exit 0.
-    let executor = env.path("long-failure.sh");
-    crate::support::write_script(
-        &executor,
-        "#!/bin/sh\ncat >/dev/null\nprintf '{\"status\":\"failed\",\"summary\":\"'\nhead -c 1500000 /dev/zero | tr '\\0' x\nprintf '\"}\\n'\n",
+fn backup_of_a_missing_store_creates_nothing() {
+    if on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env
+        .run(&["backup", env.path("b.db").to_str().unwrap()])
+        .fails(3);
+    assert_contains(&out.stderr, "no database at");
+    assert!(!env.db.parent().unwrap().exists());
+    assert!(!env.path("b.db").exists());
+}
+
+/// (g) A backup is refused into a folder others may write without the
+/// sticky bit (they could swap the copy for a store of theirs before it is
+/// restored), as the store's own folder is: exit 2, the folder and its
+/// mode named, nothing written. With the sticky bit it is written.
+#[test]
+fn backup_refuses_a_world_writable_folder_without_the_sticky_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    Task::new().confirm(&env);
+    let open = env.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = open.join("copy.db");
+    let out = env.run(&["backup", file.to_str().unwrap()]).fails(2);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "agentcron: error: refusing {}: mode 0777 lets other users replace the backup \
+             (writable without the sticky bit)\n  hint: chmod go-w the folder (or +t), or \
+             keep the backup in a private folder\n",
+            open.display()
+        )
     );
-    env.set_env("AGENTCRON_EXECUTOR", executor.to_str().unwrap());
-    let task = env.task(&["--instruction", "x", "--every", "1h", "--name", "long"]);
-    let id = task["task_id"].as_str().unwrap();
-    env.advance(3600);
-    env.run(&["tick"]).ok();
-    let runs = rig.runs(id);
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(runs[0]["status"], "failed", "{}", runs[0]);
-    let reason = runs[0]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("1 MiB"), "{}", runs[0]);
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    if crate::support::on_postgres() {
+        return; // a PostgreSQL store is backed up with pg_dump
+    }
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    env.run(&["backup", file.to_str().unwrap()]).ok();
+    assert!(file.exists());
 }

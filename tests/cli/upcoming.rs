@@ -1,38 +1,23 @@
 //! `upcoming`: every task's coming occurrences in time order.
-
+use crate::support::{Rig, Task, TestEnv, HOUR, T0};
 use serde_json::Value;
-
-use super::HOUR;
-use crate::support::Rig;
-use crate::support::{TestEnv, T0};
 
 #[test]
 fn upcoming_merges_every_tasks_occurrences_in_time_order() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "hourly"]);
-    env.task(&[
-        "--instruction",
-        "y",
-        "--daily",
-        "09:30",
-        "--tz",
-        "UTC",
-        "--name",
-        "daily",
-    ]);
-    env.task(&["--instruction", "z", "--every", "1h", "--name", "paused"]);
+    Task::named("hourly").confirm(env);
+    Task::named("daily")
+        .instruction("y")
+        .daily("09:30")
+        .tz("UTC")
+        .confirm(env);
+    Task::named("paused").instruction("z").confirm(env);
     env.run(&["pause", "paused"]).ok();
-    env.task(&[
-        "--instruction",
-        "w",
-        "--every",
-        "1h",
-        "--name",
-        "theirs",
-        "--as",
-        "unix:bob",
-    ]);
+    Task::named("theirs")
+        .instruction("w")
+        .by("unix:bob")
+        .confirm(env);
     env.set_now(T0 + HOUR);
     rig.tick(&[]).ok();
 
@@ -72,15 +57,10 @@ fn upcoming_is_the_first_occurrences_of_all_tasks_whatever_the_limit() {
     let env = TestEnv::new();
     let mut tasks = Vec::new();
     for minutes in [7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 120, 600] {
-        let task = env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            &format!("{minutes}m"),
-            "--name",
-            &format!("every-{minutes}m"),
-        ]);
-        tasks.push((task["task_id"].as_str().unwrap().to_string(), minutes * 60));
+        let task = Task::named(&format!("every-{minutes}m"))
+            .every(&format!("{minutes}m"))
+            .confirm(&env);
+        tasks.push((task.task_id.as_str().to_string(), minutes * 60));
     }
     // Half an hour on, no tick has run: the shorter tasks are overdue, and
     // upcoming lists them from their next run on, as before.
@@ -124,21 +104,16 @@ fn upcoming_lists_tasks_that_run_at_one_instant_in_the_order_list_shows_them() {
     // cannot make the list.
     let env = TestEnv::new();
     let mut created = Vec::new();
-    let hourly = env.task(&["--instruction", "h", "--every", "1h", "--name", "hourly"]);
-    created.push(hourly["task_id"].as_str().unwrap().to_string());
+    let hourly = Task::named("hourly").instruction("h").confirm(&env);
+    created.push(hourly.task_id.as_str().to_string());
     for i in 1..=5 {
         env.set_now(T0 + 60 * i);
-        let task = env.task(&[
-            "--instruction",
-            "d",
-            "--daily",
-            "09:00",
-            "--tz",
-            "UTC",
-            "--name",
-            &format!("burst-{i}"),
-        ]);
-        created.push(task["task_id"].as_str().unwrap().to_string());
+        let task = Task::named(&format!("burst-{i}"))
+            .instruction("d")
+            .daily("09:00")
+            .tz("UTC")
+            .confirm(&env);
+        created.push(task.task_id.as_str().to_string());
     }
     let at_nine: Vec<(i64, String)> = created.iter().map(|id| (0, id.clone())).collect();
     let later: Vec<(i64, String)> = (1..=3).map(|h| (h * HOUR, created[0].clone())).collect();
@@ -159,4 +134,44 @@ fn upcoming_lists_tasks_that_run_at_one_instant_in_the_order_list_shows_them() {
             .collect();
         assert_eq!(got, all[..limit].to_vec(), "--limit {limit}");
     }
+}
+
+#[test]
+fn upcoming_across_zones_shows_the_order_in_utc() {
+    let env = TestEnv::new();
+    Task::named("sh")
+        .daily("09:00")
+        .tz("Asia/Shanghai")
+        .confirm(&env);
+    Task::named("utc").daily("09:00").tz("UTC").confirm(&env);
+    let out = env.run(&["upcoming", "--within", "2d"]).ok().stdout;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("UTC"), "{out}");
+    // Instant order, as the UTC column reads: 09:00 UTC, then 01:00 UTC tomorrow.
+    assert!(lines[1].starts_with("2026-12-02 09:00 UTC"), "{out}");
+    assert!(lines[2].starts_with("2026-12-03 01:00 UTC"), "{out}");
+}
+
+#[test]
+fn upcoming_names_the_last_occurrence_a_coalesced_missed_run_stands_for() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("t").confirm(env);
+    // Five hourly occurrences pass with no tick; the latest is past its
+    // grace, so one missed run stands for all five.
+    env.advance(5 * 3600 + 30 * 60);
+    rig.tick(&[]).ok();
+    let run = &rig.runs("t")[0];
+    assert_eq!(run["status"], "missed", "{run}");
+    assert_eq!(run["skipped_occurrences"], 5, "{run}");
+    let first = run["scheduled_for"].as_str().unwrap().to_string();
+    let out = env.run(&["upcoming", "--limit", "1"]).ok();
+    let row = out.stdout.lines().nth(1).expect("one row");
+    let last = chrono::DateTime::parse_from_rfc3339(&first).unwrap() + chrono::Duration::hours(4);
+    let last = last.format("%Y-%m-%d %H:%M UTC").to_string();
+    assert!(
+        row.contains(&format!("{last}  missed")),
+        "{last}: {}",
+        out.stdout
+    );
 }

@@ -1,13 +1,10 @@
 //! `trigger`: one extra run now, claimed by the next tick under the same
 //! rules as an occurrence, at most once, without moving the schedule.
+use crate::support::{assert_contains, finished, spawn_tick, wait_for, Rig, Task, HOUR, T0};
 
 use std::process::Child;
 
 use serde_json::Value;
-
-use super::HOUR;
-use crate::support::T0;
-use crate::support::{spawn_tick, wait_for, Rig};
 
 fn manual_runs(runs: &[Value]) -> Vec<&Value> {
     runs.iter().filter(|r| r["trigger"] == "manual").collect()
@@ -17,12 +14,12 @@ fn manual_runs(runs: &[Value]) -> Vec<&Value> {
 fn trigger_runs_once_at_the_next_tick_without_moving_the_schedule() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "t"]);
+    Task::named("t").confirm(env);
     env.advance(600);
     let out = env
         .run(&["trigger", "t", "--reason", "testing the report"])
         .ok();
-    assert!(out.stdout.contains("one extra run due"), "{}", out.stdout);
+    assert_contains(&out.stdout, "one extra run due");
     assert_eq!(
         env.json(&["show", "t"])["next_run_at"],
         "2026-12-02T09:00:00Z",
@@ -53,7 +50,7 @@ fn trigger_runs_once_at_the_next_tick_without_moving_the_schedule() {
     );
 
     let log = env.run(&["log", "t"]).ok().stdout;
-    assert!(log.contains("triggered a run: testing the report"), "{log}");
+    assert_contains(&log, "triggered a run: testing the report");
     let events = env.json(&["log", "t"]);
     let trigger = events
         .as_array()
@@ -74,20 +71,16 @@ fn trigger_runs_once_at_the_next_tick_without_moving_the_schedule() {
 fn trigger_refusals_paused_pending_non_owner() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "p"]);
+    Task::named("p").confirm(env);
     env.run(&["pause", "p"]).ok();
     let out = env.run(&["trigger", "p"]).fails(5);
-    assert!(out.stderr.contains("is paused"), "{}", out.stderr);
+    assert_contains(&out.stderr, "is paused");
     env.run(&["resume", "p"]).ok();
     env.run(&["trigger", "p", "--as", "unix:mallory"]).fails(4);
     env.run(&["trigger", "p", "--tenant", "other"]).fails(3);
     env.run(&["trigger", "p"]).ok();
     let out = env.run(&["trigger", "p"]).fails(5);
-    assert!(
-        out.stderr.contains("already has a run triggered"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "already has a run triggered");
     // Pausing drops the pending trigger: nothing runs while paused, nor after.
     env.run(&["pause", "p"]).ok();
     env.run(&["resume", "p"]).ok();
@@ -99,16 +92,7 @@ fn trigger_refusals_paused_pending_non_owner() {
 fn a_trigger_not_claimed_within_grace_is_missed() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&[
-        "--instruction",
-        "x",
-        "--every",
-        "1h",
-        "--name",
-        "g",
-        "--grace",
-        "60s",
-    ]);
+    Task::named("g").flags(&["--grace", "60s"]).confirm(env);
     env.run(&["trigger", "g"]).ok();
     env.advance(120);
     rig.tick(&[]).ok();
@@ -133,7 +117,7 @@ fn a_trigger_while_a_run_is_active_is_skipped_overlap() {
     let env = &rig.env;
     env.set_env("FIXTURE_MODE", "sleep");
     env.set_env("FIXTURE_SLEEP", "2");
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "o"]);
+    Task::named("o").confirm(env);
     env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &[]);
     wait_for("the executor to start", || !rig.starts().is_empty());
@@ -153,7 +137,7 @@ fn a_trigger_while_a_run_is_active_is_skipped_overlap() {
 fn a_trigger_at_an_occurrence_second_takes_the_second_before() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.task(&["--instruction", "x", "--every", "1h", "--name", "c"]);
+    Task::named("c").confirm(env);
     env.set_now(T0 + HOUR);
     env.run(&["trigger", "c"]).ok();
     rig.tick(&[]).ok();
@@ -171,27 +155,12 @@ fn overlapping_ticks_run_a_trigger_at_most_once() {
     let rig = Rig::new();
     let env = &rig.env;
     for i in 0..5 {
-        env.task(&[
-            "--instruction",
-            "x",
-            "--every",
-            "1h",
-            "--name",
-            &format!("m{i}"),
-        ]);
+        Task::named(&format!("m{i}")).confirm(env);
         env.run(&["trigger", &format!("m{i}")]).ok();
     }
     let ticks: Vec<Child> = (0..4).map(|_| spawn_tick(&rig, &[])).collect();
     for child in ticks {
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{:?} {} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        finished(child, 0);
     }
     assert_eq!(rig.starts().len(), 5);
     assert_eq!(
