@@ -42,6 +42,9 @@ const REPLACE_TASK: &str = "UPDATE tasks
 /// (the only unique index a write can hit); anything else keeps its cause
 /// under `doing`.
 fn name_taken(e: anyhow::Error, t: &Task, doing: &'static str) -> anyhow::Error {
+    // Inside the transaction the driver's error carries no fault yet (the
+    // store marks errors as they leave it): read it here.
+    let e = crate::store::faulted(e);
     match constraint_violation(&e) {
         Some((Violation::Duplicate, _)) => CmdError::conflict(format!(
             "a task named '{}' already exists in tenant '{}'",
