@@ -136,20 +136,8 @@ impl<C: Connection> DraftTx for C {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        // `starts_with` keeps a collation that orders '-' oddly from ever
-        // matching an id that does not begin so; SQLite compares bytes.
-        let starts = self.dialect().pick("", "AND starts_with(draft_id, $1)");
-        self.ids_with_prefix(
-            &format!(
-                "SELECT draft_id FROM drafts
-                 WHERE draft_id >= $1 AND draft_id < $2 {starts} AND tenant_key = $3
-                 ORDER BY draft_id LIMIT $4"
-            ),
-            tenant_key,
-            prefix,
-            limit,
-        )
-        .context("looking up drafts by id prefix")
+        self.ids_with_prefix("drafts", "draft_id", tenant_key, prefix, limit)
+            .context("looking up drafts by id prefix")
     }
 
     fn agent_drafts_since(

@@ -146,25 +146,8 @@ impl<C: Connection> RunTx for C {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        // SQLite: `+tenant_key` walks the id range, not every run of the
-        // tenant sorted by id (which SQLite chose without the `+`).
-        // PostgreSQL: `starts_with` keeps a collation that orders '-' oddly
-        // from ever matching an id that does not begin so.
-        let (starts, tenant) = match self.dialect() {
-            Dialect::Sqlite => ("", "+tenant_key"),
-            Dialect::Postgres => ("AND starts_with(run_id, $1)", "tenant_key"),
-        };
-        self.ids_with_prefix(
-            &format!(
-                "SELECT run_id FROM runs
-                 WHERE run_id >= $1 AND run_id < $2 {starts} AND {tenant} = $3
-                 ORDER BY run_id LIMIT $4"
-            ),
-            tenant_key,
-            prefix,
-            limit,
-        )
-        .context("looking up runs by id prefix")
+        self.ids_with_prefix("runs", "run_id", tenant_key, prefix, limit)
+            .context("looking up runs by id prefix")
     }
 
     fn each_run(

@@ -112,25 +112,8 @@ impl<C: Connection> TaskTx for C {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>> {
-        let (starts, tenant) = match self.dialect() {
-            // `+tenant_key`: walk the id range, not every task of the tenant
-            // sorted by id (which SQLite chose without the `+`).
-            Dialect::Sqlite => ("", "+tenant_key"),
-            // `starts_with` keeps a collation that orders '-' oddly from
-            // ever matching an id that does not begin so.
-            Dialect::Postgres => ("AND starts_with(task_id, $1)", "tenant_key"),
-        };
-        self.ids_with_prefix(
-            &format!(
-                "SELECT task_id FROM tasks
-                 WHERE task_id >= $1 AND task_id < $2 {starts} AND {tenant} = $3
-                 ORDER BY task_id LIMIT $4"
-            ),
-            tenant_key,
-            prefix,
-            limit,
-        )
-        .context("looking up tasks by id prefix")
+        self.ids_with_prefix("tasks", "task_id", tenant_key, prefix, limit)
+            .context("looking up tasks by id prefix")
     }
 
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
