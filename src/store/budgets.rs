@@ -8,12 +8,13 @@
 //! `Connection`.
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
 use super::connection::{Connection, Row};
 use crate::store::connection::args;
 
 /// One budget's window of one task, as stored.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BudgetWindow {
     pub task_id: String,
     pub key: String,
@@ -28,7 +29,7 @@ pub struct BudgetWindow {
 }
 
 /// A usage key's total for a tenant (`metrics`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct UsageTotal {
     pub tenant_key: String,
     pub key: String,
@@ -73,31 +74,12 @@ const RUN_USAGE: &str = "SELECT usage FROM runs WHERE run_id = $1";
 
 const SET_RUN_USAGE: &str = "UPDATE runs SET usage = $1 WHERE run_id = $2";
 
-fn window(row: &Row) -> Result<BudgetWindow> {
-    Ok(BudgetWindow {
-        task_id: row.get(0)?,
-        key: row.get(1)?,
-        period: row.get(2)?,
-        window_start: row.get(3)?,
-        spent: row.get(4)?,
-        told_at: row.get(5)?,
-    })
-}
-
-fn total(row: &Row) -> Result<UsageTotal> {
-    Ok(UsageTotal {
-        tenant_key: row.get(0)?,
-        key: row.get(1)?,
-        total: row.get(2)?,
-    })
-}
-
 impl<C: Connection> BudgetTx for C {
     fn budget_windows(&mut self, task_id: &str) -> Result<Vec<BudgetWindow>> {
         let rows = self
             .query(BUDGET_WINDOWS, args![task_id])
             .context("reading the task's budget windows")?;
-        rows.iter().map(window).collect()
+        rows.iter().map(Row::decode).collect()
     }
 
     fn save_budget_window(&mut self, w: &BudgetWindow) -> Result<()> {
@@ -127,7 +109,7 @@ impl<C: Connection> BudgetTx for C {
             None => self.query(ACTIVE_BUDGET_WINDOWS, args![]),
         }
         .context("reading the budget windows")?;
-        rows.iter().map(window).collect()
+        rows.iter().map(Row::decode).collect()
     }
 
     fn add_usage_total(&mut self, tenant_key: &str, key: &str, amount: f64) -> Result<()> {
@@ -155,7 +137,7 @@ impl<C: Connection> BudgetTx for C {
             ),
         }
         .context("reading the usage totals")?;
-        rows.iter().map(total).collect()
+        rows.iter().map(Row::decode).collect()
     }
 
     fn run_usage(&mut self, run_id: &str) -> Result<Option<String>> {

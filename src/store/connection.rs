@@ -166,6 +166,10 @@ impl Row {
         Row { cells }
     }
 
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
     /// Column `i` as a `T`; a cell of another type (or a missing column)
     /// is an error naming the column, never a panic.
     pub fn get<T: FromCell>(&self, i: usize) -> Result<T> {

@@ -5,9 +5,10 @@
 //! The operations and their one implementation over `Connection`.
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
 use super::connection::Connection;
-use super::rows::Cells;
+use super::connection::Row;
 use crate::store::connection::args;
 
 /// The columns of a memory row, in the order both stores read them.
@@ -15,7 +16,7 @@ pub const MEMORY_COLUMNS: &str = "task_id, last_failure_reason, last_failure_sen
     last_success_fingerprint, suppressed_count, suppressed_failures, suppressed_since,
     last_settled_run_id, last_success_at";
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct TaskMemory {
     pub task_id: String,
     /// The reason of the last failure notice sent, while the failure streak
@@ -58,7 +59,7 @@ impl<C: Connection> MemoryTx for C {
                 args![task_id],
             )
             .context("reading the task's memory")?;
-        row.as_ref().map(decode_memory).transpose()
+        row.as_ref().map(Row::decode).transpose()
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {
@@ -91,19 +92,4 @@ impl<C: Connection> MemoryTx for C {
         .context("recording the task's memory")?;
         Ok(())
     }
-}
-
-/// A task's memory, from `MEMORY_COLUMNS`.
-fn decode_memory<R: Cells>(row: &R) -> Result<TaskMemory, R::Error> {
-    Ok(TaskMemory {
-        task_id: row.text(0)?,
-        last_failure_reason: row.opt_text(1)?,
-        last_failure_sent_at: row.opt_int(2)?,
-        last_success_fingerprint: row.opt_text(3)?,
-        suppressed_count: row.int(4)?,
-        suppressed_failures: row.int(5)?,
-        suppressed_since: row.opt_int(6)?,
-        last_settled_run_id: row.opt_text(7)?,
-        last_success_at: row.opt_int(8)?,
-    })
 }

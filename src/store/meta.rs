@@ -3,8 +3,9 @@
 //! and their one implementation over `Connection`.
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
-use super::connection::Connection;
+use super::connection::{Connection, Row};
 use crate::store::connection::args;
 
 pub trait MetaTx {
@@ -17,7 +18,7 @@ pub trait MetaTx {
 }
 
 /// A host that ticks the store and the build its last tick ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Host {
     pub host: String,
     pub build: String,
@@ -64,14 +65,6 @@ impl<C: Connection> MetaTx for C {
                 args![],
             )
             .context("reading the hosts")?;
-        rows.iter()
-            .map(|r| {
-                Ok(Host {
-                    host: r.get(0)?,
-                    build: r.get(1)?,
-                    last_tick_at: r.get(2)?,
-                })
-            })
-            .collect()
+        rows.iter().map(Row::decode).collect()
     }
 }

@@ -29,6 +29,7 @@ pub mod overdue;
 pub mod owners;
 pub mod postgres;
 pub mod queue;
+pub mod row_decode;
 pub mod rows;
 pub mod runs;
 pub mod schema;
@@ -41,6 +42,7 @@ pub mod zones;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use connection::Connection;
 
 pub use budgets::{BudgetTx, BudgetWindow, UsageTotal};
 pub use completion::CompletionTx;
@@ -77,24 +79,9 @@ pub trait Tx:
     + CompletionTx
 {
 }
-impl<
-        T: BudgetTx
-            + DraftTx
-            + TaskTx
-            + RunTx
-            + DeliveryTx
-            + EventTx
-            + MetaTx
-            + MemoryTx
-            + OverdueTx
-            + MaintenanceTx
-            + TransferTx
-            + QueueTx
-            + ZoneTx
-            + CompletionTx,
-    > Tx for T
-{
-}
+// Every family is implemented over a `Connection`, so every connection is
+// a whole transaction's worth of operations.
+impl<C: Connection> Tx for C {}
 
 /// A database holding agentcron's state. `Send`, so that one connection
 /// can serve every thread of a tick (see `shared`).

@@ -11,14 +11,15 @@
 //! `Connection`.
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
+use super::connection::Row;
 use super::connection::{expect_one, Connection, Dialect};
-use super::rows::Cells;
 use crate::store::connection::args;
 
 /// A task whose success came due: read by the tick, decided in its own
 /// guarded UPDATE.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct SuccessDue {
     pub task_id: String,
     pub success_due_at: i64,
@@ -28,14 +29,14 @@ pub struct SuccessDue {
 }
 
 /// One task's clock, as stored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub struct SuccessClock {
     pub success_due_at: Option<i64>,
     pub overdue_since: Option<i64>,
 }
 
 /// A task that expects successes, as `status` and `metrics` show it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Expecting {
     pub task_id: String,
     pub tenant_key: String,
@@ -88,7 +89,7 @@ fn expecting(
     tx.query(query, args![tenant])
         .context("reading the tasks that expect successes")?
         .iter()
-        .map(decode_expecting)
+        .map(Row::decode)
         .collect()
 }
 
@@ -110,13 +111,7 @@ impl<C: Connection> OverdueTx for C {
                 args![task_id],
             )
             .context("reading the task's success clock")?;
-        Ok(match row {
-            Some(row) => SuccessClock {
-                success_due_at: row.get(0)?,
-                overdue_since: row.get(1)?,
-            },
-            None => SuccessClock::default(),
-        })
+        row.map_or(Ok(SuccessClock::default()), |row| row.decode())
     }
 
     fn successes_due(
@@ -142,13 +137,7 @@ impl<C: Connection> OverdueTx for C {
         )
         .context("reading the tasks whose success is due")?
         .iter()
-        .map(|row| {
-            Ok(SuccessDue {
-                task_id: row.get(0)?,
-                success_due_at: row.get(1)?,
-                active: row.get(2)?,
-            })
-        })
+        .map(Row::decode)
         .collect()
     }
 
@@ -221,15 +210,4 @@ impl<C: Connection> OverdueTx for C {
         };
         expecting(self, &query, tenant)
     }
-}
-
-/// A task that expects successes, from `store::overdue`'s `EXPECTING_COLUMNS`.
-fn decode_expecting<R: Cells>(row: &R) -> Result<Expecting, R::Error> {
-    Ok(Expecting {
-        task_id: row.text(0)?,
-        tenant_key: row.text(1)?,
-        name: row.opt_text(2)?,
-        overdue_since: row.opt_int(3)?,
-        last_success_at: row.opt_int(4)?,
-    })
 }

@@ -6,6 +6,7 @@
 //! over `Connection`.
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
 use super::connection::{expect_one, Connection, Dialect, Row};
 use crate::audit::StoredEvent;
@@ -17,7 +18,7 @@ use crate::store::CorruptRow;
 
 /// One identity key's current zone, as stored (the zone an IANA name the
 /// reader checks).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct OwnerZone {
     pub identity_key: String,
     pub zone: String,
@@ -78,15 +79,6 @@ pub trait ZoneTx {
     fn retimes(&mut self, task_id: &str) -> Result<Vec<StoredEvent>>;
 }
 
-fn decode_zone(row: &Row) -> Result<OwnerZone> {
-    Ok(OwnerZone {
-        identity_key: row.get(0)?,
-        zone: row.get(1)?,
-        set_at: row.get(2)?,
-        set_by: row.get(3)?,
-    })
-}
-
 impl<C: Connection> ZoneTx for C {
     fn hold_owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<()> {
         if self.dialect() == Dialect::Sqlite {
@@ -113,7 +105,7 @@ impl<C: Connection> ZoneTx for C {
                 args![tenant_key, identity_key],
             )
             .context("reading the owner's zone")?;
-        row.as_ref().map(decode_zone).transpose()
+        row.as_ref().map(Row::decode).transpose()
     }
 
     fn owner_zones(&mut self, tenant_key: &str) -> Result<Vec<OwnerZone>> {
@@ -128,7 +120,7 @@ impl<C: Connection> ZoneTx for C {
         )
         .context("reading the owners' zones")?
         .iter()
-        .map(decode_zone)
+        .map(Row::decode)
         .collect()
     }
 

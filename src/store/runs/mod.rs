@@ -5,6 +5,7 @@ mod leases;
 mod sql;
 
 use anyhow::Result;
+use serde::Deserialize;
 
 use crate::model::{Run, RunStatus};
 
@@ -58,7 +59,7 @@ pub struct Reconciliation {
 }
 
 /// Where unknown runs are: a tenant, an owner of their tasks, how many.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct UnknownPlace {
     pub tenant_key: String,
     /// The first owner key of the tasks (any owner may reconcile).

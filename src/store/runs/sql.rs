@@ -82,15 +82,7 @@ impl<C: Connection> RunTx for C {
                         args![tenant, limit],
                     )
                     .context(counting)?;
-                rows.iter()
-                    .map(|r| {
-                        Ok(UnknownPlace {
-                            tenant_key: r.get(0)?,
-                            owner_key: r.get(1)?,
-                            count: r.get(2)?,
-                        })
-                    })
-                    .collect()
+                rows.iter().map(Row::decode).collect()
             }
         }
     }

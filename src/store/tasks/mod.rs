@@ -12,7 +12,7 @@ use anyhow::Result;
 use crate::model::{Policy, Task, TaskState};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule::{self, Schedule};
-use crate::store::connection::Row;
+use crate::store::connection::{Arg, Row};
 use crate::store::rows::Cells;
 use crate::store::Tx;
 
@@ -132,6 +132,24 @@ impl RawTask {
                 .fallback()
                 .map(|_| t.zone_in_force.name().to_string()),
         }
+    }
+
+    /// The columns a person confirmed, with the payload and its hash: what
+    /// inserting a task and replacing its payload both write, in this order.
+    pub fn confirmed_args(&self) -> [Arg<'_>; 11] {
+        [
+            Arg::from(&self.name),
+            Arg::from(&self.target),
+            Arg::from(&self.instruction),
+            Arg::from(&self.schedule),
+            Arg::from(&self.timezone),
+            Arg::from(&self.policy),
+            Arg::from(self.grace_seconds),
+            Arg::from(self.max_retries),
+            Arg::from(self.retry_backoff_seconds),
+            Arg::from(&self.payload),
+            Arg::from(&self.payload_hash),
+        ]
     }
 
     pub fn decode(self) -> Result<Task, CorruptRow> {

@@ -16,13 +16,15 @@ use crate::model::Task;
 use crate::store::connection::args;
 use crate::store::connection::{expect_one, Connection, Dialect, Row};
 
-static INSERT_TASK: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO tasks ({TASK_COLUMNS})
+/// A task's confirmed columns first, in the order `RawTask::confirmed_args`
+/// gives them (replacing a task writes the same ones), then the rest.
+const INSERT_TASK: &str = "INSERT INTO tasks (name, target, instruction, schedule, timezone,
+        policy, grace_seconds, max_retries, retry_backoff_seconds, payload, payload_hash,
+        task_id, tenant_key, owner_keys, state, state_reason, state_changed_at, next_run_at,
+        revision, created_at, updated_at, consecutive_failures, next_retry_at, retry_run_id,
+        follow_key, zone_in_force)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-            $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
-    )
-});
+            $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)";
 
 static TASK: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"));
@@ -65,35 +67,28 @@ impl<C: Connection> TaskTx for C {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
         self.execute(
-            &INSERT_TASK,
-            args![
-                &r.task_id,
-                &r.tenant_key,
-                &r.name,
-                &r.owner_keys,
-                &r.target,
-                &r.instruction,
-                &r.schedule,
-                &r.timezone,
-                &r.policy,
-                r.grace_seconds,
-                r.max_retries,
-                r.retry_backoff_seconds,
-                &r.payload_hash,
-                &r.state,
-                &r.state_reason,
-                r.state_changed_at,
-                r.next_run_at,
-                r.revision,
-                r.created_at,
-                r.updated_at,
-                r.consecutive_failures,
-                r.next_retry_at,
-                &r.retry_run_id,
-                &r.payload,
-                &r.follow_key,
-                &r.zone_in_force,
-            ],
+            INSERT_TASK,
+            &[
+                &r.confirmed_args()[..],
+                args![
+                    &r.task_id,
+                    &r.tenant_key,
+                    &r.owner_keys,
+                    &r.state,
+                    &r.state_reason,
+                    r.state_changed_at,
+                    r.next_run_at,
+                    r.revision,
+                    r.created_at,
+                    r.updated_at,
+                    r.consecutive_failures,
+                    r.next_retry_at,
+                    &r.retry_run_id,
+                    &r.follow_key,
+                    &r.zone_in_force,
+                ],
+            ]
+            .concat(),
         )
         .map_err(|e| name_taken(e, t, "saving the task"))?;
         Ok(())
@@ -285,27 +280,20 @@ impl<C: Connection> TaskTx for C {
         let changed = self
             .execute(
                 REPLACE_TASK,
-                args![
-                    &r.name,
-                    &r.target,
-                    &r.instruction,
-                    &r.schedule,
-                    &r.timezone,
-                    &r.policy,
-                    r.grace_seconds,
-                    r.max_retries,
-                    r.retry_backoff_seconds,
-                    &r.payload,
-                    &r.payload_hash,
-                    r.next_run_at,
-                    now,
-                    &r.task_id,
-                    expected_revision,
-                    &r.tenant_key,
-                    &r.owner_keys,
-                    &r.follow_key,
-                    &r.zone_in_force,
-                ],
+                &[
+                    &r.confirmed_args()[..],
+                    args![
+                        r.next_run_at,
+                        now,
+                        &r.task_id,
+                        expected_revision,
+                        &r.tenant_key,
+                        &r.owner_keys,
+                        &r.follow_key,
+                        &r.zone_in_force,
+                    ],
+                ]
+                .concat(),
             )
             .map_err(|e| name_taken(e, t, "replacing the task's payload"))?;
         expect_one(changed, || {
