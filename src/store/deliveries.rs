@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 
-use super::connection::{expect_one, Connection, Row};
+use super::connection::{Connection, Row};
 use super::rows;
 use crate::model::{DeliveryState, Notice};
 use crate::store::connection::args;
@@ -221,48 +221,44 @@ impl<C: Connection> DeliveryTx for C {
         deadline: i64,
         now: i64,
     ) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE deliveries
+        self.guarded(
+            "UPDATE deliveries
                  SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
                      attempts = attempts + 1
                  WHERE delivery_id = $4 AND state = 'pending'
                    AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
                                    WHERE earlier.state = 'sending'
                                      AND earlier.run_id = deliveries.run_id)",
-                args![token, deadline, now, delivery_id],
-            )
-            .context("claiming the notice")?;
-        expect_one(changed, || {
-            format!(
-                "notice {delivery_id} was claimed by another tick, \
+            args![token, deadline, now, delivery_id],
+            "claiming the notice",
+            || {
+                format!(
+                    "notice {delivery_id} was claimed by another tick, \
                  or another notice of its run is being sent"
-            )
-        })
+                )
+            },
+        )
     }
 
     fn finish_notice(&mut self, f: &NoticeFinish<'_>) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE deliveries
+        self.guarded(
+            "UPDATE deliveries
                  SET state = $1, last_error = $2, updated_at = $3,
                      claim_token = CASE WHEN $1 = 'pending' THEN NULL ELSE claim_token END,
                      deadline = CASE WHEN $1 = 'pending' THEN NULL ELSE deadline END,
                      next_attempt_at = CASE WHEN $1 = 'pending' THEN CAST($6 AS BIGINT) END
                  WHERE delivery_id = $4 AND state = 'sending' AND claim_token = $5",
-                args![
-                    f.to.as_str(),
-                    f.error,
-                    f.now,
-                    f.delivery_id,
-                    f.token,
-                    f.retry_at
-                ],
-            )
-            .context("recording the delivery")?;
-        expect_one(changed, || {
-            format!("notice {} is no longer ours to record", f.delivery_id)
-        })
+            args![
+                f.to.as_str(),
+                f.error,
+                f.now,
+                f.delivery_id,
+                f.token,
+                f.retry_at
+            ],
+            "recording the delivery",
+            || format!("notice {} is no longer ours to record", f.delivery_id),
+        )
     }
 
     fn expire_notices(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Notice>> {

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::connection::Row;
-use super::connection::{expect_one, Connection, Dialect};
+use super::connection::{Connection, Dialect};
 use crate::store::connection::args;
 
 /// A task whose success came due: read by the tick, decided in its own
@@ -95,13 +95,12 @@ fn expecting(
 
 impl<C: Connection> OverdueTx for C {
     fn set_success_due(&mut self, task_id: &str, due_at: Option<i64>) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET success_due_at = $1, overdue_since = NULL WHERE task_id = $2",
-                args![due_at, task_id],
-            )
-            .context("setting the task's success clock")?;
-        expect_one(changed, || format!("task {task_id} vanished"))
+        self.guarded(
+            "UPDATE tasks SET success_due_at = $1, overdue_since = NULL WHERE task_id = $2",
+            args![due_at, task_id],
+            "setting the task's success clock",
+            || format!("task {task_id} vanished"),
+        )
     }
 
     fn success_clock(&mut self, task_id: &str) -> Result<SuccessClock> {
@@ -144,28 +143,22 @@ impl<C: Connection> OverdueTx for C {
     fn mark_overdue(&mut self, due: &SuccessDue) -> Result<()> {
         // Guarded by the due instant read, so a success committed meanwhile
         // (which moved it) wins.
-        let changed = self
-            .execute(
-                "UPDATE tasks SET overdue_since = success_due_at, success_due_at = NULL
+        self.guarded(
+            "UPDATE tasks SET overdue_since = success_due_at, success_due_at = NULL
              WHERE task_id = $1 AND success_due_at = $2 AND state = 'active'",
-                args![&due.task_id, due.success_due_at],
-            )
-            .context("marking the task overdue")?;
-        expect_one(changed, || {
-            format!("task {} changed while it was decided overdue", due.task_id)
-        })
+            args![&due.task_id, due.success_due_at],
+            "marking the task overdue",
+            || format!("task {} changed while it was decided overdue", due.task_id),
+        )
     }
 
     fn drop_success_due(&mut self, due: &SuccessDue) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET success_due_at = NULL WHERE task_id = $1 AND success_due_at = $2",
-                args![&due.task_id, due.success_due_at],
-            )
-            .context("dropping the task's success clock")?;
-        expect_one(changed, || {
-            format!("task {} changed while its clock was dropped", due.task_id)
-        })
+        self.guarded(
+            "UPDATE tasks SET success_due_at = NULL WHERE task_id = $1 AND success_due_at = $2",
+            args![&due.task_id, due.success_due_at],
+            "dropping the task's success clock",
+            || format!("task {} changed while its clock was dropped", due.task_id),
+        )
     }
 
     fn overdue_tasks(&mut self, tenant: Option<&str>) -> Result<Vec<Expecting>> {

@@ -10,7 +10,7 @@
 
 use anyhow::{Context, Result};
 
-use super::connection::{expect_one, Connection, Dialect, Row};
+use super::connection::{Connection, Dialect, Row};
 use super::tasks::due_task;
 use super::DueTask;
 use crate::store::connection::args;
@@ -306,25 +306,22 @@ impl<C: Connection> QueueTx for C {
         next_retry_at: Option<i64>,
         mark: &QueueMark,
     ) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET queued_for = $1, queued_since = $2, queued_next = $3
+        self.guarded(
+            "UPDATE tasks SET queued_for = $1, queued_since = $2, queued_next = $3
                  WHERE task_id = $4 AND state = 'active'
                    AND next_run_at IS NOT DISTINCT FROM $5
                    AND next_retry_at IS NOT DISTINCT FROM $6",
-                args![
-                    mark.due_at,
-                    mark.seen_at,
-                    mark.superseded_at,
-                    task_id,
-                    next_run_at,
-                    next_retry_at
-                ],
-            )
-            .context("queueing the task")?;
-        expect_one(changed, || {
-            format!("task {task_id} moved on while it was being queued")
-        })
+            args![
+                mark.due_at,
+                mark.seen_at,
+                mark.superseded_at,
+                task_id,
+                next_run_at,
+                next_retry_at
+            ],
+            "queueing the task",
+            || format!("task {task_id} moved on while it was being queued"),
+        )
     }
 
     fn running_count(&mut self) -> Result<i64> {

@@ -191,24 +191,21 @@ impl<C: Connection> ZoneTx for C {
     }
 
     fn retime_task(&mut self, c: &Retime<'_>) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET zone_in_force = $1, next_run_at = $2, updated_at = $3
+        self.guarded(
+            "UPDATE tasks SET zone_in_force = $1, next_run_at = $2, updated_at = $3
                  WHERE task_id = $4 AND follow_key IS NOT NULL AND zone_in_force = $5
                    AND next_run_at IS NOT DISTINCT FROM $6",
-                args![
-                    c.to_zone,
-                    c.next_run_at,
-                    c.now,
-                    c.task_id,
-                    c.from_zone,
-                    c.expected_next_run_at
-                ],
-            )
-            .context("re-timing the task")?;
-        expect_one(changed, || {
-            format!("task {} changed while it was being re-timed", c.task_id)
-        })
+            args![
+                c.to_zone,
+                c.next_run_at,
+                c.now,
+                c.task_id,
+                c.from_zone,
+                c.expected_next_run_at
+            ],
+            "re-timing the task",
+            || format!("task {} changed while it was being re-timed", c.task_id),
+        )
     }
 
     fn retimes(&mut self, task_id: &str) -> Result<Vec<StoredEvent>> {

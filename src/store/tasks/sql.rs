@@ -131,9 +131,8 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn transition_task(&mut self, c: &TaskTransition<'_>) -> Result<i64> {
-        let changed = self
-            .execute(
-                "UPDATE tasks
+        self.guarded(
+            "UPDATE tasks
                  SET state = $1, state_reason = $2, next_run_at = $3, state_changed_at = $4,
                      updated_at = $4, revision = revision + 1,
                      -- a task that stops running drops its pending retry
@@ -144,23 +143,23 @@ impl<C: Connection> TaskTx for C {
                      -- nor a manual trigger: it was for the task as it was
                      trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
                  WHERE task_id = $5 AND state = $6 AND revision = $7",
-                args![
-                    c.to.as_str(),
-                    c.reason,
-                    c.next_run_at,
-                    c.now,
-                    c.task_id,
-                    c.from.as_str(),
-                    c.revision
-                ],
-            )
-            .context("updating the task")?;
-        expect_one(changed, || {
-            format!(
-                "task {} changed meanwhile (expected {} at revision {})",
-                c.task_id, c.from, c.revision
-            )
-        })?;
+            args![
+                c.to.as_str(),
+                c.reason,
+                c.next_run_at,
+                c.now,
+                c.task_id,
+                c.from.as_str(),
+                c.revision
+            ],
+            "updating the task",
+            || {
+                format!(
+                    "task {} changed meanwhile (expected {} at revision {})",
+                    c.task_id, c.from, c.revision
+                )
+            },
+        )?;
         Ok(c.revision + 1)
     }
 
@@ -238,9 +237,8 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn advance_task(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks
+        self.guarded(
+            "UPDATE tasks
                  SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
                      consecutive_failures = $5, updated_at = $6,
                      state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END,
@@ -256,23 +254,21 @@ impl<C: Connection> TaskTx for C {
                  WHERE task_id = $7 AND state = $8
                    AND next_run_at IS NOT DISTINCT FROM $9
                    AND next_retry_at IS NOT DISTINCT FROM $10",
-                args![
-                    a.state.as_str(),
-                    a.next_run_at,
-                    a.next_retry_at,
-                    a.retry_run_id,
-                    a.consecutive_failures,
-                    a.now,
-                    a.task_id,
-                    a.expected_state.as_str(),
-                    a.expected_next_run_at,
-                    a.expected_next_retry_at
-                ],
-            )
-            .context("advancing the task's schedule")?;
-        expect_one(changed, || {
-            format!("task {} changed while it was being scheduled", a.task_id)
-        })
+            args![
+                a.state.as_str(),
+                a.next_run_at,
+                a.next_retry_at,
+                a.retry_run_id,
+                a.consecutive_failures,
+                a.now,
+                a.task_id,
+                a.expected_state.as_str(),
+                a.expected_next_run_at,
+                a.expected_next_retry_at
+            ],
+            "advancing the task's schedule",
+            || format!("task {} changed while it was being scheduled", a.task_id),
+        )
     }
 
     fn replace_task(&mut self, t: &Task, expected_revision: i64, now: i64) -> Result<()> {
@@ -305,17 +301,14 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn set_trigger(&mut self, task_id: &str, revision: i64, t: &Trigger) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET trigger_at = $1, trigger_actor = $2, trigger_reason = $3
+        self.guarded(
+            "UPDATE tasks SET trigger_at = $1, trigger_actor = $2, trigger_reason = $3
                  WHERE task_id = $4 AND state = 'active' AND revision = $5
                    AND trigger_at IS NULL",
-                args![t.at, &t.actor, &t.reason, task_id, revision],
-            )
-            .context("recording the trigger")?;
-        expect_one(changed, || {
-            format!("task {task_id} changed meanwhile or already has a run triggered")
-        })
+            args![t.at, &t.actor, &t.reason, task_id, revision],
+            "recording the trigger",
+            || format!("task {task_id} changed meanwhile or already has a run triggered"),
+        )
     }
 
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>> {
@@ -337,36 +330,31 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
+        self.guarded(
+            "UPDATE tasks SET trigger_at = NULL, trigger_actor = NULL, trigger_reason = NULL
                  WHERE task_id = $1 AND trigger_at = $2",
-                args![task_id, at],
-            )
-            .context("consuming the trigger")?;
-        expect_one(changed, || {
-            format!("the trigger of task {task_id} was claimed by another tick")
-        })
+            args![task_id, at],
+            "consuming the trigger",
+            || format!("the trigger of task {task_id} was claimed by another tick"),
+        )
     }
 
     fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
-                args![file, task_id],
-            )
-            .context("recording the task's file")?;
-        expect_one(changed, || format!("task {task_id} vanished"))
+        self.guarded(
+            "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
+            args![file, task_id],
+            "recording the task's file",
+            || format!("task {task_id} vanished"),
+        )
     }
 
     fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
-        let changed = self
-            .execute(
-                "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
-                args![declared_hash, task_id],
-            )
-            .context("recording what the file declared")?;
-        expect_one(changed, || format!("task {task_id} vanished"))
+        self.guarded(
+            "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
+            args![declared_hash, task_id],
+            "recording what the file declared",
+            || format!("task {task_id} vanished"),
+        )
     }
 
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
@@ -417,8 +405,7 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn quarantine_task(&mut self, task_id: &str, problem: &str, now: i64) -> Result<()> {
-        let changed = self
-            .execute(
+        self.guarded(
                 "UPDATE tasks
                  SET state = 'error', state_reason = $1, next_run_at = NULL, next_retry_at = NULL,
                      retry_run_id = NULL, queued_for = NULL, queued_since = NULL, queued_next = NULL,
@@ -427,10 +414,10 @@ impl<C: Connection> TaskTx for C {
                      revision = revision + 1
                  WHERE task_id = $3 AND state NOT IN ('error', 'deleted')",
                 args![problem, now, task_id],
-            )
-            .context("quarantining the task")?;
-        expect_one(changed, || {
+            "quarantining the task",
+            || {
             format!("task {task_id} was already quarantined")
-        })
+        },
+        )
     }
 }
