@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::error::{fail, CmdError, ErrorKind};
 use crate::model::{Draft, Run, Task};
 use crate::payload::Payload;
-use crate::store::Tx;
+use crate::store::{Ids, Tx};
 
 /// Who is asking: enough to check tenant and ownership inside a transaction.
 pub struct Caller<'a> {
@@ -83,7 +83,7 @@ fn task_id(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<String> {
         return Ok(id);
     }
     if arg.chars().count() >= 4 {
-        let ids = tx.task_ids_with_prefix(caller.tenant, arg, 6)?;
+        let ids = tx.ids_with_prefix(Ids::Tasks, caller.tenant, arg)?;
         match ids.len() {
             0 => {}
             1 => return Ok(ids[0].clone()),
@@ -133,7 +133,7 @@ pub fn run_in_tenant(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<
         return Ok(run);
     }
     if arg.chars().count() >= 4 {
-        let ids = tx.run_ids_with_prefix(caller.tenant, arg, 6)?;
+        let ids = tx.ids_with_prefix(Ids::Runs, caller.tenant, arg)?;
         match ids.len() {
             0 => {}
             1 => {
@@ -178,7 +178,7 @@ pub fn draft_id(tx: &mut dyn Tx, tenant: &str, arg: &str) -> Result<Option<Strin
     if arg.chars().count() < 4 {
         return Ok(None);
     }
-    let ids = tx.draft_ids_with_prefix(tenant, arg, 6)?;
+    let ids = tx.ids_with_prefix(Ids::Drafts, tenant, arg)?;
     if ids.len() > 1 {
         return fail(
             CmdError::usage(format!(

@@ -290,39 +290,6 @@ pub trait Connection {
         let changed = self.execute(sql, args).context(doing)?;
         expect_one(changed, conflict)
     }
-
-    /// The ids of `table` (its key column `id`) in the tenant that begin
-    /// with `prefix`, at most `limit`, in order: a range on the primary key,
-    /// so the prefix is only ever a bound, never SQL. `table` and `id` are
-    /// the caller's constants.
-    fn ids_with_prefix(
-        &mut self,
-        table: &str,
-        id: &str,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>>
-    where
-        Self: Sized,
-    {
-        let (starts, tenant) = match self.dialect() {
-            // `+tenant_key`: walk the id range, not every row of the tenant
-            // sorted by id (which SQLite chose without the `+`).
-            Dialect::Sqlite => (String::new(), "+tenant_key"),
-            // `starts_with` keeps a collation that orders '-' oddly from
-            // ever matching an id that does not begin so.
-            Dialect::Postgres => (format!("AND starts_with({id}, $1)"), "tenant_key"),
-        };
-        let sql = format!(
-            "SELECT {id} FROM {table}
-             WHERE {id} >= $1 AND {id} < $2 {starts} AND {tenant} = $3
-             ORDER BY {id} LIMIT $4"
-        );
-        let upper = format!("{prefix}\u{10FFFF}");
-        let rows = self.query(&sql, args![prefix, &upper, tenant_key, limit])?;
-        rows.iter().map(|r| r.get(0)).collect()
-    }
 }
 
 /// Turns "no row matched the guard" into a Conflict with `message`.

@@ -16,14 +16,6 @@ pub trait DraftTx {
     /// Counts one more wrong confirmation code on an agent's draft, guarded
     /// by the count the caller read (`seen`); Conflict when it moved on.
     fn count_wrong_code(&mut self, draft_id: &str, seen: i64) -> Result<()>;
-    /// The ids of the tenant's drafts that begin with `prefix`, at most
-    /// `limit`, in order.
-    fn draft_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>>;
     /// Serializes this write transaction with every other one that counts
     /// or adds an agent's drafts for `actor` in the tenant, until it ends,
     /// so that two agents' drafts cannot both fit under one quota
@@ -128,16 +120,6 @@ impl<C: Connection> DraftTx for C {
             "counting a wrong confirmation code",
             || format!("draft {draft_id} changed while its code was checked"),
         )
-    }
-
-    fn draft_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        self.ids_with_prefix("drafts", "draft_id", tenant_key, prefix, limit)
-            .context("looking up drafts by id prefix")
     }
 
     fn agent_drafts_since(

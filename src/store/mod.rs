@@ -21,6 +21,7 @@ pub mod deliveries;
 pub mod drafts;
 pub mod events;
 pub mod fault;
+pub mod ids;
 pub mod invariants;
 pub mod maintenance;
 pub mod memory;
@@ -49,6 +50,7 @@ pub use completion::CompletionTx;
 pub use deliveries::{DeliveryTx, NoticeFinish};
 pub use drafts::DraftTx;
 pub use events::EventTx;
+pub use ids::{IdTx, Ids};
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};
 pub use meta::{Host, MetaTx};
@@ -77,6 +79,7 @@ pub trait Tx:
     + QueueTx
     + ZoneTx
     + CompletionTx
+    + IdTx
 {
 }
 // Every family is implemented over a `Connection`, so every connection is

@@ -13,7 +13,7 @@ use crate::error::{fail, CmdError};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm::{draft_fate, EVENTS_SEARCHED};
 use crate::payload::Payload;
-use crate::store::Tx;
+use crate::store::{Ids, Tx};
 use crate::wire::time;
 
 /// The draft's state as a JSON document.
@@ -71,7 +71,7 @@ fn resolve(tx: &mut dyn Tx, tenant: &str, identity: &[String], arg: &str) -> Res
     if arg.chars().count() < 4 || tx.draft(arg)?.is_some() {
         return Ok(arg.to_string());
     }
-    let mut ids = tx.draft_ids_with_prefix(tenant, arg, 6)?;
+    let mut ids = tx.ids_with_prefix(Ids::Drafts, tenant, arg)?;
     if ids.is_empty() {
         for e in tx.events(tenant, identity, None, EVENTS_SEARCHED)? {
             let id = e.event.detail["draft_id"].as_str().unwrap_or_default();

@@ -73,13 +73,6 @@ pub trait RunTx {
     fn unknown_places(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<UnknownPlace>>;
     fn insert_run(&mut self, run: &Run) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
-    /// Up to `limit` ids of the tenant's runs beginning with `prefix`, in order.
-    fn run_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>>;
     /// Runs matching the filter, newest first, handed to `each` as the
     /// query yields them (nothing else is held: `runs --json` streams).
     fn each_run(

@@ -132,16 +132,6 @@ impl<C: Connection> RunTx for C {
         first_run(&rows)
     }
 
-    fn run_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        self.ids_with_prefix("runs", "run_id", tenant_key, prefix, limit)
-            .context("looking up runs by id prefix")
-    }
-
     fn each_run(
         &mut self,
         f: &RunFilter<'_>,

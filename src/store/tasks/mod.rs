@@ -333,13 +333,6 @@ pub trait TaskTx {
     fn insert_task(&mut self, task: &Task) -> Result<()>;
     /// One task by exact id, in any tenant (callers check the tenant).
     fn task(&mut self, task_id: &str) -> Result<Option<Result<Task, CorruptRow>>>;
-    /// Ids in the tenant starting with `prefix`, at most `limit`.
-    fn task_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>>;
     /// The id of the tenant's non-deleted task with this name.
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>>;
     fn list_tasks(&mut self, filter: &TaskFilter<'_>) -> Result<Vec<Result<Task, CorruptRow>>>;

@@ -101,16 +101,6 @@ impl<C: Connection> TaskTx for C {
         row.as_ref().map(super::decode_task).transpose()
     }
 
-    fn task_ids_with_prefix(
-        &mut self,
-        tenant_key: &str,
-        prefix: &str,
-        limit: u32,
-    ) -> Result<Vec<String>> {
-        self.ids_with_prefix("tasks", "task_id", tenant_key, prefix, limit)
-            .context("looking up tasks by id prefix")
-    }
-
     fn task_id_named(&mut self, tenant_key: &str, name: &str) -> Result<Option<String>> {
         let row = self
             .query_opt(
