@@ -50,46 +50,26 @@ pub enum Arg<'a> {
     Bool(bool),
 }
 
-impl From<i64> for Arg<'_> {
-    fn from(v: i64) -> Self {
-        Arg::Int(v)
-    }
+/// `From` for the plain values an `Arg` is made of, by value and by
+/// reference: `arg_from!(type => Variant(how))`.
+macro_rules! arg_from {
+    ($($ty:ty => $variant:ident($convert:expr)),* $(,)?) => {$(
+        impl From<$ty> for Arg<'_> {
+            fn from(v: $ty) -> Self {
+                Arg::$variant($convert(v))
+            }
+        }
+    )*};
 }
 
-impl From<&i64> for Arg<'_> {
-    fn from(v: &i64) -> Self {
-        Arg::Int(*v)
-    }
-}
-
-impl From<i32> for Arg<'_> {
-    fn from(v: i32) -> Self {
-        Arg::Int(i64::from(v))
-    }
-}
-
-impl From<u32> for Arg<'_> {
-    fn from(v: u32) -> Self {
-        Arg::Int(i64::from(v))
-    }
-}
-
-impl From<f64> for Arg<'_> {
-    fn from(v: f64) -> Self {
-        Arg::Real(v)
-    }
-}
-
-impl From<&f64> for Arg<'_> {
-    fn from(v: &f64) -> Self {
-        Arg::Real(*v)
-    }
-}
-
-impl From<bool> for Arg<'_> {
-    fn from(v: bool) -> Self {
-        Arg::Bool(v)
-    }
+arg_from! {
+    i64 => Int(|v| v),
+    &i64 => Int(|v: &i64| *v),
+    i32 => Int(i64::from),
+    u32 => Int(i64::from),
+    f64 => Real(|v| v),
+    &f64 => Real(|v: &f64| *v),
+    bool => Bool(|v| v),
 }
 
 impl<'a> From<&'a str> for Arg<'a> {
@@ -271,6 +251,21 @@ pub trait Connection {
         Self: Sized,
     {
         self.query_one(sql, args)?.get(0)
+    }
+
+    /// Serializes this write transaction, until it ends, with every other
+    /// one that holds `name`. SQLite's write transactions are serial
+    /// already (each is IMMEDIATE: it holds the one write lock); PostgreSQL
+    /// takes a transaction-scoped advisory lock on the name's hash,
+    /// released at commit or rollback.
+    fn hold_until_end(&mut self, name: &str) -> Result<()> {
+        if self.dialect() == Dialect::Postgres {
+            self.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                args![name],
+            )?;
+        }
+        Ok(())
     }
 
     /// Runs a guarded change: exactly one row must match, else a Conflict

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 
-use super::connection::{Connection, Dialect, Row};
+use super::connection::{Connection, Row};
 use crate::model::{CodeLock, Draft, Replaces};
 use crate::store::connection::args;
 
@@ -148,20 +148,10 @@ impl<C: Connection> DraftTx for C {
     }
 
     fn hold_agent_quota(&mut self, tenant_key: &str, actor: &str) -> Result<()> {
-        if self.dialect() == Dialect::Sqlite {
-            // Every write transaction is IMMEDIATE: it holds the one write lock.
-            return Ok(());
-        }
-        // One lock per (tenant, person), released at commit or rollback; the
-        // newline cannot occur in a key (docs/CONTRACT.md §1), so no two
+        // The newline cannot occur in a key (docs/CONTRACT.md §1), so no two
         // pairs share a text, and the prefix keeps it apart from the zones'.
-        let name = format!("agentcron drafts\n{tenant_key}\n{actor}");
-        self.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-            args![&name],
-        )
-        .context("waiting for the person's draft quota")?;
-        Ok(())
+        self.hold_until_end(&format!("agentcron drafts\n{tenant_key}\n{actor}"))
+            .context("waiting for the person's draft quota")
     }
 
     fn agent_drafts_waiting(&mut self, tenant_key: &str, actor: &str, now: i64) -> Result<i64> {

@@ -93,6 +93,17 @@ fn expecting(
         .collect()
 }
 
+/// The active and paused tasks (of `$1`'s tenant, or all) matching `condition`, as
+/// `Expecting`s, along `index`.
+fn expecting_where(index: &str, condition: &str) -> String {
+    format!(
+        "SELECT {EXPECTING_COLUMNS} FROM tasks t{index}
+         LEFT JOIN task_memory m ON m.task_id = t.task_id
+         WHERE {condition} AND t.state IN ('active', 'paused')
+           AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)"
+    )
+}
+
 impl<C: Connection> OverdueTx for C {
     fn set_success_due(&mut self, task_id: &str, due_at: Option<i64>) -> Result<()> {
         self.guarded(
@@ -166,13 +177,8 @@ impl<C: Connection> OverdueTx for C {
             Dialect::Sqlite => (" INDEXED BY tasks_overdue", ""),
             Dialect::Postgres => ("", " COLLATE \"C\""),
         };
-        let query = format!(
-            "SELECT {EXPECTING_COLUMNS} FROM tasks t{index}
-             LEFT JOIN task_memory m ON m.task_id = t.task_id
-             WHERE t.overdue_since IS NOT NULL AND t.state IN ('active', 'paused')
-               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)
-             ORDER BY t.overdue_since, t.task_id{collate}"
-        );
+        let overdue = expecting_where(index, "t.overdue_since IS NOT NULL");
+        let query = format!("{overdue} ORDER BY t.overdue_since, t.task_id{collate}");
         expecting(self, &query, tenant)
     }
 
@@ -183,16 +189,12 @@ impl<C: Connection> OverdueTx for C {
             Dialect::Postgres => ("", ""),
         };
         let halves = format!(
-            "SELECT {EXPECTING_COLUMNS} FROM tasks t{due_index}
-             LEFT JOIN task_memory m ON m.task_id = t.task_id
-             WHERE t.success_due_at IS NOT NULL AND t.state IN ('active', 'paused')
-               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)
-             UNION ALL
-             SELECT {EXPECTING_COLUMNS} FROM tasks t{overdue_index}
-             LEFT JOIN task_memory m ON m.task_id = t.task_id
-             WHERE t.overdue_since IS NOT NULL AND t.success_due_at IS NULL
-               AND t.state IN ('active', 'paused')
-               AND (CAST($1 AS TEXT) IS NULL OR t.tenant_key = $1)"
+            "{} UNION ALL {}",
+            expecting_where(due_index, "t.success_due_at IS NOT NULL"),
+            expecting_where(
+                overdue_index,
+                "t.overdue_since IS NOT NULL AND t.success_due_at IS NULL"
+            ),
         );
         // By task id, byte by byte on both servers.
         let query = match self.dialect() {

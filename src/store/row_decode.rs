@@ -5,9 +5,11 @@
 //! integer only from an integer, NULL only into an `Option`, a truth value
 //! from an integer (both servers' booleans reach a `Row` as 0 or 1), and a
 //! row with more or fewer columns than the struct has fields is an error.
+//! A column's value errs naming the column (`reading column 3: …`).
 
 use anyhow::{anyhow, Result};
-use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, SeqAccess, Visitor};
+use serde::de::value::SeqDeserializer;
+use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 
 use crate::store::connection::{Cell, Row};
@@ -15,110 +17,61 @@ use crate::store::connection::{Cell, Row};
 type Error = de::value::Error;
 
 impl Row {
-    /// The row as a `T` whose fields are its columns, in order.
+    /// The row as a `T` whose fields are its columns, in order. Serde's
+    /// sequence says when the row is wider or narrower than `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
-        T::deserialize(Columns {
-            cells: self.cells(),
-        })
-        .map_err(|e| anyhow!("{e}"))
+        let columns = self.cells().iter().enumerate();
+        let row =
+            SeqDeserializer::<_, Error>::new(columns.map(|(i, cell)| Column { i: Some(i), cell }));
+        T::deserialize(row).map_err(|e| anyhow!("{e}"))
     }
 }
 
-/// The row as a sequence of columns: a struct reads its fields from it.
-struct Columns<'r> {
-    cells: &'r [Cell],
+/// One cell as a field's value; `i` names its column in an error (none
+/// once inside an `Option`, whose value was named already).
+struct Column<'r> {
+    i: Option<usize>,
+    cell: &'r Cell,
 }
 
-impl<'de> de::Deserializer<'de> for Columns<'_> {
-    type Error = Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_seq(Fields {
-            cells: self.cells.iter().enumerate(),
-        })
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        if fields.len() != self.cells.len() {
-            return Err(de::Error::custom(format!(
-                "reading a {name}: the row has {} columns for its {} fields",
-                self.cells.len(),
-                fields.len()
-            )));
+impl Column<'_> {
+    fn at<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        match self.i {
+            Some(i) => result.map_err(|e| de::Error::custom(format!("reading column {i}: {e}"))),
+            None => result,
         }
-        self.deserialize_any(visitor)
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map enum identifier ignored_any
     }
 }
 
-struct Fields<'r> {
-    cells: std::iter::Enumerate<std::slice::Iter<'r, Cell>>,
-}
-
-impl<'de> SeqAccess<'de> for Fields<'_> {
-    type Error = Error;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, Error> {
-        let Some((i, cell)) = self.cells.next() else {
-            return Ok(None);
-        };
-        seed.deserialize(Value(cell))
-            .map(Some)
-            .map_err(|e| de::Error::custom(format!("reading column {i}: {e}")))
+impl<'de> IntoDeserializer<'de, Error> for Column<'_> {
+    type Deserializer = Self;
+    fn into_deserializer(self) -> Self {
+        self
     }
 }
 
-/// One cell as a field's value.
-struct Value<'r>(&'r Cell);
-
-impl<'de> de::Deserializer<'de> for Value<'_> {
+impl<'de> de::Deserializer<'de> for Column<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
+        self.at(match self.cell {
             Cell::Null => visitor.visit_unit(),
             Cell::Int(v) => visitor.visit_i64(*v),
             Cell::Real(v) => visitor.visit_f64(*v),
             Cell::Text(v) => visitor.visit_str(v),
-        }
+        })
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
+        match self.cell {
             Cell::Null => visitor.visit_none(),
-            _ => visitor.visit_some(self),
+            cell => self.at(visitor.visit_some(Column { i: None, cell })),
         }
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Cell::Int(v) => visitor.visit_bool(*v != 0),
-            _ => self.deserialize_any(visitor),
-        }
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        // A unit variant stored as its name.
-        match self.0 {
-            Cell::Text(v) => visitor.visit_enum(v.as_str().into_deserializer()),
+        match self.cell {
+            Cell::Int(v) => self.at(visitor.visit_bool(*v != 0)),
             _ => self.deserialize_any(visitor),
         }
     }
@@ -126,7 +79,7 @@ impl<'de> de::Deserializer<'de> for Value<'_> {
     forward_to_deserialize_any! {
         i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct identifier ignored_any
+        tuple_struct map struct enum identifier ignored_any
     }
 }
 
@@ -200,12 +153,22 @@ mod tests {
 
     #[test]
     fn a_row_of_another_width_is_an_error() {
-        let err = row(vec![Cell::Text("a".into())])
-            .decode::<Sample>()
-            .unwrap_err();
+        let narrow = row(vec![Cell::Text("a".into())]).decode::<Sample>();
+        let narrow = narrow.unwrap_err().to_string();
         assert_eq!(
-            err.to_string(),
-            "reading a Sample: the row has 1 columns for its 5 fields"
+            narrow,
+            "invalid length 1, expected struct Sample with 5 elements"
         );
+        let wide = row(vec![
+            Cell::Text("a".into()),
+            Cell::Int(3),
+            Cell::Null,
+            Cell::Int(0),
+            Cell::Real(0.5),
+            Cell::Int(9),
+        ])
+        .decode::<Sample>();
+        let wide = wide.unwrap_err().to_string();
+        assert!(wide.starts_with("invalid length 6"), "{wide}");
     }
 }

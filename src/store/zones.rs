@@ -81,20 +81,10 @@ pub trait ZoneTx {
 
 impl<C: Connection> ZoneTx for C {
     fn hold_owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<()> {
-        if self.dialect() == Dialect::Sqlite {
-            // BEGIN IMMEDIATE: no other write transaction runs beside this one.
-            return Ok(());
-        }
-        // One lock per (tenant, key), released at commit or rollback; the
-        // newline cannot occur in a key (docs/CONTRACT.md §1), so no two
+        // The newline cannot occur in a key (docs/CONTRACT.md §1), so no two
         // pairs share a text.
-        let name = format!("agentcron zone\n{tenant_key}\n{identity_key}");
-        self.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-            args![&name],
-        )
-        .context("waiting for the owner's zone")?;
-        Ok(())
+        self.hold_until_end(&format!("agentcron zone\n{tenant_key}\n{identity_key}"))
+            .context("waiting for the owner's zone")
     }
 
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>> {
