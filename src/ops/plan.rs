@@ -428,9 +428,9 @@ fn create(
     if task.payload.expect_success_seconds.is_some() {
         crate::tick::start_overdue_clock(tx, &task, req.now)?;
     }
-    tx.set_managed_by(&task.task_id, req.file)?;
     tx.set_declared(
         &task.task_id,
+        Some(req.file),
         &declared_hash(&d.declared, &task.payload_hash),
     )?;
     tx.append_event(&event(
@@ -459,11 +459,10 @@ fn replace(
     let old = crate::ops::confirm::replace(tx, &req.caller, &hash, &replaces, &b.payload, req.now)?;
     let task = read_task(tx, &old.task_id)?;
     // Adopted (compute let it through): this file manages it now.
-    if a.source.as_deref().is_some_and(|s| s != req.file) {
-        tx.set_managed_by(&task.task_id, req.file)?;
-    }
+    let adopted = a.source.as_deref().is_some_and(|s| s != req.file);
     tx.set_declared(
         &task.task_id,
+        adopted.then_some(req.file),
         &declared_hash(&d.declared, &task.payload_hash),
     )?;
     tx.append_event(&event(

@@ -121,6 +121,50 @@ pub fn build() -> String {
     )
 }
 
+/// Each task's memory rebuilt from its runs (the last settled run, the last
+/// success): the migration that added `task_memory` seeds it so on both
+/// servers, and an import of an export made before memory was exported
+/// rebuilds it so. A macro, not a constant, so that `concat!` keeps the
+/// migrations' text what stores applied.
+macro_rules! task_memory_from_runs {
+    () => {
+        "    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
+    SELECT t.task_id,
+        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
+            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
+            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
+        (SELECT max(r.finished_at) FROM runs r
+            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
+    FROM tasks t"
+    };
+}
+pub(crate) use task_memory_from_runs;
+
+/// A store in the field has applied every migration: its text never
+/// changes (a new one is appended instead). A backend pins its first
+/// `count` migrations by the SHA-256 of their texts, each followed by a
+/// NUL; appending one pins the longer list.
+#[cfg(test)]
+pub fn assert_pinned(migrations: &[&str], count: usize, hash: &str) {
+    let pinned = |n: usize| {
+        let texts: Vec<u8> = migrations[..n]
+            .iter()
+            .flat_map(|sql| sql.bytes().chain([0]))
+            .collect();
+        crate::payload::hash_hex(&texts)
+    };
+    assert_eq!(
+        pinned(count),
+        hash,
+        "a migration that stores applied has changed"
+    );
+    assert_eq!(
+        (migrations.len(), pinned(migrations.len())),
+        (count, hash.to_string()),
+        "a new migration: pin it"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

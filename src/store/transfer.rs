@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::connection::{Arg, Connection};
 use crate::store::connection::args;
+use crate::store::schema::task_memory_from_runs;
 use crate::store::tasks::RawTask;
 
 /// What a column holds, as a JSON line writes it.
@@ -325,16 +326,12 @@ pub fn raw_task(row: &Map<String, Value>) -> RawTask {
 /// brings (none of its lines is `task_memory`), rebuilt from its runs as
 /// the migration that added the table did: the last settled run and the
 /// last success; the notice policy's streak starts over.
-pub const REBUILD_MEMORY_SQL: &str = "
-    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
-    SELECT t.task_id,
-        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
-            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
-            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
-        (SELECT max(r.finished_at) FROM runs r
-            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
-    FROM tasks t
-    WHERE EXISTS (SELECT 1 FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL)";
+pub const REBUILD_MEMORY_SQL: &str = concat!(
+    "\n",
+    task_memory_from_runs!(),
+    "
+    WHERE EXISTS (SELECT 1 FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL)"
+);
 
 pub trait TransferTx {
     /// Every row of the table as a JSON object keyed by column.

@@ -7,6 +7,8 @@
 use anyhow::{Context, Result};
 use postgres::Client;
 
+use crate::store::schema::task_memory_from_runs;
+
 /// Migration `i` takes the schema from version `i` to `i + 1`. The tables
 /// mirror the SQLite schema column for column (BIGINT seconds, TEXT JSON).
 const MIGRATIONS: &[&str] = &[
@@ -194,7 +196,8 @@ const MIGRATIONS: &[&str] = &[
                            OR OLD.tenant_key IS DISTINCT FROM NEW.tenant_key)
         EXECUTE FUNCTION agentcron_count_task();
 "#,
-    r#"
+    concat!(
+        r#"
     -- 13: the notice policy, as SQLite's migration 11: suppressed notices
     -- with their reason, each notice's kind, the task's memory of its past
     -- and the runs-finished counters.
@@ -230,14 +233,9 @@ const MIGRATIONS: &[&str] = &[
         suppressed_since BIGINT,
         last_settled_run_id TEXT,
         last_success_at BIGINT);
-    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
-    SELECT t.task_id,
-        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
-            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
-            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
-        (SELECT max(r.finished_at) FROM runs r
-            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
-    FROM tasks t;
+"#,
+        task_memory_from_runs!(),
+        r#";
     CREATE TABLE run_totals (
         tenant_key TEXT NOT NULL, status TEXT NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (tenant_key, status));
@@ -262,7 +260,8 @@ const MIGRATIONS: &[&str] = &[
                                           'awaiting_authorization')
                            AND NEW.status IN ('succeeded', 'failed', 'delivery_failed', 'unknown'))
         EXECUTE FUNCTION agentcron_count_finished_run();
-"#,
+"#
+    ),
     r#"
     -- 14: zones that follow their owner (docs/CONTRACT.md §18), as SQLite's
     -- migration of the same name: the owners' current zones, the key a
@@ -448,4 +447,19 @@ fn refuse_newer(version: i64) -> Result<()> {
         return Err(crate::store::schema::newer(version, LATEST).into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The migrations stores have applied never change their text.
+    #[test]
+    fn no_applied_migration_changes_its_text() {
+        crate::store::schema::assert_pinned(
+            MIGRATIONS,
+            19,
+            "a050cc1865765e30e44af88e90c12339545558f72ff66488d6d54cb4ef32b519",
+        );
+    }
 }

@@ -7,6 +7,8 @@
 use anyhow::{Context, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::store::schema::task_memory_from_runs;
+
 /// Migration `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: every table the product needs, designed up front so later features
@@ -297,7 +299,8 @@ const MIGRATIONS: &[&str] = &[
     // holds back is still a ledger row, `suppressed`, with its reason; each
     // notice knows its kind and, when sent, how many were held back before
     // it. The CHECK cannot be altered in SQLite, so the ledger is rebuilt.
-    r#"
+    concat!(
+        r#"
     CREATE TABLE deliveries_v11 (
         delivery_id           TEXT PRIMARY KEY,
         run_id                TEXT NOT NULL REFERENCES runs (run_id),
@@ -365,14 +368,9 @@ const MIGRATIONS: &[&str] = &[
         last_settled_run_id      TEXT,
         last_success_at          INTEGER
     ) STRICT, WITHOUT ROWID;
-    INSERT INTO task_memory (task_id, last_settled_run_id, last_success_at)
-    SELECT t.task_id,
-        (SELECT r.run_id FROM runs r WHERE r.task_id = t.task_id AND r.finished_at IS NOT NULL
-            AND r.status NOT IN ('running', 'awaiting_confirmation', 'awaiting_authorization')
-            ORDER BY r.finished_at DESC, r.scheduled_for DESC LIMIT 1),
-        (SELECT max(r.finished_at) FROM runs r
-            WHERE r.task_id = t.task_id AND r.status = 'succeeded')
-    FROM tasks t;
+"#,
+        task_memory_from_runs!(),
+        r#";
 
     -- Runs finished, by tenant and status, counted as they finish and never
     -- decremented (prune deletes runs, not these): Prometheus counters on
@@ -403,7 +401,8 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
             ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
     END;
-    "#,
+    "#
+    ),
     // 12: zones that follow their owner (docs/CONTRACT.md §18): one current zone
     // per identity key and tenant, set by the host; a following task names
     // the key it follows (its first owner key) and the zone in force, which
@@ -640,6 +639,16 @@ fn refuse_newer(version: i64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The migrations stores have applied never change their text.
+    #[test]
+    fn no_applied_migration_changes_its_text() {
+        crate::store::schema::assert_pinned(
+            MIGRATIONS,
+            17,
+            "aaf45109a332cbe5fe9c17c9b775b490377b33229756cc52b7aee7659c02db6d",
+        );
+    }
 
     #[test]
     fn migrates_an_empty_database_once() {

@@ -362,11 +362,10 @@ pub trait TaskTx {
     fn pending_trigger(&mut self, task_id: &str) -> Result<Option<Trigger>>;
     /// Consumes the pending trigger at `at`; Conflict when another tick did.
     fn clear_trigger(&mut self, task_id: &str, at: i64) -> Result<()>;
-    /// Records the tasks file whose `apply` created the task (docs/CONTRACT.md §14).
-    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()>;
     /// Records what an `apply` declared for the task (`plan`'s stable
-    /// comparison, see `commands::plan::declared_hash`).
-    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()>;
+    /// comparison, see `commands::plan::declared_hash`) and, when `file` is
+    /// given, that this tasks file manages it now (docs/CONTRACT.md §14).
+    fn set_declared(&mut self, task_id: &str, file: Option<&str>, declared: &str) -> Result<()>;
     /// What the last `apply` declared for each of the tenant's non-deleted
     /// tasks that has a record, by task id (one query for a whole plan).
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>>;

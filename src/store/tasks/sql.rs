@@ -14,7 +14,7 @@ use super::{
 use crate::error::{constraint_violation, CmdError, Violation};
 use crate::model::Task;
 use crate::store::connection::args;
-use crate::store::connection::{expect_one, Connection, Dialect, Row};
+use crate::store::connection::{expect_one, Connection, Dialect};
 
 /// A task's confirmed columns first, in the order `RawTask::confirmed_args`
 /// gives them (replacing a task writes the same ones), then the rest.
@@ -58,8 +58,20 @@ fn name_taken(e: anyhow::Error, t: &Task, doing: &'static str) -> anyhow::Error 
     }
 }
 
-/// (key, value) text pairs from two-column rows.
-fn pairs<T: FromIterator<(String, String)>>(rows: &[Row]) -> Result<T> {
+/// A text column of the tenant's live tasks where it is set, by task id.
+/// `column` is the caller's constant.
+fn column_by_task(
+    tx: &mut impl Connection,
+    tenant_key: &str,
+    column: &str,
+) -> Result<HashMap<String, String>> {
+    let rows = tx.query(
+        &format!(
+            "SELECT task_id, {column} FROM tasks
+             WHERE tenant_key = $1 AND {column} IS NOT NULL AND state <> 'deleted'"
+        ),
+        args![tenant_key],
+    )?;
     rows.iter().map(|r| Ok((r.get(0)?, r.get(1)?))).collect()
 }
 
@@ -329,33 +341,18 @@ impl<C: Connection> TaskTx for C {
         )
     }
 
-    fn set_managed_by(&mut self, task_id: &str, file: &str) -> Result<()> {
+    fn set_declared(&mut self, task_id: &str, file: Option<&str>, declared: &str) -> Result<()> {
         self.guarded(
-            "UPDATE tasks SET managed_by = $1 WHERE task_id = $2",
-            args![file, task_id],
-            "recording the task's file",
-            || format!("task {task_id} vanished"),
-        )
-    }
-
-    fn set_declared(&mut self, task_id: &str, declared_hash: &str) -> Result<()> {
-        self.guarded(
-            "UPDATE tasks SET declared_hash = $1 WHERE task_id = $2",
-            args![declared_hash, task_id],
+            "UPDATE tasks SET managed_by = coalesce($1, managed_by), declared_hash = $2
+             WHERE task_id = $3",
+            args![file, declared, task_id],
             "recording what the file declared",
             || format!("task {task_id} vanished"),
         )
     }
 
     fn declared(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
-        let rows = self
-            .query(
-                "SELECT task_id, declared_hash FROM tasks
-                 WHERE tenant_key = $1 AND declared_hash IS NOT NULL AND state <> 'deleted'",
-                args![tenant_key],
-            )
-            .context("reading what the file declared")?;
-        pairs(&rows)
+        column_by_task(self, tenant_key, "declared_hash").context("reading what the file declared")
     }
 
     fn managed_tasks(&mut self, tenant_key: &str, file: &str) -> Result<Vec<String>> {
@@ -371,14 +368,8 @@ impl<C: Connection> TaskTx for C {
     }
 
     fn managers(&mut self, tenant_key: &str) -> Result<HashMap<String, String>> {
-        let rows = self
-            .query(
-                "SELECT task_id, managed_by FROM tasks
-                 WHERE tenant_key = $1 AND managed_by IS NOT NULL AND state <> 'deleted'",
-                args![tenant_key],
-            )
-            .context("reading which source created each task")?;
-        pairs(&rows)
+        column_by_task(self, tenant_key, "managed_by")
+            .context("reading which source created each task")
     }
 
     fn tenants_owned(&mut self, owner_keys: &[String]) -> Result<Vec<(String, i64)>> {
