@@ -99,6 +99,10 @@ impl CmdError {
         Self::new(ErrorKind::Conflict, message)
     }
 
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Runtime, message)
+    }
+
     pub fn draft_rejected(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::DraftRejected, message)
     }

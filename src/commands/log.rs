@@ -8,6 +8,7 @@ use crate::context::Ctx;
 use crate::model::short_id;
 use crate::ops::access::{owned_task, Caller};
 use crate::output::events;
+use crate::store::EventFilter;
 use crate::text::{escape, relative};
 use crate::wire::time;
 
@@ -35,7 +36,12 @@ pub fn run(ctx: &mut Ctx, args: LogArgs) -> Result<()> {
             Some(arg) => Some(owned_task(tx, &caller, arg)?.task_id),
             None => None,
         };
-        tx.events(&tenant, &identity, task_id.as_deref(), args.limit)
+        tx.events(&EventFilter {
+            tenant_key: &tenant,
+            owner_keys: &identity,
+            task_id: task_id.as_deref(),
+            limit: args.limit,
+        })
     })?;
     if ctx.out.json {
         let items: Vec<Value> = events

@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 
-use crate::error::{fail, CmdError, ErrorKind};
+use crate::error::{fail, CmdError};
 use crate::model::{Draft, Run, Task};
 use crate::payload::Payload;
 use crate::store::{Ids, Tx};
@@ -27,7 +27,7 @@ pub fn owned_task(tx: &mut dyn Tx, caller: &Caller<'_>, arg: &str) -> Result<Tas
             return fail(another_tenant("task", arg))
         }
         Some(Err(corrupt)) => {
-            return Err(CmdError::new(ErrorKind::Runtime, corrupt.to_string())
+            return Err(CmdError::runtime(corrupt.to_string())
                 .with_hint("the task is quarantined; `agentcron tick` marks it error")
                 .into())
         }

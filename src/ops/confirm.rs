@@ -17,7 +17,7 @@ use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm_code::{self, Proof};
 use crate::payload::{hash_hex, Payload};
 use crate::schedule;
-use crate::store::{Store, Tx};
+use crate::store::{EventFilter, Store, Tx};
 use crate::wire::time;
 
 /// What a confirmation made.
@@ -131,7 +131,12 @@ pub fn draft_fate(
     caller: &Caller<'_>,
     draft_id: &str,
 ) -> Result<Option<StoredEvent>> {
-    let events = tx.events(caller.tenant, caller.identity, None, EVENTS_SEARCHED)?;
+    let events = tx.events(&EventFilter {
+        tenant_key: caller.tenant,
+        owner_keys: caller.identity,
+        task_id: None,
+        limit: EVENTS_SEARCHED,
+    })?;
     Ok(events.into_iter().find(|e| {
         let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
         // A prefix names a gone draft as it named the pending one.

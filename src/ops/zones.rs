@@ -16,7 +16,7 @@ use crate::error::CmdError;
 use crate::model::{Task, TaskState};
 use crate::payload::Payload;
 use crate::schedule::{self, Tz};
-use crate::store::zones::{OwnerZone, Retime};
+use crate::store::zones::{OwnerZone, Retime, ZoneWrite};
 use crate::store::{Store, Tx};
 use crate::wire::time;
 
@@ -106,12 +106,12 @@ fn change_in(
         set_at: now,
         set_by: actor.to_string(),
     });
-    tx.put_owner_zone(
+    tx.put_owner_zone(&ZoneWrite {
         tenant_key,
         identity_key,
-        old_name.as_deref(),
-        stored.as_ref(),
-    )?;
+        from: old_name.as_deref(),
+        to: stored.as_ref(),
+    })?;
     let action = if zone.is_some() {
         AuditAction::ZoneSet
     } else {

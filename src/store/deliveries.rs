@@ -15,6 +15,16 @@ pub const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, t
     created_at, updated_at, claim_token, deadline, attempts, last_error, kind,
     suppressed_since_last, suppressed_reason";
 
+/// A pending notice claimed for sending, with the claim's token and
+/// deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoticeClaim<'a> {
+    pub delivery_id: &'a str,
+    pub token: &'a str,
+    pub deadline: i64,
+    pub now: i64,
+}
+
 /// How a claimed notice ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoticeFinish<'a> {
@@ -77,13 +87,7 @@ pub trait DeliveryTx {
     ) -> Result<Vec<Notice>>;
     /// pending → sending; Conflict when another tick claimed it first, or
     /// while another notice of the same run is sending.
-    fn claim_notice(
-        &mut self,
-        delivery_id: &str,
-        token: &str,
-        deadline: i64,
-        now: i64,
-    ) -> Result<()>;
+    fn claim_notice(&mut self, claim: &NoticeClaim<'_>) -> Result<()>;
     /// sending → delivered | pending | unknown, guarded by the claim token.
     fn finish_notice(&mut self, finish: &NoticeFinish<'_>) -> Result<()>;
     /// sending past its deadline → unknown; returns the notices it changed.
@@ -214,13 +218,7 @@ impl<C: Connection> DeliveryTx for C {
         notices(&rows)
     }
 
-    fn claim_notice(
-        &mut self,
-        delivery_id: &str,
-        token: &str,
-        deadline: i64,
-        now: i64,
-    ) -> Result<()> {
+    fn claim_notice(&mut self, c: &NoticeClaim<'_>) -> Result<()> {
         self.guarded(
             "UPDATE deliveries
                  SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
@@ -229,12 +227,13 @@ impl<C: Connection> DeliveryTx for C {
                    AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
                                    WHERE earlier.state = 'sending'
                                      AND earlier.run_id = deliveries.run_id)",
-            args![token, deadline, now, delivery_id],
+            args![c.token, c.deadline, c.now, c.delivery_id],
             "claiming the notice",
             || {
                 format!(
-                    "notice {delivery_id} was claimed by another tick, \
-                 or another notice of its run is being sent"
+                    "notice {} was claimed by another tick, \
+                 or another notice of its run is being sent",
+                    c.delivery_id
                 )
             },
         )

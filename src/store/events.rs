@@ -10,18 +10,22 @@ use super::rows::{self, EVENT_COLUMNS};
 use crate::audit::{Event, StoredEvent};
 use crate::store::connection::args;
 
+/// Which audit events `EventTx::events` reads: the tenant's that the owner
+/// keys may see, optionally one task's, the newest `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct EventFilter<'a> {
+    pub tenant_key: &'a str,
+    pub owner_keys: &'a [String],
+    pub task_id: Option<&'a str>,
+    pub limit: u64,
+}
+
 pub trait EventTx {
     fn append_event(&mut self, event: &Event) -> Result<()>;
     /// Newest first, in the tenant: events of tasks the caller owns and
     /// events about no task (drafts shown to their author, scheduler gaps);
     /// optionally one task's.
-    fn events(
-        &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        task_id: Option<&str>,
-        limit: u64,
-    ) -> Result<Vec<StoredEvent>>;
+    fn events(&mut self, filter: &EventFilter<'_>) -> Result<Vec<StoredEvent>>;
     /// The task's latest pause or resume at or before `at`.
     fn last_pause_change(&mut self, task_id: &str, at: i64) -> Result<Option<StoredEvent>>;
     /// The latest `scheduler_gap` event at or after `since` that concerns
@@ -103,17 +107,11 @@ impl<C: Connection> EventTx for C {
         Ok(())
     }
 
-    fn events(
-        &mut self,
-        tenant_key: &str,
-        owner_keys: &[String],
-        task_id: Option<&str>,
-        limit: u64,
-    ) -> Result<Vec<StoredEvent>> {
-        let keys = serde_json::to_string(owner_keys)?;
-        let sql = events_statement(self.dialect(), task_id.is_some());
+    fn events(&mut self, f: &EventFilter<'_>) -> Result<Vec<StoredEvent>> {
+        let keys = serde_json::to_string(f.owner_keys)?;
+        let sql = events_statement(self.dialect(), f.task_id.is_some());
         let rows = self
-            .query(&sql, args![tenant_key, task_id, &keys, limit as i64])
+            .query(&sql, args![f.tenant_key, f.task_id, &keys, f.limit as i64])
             .context("reading the audit trail")?;
         events(&rows)
     }

@@ -47,9 +47,9 @@ use connection::Connection;
 
 pub use budgets::{BudgetTx, BudgetWindow, UsageTotal};
 pub use completion::CompletionTx;
-pub use deliveries::{DeliveryTx, NoticeFinish};
+pub use deliveries::{DeliveryTx, NoticeClaim, NoticeFinish};
 pub use drafts::DraftTx;
-pub use events::EventTx;
+pub use events::{EventFilter, EventTx};
 pub use ids::{IdTx, Ids};
 pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};

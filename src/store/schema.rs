@@ -93,12 +93,19 @@ pub fn is_behind(err: &anyhow::Error) -> bool {
     })
 }
 
+/// Refuses a store at a schema newer than `latest` (or a negative one).
+pub fn refuse_newer(version: i64, latest: i64) -> Result<()> {
+    if !(0..=latest).contains(&version) {
+        return Err(newer(version, latest).into());
+    }
+    Ok(())
+}
+
 /// A newer store: this build cannot know what the newer one wrote.
 pub fn newer(found: i64, latest: i64) -> CmdError {
-    CmdError::new(
-        ErrorKind::Runtime,
-        format!("the database has schema version {found}, newer than this agentcron understands ({latest})"),
-    )
+    CmdError::runtime(format!(
+        "the database has schema version {found}, newer than this agentcron understands ({latest})"
+    ))
     .with_hint("upgrade agentcron; nothing was changed")
 }
 
@@ -140,34 +147,50 @@ macro_rules! task_memory_from_runs {
 }
 pub(crate) use task_memory_from_runs;
 
-/// A store in the field has applied every migration: its text never
-/// changes (a new one is appended instead). A backend pins its first
-/// `count` migrations by the SHA-256 of their texts, each followed by a
-/// NUL; appending one pins the longer list.
-#[cfg(test)]
-pub fn assert_pinned(migrations: &[&str], count: usize, hash: &str) {
-    let pinned = |n: usize| {
-        let texts: Vec<u8> = migrations[..n]
-            .iter()
-            .flat_map(|sql| sql.bytes().chain([0]))
-            .collect();
-        crate::payload::hash_hex(&texts)
-    };
-    assert_eq!(
-        pinned(count),
-        hash,
-        "a migration that stores applied has changed"
-    );
-    assert_eq!(
-        (migrations.len(), pinned(migrations.len())),
-        (count, hash.to_string()),
-        "a new migration: pin it"
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store in the field has applied every migration: its text never
+    /// changes (a new one is appended instead). Each backend's first
+    /// migrations are pinned by the SHA-256 of their texts, each followed
+    /// by a NUL; appending one pins the longer list.
+    #[test]
+    fn no_applied_migration_changes_its_text() {
+        let pinned = |migrations: &[&str]| {
+            let texts: Vec<u8> = migrations
+                .iter()
+                .flat_map(|sql| sql.bytes().chain([0]))
+                .collect();
+            crate::payload::hash_hex(&texts)
+        };
+        for (backend, migrations, count, hash) in [
+            (
+                "SQLite",
+                crate::store::sqlite::schema::MIGRATIONS,
+                17,
+                "aaf45109a332cbe5fe9c17c9b775b490377b33229756cc52b7aee7659c02db6d",
+            ),
+            (
+                "PostgreSQL",
+                crate::store::postgres::schema::MIGRATIONS,
+                19,
+                "a050cc1865765e30e44af88e90c12339545558f72ff66488d6d54cb4ef32b519",
+            ),
+        ] {
+            let applied = &migrations[..count.min(migrations.len())];
+            assert_eq!(
+                pinned(applied),
+                hash,
+                "{backend}: an applied migration changed"
+            );
+            assert_eq!(
+                migrations.len(),
+                count,
+                "{backend}: a new migration: pin it here"
+            );
+        }
+    }
 
     fn options(upgrade: Upgrade, create: bool) -> OpenOptions {
         OpenOptions {

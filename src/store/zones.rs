@@ -41,6 +41,16 @@ pub struct Retime<'a> {
     pub now: i64,
 }
 
+/// A key's zone set (`to` Some) or removed (None), guarded by the zone
+/// read in the same transaction (`from`, None when it had none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZoneWrite<'a> {
+    pub tenant_key: &'a str,
+    pub identity_key: &'a str,
+    pub from: Option<&'a str>,
+    pub to: Option<&'a OwnerZone>,
+}
+
 pub trait ZoneTx {
     /// Serializes this write transaction with every other one that reads
     /// or changes the key's zone, until it ends: a task confirmed while the
@@ -53,16 +63,9 @@ pub trait ZoneTx {
     fn owner_zone(&mut self, tenant_key: &str, identity_key: &str) -> Result<Option<OwnerZone>>;
     /// Every key's zone in the tenant, by key.
     fn owner_zones(&mut self, tenant_key: &str) -> Result<Vec<OwnerZone>>;
-    /// Sets (`to` Some) or removes (None) the key's zone, guarded by the zone
-    /// read in this transaction (`from`): Conflict when another writer
-    /// changed it meanwhile.
-    fn put_owner_zone(
-        &mut self,
-        tenant_key: &str,
-        identity_key: &str,
-        from: Option<&str>,
-        to: Option<&OwnerZone>,
-    ) -> Result<()>;
+    /// Sets or removes the key's zone, guarded by the zone read in this
+    /// transaction: Conflict when another writer changed it meanwhile.
+    fn put_owner_zone(&mut self, change: &ZoneWrite<'_>) -> Result<()>;
     /// The tenant's tasks, deleted ones aside, that follow `identity_key`.
     /// PostgreSQL locks them until the transaction ends, so a tick on
     /// another host skips them (SKIP LOCKED) instead of claiming a task
@@ -114,13 +117,13 @@ impl<C: Connection> ZoneTx for C {
         .collect()
     }
 
-    fn put_owner_zone(
-        &mut self,
-        tenant_key: &str,
-        identity_key: &str,
-        from: Option<&str>,
-        to: Option<&OwnerZone>,
-    ) -> Result<()> {
+    fn put_owner_zone(&mut self, change: &ZoneWrite<'_>) -> Result<()> {
+        let ZoneWrite {
+            tenant_key,
+            identity_key,
+            from,
+            to,
+        } = *change;
         let changed = match (from, to) {
             // The primary key is the guard: a key another writer gave a zone
             // meanwhile is not overwritten.

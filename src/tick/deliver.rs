@@ -20,7 +20,7 @@ use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::model::{DeliveryState, Notice, Run, Task};
 use crate::process::notifier::NotifierExit;
-use crate::store::{NoticeFinish, Store};
+use crate::store::{NoticeClaim, NoticeFinish, Store};
 use crate::wire as json;
 
 pub use crate::process::notifier::{Notifier, EX_TEMPFAIL};
@@ -72,7 +72,12 @@ pub fn deliver_pending(
     let deadline = now + deadline_seconds(notifier);
     let claimed = store.write(|tx| {
         // Another tick may have claimed it since we listed it: skip, quietly.
-        match tx.claim_notice(&notice.delivery_id, &token, deadline, now) {
+        match tx.claim_notice(&NoticeClaim {
+            delivery_id: &notice.delivery_id,
+            token: &token,
+            deadline,
+            now,
+        }) {
             Ok(()) => Ok(true),
             Err(e) if is_conflict(&e) => Ok(false),
             Err(e) => Err(e),

@@ -834,9 +834,14 @@ impl Harness {
         let now = self.model.now;
         let claim = |h: &mut Harness| {
             let token = uuid::Uuid::new_v4().to_string();
-            let result = h
-                .store
-                .write(|tx| tx.claim_notice(&id, &token, now + deadline, now));
+            let result = h.store.write(|tx| {
+                tx.claim_notice(&agentcron::store::NoticeClaim {
+                    delivery_id: &id,
+                    token: &token,
+                    deadline: now + deadline,
+                    now,
+                })
+            });
             agree(
                 h.model.claim_notice(n, &token, now + deadline),
                 result,

@@ -13,7 +13,7 @@ use crate::error::{fail, CmdError};
 use crate::ops::access::{ensure_owner, Caller};
 use crate::ops::confirm::{draft_fate, EVENTS_SEARCHED};
 use crate::payload::Payload;
-use crate::store::{Ids, Tx};
+use crate::store::{EventFilter, Ids, Tx};
 use crate::wire::time;
 
 /// The draft's state as a JSON document.
@@ -73,7 +73,12 @@ fn resolve(tx: &mut dyn Tx, tenant: &str, identity: &[String], arg: &str) -> Res
     }
     let mut ids = tx.ids_with_prefix(Ids::Drafts, tenant, arg)?;
     if ids.is_empty() {
-        for e in tx.events(tenant, identity, None, EVENTS_SEARCHED)? {
+        for e in tx.events(&EventFilter {
+            tenant_key: tenant,
+            owner_keys: identity,
+            task_id: None,
+            limit: EVENTS_SEARCHED,
+        })? {
             let id = e.event.detail["draft_id"].as_str().unwrap_or_default();
             let ended = matches!(
                 e.event.action,

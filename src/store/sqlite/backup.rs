@@ -148,11 +148,8 @@ fn already_exists(path: &Path) -> anyhow::Error {
 
 /// The copy was stopped by a signal; the command exits 128 + it.
 fn interrupted(signal: i32) -> anyhow::Error {
-    anyhow::Error::new(crate::error::CmdError::new(
-        crate::error::ErrorKind::Runtime,
-        format!(
-            "interrupted by {}: no backup was written",
-            crate::interrupt::name(signal)
-        ),
-    ))
+    anyhow::Error::new(crate::error::CmdError::runtime(format!(
+        "interrupted by {}: no backup was written",
+        crate::interrupt::name(signal)
+    )))
 }

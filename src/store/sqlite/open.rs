@@ -167,9 +167,7 @@ fn open_read_only(path: &Path, options: &OpenOptions) -> Result<Connection> {
         Ok(_) => Ok(conn),
         // SQLite's own words ("unable to open database file") say less.
         Err(_) => Err(anyhow::Error::new(
-            CmdError::new(
-                crate::error::ErrorKind::Runtime,
-                format!(
+            CmdError::runtime(format!(
                     "cannot read {}: its folder is not writable and SQLite cannot read it without a -shm beside it (-wal: {wal_bytes} bytes)",
                     path.display()
                 ),
@@ -215,9 +213,7 @@ pub fn read_only_store(path: &Path, err: anyhow::Error) -> anyhow::Error {
         return err;
     }
     anyhow::Error::new(
-        CmdError::new(
-            crate::error::ErrorKind::Runtime,
-            format!(
+        CmdError::runtime(format!(
                 "the database {} is read-only here: its folder or file system is not writable",
                 path.display()
             ),
@@ -250,13 +246,10 @@ fn not_a_database(path: &Path, err: anyhow::Error) -> anyhow::Error {
     });
     if is_notadb {
         anyhow::Error::new(
-            CmdError::new(
-                crate::error::ErrorKind::Runtime,
-                format!(
-                    "{} is not an agentcron database (not SQLite, or damaged)",
-                    path.display()
-                ),
-            )
+            CmdError::runtime(format!(
+                "{} is not an agentcron database (not SQLite, or damaged)",
+                path.display()
+            ))
             .with_hint("point --db at another file, or restore this one from a backup"),
         )
     } else {

@@ -10,7 +10,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::store::schema::task_memory_from_runs;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: every table the product needs, designed up front so later features
     // fill columns instead of reshaping tables.
     r#"
@@ -600,7 +600,7 @@ pub fn migrate(conn: &mut Connection, applied: &mut dyn FnMut(i64) -> Result<()>
     if seen == LATEST {
         return Ok(false);
     }
-    refuse_newer(seen)?;
+    crate::store::schema::refuse_newer(seen, LATEST)?;
     let mut changed = false;
     loop {
         let tx = conn
@@ -608,7 +608,7 @@ pub fn migrate(conn: &mut Connection, applied: &mut dyn FnMut(i64) -> Result<()>
             .context("starting the schema migration")?;
         // Another process may have migrated while we waited for the lock.
         let current = user_version(&tx)?;
-        refuse_newer(current)?;
+        crate::store::schema::refuse_newer(current, LATEST)?;
         if current == LATEST {
             return Ok(changed);
         }
@@ -629,26 +629,9 @@ pub fn migrate(conn: &mut Connection, applied: &mut dyn FnMut(i64) -> Result<()>
     }
 }
 
-fn refuse_newer(version: i64) -> Result<()> {
-    if !(0..=LATEST).contains(&version) {
-        return Err(crate::store::schema::newer(version, LATEST).into());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The migrations stores have applied never change their text.
-    #[test]
-    fn no_applied_migration_changes_its_text() {
-        crate::store::schema::assert_pinned(
-            MIGRATIONS,
-            17,
-            "aaf45109a332cbe5fe9c17c9b775b490377b33229756cc52b7aee7659c02db6d",
-        );
-    }
 
     #[test]
     fn migrates_an_empty_database_once() {
