@@ -57,7 +57,7 @@ pub struct Pruned {
 pub fn prune(store: &mut dyn Store, req: &Request<'_>) -> Result<Pruned> {
     let size_before = store.size_bytes();
     let counts = if req.dry_run {
-        store.read(|tx| tx.prune(req.cutoff, req.tenant, false))?
+        store.read(|tx| tx.prunable(req.cutoff, req.tenant))?
     } else {
         delete_in_batches(store, req.cutoff, req.tenant)?
     };

@@ -8,6 +8,8 @@
 //! runs a marked instant whatever the wait; an instant no tick saw within
 //! grace is missed.
 
+use std::sync::LazyLock;
+
 use anyhow::{Context, Result};
 
 use super::connection::{Connection, Dialect, Row};
@@ -111,6 +113,56 @@ fn decode_mark(row: &Row) -> Result<QueueMark> {
     })
 }
 
+/// The three ways a tenant's task falls due: its schedule, a retry, a
+/// manual trigger (docs/CONTRACT.md §13): the column, whether it is a retry,
+/// and SQLite's per-tenant partial index on it.
+const DUE_BY: [(&str, bool, &str); 3] = [
+    ("next_run_at", false, "tasks_due_by_tenant"),
+    ("next_retry_at", true, "tasks_retry_due_by_tenant"),
+    ("trigger_at", false, "tasks_trigger_due"),
+];
+
+/// The tenant's ($1) earliest task due by `column` at $2: one seek; no
+/// tie-break on task_id, which would sort every task due at that instant.
+fn earliest_by(column: &str, retry: bool, index: &str, lock: &str) -> String {
+    format!(
+        "SELECT task_id, {column} AS at, {retry} AS retry FROM tasks{index}
+         WHERE state = 'active' AND tenant_key = $1 AND {column} IS NOT NULL
+           AND {column} <= $2
+         ORDER BY {column} LIMIT 1{lock}"
+    )
+}
+
+/// SQLite: each seek on its partial index, the earliest of the three.
+static EARLIEST_DUE_SQLITE: LazyLock<String> = LazyLock::new(|| {
+    let seeks: Vec<String> = DUE_BY
+        .iter()
+        .map(|(column, retry, index)| {
+            let seek = earliest_by(column, *retry, &format!(" INDEXED BY {index}"), "");
+            format!("SELECT * FROM ({seek})")
+        })
+        .collect();
+    format!("{} ORDER BY 2 LIMIT 1", seeks.join(" UNION ALL "))
+});
+
+/// PostgreSQL: row locks rule out one UNION of the seeks, but not three
+/// locking CTEs read by one: one round trip, each seek skipping rows
+/// another host is claiming, never waiting on them; one row per kind.
+static EARLIEST_DUE_POSTGRES: LazyLock<String> = LazyLock::new(|| {
+    let (ctes, reads): (Vec<String>, Vec<String>) = DUE_BY
+        .iter()
+        .enumerate()
+        .map(|(i, (column, retry, _))| {
+            let seek = earliest_by(column, *retry, "", " FOR UPDATE SKIP LOCKED");
+            (
+                format!("due{i} AS ({seek})"),
+                format!("SELECT task_id, at, retry FROM due{i}"),
+            )
+        })
+        .unzip();
+    format!("WITH {} {}", ctes.join(", "), reads.join(" UNION ALL "))
+});
+
 impl<C: Connection> QueueTx for C {
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
         // Each EXISTS is one seek on a partial index of rows in a rare state
@@ -192,51 +244,8 @@ impl<C: Connection> QueueTx for C {
 
     fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
         let sql = match self.dialect() {
-            // Each half is one seek on a per-tenant partial index; no
-            // tie-break on task_id, which would sort every task due at the
-            // same instant.
-            Dialect::Sqlite => {
-                "SELECT * FROM (
-                     SELECT task_id, next_run_at, 0 FROM tasks INDEXED BY tasks_due_by_tenant
-                     WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
-                     ORDER BY next_run_at LIMIT 1)
-                 UNION ALL
-                 SELECT * FROM (
-                     SELECT task_id, next_retry_at, 1 FROM tasks INDEXED BY tasks_retry_due_by_tenant
-                     WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
-                       AND next_retry_at <= $2
-                     ORDER BY next_retry_at LIMIT 1)
-                 UNION ALL
-                 SELECT * FROM (
-                     SELECT task_id, trigger_at, 0 FROM tasks INDEXED BY tasks_trigger_due
-                     WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
-                       AND trigger_at <= $2
-                     ORDER BY trigger_at LIMIT 1)
-                 ORDER BY 2 LIMIT 1"
-            }
-            // Row locks rule out one UNION of the seeks, but not three
-            // locking CTEs read by one: one round trip, each seek skipping
-            // rows another host is claiming, never waiting on them.
-            Dialect::Postgres => {
-                "WITH due AS (
-                     SELECT task_id, next_run_at AS at, false AS retry FROM tasks
-                     WHERE state = 'active' AND tenant_key = $1 AND next_run_at <= $2
-                     ORDER BY next_run_at LIMIT 1 FOR UPDATE SKIP LOCKED),
-                 retry AS (
-                     SELECT task_id, next_retry_at AS at, true AS retry FROM tasks
-                     WHERE state = 'active' AND tenant_key = $1 AND next_retry_at IS NOT NULL
-                       AND next_retry_at <= $2
-                     ORDER BY next_retry_at LIMIT 1 FOR UPDATE SKIP LOCKED),
-                 -- A manual trigger (docs/CONTRACT.md §13); rare, on a small partial index.
-                 triggered AS (
-                     SELECT task_id, trigger_at AS at, false AS retry FROM tasks
-                     WHERE state = 'active' AND tenant_key = $1 AND trigger_at IS NOT NULL
-                       AND trigger_at <= $2
-                     ORDER BY trigger_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-                 SELECT task_id, at, retry FROM due
-                 UNION ALL SELECT task_id, at, retry FROM retry
-                 UNION ALL SELECT task_id, at, retry FROM triggered"
-            }
+            Dialect::Sqlite => &*EARLIEST_DUE_SQLITE,
+            Dialect::Postgres => &*EARLIEST_DUE_POSTGRES,
         };
         let rows = self
             .query(sql, args![tenant_key, now])

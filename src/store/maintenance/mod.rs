@@ -64,13 +64,13 @@ pub trait MaintenanceTx {
     /// the host's (recorded under the tick's tenant or `*`), so a tenant
     /// sees its own and the unscoped ones.
     fn tallies(&mut self, tenant: Option<&str>) -> Result<Tallies>;
-    /// Deletes (when `apply`) or counts settled history older than `cutoff`:
-    /// runs that finished before it and whose notices are all delivered,
-    /// delivered notices, their reconciliations, audit events, expired
-    /// drafts. Never unknown, running or parked runs, nor a run a pending
-    /// retry refers to, nor the draft and confirm/replace events of a task
-    /// that is not deleted.
-    fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts>;
+    /// Counts the settled history older than `cutoff` that `prune_batch`
+    /// deletes: runs that finished before it and whose notices are all
+    /// delivered, delivered notices, their reconciliations, audit events,
+    /// expired drafts. Never unknown, running or parked runs, nor a run a
+    /// pending retry refers to, nor the draft and confirm/replace events of
+    /// a task that is not deleted.
+    fn prunable(&mut self, cutoff: i64, tenant: Option<&str>) -> Result<PruneCounts>;
     /// Deletes at most `limit` of the prunable runs (with their notices and
     /// reconciliations), `limit` events and `limit` drafts, returning what it
     /// deleted: `prune` calls it in a loop of short transactions, so ticks
@@ -153,8 +153,8 @@ impl<C: Connection> MaintenanceTx for C {
         })
     }
 
-    fn prune(&mut self, cutoff: i64, tenant: Option<&str>, apply: bool) -> Result<PruneCounts> {
-        prune::prune(self, cutoff, tenant, apply)
+    fn prunable(&mut self, cutoff: i64, tenant: Option<&str>) -> Result<PruneCounts> {
+        prune::prunable(self, cutoff, tenant)
     }
 
     fn prune_batch(

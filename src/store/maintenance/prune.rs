@@ -55,18 +55,18 @@ const PRUNABLE_DRAFTS: &str =
 const PRUNE_RUNS_TABLE: &str =
     "CREATE TEMP TABLE IF NOT EXISTS prune_runs (run_id TEXT PRIMARY KEY)";
 
-pub(super) fn prune(
+/// `MaintenanceTx::prunable`.
+pub(super) fn prunable(
     tx: &mut impl Connection,
     cutoff: i64,
     tenant: Option<&str>,
-    apply: bool,
 ) -> Result<PruneCounts> {
     let events = prunable_events(tx.dialect());
     let mut count = |sql: String| -> Result<i64> {
         tx.value(&sql, args![cutoff, tenant])
             .context("counting prunable rows")
     };
-    let counts = PruneCounts {
+    Ok(PruneCounts {
         runs: count(format!("SELECT count(*) FROM ({PRUNABLE_RUNS}) p"))?,
         notices: count(format!(
             "SELECT count(*) FROM deliveries WHERE run_id IN ({PRUNABLE_RUNS})"
@@ -76,40 +76,7 @@ pub(super) fn prune(
         ))?,
         events: count(format!("SELECT count(*) FROM ({events}) p"))?,
         drafts: count(format!("SELECT count(*) {PRUNABLE_DRAFTS}"))?,
-    };
-    if !apply {
-        return Ok(counts);
-    }
-    // Children first: notices and reconciliations point at runs.
-    match tx.dialect() {
-        Dialect::Sqlite => {
-            clear_prune_runs(tx)?;
-            tx.execute(
-                &format!("INSERT INTO prune_runs {PRUNABLE_RUNS}"),
-                args![cutoff, tenant],
-            )
-            .context("pruning")?;
-            delete_prune_runs(tx)?;
-            tx.execute("DELETE FROM prune_runs", args![])
-                .context("pruning")?;
-        }
-        Dialect::Postgres => {
-            for table in ["deliveries", "reconciliations", "runs"] {
-                tx.execute(
-                    &format!("DELETE FROM {table} WHERE run_id IN ({PRUNABLE_RUNS})"),
-                    args![cutoff, tenant],
-                )
-                .context("pruning")?;
-            }
-        }
-    }
-    for sql in [
-        format!("DELETE FROM events WHERE event_id IN ({events})"),
-        format!("DELETE {PRUNABLE_DRAFTS}"),
-    ] {
-        tx.execute(&sql, args![cutoff, tenant]).context("pruning")?;
-    }
-    Ok(counts)
+    })
 }
 
 pub(super) fn prune_batch(

@@ -125,12 +125,9 @@ impl Store for SqliteStore {
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         // A deferred transaction is right for reads: one consistent snapshot,
         // and it never takes the write lock.
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .context("starting a read transaction")?;
-        f(&mut SqliteTx { conn: &tx })?;
-        tx.finish().context("ending a read transaction")
+        in_transaction(&mut self.conn, TransactionBehavior::Deferred, f)?
+            .finish()
+            .context("ending a read transaction")
     }
 
     fn location(&self) -> String {
@@ -193,17 +190,30 @@ impl Store for SqliteStore {
     }
 }
 
+/// Runs `f` in a transaction begun with `behavior`, and hands the
+/// transaction back for the caller to end.
+fn in_transaction<'c>(
+    conn: &'c mut rusqlite::Connection,
+    behavior: TransactionBehavior,
+    f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+) -> Result<rusqlite::Transaction<'c>> {
+    let starting = match behavior {
+        TransactionBehavior::Deferred => "starting a read transaction",
+        _ => "starting a write transaction",
+    };
+    let tx = conn.transaction_with_behavior(behavior).context(starting)?;
+    f(&mut SqliteTx { conn: &tx })?;
+    Ok(tx)
+}
+
 impl SqliteStore {
     /// Runs `f` in one IMMEDIATE transaction; says whether it changed rows.
     fn commit(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<bool> {
         let before = self.conn.total_changes();
         let committed = (|| {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .context("starting a write transaction")?;
-            f(&mut SqliteTx { conn: &tx })?;
-            tx.commit().context("committing")
+            in_transaction(&mut self.conn, TransactionBehavior::Immediate, f)?
+                .commit()
+                .context("committing")
         })();
         // On a read-only file system: one line saying so, not SQLite's words.
         committed.map_err(|e| open::read_only_store(&self.path, e))?;
