@@ -93,19 +93,36 @@ unsafe extern "C" fn on_busy(timeout_ms: *mut c_void, count: c_int) -> c_int {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_held_lock_is_waited_for_until_the_timeout_then_busy() {
+    /// A WAL database with one table, in a folder dropped with the first.
+    fn wal_database() -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("busy.db");
-        let holder = Connection::open(&path).unwrap();
-        holder
-            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x); BEGIN IMMEDIATE;")
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x);")
             .unwrap();
-        let waiter = Connection::open(&path).unwrap();
-        wait_for_locks(&waiter, Duration::from_millis(150)).unwrap();
+        (dir, path, conn)
+    }
+
+    /// Runs `sql` on a new connection waiting for locks up to `timeout`:
+    /// its result and how long it took.
+    fn wait_then(
+        path: &std::path::Path,
+        timeout: Duration,
+        sql: &str,
+    ) -> (rusqlite::Result<()>, Duration) {
+        let waiter = Connection::open(path).unwrap();
+        wait_for_locks(&waiter, timeout).unwrap();
         let began = Instant::now();
-        let err = waiter.execute_batch("BEGIN IMMEDIATE").unwrap_err();
-        let waited = began.elapsed();
+        let result = waiter.execute_batch(sql);
+        (result, began.elapsed())
+    }
+
+    #[test]
+    fn a_held_lock_is_waited_for_until_the_timeout_then_busy() {
+        let (_dir, path, holder) = wal_database();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (err, waited) = wait_then(&path, Duration::from_millis(150), "BEGIN IMMEDIATE");
+        let err = err.unwrap_err();
         assert_eq!(
             err.sqlite_error_code(),
             Some(rusqlite::ErrorCode::DatabaseBusy)
@@ -122,12 +139,7 @@ mod tests {
         // scripts/bench --only prune does, in docs/PERFORMANCE.md.)
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("busy.db");
-        let setup = Connection::open(&path).unwrap();
-        setup
-            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t(x);")
-            .unwrap();
+        let (_dir, path, _setup) = wal_database();
         let done = Arc::new(AtomicBool::new(false));
         let holder = {
             let (path, done) = (path.clone(), done.clone());
@@ -143,13 +155,9 @@ mod tests {
             })
         };
         std::thread::sleep(Duration::from_millis(20));
-        let waiter = Connection::open(&path).unwrap();
-        wait_for_locks(&waiter, Duration::from_secs(10)).unwrap();
-        let began = Instant::now();
-        waiter
-            .execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT;")
-            .unwrap();
-        let waited = began.elapsed();
+        let write = "BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT;";
+        let (result, waited) = wait_then(&path, Duration::from_secs(10), write);
+        result.unwrap();
         done.store(true, Ordering::Release);
         holder.join().unwrap();
         assert!(waited < Duration::from_secs(3), "{waited:?}");
