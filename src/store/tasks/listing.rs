@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use super::{CorruptRow, EachTask, TaskFilter, TASK_COLUMNS};
 use crate::model::Task;
 use crate::store::connection::args;
-use crate::store::connection::{Connection, Dialect, Row};
+use crate::store::connection::{Arg, Connection, Dialect, Row};
 
 /// True when the row of `tasks` has an owner key in `$param`, a JSON list
 /// of the caller's keys.
@@ -25,6 +25,31 @@ fn owned(dialect: Dialect, param: usize) -> String {
     }
 }
 
+/// The tenant's tasks the filter lists ($1 the tenant, $2 whether deleted
+/// ones are, $3 the state or null, $4 the caller's keys), in `order`.
+fn listed(dialect: Dialect, order: &str) -> String {
+    format!(
+        "SELECT {TASK_COLUMNS} FROM tasks
+         WHERE tenant_key = $1
+           AND ($2 OR state <> 'deleted')
+           AND (CAST($3 AS TEXT) IS NULL OR state = $3)
+           -- owned: the task's owner keys intersect the caller's
+           AND {owned}
+         ORDER BY {order}",
+        owned = owned(dialect, 4),
+    )
+}
+
+/// `listed`'s arguments; `keys` is the filter's owner keys as JSON.
+fn listed_args<'a>(f: &'a TaskFilter<'_>, keys: &'a str) -> [Arg<'a>; 4] {
+    [
+        Arg::from(f.tenant_key),
+        Arg::from(f.include_deleted),
+        Arg::from(f.state.map(|s| s.as_str())),
+        Arg::from(keys),
+    ]
+}
+
 /// Tasks from `TASK_COLUMNS` rows, each readable or not.
 fn tasks_of(rows: &[Row]) -> Result<Vec<Result<Task, CorruptRow>>> {
     rows.iter().map(super::decode_task).collect()
@@ -36,25 +61,9 @@ pub(super) fn list(
     f: &TaskFilter<'_>,
 ) -> Result<Vec<Result<Task, CorruptRow>>> {
     let keys = serde_json::to_string(f.owner_keys)?;
+    let sql = listed(tx.dialect(), "created_at, task_id");
     let rows = tx
-        .query(
-            &format!(
-                "SELECT {TASK_COLUMNS} FROM tasks
-                 WHERE tenant_key = $1
-                   AND ($2 OR state <> 'deleted')
-                   AND (CAST($3 AS TEXT) IS NULL OR state = $3)
-                   -- owned: the task's owner keys intersect the caller's
-                   AND {owned}
-                 ORDER BY created_at, task_id",
-                owned = owned(tx.dialect(), 4),
-            ),
-            args![
-                f.tenant_key,
-                f.include_deleted,
-                f.state.map(|s| s.as_str()),
-                &keys
-            ],
-        )
+        .query(&sql, &listed_args(f, &keys))
         .context("listing tasks")?;
     tasks_of(&rows)
 }
@@ -75,24 +84,9 @@ pub(super) fn each_listed(
         "next_run_at IS NULL, next_run_at, created_at, task_id",
         "next_run_at, created_at, task_id",
     );
-    let sql = format!(
-        "SELECT {TASK_COLUMNS} FROM tasks
-         WHERE tenant_key = $1
-           AND ($2 OR state <> 'deleted')
-           AND (CAST($3 AS TEXT) IS NULL OR state = $3)
-           -- owned: the task's owner keys intersect the caller's
-           AND {owned}
-         ORDER BY {order}",
-        owned = owned(tx.dialect(), 4),
-    );
     tx.each_row(
-        &sql,
-        args![
-            f.tenant_key,
-            f.include_deleted,
-            f.state.map(|s| s.as_str()),
-            &keys
-        ],
+        &listed(tx.dialect(), order),
+        &listed_args(f, &keys),
         &mut |tx, row| {
             let task = super::decode_task(row).context("listing tasks")?;
             each(tx, task)
