@@ -42,22 +42,39 @@ pub struct TickArgs {
     #[arg(long, env = "AGENTCRON_NOTIFIER", value_name = "CMD")]
     pub notifier: Option<String>,
 
-    /// Start at most N runs in this tick
-    ///
-    /// Bounds how long one tick lives: with runs of minutes, a tick that
-    /// started N runs ends after its last one; the next cron tick goes on.
-    #[arg(long, value_name = "N", default_value_t = 16,
+    /// Start at most N runs in this tick [default: no count; --claim-for bounds it]
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub max_runs: u32,
+    pub max_runs: Option<u32>,
+
+    /// Claim new runs only during the first DUR of this tick
+    ///
+    /// Then the tick lets the runs it started finish and exits: with cron
+    /// starting a tick every minute, the next tick goes on, so one tick
+    /// never outlives its runs by more than this. Due work it leaves keeps
+    /// its place (queued, not late).
+    #[arg(long, value_name = "DUR", default_value = "50s")]
+    pub claim_for: String,
 
     /// Run up to N executors at once in this tick
     ///
     /// A run is claimed only when a slot is free, and its executor starts at
     /// once; due runs waiting for a slot keep their place (waiting is not
-    /// lateness).
-    #[arg(long, value_name = "N", default_value_t = 4,
+    /// lateness). A burst of B runs of S seconds takes about B × S / N
+    /// seconds to start; size N for what this host and the agents' own
+    /// limits bear, and hold overlapping ticks with --host-jobs.
+    #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
+
+    /// At most N runs running at once on this host, across every tick here
+    ///
+    /// Ticks overlap when runs outlast a minute; each would start up to
+    /// --jobs more. Counted inside each claim's transaction, among the runs
+    /// that ticks of this boot started. Default: no limit.
+    #[arg(long, env = "AGENTCRON_HOST_JOBS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=100000))]
+    pub host_jobs: Option<u64>,
 
     /// At most N runs running at once in the whole store, across every tick
     ///
@@ -200,8 +217,10 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         tenant: ctx.explicit_tenant(),
         executor: executor(&args, &launch)?,
         notifier: notifier(&args, &launch)?,
-        max_runs: args.max_runs as usize,
+        max_runs: args.max_runs.map_or(usize::MAX, |n| n as usize),
         max_running: args.max_running,
+        host_jobs: args.host_jobs,
+        claim_for: duration("--claim-for", &args.claim_for)?,
         delivery_give_up: duration("--delivery-give-up", &args.delivery_give_up)?,
         dry_run: args.dry_run,
         host: crate::context::host_name(),

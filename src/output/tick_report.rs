@@ -179,7 +179,11 @@ pub fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) 
             "{count} due run(s) queued: {reason}; they keep their place and run when {}",
             match reason {
                 HeldBack::LockedRows => "their rows are free",
-                HeldBack::MaxRunning | HeldBack::MaxRuns | HeldBack::JobsBusy => "a slot frees",
+                HeldBack::MaxRunning
+                | HeldBack::MaxRuns
+                | HeldBack::JobsBusy
+                | HeldBack::HostJobs => "a slot frees",
+                HeldBack::ClaimWindow => "the next tick starts",
             }
         ),
         TickEvent::NoticeExpired { notice, task } => format!(

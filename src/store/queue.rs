@@ -88,6 +88,9 @@ pub trait QueueTx {
     /// claim transactions that call it, so a limit checked with it is exact
     /// across hosts.
     fn running_count(&mut self) -> Result<i64>;
+    /// Runs `running` that a tick of this boot (`boot_id`) started. On
+    /// PostgreSQL this serializes the claims of this host that call it.
+    fn running_on_host(&mut self, boot_id: &str) -> Result<i64>;
     fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats>;
 }
 
@@ -345,6 +348,17 @@ impl<C: Connection> QueueTx for C {
             .context("taking the running-limit lock")?;
         }
         count_running(self)
+    }
+
+    fn running_on_host(&mut self, boot_id: &str) -> Result<i64> {
+        // A boot id is a UUID: no LIKE wildcard in it.
+        self.hold_until_end(&format!("agentcron host\n{boot_id}"))
+            .context("taking the host's running-limit lock")?;
+        self.value(
+            "SELECT count(*) FROM runs WHERE status = 'running' AND runner LIKE $1 || ' %'",
+            args![boot_id],
+        )
+        .context("counting this host's running runs")
     }
 
     fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats> {

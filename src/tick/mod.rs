@@ -91,9 +91,16 @@ pub struct TickOptions {
     pub tenant: Option<String>,
     pub executor: Executor,
     pub notifier: Option<Notifier>,
+    /// Runs this tick starts at most (`usize::MAX`: no count, the claim
+    /// window bounds it).
     pub max_runs: usize,
-    /// Runs `running` in the whole store at most (every tick of the host).
+    /// Runs `running` in the whole store at most (every tick of every host).
     pub max_running: Option<u64>,
+    /// Runs `running` on this host at most, across its overlapping ticks.
+    pub host_jobs: Option<u64>,
+    /// How long this tick claims new runs; then it lets those finish and
+    /// exits, and the next tick (cron's next minute) goes on.
+    pub claim_for: Duration,
     /// A notice still not sent this long after it was created is undeliverable.
     pub delivery_give_up: Duration,
     pub dry_run: bool,

@@ -24,13 +24,48 @@ pub struct RoundRobin {
     next: usize,
 }
 
+/// The limits on running runs a claim checks inside its transaction, so
+/// they hold however many ticks claim at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunningLimits {
+    /// `--max-running`: in the whole store, across hosts.
+    pub store: Option<u64>,
+    /// `--host-jobs`: on this host, across its overlapping ticks.
+    pub host: Option<u64>,
+}
+
+/// Which limit the runs running now reach, if one is. This host's runs are
+/// those whose runner (`process::runner_identity`, "BOOT PID START") has
+/// this boot's id; without one (no /proc) every running run counts.
+fn limit_reached(
+    tx: &mut dyn Tx,
+    limits: RunningLimits,
+    runner: Option<&str>,
+) -> Result<Option<HeldBack>> {
+    if let Some(limit) = limits.store {
+        if tx.running_count()? >= limit as i64 {
+            return Ok(Some(HeldBack::MaxRunning));
+        }
+    }
+    if let Some(limit) = limits.host {
+        let running = match runner.and_then(|r| r.split(' ').next()) {
+            Some(boot) => tx.running_on_host(boot)?,
+            None => tx.running_count()?,
+        };
+        if running >= limit as i64 {
+            return Ok(Some(HeldBack::HostJobs));
+        }
+    }
+    Ok(None)
+}
+
 /// Why a batch stopped before filling every free slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// Nothing else is due now.
     NothingDue,
-    /// `--max-running` runs of the store are running.
-    AtLimit,
+    /// A limit on running runs is reached (`--max-running`, `--host-jobs`).
+    AtLimit(HeldBack),
     /// The batch made its share of decisions; more may be due.
     Enough,
 }
@@ -51,7 +86,7 @@ pub fn claim_batch(
     rr: &mut RoundRobin,
     tenant: Option<&str>,
     slots: usize,
-    max_running: Option<u64>,
+    limits: RunningLimits,
     s: ClaimSettings,
 ) -> Result<Batch> {
     let mut batch = Batch {
@@ -67,11 +102,9 @@ pub fn claim_batch(
         if batch.started >= slots {
             break;
         }
-        if let Some(limit) = max_running {
-            if tx.running_count()? >= limit as i64 {
-                batch.stop = Stop::AtLimit;
-                return Ok(batch);
-            }
+        if let Some(reached) = limit_reached(tx, limits, s.runner)? {
+            batch.stop = Stop::AtLimit(reached);
+            return Ok(batch);
         }
         if let Some(claimed) = claim::continue_approved(tx, run, s)? {
             batch.started += 1;
@@ -86,11 +119,9 @@ pub fn claim_batch(
     let mut undecided: Vec<(String, i64)> = Vec::new();
     let mut exhausted = vec![false; tenants.len()];
     while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
-        if let Some(limit) = max_running {
-            if tx.running_count()? >= limit as i64 {
-                batch.stop = Stop::AtLimit;
-                return Ok(batch);
-            }
+        if let Some(reached) = limit_reached(tx, limits, s.runner)? {
+            batch.stop = Stop::AtLimit(reached);
+            return Ok(batch);
         }
         let found = next_due(tx, tenants, rr.next, &mut exhausted, &undecided, s.now)?;
         let Some((index, due)) = found else {
@@ -169,6 +200,8 @@ crate::vocabulary::string_enum!(
         // The last claim found `--max-running` runs running.
         MaxRunning = "--max-running runs are running",
         MaxRuns = "this tick started --max-runs runs",
+        HostJobs = "--host-jobs runs are running on this host",
+        ClaimWindow = "this tick's --claim-for has passed",
         JobsBusy = "every --jobs slot is busy",
         // Noted by `note_locked` (PostgreSQL): claims skip locked rows.
         LockedRows = "their task rows were locked by another session",

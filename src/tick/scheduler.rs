@@ -103,7 +103,7 @@ pub fn work(
                 // may have room again.
                 if !scheduler.in_flight.is_empty() || lane.running {
                     scheduler.nothing_due = false;
-                    scheduler.at_limit = false;
+                    scheduler.at_limit = None;
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -132,14 +132,16 @@ pub struct Scheduler<'a> {
     /// The runs whose executors this tick started and that have not
     /// finished, by run id.
     in_flight: HashSet<String>,
-    /// Runs this tick started (at most `--max-runs`).
+    /// Runs this tick started (at most `--max-runs`, when given).
     started: usize,
     /// Decisions that started nothing (missed, skipped).
     decisions: usize,
     /// The last claim found nothing due.
     nothing_due: bool,
-    /// The last claim found `--max-running` runs running.
-    at_limit: bool,
+    /// The last claim found a limit on running runs reached, and which.
+    at_limit: Option<queue::HeldBack>,
+    /// When this tick began: it claims for `--claim-for` from then.
+    began: Instant,
     last_mark: Option<Instant>,
     /// When `note_if_locked` last looked.
     last_note: Option<Instant>,
@@ -159,7 +161,8 @@ impl<'a> Scheduler<'a> {
             started: 0,
             decisions: 0,
             nothing_due,
-            at_limit: false,
+            at_limit: None,
+            began: Instant::now(),
             last_mark: None,
             last_note: None,
             problems: Vec::new(),
@@ -176,6 +179,11 @@ impl<'a> Scheduler<'a> {
         slots.min(self.options.max_runs.saturating_sub(self.started))
     }
 
+    /// Whether this tick's `--claim-for` has passed: it starts nothing new.
+    fn claim_window_passed(&self) -> bool {
+        self.began.elapsed() >= self.options.claim_for
+    }
+
     /// Whether this tick will claim nothing more.
     fn finished_claiming(&self) -> bool {
         crate::interrupt::received().is_some()
@@ -183,7 +191,8 @@ impl<'a> Scheduler<'a> {
             // agenda refused it; this keeps what came due since unclaimed).
             || self.options.executor.argv.is_none()
             || self.nothing_due
-            || self.at_limit
+            || self.at_limit.is_some()
+            || self.claim_window_passed()
             || self.started >= self.options.max_runs
             || self.decisions >= MAX_DECISIONS
     }
@@ -209,7 +218,7 @@ impl<'a> Scheduler<'a> {
             Message::Finished { run_id, result } if self.in_flight.remove(&run_id) => {
                 // A free slot: what became due meanwhile may be claimed.
                 self.nothing_due = false;
-                self.at_limit = false;
+                self.at_limit = None;
                 match result {
                     Ok(f) => {
                         if matches!(*f, execute::Finished::NotStarted { .. }) {
@@ -288,10 +297,13 @@ impl<'a> Scheduler<'a> {
             let slots = self.free_slots();
             let tenant = self.options.tenant.as_deref();
             let rr = &mut self.round_robin;
-            let max_running = self.options.max_running;
+            let limits = queue::RunningLimits {
+                store: self.options.max_running,
+                host: self.options.host_jobs,
+            };
             let batch = store
                 .write(|tx| {
-                    let batch = queue::claim_batch(tx, rr, tenant, slots, max_running, settings);
+                    let batch = queue::claim_batch(tx, rr, tenant, slots, limits, settings);
                     // Inside the claim's transaction, before its commit.
                     #[cfg(feature = "test-hooks")]
                     crate::hooks::at("during_claim");
@@ -309,7 +321,7 @@ impl<'a> Scheduler<'a> {
                     self.nothing_due = true;
                     self.note_if_locked(store, report);
                 }
-                queue::Stop::AtLimit => self.at_limit = true,
+                queue::Stop::AtLimit(reason) => self.at_limit = Some(reason),
                 queue::Stop::Enough => {}
             }
         }
@@ -392,13 +404,15 @@ impl<'a> Scheduler<'a> {
         store: &mut dyn Store,
         report: &mut dyn FnMut(&TickEvent) -> Result<()>,
     ) {
-        if self.nothing_due && !self.at_limit {
+        if self.nothing_due && self.at_limit.is_none() {
             return;
         }
-        let reason = if self.at_limit {
-            queue::HeldBack::MaxRunning
+        let reason = if let Some(reason) = self.at_limit {
+            reason
         } else if self.started >= self.options.max_runs {
             queue::HeldBack::MaxRuns
+        } else if self.claim_window_passed() {
+            queue::HeldBack::ClaimWindow
         } else if self.free_slots() == 0 {
             queue::HeldBack::JobsBusy
         } else {

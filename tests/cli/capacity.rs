@@ -292,8 +292,15 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
     tasks.dedup();
     assert_eq!(tasks.len(), 200, "no task ran twice");
     // Never more than three executors alive at once, from the journal.
+    let peak = peak_alive(&runs);
+    assert!(peak <= 3, "{peak} executors alive at once");
+    assert!(statuses(&rig, &[]).iter().all(|s| s == "succeeded"));
+}
+
+/// The most executors alive at once, from the journal's start and end times.
+fn peak_alive(runs: &[crate::reliability::Execution]) -> i32 {
     let mut edges: Vec<(i128, i32)> = Vec::new();
-    for e in &runs {
+    for e in runs {
         edges.push((e.started_ns.unwrap(), 1));
         edges.push((e.ended_ns.unwrap(), -1));
     }
@@ -303,8 +310,56 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
         alive += step;
         peak = peak.max(alive);
     }
-    assert!(peak <= 3, "{peak} executors alive at once");
+    peak
+}
+
+#[test]
+fn host_jobs_holds_across_the_overlapping_ticks_of_one_host() {
+    let rig = Rig::new();
+    for i in 0..30 {
+        Task::named(&format!("h{i}")).confirm(&rig.env);
+    }
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "0.2");
+    rig.env.set_now(T0 + 3600 + 5);
+    // Six ticks at once, as cron's minutes overlap while runs go on: each
+    // could run four, the host runs three.
+    let flags = ["tick", "--jobs", "4", "--host-jobs", "3"];
+    let ticks: Vec<_> = (0..6).map(|_| spawn(&rig.env, &flags)).collect();
+    for tick in ticks {
+        finished(tick, 0);
+    }
+    while !rig.tick(&flags[1..]).ok().stdout.is_empty() {}
+    let runs = executions(&rig.env.path("exec.journal"));
+    let mut tasks: Vec<&str> = runs.iter().map(|e| e.task.as_str()).collect();
+    tasks.sort();
+    tasks.dedup();
+    assert_eq!((runs.len(), tasks.len()), (30, 30), "every task ran once");
+    let peak = peak_alive(&runs);
+    assert!(peak <= 3, "{peak} executors alive at once on this host");
     assert!(statuses(&rig, &[]).iter().all(|s| s == "succeeded"));
+}
+
+#[test]
+fn a_tick_claims_only_within_its_claim_window_and_the_rest_keeps_its_place() {
+    let rig = Rig::new();
+    daily_tasks(&rig, 4, None);
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "1");
+    // One slot, one-second runs, a one-second window: the tick starts at
+    // most the runs it could claim in its first second, then lets them
+    // finish and exits; the due work it leaves is queued.
+    rig.env.set_now(NINE + 5);
+    let out = rig
+        .tick(&["--jobs", "1", "--claim-for", "1s", "--verbose"])
+        .ok();
+    let started = executions(&rig.env.path("exec.journal")).len();
+    assert!((1..=2).contains(&started), "{started} runs started");
+    assert_contains(&out.stdout, "due run(s) queued");
+    // The next minute's tick, past the 60 s grace: the rest still run.
+    rig.env.set_now(NINE + 125);
+    rig.tick(&[]).ok();
+    assert_eq!(statuses(&rig, &[]), ["succeeded"; 4]);
 }
 
 #[test]

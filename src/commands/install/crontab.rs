@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::environment::{environment, parse_env, refuse_secrets};
-use super::{tick_words, warnings, TickLine};
+use super::{tick_words, warnings, Capacity, TickLine};
 use crate::commands::flags::LaunchArgs;
 use crate::context::Ctx;
 
@@ -63,6 +63,9 @@ pub struct CrontabArgs {
     pub allow_password_in_argv: bool,
 
     #[command(flatten)]
+    pub capacity: Capacity,
+
+    #[command(flatten)]
     pub launch: LaunchArgs,
 }
 
@@ -75,6 +78,7 @@ pub fn crontab(ctx: &mut Ctx, args: CrontabArgs) -> Result<()> {
             notifier: args.notifier.as_deref(),
             allow_password: args.allow_password_in_argv,
             env_file: args.env_file.as_deref(),
+            capacity: &args.capacity,
             launch: &args.launch,
         },
     )?;

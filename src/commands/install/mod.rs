@@ -13,6 +13,7 @@ mod systemd;
 mod warnings;
 
 use anyhow::{Context, Result};
+use clap::Args;
 
 pub use crontab::{crontab, CrontabArgs};
 pub use sudoers::{sudoers, SudoersArgs};
@@ -49,7 +50,24 @@ struct TickLine<'a> {
     notifier: Option<&'a str>,
     allow_password: bool,
     env_file: Option<&'a std::path::Path>,
+    capacity: &'a Capacity,
     launch: &'a LaunchArgs,
+}
+
+/// How much the printed tick runs at once (`tick --jobs`, `--host-jobs`).
+#[derive(Debug, Args)]
+pub struct Capacity {
+    /// The line's tick runs up to N executors of this store at once on this host
+    ///
+    /// `tick --jobs N --host-jobs N`: each tick claims new runs for 50 s
+    /// (`--claim-for`), and ticks that overlap while slow runs go on share
+    /// the N. A burst of B runs of S seconds starts within about B × S / N
+    /// seconds (1,800 one-second runs: under 4 minutes at 8). For slow
+    /// agents, size N by what the host and the agents' own rate limits
+    /// bear, not by the burst.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
 }
 
 /// The absolute words of `agentcron --db DB tick [--executor …] [--notifier …]
@@ -88,6 +106,8 @@ fn tick_words(ctx: &Ctx, line: &TickLine) -> Result<Vec<String>> {
         words.extend(["--tenant".into(), tenant]);
     }
     words.push("tick".into());
+    let jobs = line.capacity.jobs.to_string();
+    words.extend(["--jobs".into(), jobs.clone(), "--host-jobs".into(), jobs]);
     for (flag, value) in [("--executor", line.executor), ("--notifier", line.notifier)] {
         if let Some(value) = value {
             words.extend([flag.to_string(), value.to_string()]);

@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::environment::{environment, parse_env, refuse_secrets};
-use super::{parse_user, tick_words, warnings, TickLine};
+use super::{parse_user, tick_words, warnings, Capacity, TickLine};
 use crate::commands::flags::LaunchArgs;
 use crate::context::Ctx;
 use crate::store::Location;
@@ -64,6 +64,9 @@ pub struct SystemdArgs {
     pub allow_password_in_argv: bool,
 
     #[command(flatten)]
+    pub capacity: Capacity,
+
+    #[command(flatten)]
     pub launch: LaunchArgs,
 }
 
@@ -76,6 +79,7 @@ pub fn systemd(ctx: &mut Ctx, args: SystemdArgs) -> Result<()> {
             notifier: args.notifier.as_deref(),
             allow_password: args.allow_password_in_argv,
             env_file: args.env_file.as_deref(),
+            capacity: &args.capacity,
             launch: &args.launch,
         },
     )?;

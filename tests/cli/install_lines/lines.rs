@@ -70,7 +70,9 @@ fn crontab_and_systemd_carry_the_env_files_path_never_its_values() {
         .unwrap()
         .to_string();
     assert!(
-        line.ends_with(&format!(" tick --executor /bin/true --env-file {path}")),
+        line.ends_with(&format!(
+            " tick --jobs 8 --host-jobs 8 --executor /bin/true --env-file {path}"
+        )),
         "{line}"
     );
     let out = env
@@ -82,7 +84,9 @@ fn crontab_and_systemd_carry_the_env_files_path_never_its_values() {
         .find(|l| l.starts_with("ExecStart="))
         .unwrap();
     assert!(
-        exec.ends_with(&format!(" tick --executor /bin/true --env-file {path}")),
+        exec.ends_with(&format!(
+            " tick --jobs 8 --host-jobs 8 --executor /bin/true --env-file {path}"
+        )),
         "{exec}"
     );
     for printed in [&line, &out.stdout] {
@@ -136,4 +140,23 @@ fn crontab_prints_each_folder_of_its_path_once() {
         printed.starts_with(&format!("* * * * * PATH=/bin:{folder} ")),
         "{printed}"
     );
+}
+
+#[test]
+fn the_printed_tick_runs_its_jobs_and_shares_them_with_the_hosts_overlapping_ticks() {
+    let env = TestEnv::new();
+    for (args, expected) in [
+        (vec![], " tick --jobs 8 --host-jobs 8 --executor /bin/true"),
+        (
+            vec!["--jobs", "3"],
+            " tick --jobs 3 --host-jobs 3 --executor /bin/true",
+        ),
+    ] {
+        for command in ["crontab", "systemd"] {
+            let mut argv = vec![command, "--executor", "/bin/true"];
+            argv.extend(&args);
+            let out = env.run(&argv).ok().stdout;
+            assert!(out.contains(expected), "{command} {args:?}: {out}");
+        }
+    }
 }
