@@ -12,9 +12,10 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
 
-use super::connection::{Connection, Dialect, Row};
-use super::tasks::due_task;
+use super::connection::{Arg, Connection, Dialect, Row};
+use super::tasks::{decode_task, due_task, CorruptRow, TASK_COLUMNS};
 use super::DueTask;
+use crate::model::Task;
 use crate::store::connection::args;
 
 /// A due instant a tick saw within grace but could not start.
@@ -75,15 +76,20 @@ pub trait QueueTx {
     /// the row itself is locked by another session and cannot be marked
     /// (PostgreSQL). Keeps the first sighting of the same instant.
     fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()>;
-    /// Marks the task, guarded by the due instants it was read with;
-    /// Conflict when a claim moved the task on meanwhile.
-    fn set_queue_mark(
+    /// The active tasks (of `tenant`, or all) with due work no tick marked
+    /// yet, earliest first, at most `limit`, as `unmarked_due` finds them.
+    /// PostgreSQL locks them to the end of the transaction, skipping rows
+    /// another session holds (a claim: those are its to decide).
+    fn tasks_to_mark(
         &mut self,
-        task_id: &str,
-        next_run_at: Option<i64>,
-        next_retry_at: Option<i64>,
-        mark: &QueueMark,
-    ) -> Result<()>;
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Result<Task, CorruptRow>>>;
+    /// Marks the tasks set-wise (one statement per `MARKS_PER_STATEMENT`),
+    /// each guarded by the due instants it was read with: a task a claim
+    /// moved on meanwhile is left as it is. Returns how many it marked.
+    fn set_queue_marks(&mut self, marks: &[TaskMark]) -> Result<usize>;
     /// Runs `running` in the whole store. On PostgreSQL this serializes the
     /// claim transactions that call it, so a limit checked with it is exact
     /// across hosts.
@@ -93,6 +99,41 @@ pub trait QueueTx {
     fn running_on_host(&mut self, boot_id: &str) -> Result<i64>;
     fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats>;
 }
+
+/// The due work no tick marked yet ($1 now, $2 the tenant or null, $3 the
+/// cap): an occurrence, else a retry, else a manual trigger, as (task_id,
+/// due instant, is a retry), earliest first.
+const UNMARKED_DUE: &str = "SELECT task_id, next_run_at, false FROM tasks
+                 WHERE state = 'active' AND next_run_at <= $1
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, next_retry_at, true FROM tasks
+                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 UNION ALL
+                 SELECT task_id, trigger_at, false FROM tasks
+                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
+                   AND NOT coalesce(next_run_at <= $1, false)
+                   AND NOT coalesce(next_retry_at <= $1, false)
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                 ORDER BY 2 LIMIT $3";
+
+/// A task's mark, with the due instants it was read with (the guard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskMark<'a> {
+    pub task_id: &'a str,
+    pub next_run_at: Option<i64>,
+    pub next_retry_at: Option<i64>,
+    pub mark: QueueMark,
+}
+
+/// Marks one `UPDATE … FROM (VALUES …)` writes: 6 arguments a mark, well
+/// under both servers' limits on a statement's arguments.
+pub const MARKS_PER_STATEMENT: usize = 500;
 
 /// The advisory lock that serializes the claims counting running runs
 /// against `--max-running`, across every host of the database.
@@ -260,27 +301,7 @@ impl<C: Connection> QueueTx for C {
 
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
         let rows = self
-            .query(
-                "SELECT task_id, next_run_at, false FROM tasks
-                 WHERE state = 'active' AND next_run_at <= $1
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 UNION ALL
-                 SELECT task_id, next_retry_at, true FROM tasks
-                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
-                   AND NOT coalesce(next_run_at <= $1, false)
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 UNION ALL
-                 SELECT task_id, trigger_at, false FROM tasks
-                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
-                   AND NOT coalesce(next_run_at <= $1, false)
-                   AND NOT coalesce(next_retry_at <= $1, false)
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 ORDER BY 2 LIMIT $3",
-                args![now, tenant, limit],
-            )
+            .query(UNMARKED_DUE, args![now, tenant, limit])
             .context("finding due tasks not yet queued")?;
         rows.iter().map(due_task).collect()
     }
@@ -311,29 +332,84 @@ impl<C: Connection> QueueTx for C {
         Ok(())
     }
 
-    fn set_queue_mark(
+    fn tasks_to_mark(
         &mut self,
-        task_id: &str,
-        next_run_at: Option<i64>,
-        next_retry_at: Option<i64>,
-        mark: &QueueMark,
-    ) -> Result<()> {
-        self.guarded(
-            "UPDATE tasks SET queued_for = $1, queued_since = $2, queued_next = $3
-                 WHERE task_id = $4 AND state = 'active'
-                   AND next_run_at IS NOT DISTINCT FROM $5
-                   AND next_retry_at IS NOT DISTINCT FROM $6",
-            args![
-                mark.due_at,
-                mark.seen_at,
-                mark.superseded_at,
-                task_id,
-                next_run_at,
-                next_retry_at
-            ],
-            "queueing the task",
-            || format!("task {task_id} moved on while it was being queued"),
-        )
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Result<Task, CorruptRow>>> {
+        // SQLite: the three seeks of `unmarked_due`, each along its index;
+        // its write transaction holds the file. PostgreSQL: one locking
+        // read (FOR UPDATE cannot follow a UNION), skipping locked rows.
+        let sql = match self.dialect() {
+            Dialect::Sqlite => format!(
+                "SELECT {TASK_COLUMNS} FROM tasks WHERE task_id IN (
+                     SELECT task_id FROM ({UNMARKED_DUE}))"
+            ),
+            Dialect::Postgres => format!(
+                "SELECT {TASK_COLUMNS} FROM tasks
+                 WHERE state = 'active' AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)
+                   AND (next_run_at <= $1 OR next_retry_at <= $1 OR trigger_at <= $1)
+                 ORDER BY least(next_run_at, next_retry_at, trigger_at) LIMIT $3
+                 FOR UPDATE SKIP LOCKED"
+            ),
+        };
+        let rows = self
+            .query(&sql, args![now, tenant, limit])
+            .context("reading the due tasks to queue")?;
+        rows.iter().map(decode_task).collect()
+    }
+
+    fn set_queue_marks(&mut self, marks: &[TaskMark]) -> Result<usize> {
+        let mut marked = 0;
+        for chunk in marks.chunks(MARKS_PER_STATEMENT) {
+            let values: Vec<String> = (0..chunk.len())
+                .map(|i| {
+                    let n = 6 * i;
+                    format!(
+                        "(${}, CAST(${} AS BIGINT), CAST(${} AS BIGINT), CAST(${} AS BIGINT), \
+                         CAST(${} AS BIGINT), CAST(${} AS BIGINT))",
+                        n + 1,
+                        n + 2,
+                        n + 3,
+                        n + 4,
+                        n + 5,
+                        n + 6
+                    )
+                })
+                .collect();
+            let args: Vec<Arg> = chunk
+                .iter()
+                .flat_map(|m| {
+                    [
+                        Arg::from(m.task_id),
+                        Arg::from(m.mark.due_at),
+                        Arg::from(m.mark.seen_at),
+                        Arg::from(m.mark.superseded_at),
+                        Arg::from(m.next_run_at),
+                        Arg::from(m.next_retry_at),
+                    ]
+                })
+                .collect();
+            // VALUES' columns are column1… on both servers.
+            let changed = self
+                .execute(
+                    &format!(
+                        "UPDATE tasks SET queued_for = v.column2, queued_since = v.column3,
+                             queued_next = v.column4
+                         FROM (VALUES {}) AS v
+                         WHERE tasks.task_id = v.column1 AND tasks.state = 'active'
+                           AND tasks.next_run_at IS NOT DISTINCT FROM v.column5
+                           AND tasks.next_retry_at IS NOT DISTINCT FROM v.column6",
+                        values.join(", ")
+                    ),
+                    &args,
+                )
+                .context("queueing the due tasks")?;
+            marked += changed as usize;
+        }
+        Ok(marked)
     }
 
     fn running_count(&mut self) -> Result<i64> {

@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::claim::{self, ClaimSettings, Claimed};
 use crate::model::{RunStatus, Task, TaskState};
 use crate::schedule;
+use crate::store::queue::TaskMark;
 use crate::store::{DueTask, QueueMark, Tx};
 
 /// Decisions one claim transaction makes at most (missed and skipped runs
@@ -177,20 +178,27 @@ fn next_due(
 /// Instants already past their grace are left alone: no tick saw them in
 /// time, and the claim records them missed.
 pub fn mark_queued(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
-    let mut marked = 0;
-    for due in tx.unmarked_due(now, tenant, limit)? {
-        let Some((task, mark)) = seen(tx, &due.task_id, now)? else {
-            continue;
-        };
-        match tx.set_queue_mark(&task.task_id, task.next_run_at, task.next_retry_at, &mark) {
-            Ok(()) => marked += 1,
-            // Claimed by another tick (another host, on PostgreSQL) since we
-            // read it: nothing left to mark.
-            Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {}
-            Err(e) => return Err(e),
+    // One read and one write a chunk, not two statements a task: on
+    // PostgreSQL the rows are locked only for this short transaction, and
+    // rows a claim holds are skipped (they are the claim's to decide).
+    // A row that does not decode is the claim's to quarantine.
+    let tasks: Vec<Task> = tx
+        .tasks_to_mark(now, tenant, limit)?
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+    let mut marks = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        if let Some(mark) = seen(tx, task, now)? {
+            marks.push(TaskMark {
+                task_id: &task.task_id,
+                next_run_at: task.next_run_at,
+                next_retry_at: task.next_retry_at,
+                mark,
+            });
         }
     }
-    Ok(marked)
+    tx.set_queue_marks(&marks)
 }
 
 crate::vocabulary::string_enum!(
@@ -218,7 +226,10 @@ crate::vocabulary::string_enum!(
 pub fn note_locked(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
     let mut noted = 0;
     for due in tx.unmarked_due(now, tenant, limit)? {
-        if let Some((task, mark)) = seen(tx, &due.task_id, now)? {
+        let Some(Ok(task)) = tx.task(&due.task_id)? else {
+            continue;
+        };
+        if let Some(mark) = seen(tx, &task, now)? {
             tx.note_seen(&task.task_id, &mark)?;
             noted += 1;
         }
@@ -229,10 +240,7 @@ pub fn note_locked(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) 
 /// The mark a tick seeing the task at `now` gives it: its latest due
 /// instant (occurrence, else retry, else manual trigger), when that is
 /// still within grace.
-fn seen(tx: &mut dyn Tx, task_id: &str, now: i64) -> Result<Option<(Task, QueueMark)>> {
-    let Some(Ok(task)) = tx.task(task_id)? else {
-        return Ok(None);
-    };
+fn seen(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<Option<QueueMark>> {
     if task.state != TaskState::Active {
         return Ok(None);
     }
@@ -263,10 +271,9 @@ fn seen(tx: &mut dyn Tx, task_id: &str, now: i64) -> Result<Option<(Task, QueueM
     if now - due_at > task.payload.grace_seconds {
         return Ok(None);
     }
-    let mark = QueueMark {
+    Ok(Some(QueueMark {
         due_at,
         seen_at: now,
         superseded_at,
-    };
-    Ok(Some((task, mark)))
+    }))
 }

@@ -12,7 +12,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
+use crate::error::CmdError;
 use crate::model::{Run, RunTrigger, Task, TaskState};
+use crate::store::queue::TaskMark;
 use crate::store::{QueueMark, TaskAdvance, Trigger, Tx};
 
 /// Why a claimed run was taken back; its audit event says so.
@@ -85,14 +87,22 @@ pub fn take_back(
         RunTrigger::Manual => None,
         _ => task.next_run_at.filter(|at| *at > run.due_at),
     };
-    tx.set_queue_mark(
-        &task.task_id,
+    let marked = tx.set_queue_marks(&[TaskMark {
+        task_id: &task.task_id,
         next_run_at,
         next_retry_at,
-        &QueueMark {
+        mark: QueueMark {
             due_at: run.due_at,
             seen_at: run.created_at,
             superseded_at: after,
         },
-    )
+    }])?;
+    if marked != 1 {
+        return Err(CmdError::conflict(format!(
+            "task {} moved on while it was being queued",
+            task.task_id
+        ))
+        .into());
+    }
+    Ok(())
 }
