@@ -343,6 +343,39 @@ pub(crate) const MIGRATIONS: &[&str] = &[
                                               'unknown', 'skipped_gate'))
         EXECUTE FUNCTION agentcron_count_finished_run();
 "#,
+    r#"
+    -- 20: counters that do not serialize outcomes (docs/CONTRACT.md §12). Every
+    -- settle on every host added to one row per (tenant, status), so
+    -- concurrent outcomes waited on each other's row lock until commit.
+    -- Each change now goes to one of 16 rows of its key, picked at random;
+    -- readers sum them (they always did). A shard may go below zero when
+    -- prune removes held-back notices; only the sum means anything.
+    ALTER TABLE run_totals ADD COLUMN shard SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE run_totals DROP CONSTRAINT run_totals_pkey,
+        ADD PRIMARY KEY (tenant_key, status, shard);
+    ALTER TABLE suppressed_counts ADD COLUMN shard SMALLINT NOT NULL DEFAULT 0;
+    ALTER TABLE suppressed_counts DROP CONSTRAINT suppressed_counts_pkey,
+        ADD PRIMARY KEY (tenant_key, shard);
+    CREATE OR REPLACE FUNCTION agentcron_count_finished_run() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        INSERT INTO run_totals (tenant_key, status, shard, n)
+            VALUES (NEW.tenant_key, NEW.status, floor(random() * 16)::smallint, 1)
+            ON CONFLICT (tenant_key, status, shard) DO UPDATE SET n = run_totals.n + 1;
+        RETURN NULL;
+    END $$;
+    CREATE OR REPLACE FUNCTION agentcron_count_suppressed() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        key TEXT := CASE WHEN TG_OP = 'INSERT' THEN NEW.tenant_key ELSE OLD.tenant_key END;
+        step BIGINT := CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END;
+    BEGIN
+        INSERT INTO suppressed_counts (tenant_key, shard, n)
+            VALUES (key, floor(random() * 16)::smallint, step)
+            ON CONFLICT (tenant_key, shard) DO UPDATE SET n = suppressed_counts.n + step;
+        RETURN NULL;
+    END $$;
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -367,6 +400,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "note due work a tick saw on a task row another session held locked",
     "record which process runs a running run, for the speed bump inside runs",
     "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
+    "counters of outcomes and held-back notices in 16 rows a key, so concurrent settles do not wait on one row",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
