@@ -431,7 +431,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
             format!("is running as run {id} under a lease until {}", run.lease().map(|l| l.until).map(when).unwrap_or_default()),
         ),
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization
-            if run.approval().map(|a| a.at).is_some() =>
+            if run.approval().is_some() =>
         (
             "awaiting",
             format!(

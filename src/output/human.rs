@@ -1,7 +1,7 @@
 //! Human renderings shared by several commands: task tables, one task in
 //! full, run tables. Every stored string passes through `escape`.
 
-use crate::model::{short_id, Run, Task};
+use crate::model::{short_id, Run, RunState, Task};
 use crate::schedule::Tz;
 
 use crate::text::{clip, escape, relative, wall_time};
@@ -307,14 +307,14 @@ pub fn run_summary(r: &Run) -> String {
             false => format!("{queued}; {summary}"),
         };
     }
-    if let (true, Some(wait_id)) = (r.status().is_awaiting(), &r.wait().map(|w| &w.id)) {
-        let wait = match &r.approval().map(|a| &a.by) {
-            Some(by) => format!(
-                "wait id {}, approved by {}: the next tick runs it",
-                escape(wait_id),
-                escape(by)
+    if let RunState::Awaiting { parking, .. } = &r.state {
+        let wait_id = escape(&parking.wait.id);
+        let wait = match &parking.approval {
+            Some(approval) => format!(
+                "wait id {wait_id}, approved by {}: the next tick runs it",
+                escape(&approval.by)
             ),
-            None => format!("wait id {}", escape(wait_id)),
+            None => format!("wait id {wait_id}"),
         };
         summary = match summary.is_empty() {
             true => wait,
