@@ -10,6 +10,11 @@ use crate::schedule::Tz;
 
 use crate::vocabulary::string_enum;
 
+mod run_state;
+pub use run_state::{
+    Approval, Lease, Parking, RunEnd, RunState, Start, StateColumns, Wait, WaitKind,
+};
+
 string_enum!(
     /// Lifecycle of a task (docs/CONTRACT.md §4).
     TaskState {
@@ -173,35 +178,19 @@ pub struct Run {
     pub attempt: i64,
     /// When this run was due: the occurrence, or the retry time.
     pub due_at: i64,
-    pub status: RunStatus,
+    /// Where the run is, with what that state has (its status is read
+    /// from it).
+    pub state: RunState,
     pub payload_hash: String,
     pub created_at: i64,
-    pub started_at: Option<i64>,
-    pub finished_at: Option<i64>,
-    pub lease_token: Option<String>,
-    pub lease_until: Option<i64>,
     pub summary: Option<String>,
     /// Why the run ended as it did, in the tool's words (lease expired, denied…).
     pub reason: Option<String>,
     pub skipped_occurrences: i64,
-    pub blocked_by: Option<String>,
-    pub wait_kind: Option<String>,
-    pub wait_id: Option<String>,
-    pub wait_deadline: Option<i64>,
-    /// How long a run that started waited for a free slot after it was due
-    /// (start − due instant); None for runs that never started.
-    pub queued_seconds: Option<i64>,
     /// The end of the executor's stderr (`STDERR_MAX_CHARS`), raw.
     pub stderr_tail: Option<String>,
     pub delivery_status: Option<DeliveryState>,
     pub trigger: RunTrigger,
-    /// A parked run an owner approved, waiting for the next tick to run its
-    /// continuation: when, and by whom. Cleared when a tick claims it.
-    pub approved_at: Option<i64>,
-    pub approved_by: Option<String>,
-    /// The process running it ("BOOT PID START", `process::runner_identity`),
-    /// written when a tick claims it; never read back into a `Run`.
-    pub runner: Option<String>,
     /// A `catch_up: latest` task's latest occurrence, run although its
     /// grace had passed with no tick to decide it (docs/CONTRACT.md §6).
     pub catch_up: bool,
@@ -219,7 +208,7 @@ impl Run {
         scheduled_for: i64,
         due_at: i64,
         attempt: i64,
-        status: RunStatus,
+        state: RunState,
         now: i64,
         fill: impl FnOnce(&mut Run),
     ) -> Run {
@@ -231,25 +220,13 @@ impl Run {
             scheduled_local: crate::schedule::format_local(scheduled_for, task.zone_in_force),
             attempt,
             due_at,
-            status,
+            state,
             payload_hash: task.payload_hash.clone(),
             created_at: now,
-            started_at: None,
-            finished_at: None,
-            lease_token: None,
-            lease_until: None,
             summary: None,
             reason: None,
             skipped_occurrences: 0,
-            blocked_by: None,
-            wait_kind: None,
-            wait_id: None,
-            wait_deadline: None,
-            queued_seconds: None,
             stderr_tail: None,
-            approved_at: None,
-            approved_by: None,
-            runner: None,
             catch_up: false,
             usage: None,
             delivery_status: None,
@@ -261,6 +238,45 @@ impl Run {
         };
         fill(&mut run);
         run
+    }
+
+    pub fn status(&self) -> RunStatus {
+        self.state.status()
+    }
+
+    pub fn started_at(&self) -> Option<i64> {
+        self.state.start().map(|s| s.at)
+    }
+
+    pub fn finished_at(&self) -> Option<i64> {
+        self.state.finished_at()
+    }
+
+    pub fn queued_seconds(&self) -> Option<i64> {
+        self.state.start().and_then(|s| s.queued_seconds)
+    }
+
+    pub fn wait(&self) -> Option<&Wait> {
+        self.state.wait()
+    }
+
+    pub fn approval(&self) -> Option<&Approval> {
+        self.state.approval()
+    }
+
+    pub fn lease(&self) -> Option<&Lease> {
+        self.state.lease()
+    }
+
+    /// The run a skipped overlap names as still blocking its task.
+    pub fn blocked_by(&self) -> Option<&str> {
+        match &self.state {
+            RunState::Ended {
+                end: RunEnd::SkippedOverlap { blocked_by },
+                ..
+            } => Some(blocked_by),
+            _ => None,
+        }
     }
 }
 

@@ -100,7 +100,7 @@ fn list(ctx: &mut Ctx) -> Result<()> {
             .map(|(task, r)| {
                 let mut v = run_json(r);
                 v["task_name"] = json!(task.as_ref().and_then(|t| t.payload.name.clone()));
-                v["frozen_since"] = time(r.finished_at);
+                v["frozen_since"] = time(r.finished_at());
                 v
             })
             .collect();
@@ -137,7 +137,9 @@ fn list(ctx: &mut Ctx) -> Result<()> {
                     .map(|t| escape(&t.label()))
                     .unwrap_or_else(|| short_id(&r.task_id).into()),
                 wall_time(r.scheduled_for, zone),
-                r.finished_at.map(|t| relative(t, now)).unwrap_or_default(),
+                r.finished_at()
+                    .map(|t| relative(t, now))
+                    .unwrap_or_default(),
                 crate::text::clip(&escape(r.reason.as_deref().unwrap_or("")), 60),
             ]
         })
@@ -208,7 +210,7 @@ fn settle_one(
     ctx.out.line(&format!(
         "Reconciled run {} as {} ({}{spent}); the task's next occurrence will run.",
         short_id(&settled.run_id),
-        settled.status,
+        settled.status(),
         decision.as_str()
     ))
 }

@@ -141,8 +141,10 @@ fn print(ctx: &Ctx, found: &Found) -> Result<()> {
     let now = ctx.clock.now();
     ctx.out.line(&human::task_detail(task, now))?;
     if let Some(blocked) = human::blocked_by(blocker.as_ref()) {
-        let approved_by = blocker.as_ref().and_then(|r| r.approved_by.as_deref());
-        let hint = match (blocker.as_ref().map(|r| r.status), approved_by) {
+        let approved_by = blocker
+            .as_ref()
+            .and_then(|r| r.approval().map(|a| a.by.as_str()));
+        let hint = match (blocker.as_ref().map(|r| r.status()), approved_by) {
             (Some(RunStatus::Unknown), _) => "settle it with `agentcron reconcile`".to_string(),
             // Approved: nothing waits for a person any more.
             (_, Some(by)) => format!(

@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::error::{fail, CmdError};
-use crate::model::{Run, RunStatus, Task, TaskState};
+use crate::model::{Approval, Lease, Run, RunEnd, RunState, RunStatus, Start, Task, TaskState};
 use crate::ops::access::{owned_run, Caller};
 use crate::process::Launch;
 use crate::store::shared::SharedStore;
@@ -94,7 +94,7 @@ fn approve(store: &mut dyn Store, parked: &Parked<'_>) -> Result<Run> {
     let (actor, now) = (&parked.caller.identity[0], parked.now);
     store.write(|tx| {
         let (task, mut run) = find_parked(tx, parked)?;
-        if let Some(by) = &run.approved_by {
+        if let Some(Approval { by, .. }) = run.approval() {
             return fail(
                 CmdError::conflict(format!(
                     "run {} is already approved (by {}); the next tick runs it",
@@ -107,8 +107,12 @@ fn approve(store: &mut dyn Store, parked: &Parked<'_>) -> Result<Run> {
         runnable(&task, &run)?;
         tx.approve_parked(&run.run_id, parked.wait_id, actor, now)?;
         tx.append_event(&approve_event(&run, actor, now, "next_tick"))?;
-        run.approved_at = Some(now);
-        run.approved_by = Some(actor.clone());
+        if let RunState::Awaiting { parking, .. } = &mut run.state {
+            parking.approval = Some(Approval {
+                at: now,
+                by: actor.clone(),
+            });
+        }
         Ok(run)
     })
 }
@@ -178,8 +182,18 @@ fn claim_here(store: &mut dyn Store, parked: &Parked<'_>, lease: Duration) -> Re
             tx.mark_runner(&run.run_id, runner)?;
         }
         tx.append_event(&approve_event(&run, actor, now, "here"))?;
-        run.status = RunStatus::Running;
-        run.lease_until = Some(lease_until);
+        let start = Start {
+            at: now,
+            queued_seconds: run.queued_seconds(),
+        };
+        let lease = Lease {
+            token,
+            until: lease_until,
+        };
+        run.state = run
+            .state
+            .continued(start, lease)
+            .ok_or_else(|| anyhow::anyhow!("run {} is not parked", run.run_id))?;
         let previous = previous_run(tx, &task.task_id)?;
         // A continuation is not a new start: it counts in no budget.
         let budgets = crate::tick::budgets_now(tx, &task, now)?;
@@ -191,7 +205,6 @@ fn claim_here(store: &mut dyn Store, parked: &Parked<'_>, lease: Duration) -> Re
         budgets,
         task,
         run,
-        token,
     })
 }
 
@@ -211,10 +224,10 @@ fn deny(
             &run,
             actor,
             now,
-            json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind}),
+            wait_json(&run),
         ))?;
         let outcome = Outcome::final_decision(RunStatus::Failed, "denied".into());
-        let notice = settle_outcome(tx, &run, run.status, None, &outcome, actor, now, None)?;
+        let notice = settle_outcome(tx, &run, run.status(), None, &outcome, actor, now, None)?;
         Ok((run, notice))
     })?;
     let mut delivery = Some(notice.state);
@@ -224,9 +237,12 @@ fn deny(
         }
     }
     // The run as denying left it (read before the change).
-    run.status = RunStatus::Failed;
+    run.state = RunState::Ended {
+        end: RunEnd::Failed,
+        start: run.state.start(),
+        finished_at: now,
+    };
     run.reason = Some("denied".into());
-    run.finished_at = Some(now);
     run.delivery_status = delivery;
     Ok(Answered::Denied(run))
 }
@@ -235,13 +251,14 @@ fn deny(
 fn find_parked(tx: &mut dyn Tx, parked: &Parked<'_>) -> Result<(Task, Run)> {
     let (task, run) = owned_run(tx, &parked.caller, parked.run)?;
     let run_id = run.run_id.clone();
-    if !run.status.is_awaiting() {
+    if !run.status().is_awaiting() {
         return fail(CmdError::conflict(format!(
             "run {run_id} is {}, not waiting for approval",
-            run.status
+            run.status()
         )));
     }
-    if run.wait_id.as_deref() != Some(parked.wait_id) {
+    let wait = run.wait();
+    if wait.map(|w| w.id.as_str()) != Some(parked.wait_id) {
         return fail(
             CmdError::conflict(format!(
                 "run {run_id} is not waiting on '{}'",
@@ -250,7 +267,7 @@ fn find_parked(tx: &mut dyn Tx, parked: &Parked<'_>) -> Result<(Task, Run)> {
             .with_hint("use the wait id from the notice"),
         );
     }
-    if run.wait_deadline.is_some_and(|d| d < parked.now) && run.approved_at.is_none() {
+    if wait.is_some_and(|w| w.deadline < parked.now) && run.approval().is_none() {
         return fail(CmdError::conflict(format!(
             "the continuation of run {run_id} has expired"
         )));
@@ -281,11 +298,13 @@ fn runnable(task: &Task, run: &Run) -> Result<()> {
 /// The audit record of an approval; `ran` says where the continuation
 /// runs: `next_tick`, or `here` (approve --here).
 fn approve_event(run: &Run, actor: &str, now: i64, ran: &str) -> Event {
-    Event::of_run(
-        AuditAction::Approve,
-        run,
-        actor,
-        now,
-        json!({"wait_id": run.wait_id, "wait_kind": run.wait_kind, "ran": ran}),
-    )
+    let mut detail = wait_json(run);
+    detail["ran"] = json!(ran);
+    Event::of_run(AuditAction::Approve, run, actor, now, detail)
+}
+
+/// The audit detail naming the wait a person decided.
+fn wait_json(run: &Run) -> serde_json::Value {
+    let wait = run.wait();
+    json!({"wait_id": wait.map(|w| &w.id), "wait_kind": wait.map(|w| w.kind.as_str())})
 }

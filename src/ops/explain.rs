@@ -83,20 +83,20 @@ fn gather<'a>(
     let covering = if runs.is_empty() {
         tx.run_at_or_before(&task.task_id, occurrence.at)?
             .filter(|r| {
-                r.status == RunStatus::Missed
+                r.status() == RunStatus::Missed
                     && r.skipped_occurrences > 1
                     && r.created_at >= occurrence.at
             })
     } else {
         None
     };
-    let blocker = match runs.last().and_then(|r| r.blocked_by.clone()) {
+    let blocker = match runs.last().and_then(|r| r.blocked_by().map(str::to_string)) {
         Some(id) => tx.run(&id)?,
         // Not yet claimed: a run that blocks the task now (an unknown one,
         // a manual trigger's too) is why it will not run.
         None if runs.is_empty() && covering.is_none() => tx
             .blocking_run(&task.task_id)?
-            .filter(|b| b.status != RunStatus::Running && b.scheduled_for <= occurrence.at),
+            .filter(|b| b.status() != RunStatus::Running && b.scheduled_for <= occurrence.at),
         None => None,
     };
     let pause = tx
@@ -295,7 +295,7 @@ fn describe_runs(
         text.push_str(&format!(
             "attempt {} {}{} and was superseded by a retry; ",
             earlier.attempt,
-            earlier.status,
+            earlier.status(),
             detail(earlier)
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default()
@@ -330,7 +330,8 @@ fn held_back(f: &Facts<'_>, when: &dyn Fn(i64) -> String) -> Option<(&'static st
             format!(
                 "has not run: run {} ({}{how}) blocks the task until a person settles it \
                  (`agentcron reconcile`, or approve/deny for a parked run)",
-                b.run_id, b.status
+                b.run_id,
+                b.status()
             ),
         ));
     }
@@ -399,7 +400,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
     let id = &run.run_id;
     let started = started_words(f, run, when);
     let why = detail(run).map(|d| format!(": {d}")).unwrap_or_default();
-    match run.status {
+    match run.status() {
         RunStatus::Succeeded => ("succeeded", format!("ran as run {id} (attempt {}) at {started} and succeeded", run.attempt)),
         RunStatus::DeliveryFailed => (
             "delivery_failed",
@@ -427,25 +428,25 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
         ),
         RunStatus::Running => (
             "running",
-            format!("is running as run {id} under a lease until {}", run.lease_until.map(when).unwrap_or_default()),
+            format!("is running as run {id} under a lease until {}", run.lease().map(|l| l.until).map(when).unwrap_or_default()),
         ),
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization
-            if run.approved_at.is_some() =>
+            if run.approval().is_some() =>
         (
             "awaiting",
             format!(
                 "ran as run {id} and was approved by {} at {} (wait id {}); the next tick runs it again with the decision",
-                run.approved_by.as_deref().unwrap_or("?"),
-                run.approved_at.map(when).unwrap_or_default(),
-                run.wait_id.as_deref().unwrap_or("?"),
+                run.approval().map(|a| a.by.as_str()).unwrap_or("?"),
+                run.approval().map(|a| a.at).map(when).unwrap_or_default(),
+                run.wait().map(|w| w.id.as_str()).unwrap_or("?"),
             ),
         ),
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => (
             "awaiting",
             format!(
                 "ran as run {id} and is waiting for approval (wait id {}, until {})",
-                run.wait_id.as_deref().unwrap_or("?"),
-                run.wait_deadline.map(when).unwrap_or_default()
+                run.wait().map(|w| w.id.as_str()).unwrap_or("?"),
+                run.wait().map(|w| w.deadline).map(when).unwrap_or_default()
             ),
         ),
     }
@@ -454,8 +455,8 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
 /// When the run started and, capacity not being lateness, how long it
 /// waited for a slot (or that it caught up past its grace).
 fn started_words(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> String {
-    let started = run.started_at.map(when).unwrap_or_else(|| "?".into());
-    match run.queued_seconds {
+    let started = run.started_at().map(when).unwrap_or_else(|| "?".into());
+    match run.queued_seconds() {
         // Past its grace with no tick to decide it: the task catches up.
         Some(wait) if run.catch_up => format!(
             "{started}, {} after it was due, as a catch-up (its grace passed with no tick to decide it, \
@@ -489,8 +490,8 @@ fn blocker_words(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> Stri
         Some(b) => format!(
             "blocked by run {} which is {} (since {})",
             b.run_id,
-            b.status,
-            when(b.finished_at.or(b.started_at).unwrap_or(b.created_at))
+            b.status(),
+            when(b.finished_at().or(b.started_at()).unwrap_or(b.created_at))
         ),
         None => run
             .reason

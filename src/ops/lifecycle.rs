@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::error::{fail, CmdError};
-use crate::model::{Run, RunStatus, Task, TaskState};
+use crate::model::{Run, RunEnd, RunState, Task, TaskState};
 use crate::ops::access::{check_revision, owned_task, Caller};
 use crate::schedule::{self, Schedule};
 use crate::store::{Store, TaskTransition, Tx};
@@ -88,7 +88,7 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             // failed with a retry the pause dropped): one run per occurrence.
             if tx.occurrence_runs(&task.task_id, *run_at)?.is_empty() {
                 let run = missed_once(&task, *run_at, req.now);
-                tx.insert_run(&run)?;
+                tx.insert_run(&run, None)?;
                 detail = json!({"missed_run_id": run.run_id});
             }
             to = TaskState::Completed;
@@ -204,9 +204,16 @@ fn apply(
 }
 
 fn missed_once(task: &Task, run_at: i64, now: i64) -> Run {
-    Run::new(task, run_at, run_at, 1, RunStatus::Missed, now, |r| {
-        r.finished_at = Some(now);
-        r.reason = Some("its time passed while the task was paused".into());
-        r.skipped_occurrences = 1;
-    })
+    Run::new(
+        task,
+        run_at,
+        run_at,
+        1,
+        RunState::not_run(RunEnd::Missed, now),
+        now,
+        |r| {
+            r.reason = Some("its time passed while the task was paused".into());
+            r.skipped_occurrences = 1;
+        },
+    )
 }

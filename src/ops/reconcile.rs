@@ -82,10 +82,11 @@ pub fn settle_unknown(
     let actor = &caller.identity[0];
     store.write(|tx| {
         let (_, run) = owned_run(tx, caller, run_arg)?;
-        if run.status != RunStatus::Unknown {
+        if run.status() != RunStatus::Unknown {
             return fail(CmdError::conflict(format!(
                 "run {} is {}, not unknown: only unknown runs are reconciled",
-                run.run_id, run.status
+                run.run_id,
+                run.status()
             )));
         }
         // `--usage` is what the run spent in all; what it told as it went

@@ -1,7 +1,7 @@
 //! Human renderings shared by several commands: task tables, one task in
 //! full, run tables. Every stored string passes through `escape`.
 
-use crate::model::{short_id, Run, Task};
+use crate::model::{short_id, Run, RunState, Task};
 use crate::schedule::Tz;
 
 use crate::text::{clip, escape, relative, wall_time};
@@ -29,18 +29,18 @@ pub const TASK_HEADER: [&str; 8] = [
 /// occurrences until a person settles it (`unknown`, or parked awaiting a
 /// decision). A `running` run blocks only until it ends: not shown.
 pub fn blocked_by(run: Option<&Run>) -> Option<String> {
-    let run = run.filter(|r| r.status != crate::model::RunStatus::Running)?;
+    let run = run.filter(|r| r.status() != crate::model::RunStatus::Running)?;
     Some(format!(
         "blocked by run {} ({})",
         short_id(&run.run_id),
-        run.status
+        run.status()
     ))
 }
 
 /// The `blocked_by` JSON field of `list` and `show`.
 pub fn blocked_by_json(run: Option<&Run>) -> serde_json::Value {
-    match run.filter(|r| r.status != crate::model::RunStatus::Running) {
-        Some(r) => serde_json::json!({"run_id": r.run_id, "status": r.status.as_str()}),
+    match run.filter(|r| r.status() != crate::model::RunStatus::Running) {
+        Some(r) => serde_json::json!({"run_id": r.run_id, "status": r.status().as_str()}),
         None => serde_json::Value::Null,
     }
 }
@@ -69,9 +69,14 @@ pub fn task_row(t: &Task, last: Option<&Run>, now: i64) -> Vec<String> {
             .unwrap_or_else(|| "-".into()),
         state,
         next,
-        last.map(|r| relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now))
-            .unwrap_or_else(|| "-".into()),
-        last.map(|r| r.status.to_string())
+        last.map(|r| {
+            relative(
+                r.finished_at().or(r.started_at()).unwrap_or(r.created_at),
+                now,
+            )
+        })
+        .unwrap_or_else(|| "-".into()),
+        last.map(|r| r.status().to_string())
             .unwrap_or_else(|| "-".into()),
         // "…, follows unix:alice" for a task in its owner's zone (§18).
         format!(
@@ -291,7 +296,7 @@ pub fn run_summary(r: &Run) -> String {
     }
     // How long it waited for a free slot after it was due (not lateness),
     // or, for a catch-up, how late it ran.
-    if let Some(wait) = r.queued_seconds.filter(|w| *w > 0 || r.catch_up) {
+    if let Some(wait) = r.queued_seconds().filter(|w| *w > 0 || r.catch_up) {
         let late = crate::text::human_duration(wait);
         let queued = match r.catch_up {
             true => format!("catch-up, started {late} after due"),
@@ -302,14 +307,14 @@ pub fn run_summary(r: &Run) -> String {
             false => format!("{queued}; {summary}"),
         };
     }
-    if let (true, Some(wait_id)) = (r.status.is_awaiting(), &r.wait_id) {
-        let wait = match &r.approved_by {
-            Some(by) => format!(
-                "wait id {}, approved by {}: the next tick runs it",
-                escape(wait_id),
-                escape(by)
+    if let RunState::Awaiting { parking, .. } = &r.state {
+        let wait_id = escape(&parking.wait.id);
+        let wait = match &parking.approval {
+            Some(approval) => format!(
+                "wait id {wait_id}, approved by {}: the next tick runs it",
+                escape(&approval.by)
             ),
-            None => format!("wait id {}", escape(wait_id)),
+            None => format!("wait id {wait_id}"),
         };
         summary = match summary.is_empty() {
             true => wait,
@@ -345,12 +350,15 @@ pub fn run_row(r: &Run, zone: Tz, now: i64) -> Vec<String> {
     vec![
         short_id(&r.run_id).to_string(),
         wall_time(r.scheduled_for, zone),
-        r.status.to_string(),
+        r.status().to_string(),
         r.attempt.to_string(),
         r.delivery_status
             .map(|d| d.to_string())
             .unwrap_or_else(|| "-".into()),
-        relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
+        relative(
+            r.finished_at().or(r.started_at()).unwrap_or(r.created_at),
+            now,
+        ),
         clip(&summary, 60),
     ]
 }

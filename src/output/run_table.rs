@@ -27,7 +27,7 @@ pub fn run_row(r: &Run, task: Option<&Task>, now: i64) -> Vec<String> {
         task.map(|t| escape(&t.label()))
             .unwrap_or_else(|| short_id(&r.task_id).into()),
         wall_time(r.scheduled_for, zone),
-        r.status.to_string(),
+        r.status().to_string(),
         r.attempt.to_string(),
         // Which confirmed payload the run ran under (a replace changes it).
         r.payload_hash
@@ -37,7 +37,10 @@ pub fn run_row(r: &Run, task: Option<&Task>, now: i64) -> Vec<String> {
         r.delivery_status
             .map(|d| d.to_string())
             .unwrap_or_else(|| "-".into()),
-        relative(r.finished_at.or(r.started_at).unwrap_or(r.created_at), now),
+        relative(
+            r.finished_at().or(r.started_at()).unwrap_or(r.created_at),
+            now,
+        ),
         crate::text::clip(&human::run_summary(r), 50),
     ]
 }

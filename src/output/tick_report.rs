@@ -67,7 +67,7 @@ pub fn event_json(event: &TickEvent, name_of: &dyn Fn(&str) -> Option<String>) -
         }
         TickEvent::Decided { task, run } => {
             json!({"event": "claimed", "task_name": task.payload.name,
-            "decision": run.status.as_str(), "run": run_json(run)})
+            "decision": run.status().as_str(), "run": run_json(run)})
         }
         TickEvent::Continued { task, run } => json!({"event": "continued",
             "task_name": task.payload.name, "run": run_json(run)}),
@@ -265,7 +265,7 @@ fn lease_expired_line(run: &Run, task: Option<&Task>, db_flag: &[String]) -> Str
 fn decided_line(verb: &str, task: &Task, run: &Run) -> String {
     let when = wall_time(run.scheduled_for, task.zone_in_force);
     let label = escape(&task.label());
-    match run.status {
+    match run.status() {
         // A dry run's run id is never used: it is not shown. It names the
         // gate it would run first (and does not run it).
         RunStatus::Running if !verb.is_empty() => format!(
@@ -315,8 +315,8 @@ fn continued_line(verb: &str, task: &Task, run: &Run) -> String {
         "{verb} run {} of {} again: approved by {}, continuing wait {}",
         short_id(&run.run_id),
         escape(&task.label()),
-        escape(run.approved_by.as_deref().unwrap_or("an owner")),
-        escape(run.wait_id.as_deref().unwrap_or(""))
+        escape(run.approval().map(|a| a.by.as_str()).unwrap_or("an owner")),
+        escape(run.wait().map(|w| w.id.as_str()).unwrap_or(""))
     )
 }
 

@@ -30,7 +30,7 @@ pub fn document(rows: &[Coming], last_runs: &HashMap<String, Run>, now: i64) -> 
                 "name": task.payload.name,
                 "last_run_id": last.map(|r| r.run_id.clone()),
                 "last_scheduled_for": time(last.map(|r| r.scheduled_for)),
-                "last_status": last.map(|r| r.status.as_str()),
+                "last_status": last.map(|r| r.status().as_str()),
             })
         })
         .collect::<Vec<_>>())
@@ -73,7 +73,7 @@ fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i6
         relative(*at, now),
         last.map(|r| wall_time(last_occurrence(r, task), task.zone_in_force))
             .unwrap_or_else(|| "-".into()),
-        last.map(|r| r.status.to_string())
+        last.map(|r| r.status().to_string())
             .unwrap_or_else(|| "-".into()),
         match &task.payload.name {
             Some(name) => escape(name),
@@ -90,7 +90,7 @@ fn cells((at, task, retry): &Coming, last: Option<&Run>, with_utc: bool, now: i6
 /// due", not when a gap began.
 fn last_occurrence(run: &Run, task: &Task) -> i64 {
     let mut at = run.scheduled_for;
-    if run.status != RunStatus::Missed {
+    if run.status() != RunStatus::Missed {
         return at;
     }
     for _ in 1..run.skipped_occurrences {

@@ -7,7 +7,7 @@
 //! quarantines or reports the row.
 
 use crate::audit::{Event, StoredEvent};
-use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger};
+use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, RunTrigger, StateColumns};
 use crate::store::connection::Row;
 
 /// The columns of an audit event row, in the order `event` reads them.
@@ -51,6 +51,22 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
     let trigger = row.text(24)?;
     let trigger = RunTrigger::parse(&trigger)
         .ok_or_else(|| row.invalid(24, format!("unknown run trigger '{trigger}'")))?;
+    let state = StateColumns {
+        status,
+        started_at: row.opt_int(10)?,
+        finished_at: row.opt_int(11)?,
+        lease_token: row.opt_text(12)?,
+        lease_until: row.opt_int(13)?,
+        blocked_by: row.opt_text(17)?,
+        wait_kind: row.opt_text(18)?,
+        wait_id: row.opt_text(19)?,
+        wait_deadline: row.opt_int(20)?,
+        queued_seconds: row.opt_int(21)?,
+        approved_at: row.opt_int(25)?,
+        approved_by: row.opt_text(26)?,
+    }
+    .state()
+    .map_err(|why| row.invalid(7, why))?;
     Ok(Run {
         run_id: row.text(0)?,
         task_id: row.text(1)?,
@@ -59,27 +75,15 @@ pub fn run<R: Cells>(row: &R) -> Result<Run, R::Error> {
         scheduled_local: row.text(4)?,
         attempt: row.int(5)?,
         due_at: row.int(6)?,
-        status,
+        state,
         payload_hash: row.text(8)?,
         created_at: row.int(9)?,
-        started_at: row.opt_int(10)?,
-        finished_at: row.opt_int(11)?,
-        lease_token: row.opt_text(12)?,
-        lease_until: row.opt_int(13)?,
         summary: row.opt_text(14)?,
         reason: row.opt_text(15)?,
         skipped_occurrences: row.int(16)?,
-        blocked_by: row.opt_text(17)?,
-        wait_kind: row.opt_text(18)?,
-        wait_id: row.opt_text(19)?,
-        wait_deadline: row.opt_int(20)?,
-        queued_seconds: row.opt_int(21)?,
         stderr_tail: row.opt_text(22)?,
         delivery_status: row.opt_text(23)?.as_deref().and_then(DeliveryState::parse),
         trigger,
-        approved_at: row.opt_int(25)?,
-        approved_by: row.opt_text(26)?,
-        runner: None,
         catch_up: row.int(27)? != 0,
         usage: match row.opt_text(28)? {
             None => None,

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::executor_result::{self, ExecResult, ExecStatus};
-use crate::model::{Run, RunStatus, Task};
+use crate::model::{Run, RunStatus, Task, Wait, WaitKind};
 use crate::process::{self, endpoint::Endpoint, ChildSpec, Heartbeat, Launch};
 use crate::schedule;
 use crate::wire as json;
@@ -62,14 +62,22 @@ pub struct Executor {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub task: Task,
+    /// Running under the lease whose token the executor is given.
     pub run: Run,
-    pub token: String,
     pub continuation: Value,
     /// The task's last settled run (docs/CONTRACT.md §16), or null.
     pub previous: Value,
     /// The task's budgets as the claim left them, for the executor's
     /// `limits` (tick/budget.rs).
     pub budgets: Vec<budget::BudgetState>,
+}
+
+impl Job {
+    /// The token of the lease the job's run holds (empty for a run that
+    /// holds none, which no claim hands a worker).
+    pub fn token(&self) -> &str {
+        self.run.lease().map_or("", |l| l.token.as_str())
+    }
 }
 
 /// Why there is no executor result.
@@ -262,7 +270,7 @@ fn record_reports(
     // Not written (busy, the lease gone): tried again at the next beat, or
     // left to the settle and the reconcile.
     let Ok(Some(spent)) =
-        budget::record_reported(store, &job.task, &job.run, &job.token, &new, now)
+        budget::record_reported(store, &job.task, &job.run, job.token(), &new, now)
     else {
         return None;
     };
@@ -280,7 +288,7 @@ fn stdin_for(job: &Job, timeout: Duration) -> Value {
         "instruction": job.task.payload.instruction,
         "policy": job.task.payload.policy.as_str(),
         "timezone": job.task.zone_in_force.name(),
-        "lease_token": job.token,
+        "lease_token": job.token(),
         "payload_hash": job.task.payload_hash,
         "continuation": job.continuation,
         "previous": job.previous,
@@ -298,7 +306,7 @@ fn environment(endpoint: Option<&Endpoint>, job: &Job) -> Vec<(String, String)> 
         ),
         ("AGENTCRON_TASK_ID".into(), job.task.task_id.clone()),
         ("AGENTCRON_RUN_ID".into(), job.run.run_id.clone()),
-        ("AGENTCRON_LEASE_TOKEN".into(), job.token.clone()),
+        ("AGENTCRON_LEASE_TOKEN".into(), job.token().to_string()),
     ];
     if let Some(endpoint) = endpoint {
         vars.push((
@@ -368,17 +376,19 @@ fn outcome_of(r: &ExecResult) -> Outcome {
             );
         };
         let kind = if status == RunStatus::AwaitingConfirmation {
-            "confirmation"
+            WaitKind::Confirmation
         } else {
-            "authorization"
+            WaitKind::Authorization
         };
         return Outcome {
             status,
             summary: r.summary.clone(),
             reason: None,
-            wait_kind: Some(kind.into()),
-            wait_id: Some(wait_id),
-            wait_deadline: Some(deadline),
+            wait: Some(Wait {
+                kind,
+                id: wait_id,
+                deadline,
+            }),
             stderr: None,
             retryable: true,
             notify: None,

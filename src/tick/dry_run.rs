@@ -52,7 +52,7 @@ pub fn dry_run(
             match claim::prepare(tx, &due, settings)? {
                 Some(Ok((task, plan))) => {
                     for run in plan.runs {
-                        running += usize::from(run.status == RunStatus::Running);
+                        running += usize::from(run.status() == RunStatus::Running);
                         events.push(TickEvent::WouldDecide {
                             task: Box::new(task.clone()),
                             run,

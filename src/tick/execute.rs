@@ -193,10 +193,13 @@ impl Workers {
         // The stored deadline, on the monotonic clock.
         let lease = self.shared.executor.lease.as_secs().max(1) as i64;
         let now = self.shared.clock.now();
-        let left = job.run.lease_until.unwrap_or(now + lease) - now;
+        let left = job.run.lease().map(|l| l.until).unwrap_or(now + lease) - now;
         let until = Instant::now() + Duration::from_secs(left.max(0) as u64);
         if let Ok(mut leases) = self.shared.leases.lock() {
-            leases.insert(job.run.run_id.clone(), Slot::new(job.token.clone(), until));
+            leases.insert(
+                job.run.run_id.clone(),
+                Slot::new(job.token().to_string(), until),
+            );
         }
         // The main loop keeps fewer than `jobs` executors in flight and the
         // lanes let at most `jobs` workers deliver, so below this limit a
@@ -356,7 +359,7 @@ fn run_one(
     let now = clock.now();
     if matches!(result, Err(Failure::NotSpawned)) {
         let taken = store.write(|tx| {
-            release::take_back(tx, &job.task, &job.run, &job.token, clock.now().max(now))
+            release::take_back(tx, &job.task, &job.run, job.token(), clock.now().max(now))
         });
         let finished = taken.map(|()| Finished::Released {
             run: job.run.clone(),
@@ -404,7 +407,10 @@ fn run_one(
         _ => None,
     };
     lane.release(shared, to_deliver.is_some());
-    let run = settled_run(job, &outcome, now);
+    let run = match settled_run(job, &outcome, now) {
+        Ok(run) => run,
+        Err(e) => return (Err(e), to_deliver),
+    };
     let finished = match not_started {
         Some(error) => Finished::NotStarted { run, error, notice },
         None => Finished::Recorded {
@@ -478,7 +484,7 @@ fn record_outcome(
                 tx,
                 &job.run,
                 RunStatus::Running,
-                Some(&job.token),
+                Some(job.token()),
                 outcome,
                 "agentcron:tick",
                 now,
@@ -502,14 +508,13 @@ fn record_outcome(
 }
 
 /// The job's run as its outcome left it.
-fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Run {
+fn settled_run(job: &Job, outcome: &Outcome, now: i64) -> Result<Run> {
     let mut run = job.run.clone();
-    run.status = outcome.status;
+    run.state = outcome.state_after(&job.run, now)?;
     run.summary = outcome.summary.clone();
     run.reason = outcome.reason.clone();
-    run.finished_at = Some(now);
     run.stderr_tail = outcome.stderr.clone().or(run.stderr_tail);
-    run
+    Ok(run)
 }
 
 fn is_busy(err: &anyhow::Error) -> bool {

@@ -35,14 +35,14 @@ pub fn freeze_expired_leases(
 ) -> Result<Vec<(Run, Option<Task>)>> {
     let runs = tx.expire_leases(now, tenant)?;
     let mut out = Vec::new();
-    for run in runs {
+    for (run, lease_until) in runs {
         let task = tx.task(&run.task_id)?.and_then(Result::ok);
         tx.append_event(&Event::of_run(
             AuditAction::LeaseExpired,
             &run,
             ACTOR,
             now,
-            json!({"lease_until": run.lease_until}),
+            json!({"lease_until": lease_until}),
         ))?;
         settle::add_notice(tx, &run, task.as_ref(), now, None)?;
         out.push((run, task));
@@ -156,7 +156,7 @@ fn expire_continuations(
                 None,
                 Some("continuation expired".into()),
             );
-            settle::settle(tx, run, run.status, None, &outcome, ACTOR, now, None)?;
+            settle::settle(tx, run, run.status(), None, &outcome, ACTOR, now, None)?;
         }
         runs.into_iter()
             .map(|run| Ok((TaskRef::of_run(tx, &run.run_id)?, run)))

@@ -78,7 +78,7 @@ pub struct Facts<'a> {
 pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
     let run = facts.run;
     let failing = memory.last_failure_reason.is_some();
-    let kind = match kind_of(run.status, failing, facts.paused_task) {
+    let kind = match kind_of(run.status(), failing, facts.paused_task) {
         NoticeKind::Missed if facts.in_gap == InGap::Carrier => NoticeKind::Gap,
         kind => kind,
     };
@@ -117,7 +117,7 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         // news, the next ones behind the same run within the window are not.
         NoticeKind::Skipped => match mode {
             NotifyMode::Always => None,
-            NotifyMode::Attention if run.status == RunStatus::SkippedGate => Some(POLICY),
+            NotifyMode::Attention if run.status() == RunStatus::SkippedGate => Some(POLICY),
             NotifyMode::Attention => same_skip(facts, &skip_key(run)),
             NotifyMode::Failures | NotifyMode::Never => Some(POLICY),
         },
@@ -193,7 +193,7 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
 pub fn failure_key(run: &Run) -> String {
     format!(
         "failing: {}: {}",
-        run.status.as_str(),
+        run.status().as_str(),
         failure_class(run.reason.as_deref())
     )
 }
@@ -224,7 +224,7 @@ pub fn failure_class(reason: Option<&str>) -> String {
 /// its state) and first line.
 pub fn skip_key(run: &Run) -> String {
     dedup_key(
-        run.status.as_str(),
+        run.status().as_str(),
         run.reason.as_deref(),
         run.summary.as_deref(),
     )
@@ -317,11 +317,11 @@ fn remember(
         }
         _ => {}
     }
-    if !run.status.is_awaiting() && run.status != RunStatus::Running {
+    if !run.status().is_awaiting() && run.status() != RunStatus::Running {
         m.last_settled_run_id = Some(run.run_id.clone());
     }
-    if run.status == RunStatus::Succeeded {
-        m.last_success_at = Some(run.finished_at.unwrap_or(facts.now));
+    if run.status() == RunStatus::Succeeded {
+        m.last_success_at = Some(run.finished_at().unwrap_or(facts.now));
     }
     m
 }
@@ -332,10 +332,10 @@ fn remember(
 /// streak, as a success the executor reported would.
 pub fn reconciled(mut m: TaskMemory, run: &Run, now: i64) -> TaskMemory {
     m.last_settled_run_id = Some(run.run_id.clone());
-    if run.status == RunStatus::Succeeded {
+    if run.status() == RunStatus::Succeeded {
         m.last_failure_reason = None;
         m.last_failure_sent_at = None;
-        m.last_success_at = Some(run.finished_at.unwrap_or(now));
+        m.last_success_at = Some(run.finished_at().unwrap_or(now));
     }
     m
 }

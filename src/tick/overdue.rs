@@ -146,7 +146,7 @@ pub fn message(task: &Task, last_success_at: Option<i64>, now: i64) -> String {
 /// delivered with a run). Held back under `never`, and when that run was
 /// skipped for a spent budget: the budget is why, and its notice said so.
 fn add_notice(tx: &mut dyn Tx, task: &Task, run: &Run, message: &str, now: i64) -> Result<Notice> {
-    let suppressed = match run.status {
+    let suppressed = match run.status() {
         RunStatus::SkippedBudget => Some(BUDGET_SAYS_IT),
         _ => notice_policy::held_back_by_mode(task.payload.notice),
     };

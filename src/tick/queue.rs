@@ -138,7 +138,7 @@ pub fn claim_batch(
             batch.started += plan
                 .runs
                 .iter()
-                .filter(|r| r.status == RunStatus::Running)
+                .filter(|r| r.status() == RunStatus::Running)
                 .count();
         }
         batch.claimed.push(claimed);

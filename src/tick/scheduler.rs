@@ -358,7 +358,6 @@ impl<'a> Scheduler<'a> {
                 );
                 workers.dispatch(execute::Job {
                     task: *task,
-                    token: run.lease_token.clone().unwrap_or_default(),
                     run: *run,
                     continuation,
                     previous,
@@ -371,12 +370,11 @@ impl<'a> Scheduler<'a> {
                 previous,
             } => {
                 for run in plan.runs {
-                    if run.status == RunStatus::Running {
+                    if run.status() == RunStatus::Running {
                         self.started += 1;
                         self.in_flight.insert(run.run_id.clone());
                         workers.dispatch(execute::Job {
                             task: (*task).clone(),
-                            token: run.lease_token.clone().unwrap_or_default(),
                             run: run.clone(),
                             continuation: serde_json::Value::Null,
                             previous: previous.clone(),

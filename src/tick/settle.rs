@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::notice_policy::{self, Facts};
 use crate::audit::{AuditAction, Event};
-use crate::model::{DeliveryState, Notice, NoticeKind, Run, RunStatus, Task, TaskState};
+use crate::model::{
+    DeliveryState, Notice, NoticeKind, Run, RunState, RunStatus, Task, TaskState, Wait,
+};
 use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::{clip, first_line, wall_time};
 
@@ -20,9 +22,8 @@ pub struct Outcome {
     pub status: RunStatus,
     pub summary: Option<String>,
     pub reason: Option<String>,
-    pub wait_kind: Option<String>,
-    pub wait_id: Option<String>,
-    pub wait_deadline: Option<i64>,
+    /// What a parked run waits for (an `awaiting_*` status only).
+    pub wait: Option<Wait>,
     /// The end of the executor's stderr, when it ran and wrote some.
     pub stderr: Option<String>,
     /// Whether a failure may be retried: not when a person decided it
@@ -42,14 +43,19 @@ impl Outcome {
             status,
             summary,
             reason,
-            wait_kind: None,
-            wait_id: None,
-            wait_deadline: None,
+            wait: None,
             stderr: None,
             retryable: true,
             notify: None,
             usage: crate::limits::Usage::default(),
         }
+    }
+
+    /// The state this outcome leaves `run` in, recorded at `now`.
+    pub fn state_after(&self, run: &Run, now: i64) -> Result<RunState> {
+        run.state
+            .after(self.status, self.wait.clone(), now)
+            .map_err(|why| anyhow::anyhow!("settling run {}: {why}", run.run_id))
     }
 
     pub fn final_decision(status: RunStatus, reason: String) -> Outcome {
@@ -118,9 +124,9 @@ pub fn record(
         to: outcome.status,
         summary: outcome.summary.as_deref(),
         reason: outcome.reason.as_deref(),
-        wait_kind: outcome.wait_kind.as_deref(),
-        wait_id: outcome.wait_id.as_deref(),
-        wait_deadline: outcome.wait_deadline,
+        wait_kind: outcome.wait.as_ref().map(|w| w.kind.as_str()),
+        wait_id: outcome.wait.as_ref().map(|w| w.id.as_str()),
+        wait_deadline: outcome.wait.as_ref().map(|w| w.deadline),
         stderr: outcome.stderr.as_deref(),
         now,
     })?;
@@ -145,14 +151,10 @@ pub fn record(
                "reason": outcome.reason, "attempt": run.attempt}),
     ))?;
     let mut settled = run.clone();
-    settled.status = outcome.status;
+    settled.state = outcome.state_after(run, now)?;
     settled.summary = outcome.summary.clone().or(settled.summary);
     settled.reason = outcome.reason.clone();
-    settled.wait_kind = outcome.wait_kind.clone();
-    settled.wait_id = outcome.wait_id.clone();
-    settled.wait_deadline = outcome.wait_deadline;
     settled.stderr_tail = outcome.stderr.clone().or(settled.stderr_tail);
-    settled.finished_at = Some(now);
     Ok((task, settled, paused))
 }
 
@@ -413,7 +415,7 @@ pub fn add_decided_notice(
 /// Only a skip needs the ledger: the last skip notice of the run's task
 /// sent since `since`, as the notice policy compares it.
 fn last_skip_sent(tx: &mut dyn Tx, run: &Run, since: i64) -> Result<Option<(String, i64)>> {
-    Ok(match run.status {
+    Ok(match run.status() {
         RunStatus::SkippedOverlap | RunStatus::SkippedGate => {
             tx.last_skip_sent(&run.task_id, since)?.map(|s| {
                 let key =
@@ -473,7 +475,7 @@ fn details(reason: Option<&str>, summary: Option<&str>) -> Option<String> {
 /// "2026-12-02 09:00 UTC … 2026-12-02 16:00 UTC".
 fn span(run: &Run, task: &Task) -> String {
     let first = run.scheduled_for;
-    let until = run.finished_at.unwrap_or(run.created_at);
+    let until = run.finished_at().unwrap_or(run.created_at);
     let limit = run.skipped_occurrences.max(1) as u64;
     let (_, last) = crate::schedule::count_between(
         &task.payload.schedule,
@@ -511,15 +513,15 @@ fn reminder(run: &Run, task: Option<&Task>, before: &TaskMemory) -> String {
 /// The one-line human text of a run's outcome.
 pub fn message(run: &Run, task: Option<&Task>) -> String {
     let label = label_of(run, task);
-    let when = match (run.status, task) {
+    let when = match (run.status(), task) {
         (RunStatus::Missed, Some(task)) if run.skipped_occurrences > 1 => span(run, task),
         _ => when(run.scheduled_for, task),
     };
-    let status = match run.status {
+    let status = match run.status() {
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => format!(
             "is waiting for approval (agentcron approve {} --wait-id {})",
             run.run_id,
-            run.wait_id.as_deref().unwrap_or("?")
+            run.wait().map(|w| w.id.as_str()).unwrap_or("?")
         ),
         RunStatus::Unknown => "has an unknown outcome; reconcile it".to_string(),
         other => other.to_string(),

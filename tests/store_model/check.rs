@@ -40,14 +40,14 @@ impl Seen {
             scheduled_for: r.scheduled_for,
             attempt: r.attempt,
             due_at: r.due_at,
-            status: r.status,
-            token: r.lease_token.clone(),
-            lease_until: r.lease_until,
+            status: r.status(),
+            token: r.lease().map(|l| l.token.clone()),
+            lease_until: r.lease().map(|l| l.until),
             skipped: r.skipped_occurrences,
-            blocked_by: r.blocked_by.clone(),
-            wait_id: r.wait_id.clone(),
-            wait_deadline: r.wait_deadline,
-            finished_at: r.finished_at,
+            blocked_by: r.blocked_by().map(str::to_string),
+            wait_id: r.wait().map(|w| w.id.clone()),
+            wait_deadline: r.wait().map(|w| w.deadline),
+            finished_at: r.finished_at(),
         }
     }
 
@@ -59,8 +59,10 @@ impl Seen {
             attempt: m.attempt,
             due_at: m.due_at,
             status: m.status,
-            token: m.token.clone(),
-            lease_until: m.lease_until,
+            // A run holds its lease only while it runs (the columns of
+            // a settled row keep what nothing reads).
+            token: m.token.clone().filter(|_| m.status == RunStatus::Running),
+            lease_until: m.lease_until.filter(|_| m.status == RunStatus::Running),
             skipped: m.skipped,
             blocked_by: m.blocked_by.clone(),
             wait_id: m.wait_id.clone(),
@@ -551,12 +553,12 @@ fn invariants(h: &mut Harness, runs: Vec<Run>) -> Result<(), String> {
                 r.task_id, r.scheduled_for, r.attempt
             ));
         }
-        if let Some(t) = &r.lease_token {
+        if let Some(t) = r.lease().map(|l| &l.token) {
             if !tokens.insert(t) {
                 return Err(format!("lease token {t} was handed out twice"));
             }
         }
-        if r.status.blocks_next() {
+        if r.status().blocks_next() {
             *blocking.entry(&r.task_id).or_default() += 1;
         }
     }
@@ -581,7 +583,7 @@ fn invariants(h: &mut Harness, runs: Vec<Run>) -> Result<(), String> {
                 }
                 h.snapshots.runs.insert(r.run_id.clone(), now);
             }
-            None if r.status.is_settled() || r.status == RunStatus::Unknown => {
+            None if r.status().is_settled() || r.status() == RunStatus::Unknown => {
                 h.snapshots.runs.insert(r.run_id.clone(), now);
             }
             None => {}

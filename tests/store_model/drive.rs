@@ -9,7 +9,7 @@ use serde_json::json;
 
 use agentcron::audit::Event;
 use agentcron::error::{classify, ErrorKind};
-use agentcron::model::{DeliveryState, Draft, RunStatus, TaskState};
+use agentcron::model::{DeliveryState, Draft, RunStatus, TaskState, Wait, WaitKind};
 use agentcron::ops::access::Caller;
 use agentcron::ops::lifecycle::{self, Request};
 use agentcron::payload::{hash_hex, Payload};
@@ -500,7 +500,7 @@ impl Harness {
                 for (m, s) in plan.runs.iter_mut().zip(&stored.runs) {
                     m.id = s.run_id.clone();
                     if m.token.is_some() {
-                        m.token = s.lease_token.clone();
+                        m.token = s.lease().map(|l| l.token.clone());
                     }
                     check::same_run(m, None, s).map_err(|e| format!("claim decided {e}"))?;
                 }
@@ -595,9 +595,16 @@ impl Harness {
             status: to,
             summary: Some("model outcome".into()),
             reason: None,
-            wait_kind: waiting.then(|| to.as_str().trim_start_matches("awaiting_").to_string()),
-            wait_id: outcome.wait_id.clone(),
-            wait_deadline: outcome.wait_deadline,
+            wait: outcome
+                .wait_id
+                .clone()
+                .zip(outcome.wait_deadline)
+                .map(|(id, deadline)| Wait {
+                    kind: WaitKind::parse(to.as_str().trim_start_matches("awaiting_"))
+                        .expect("an awaiting status names its kind"),
+                    id,
+                    deadline,
+                }),
             stderr: None,
             retryable: true,
             notify: None,
@@ -642,7 +649,7 @@ impl Harness {
             .store
             .write(|tx| {
                 let runs = tx.expire_leases(now, None)?;
-                for run in &runs {
+                for (run, _) in &runs {
                     let task = tx.task(&run.task_id)?.and_then(Result::ok);
                     tx.append_event(&event(
                         now,
@@ -656,7 +663,7 @@ impl Harness {
                 Ok(runs)
             })
             .map_err(|e| format!("{e:#}"))?;
-        let mut got: Vec<String> = expired.into_iter().map(|r| r.run_id).collect();
+        let mut got: Vec<String> = expired.into_iter().map(|(r, _)| r.run_id).collect();
         let mut want = self.model.expire_leases();
         got.sort();
         want.sort();
@@ -788,8 +795,9 @@ impl Harness {
                 let runs = tx.expired_continuations(now, None)?;
                 let mut done = Vec::new();
                 for run in &runs {
-                    let n = settle::settle(tx, run, run.status, None, &outcome, ACTOR, now, None)?;
-                    done.push((run.run_id.clone(), run.status, n.delivery_id));
+                    let n =
+                        settle::settle(tx, run, run.status(), None, &outcome, ACTOR, now, None)?;
+                    done.push((run.run_id.clone(), run.status(), n.delivery_id));
                 }
                 Ok(done)
             })

@@ -48,14 +48,17 @@ fn an_approval_is_recorded_for_the_next_tick_once() {
     else {
         panic!("not approved");
     };
-    assert_eq!(approved.approved_by.as_deref(), Some("unix:alice"));
+    assert_eq!(
+        approved.approval().map(|a| a.by.as_str()),
+        Some("unix:alice")
+    );
     let stored = f.read_run(&run.run_id).unwrap();
     assert_eq!(
-        stored.status,
+        stored.status(),
         RunStatus::AwaitingConfirmation,
         "the tick runs it"
     );
-    assert_eq!(stored.approved_at, Some(now));
+    assert_eq!(stored.approval().map(|a| a.at), Some(now));
     let events = f.events(&alice, AuditAction::Approve);
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].detail["ran"], "next_tick");
@@ -95,7 +98,7 @@ fn a_wrong_wait_id_or_a_passed_deadline_is_refused() {
     ));
     assert_eq!(kind, ErrorKind::Conflict);
     assert!(e.message.contains("expired"), "{}", e.message);
-    assert_eq!(f.read_run(&run.run_id).unwrap().approved_at, None);
+    assert_eq!(f.read_run(&run.run_id).unwrap().approval(), None);
     assert!(f.events(&alice, AuditAction::Approve).is_empty());
 }
 
@@ -109,11 +112,11 @@ fn a_denial_settles_the_parked_run_failed() {
     else {
         panic!("not denied");
     };
-    assert_eq!(denied.status, RunStatus::Failed);
+    assert_eq!(denied.status(), RunStatus::Failed);
     let stored = f.read_run(&run.run_id).unwrap();
-    assert_eq!(stored.status, RunStatus::Failed);
+    assert_eq!(stored.status(), RunStatus::Failed);
     assert_eq!(stored.reason.as_deref(), Some("denied"));
-    assert_eq!(stored.finished_at, Some(now));
+    assert_eq!(stored.finished_at(), Some(now));
     assert_eq!(f.events(&alice, AuditAction::Deny).len(), 1);
     let (kind, _) = refusal(decide(
         &f,
@@ -160,7 +163,7 @@ fn a_paused_tasks_parked_run_stays_parked_but_may_be_denied() {
         Decision::Deny(None),
     )
     .unwrap();
-    assert_eq!(f.read_run(&run.run_id).unwrap().status, RunStatus::Failed);
+    assert_eq!(f.read_run(&run.run_id).unwrap().status(), RunStatus::Failed);
 }
 
 #[test]
@@ -174,7 +177,7 @@ fn another_person_may_neither_approve_nor_deny() {
     }
     let stored = f.read_run(&run.run_id).unwrap();
     assert_eq!(
-        (stored.status, stored.approved_at),
+        (stored.status(), stored.approval()),
         (RunStatus::AwaitingConfirmation, None)
     );
 }

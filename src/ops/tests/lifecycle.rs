@@ -136,7 +136,7 @@ fn resuming_a_one_shot_whose_time_passed_records_it_missed_and_completes() {
     assert_eq!(resumed.task.state, TaskState::Completed);
     let runs = f.store.read(|tx| tx.task_runs(&task.task_id, 10)).unwrap();
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].status, RunStatus::Missed);
+    assert_eq!(runs[0].status(), RunStatus::Missed);
     assert_eq!(runs[0].scheduled_for, T0 + 3600);
     assert_eq!(f.read_task(&task.task_id).state, TaskState::Completed);
 }
@@ -204,5 +204,5 @@ fn resuming_a_one_shot_that_already_ran_completes_it_without_a_missed_run() {
     assert_eq!(resumed.task.state, TaskState::Completed);
     let runs = f.store.read(|tx| tx.task_runs(&c.task_id, 10)).unwrap();
     assert_eq!(runs.len(), 1, "one run per occurrence");
-    assert_eq!(runs[0].status, RunStatus::Failed);
+    assert_eq!(runs[0].status(), RunStatus::Failed);
 }

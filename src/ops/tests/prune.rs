@@ -54,7 +54,7 @@ fn unknown_running_and_parked_runs_stay_however_old() {
         assert!(
             f.read_run(&run.run_id).is_some(),
             "{} was pruned",
-            run.status
+            run.status()
         );
     }
 }
@@ -179,7 +179,7 @@ fn a_run_whose_notice_is_not_yet_delivered_stays() {
     let clock = crate::clock::Clock::start(Some(T0 + 7200), 0);
     crate::ops::approve::answer(&f.shared(), clock, &parked, decision).unwrap();
     let denied = f.read_run(&run.run_id).unwrap();
-    assert_eq!(denied.status, RunStatus::Failed);
+    assert_eq!(denied.status(), RunStatus::Failed);
     assert_eq!(
         denied.delivery_status,
         Some(crate::model::DeliveryState::Pending)

@@ -18,11 +18,11 @@ fn only_runs_past_their_lease_are_frozen_unknown() {
     let c = f.task(&alice, &daily("09:00"));
     let task = f.read_task(&c.task_id);
     let lost = f.unknown_run(&task, NINE);
-    assert_eq!(lost.status, RunStatus::Unknown);
+    assert_eq!(lost.status(), RunStatus::Unknown);
     let alive = f.running_run(&task, NINE + 86400, NINE + 86400 + 600, None);
     freeze_expired(f.store.as_mut(), NINE + 86400 + 60, "acme").unwrap();
     assert_eq!(
-        f.read_run(&alive.run_id).unwrap().status,
+        f.read_run(&alive.run_id).unwrap().status(),
         RunStatus::Running
     );
     assert_eq!(f.events(&alice, AuditAction::LeaseExpired).len(), 1);
@@ -47,9 +47,9 @@ fn confirmed_succeeded_settles_the_run_succeeded_as_the_last_success() {
         at,
     )
     .unwrap();
-    assert_eq!(settled.status, RunStatus::Succeeded);
+    assert_eq!(settled.status(), RunStatus::Succeeded);
     let stored = f.read_run(&run.run_id).unwrap();
-    assert_eq!(stored.status, RunStatus::Succeeded);
+    assert_eq!(stored.status(), RunStatus::Succeeded);
     let reason = stored.reason.unwrap_or_default();
     assert!(
         reason.contains("reconciled (confirmed_succeeded): the mail went out"),
@@ -90,7 +90,7 @@ fn confirmed_failed_and_abandoned_settle_the_run_failed() {
             now,
         )
         .unwrap();
-        assert_eq!(f.read_run(&run.run_id).unwrap().status, RunStatus::Failed);
+        assert_eq!(f.read_run(&run.run_id).unwrap().status(), RunStatus::Failed);
     }
     let memory = f.store.read(|tx| tx.task_memory(&c.task_id)).unwrap();
     assert_eq!(memory.and_then(|m| m.last_success_at), None);
@@ -117,7 +117,7 @@ fn a_run_that_is_not_unknown_is_not_reconciled() {
     ));
     assert_eq!(kind, ErrorKind::Conflict);
     assert!(e.message.contains("not unknown"), "{}", e.message);
-    assert_eq!(f.read_run(&run.run_id).unwrap().status, RunStatus::Failed);
+    assert_eq!(f.read_run(&run.run_id).unwrap().status(), RunStatus::Failed);
     assert!(f.events(&alice, AuditAction::Reconcile).is_empty());
 }
 
@@ -140,5 +140,8 @@ fn another_person_cannot_reconcile_the_run() {
         NINE + 3600,
     ));
     assert_eq!(kind, ErrorKind::Denied);
-    assert_eq!(f.read_run(&run.run_id).unwrap().status, RunStatus::Unknown);
+    assert_eq!(
+        f.read_run(&run.run_id).unwrap().status(),
+        RunStatus::Unknown
+    );
 }

@@ -3,6 +3,8 @@
 
 mod leases;
 mod sql;
+#[cfg(test)]
+mod tests;
 
 use anyhow::Result;
 use serde::Deserialize;
@@ -71,7 +73,9 @@ pub trait RunTx {
     /// Unknown runs counted by tenant and first owner key, the largest first
     /// (every tenant's when `tenant` is None), at most `limit` places.
     fn unknown_places(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<UnknownPlace>>;
-    fn insert_run(&mut self, run: &Run) -> Result<()>;
+    /// Records a new run; `runner` is the process running it, for a run
+    /// claimed to run (`process::runner_identity`), never read back.
+    fn insert_run(&mut self, run: &Run, runner: Option<&str>) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
     /// Runs matching the filter, newest first, handed to `each` as the
     /// query yields them (nothing else is held: `runs --json` streams).
@@ -98,8 +102,9 @@ pub trait RunTx {
     fn task_runs(&mut self, task_id: &str, limit: u64) -> Result<Vec<Run>>;
     /// A run of the task that blocks its next occurrence, if any.
     fn blocking_run(&mut self, task_id: &str) -> Result<Option<Run>>;
-    /// running past its lease → unknown; returns the runs it changed.
-    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
+    /// running past its lease → unknown; returns the runs it changed, each
+    /// with the end of the lease that lapsed (an unknown run has no lease).
+    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<(Run, i64)>>;
     /// The runs `expire_leases` would change, read only (`tick --dry-run`).
     fn expired_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>>;
     /// Extends a lease to `until`; false when the token no longer holds or

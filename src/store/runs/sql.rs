@@ -87,7 +87,8 @@ impl<C: Connection> RunTx for C {
         }
     }
 
-    fn insert_run(&mut self, r: &Run) -> Result<()> {
+    fn insert_run(&mut self, r: &Run, runner: Option<&str>) -> Result<()> {
+        let state = r.state.columns();
         self.execute(
             INSERT_RUN,
             args![
@@ -98,23 +99,23 @@ impl<C: Connection> RunTx for C {
                 &r.scheduled_local,
                 r.attempt,
                 r.due_at,
-                r.status.as_str(),
+                state.status.as_str(),
                 &r.payload_hash,
                 r.created_at,
-                &r.started_at,
-                &r.finished_at,
-                &r.lease_token,
-                &r.lease_until,
+                &state.started_at,
+                &state.finished_at,
+                &state.lease_token,
+                &state.lease_until,
                 &r.summary,
                 &r.reason,
                 r.skipped_occurrences,
-                &r.blocked_by,
-                &r.wait_kind,
-                &r.wait_id,
-                &r.wait_deadline,
-                &r.queued_seconds,
+                &state.blocked_by,
+                &state.wait_kind,
+                &state.wait_id,
+                &state.wait_deadline,
+                &state.queued_seconds,
                 r.trigger.as_str(),
-                &r.runner,
+                runner,
                 i64::from(r.catch_up),
             ],
         )
@@ -263,20 +264,21 @@ impl<C: Connection> RunTx for C {
         first_run(&rows)
     }
 
-    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<Run>> {
-        let ids = self
+    fn expire_leases(&mut self, now: i64, tenant: Option<&str>) -> Result<Vec<(Run, i64)>> {
+        let expired = self
             .query(
                 "UPDATE runs
                  SET status = 'unknown', reason = 'execution lease expired', finished_at = $1
                  WHERE status = 'running' AND lease_until < $1
                    AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                 RETURNING run_id",
+                 RETURNING run_id, lease_until",
                 args![now, tenant],
             )
             .context("expiring leases")?;
-        let mut runs = Vec::with_capacity(ids.len());
-        for id in &ids {
-            runs.extend(self.run(&id.get::<String>(0)?)?);
+        let mut runs = Vec::with_capacity(expired.len());
+        for row in &expired {
+            let until: i64 = row.get(1)?;
+            runs.extend(self.run(&row.get::<String>(0)?)?.map(|run| (run, until)));
         }
         Ok(runs)
     }

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::limits::budget::{self, BudgetState};
 use crate::limits::RUNS_KEY;
-use crate::model::{Run, RunStatus, Task, TaskState};
+use crate::model::{Run, RunEnd, RunState, RunStatus, Task, TaskState};
 use crate::store::Tx;
 
 use super::Plan;
@@ -20,7 +20,7 @@ pub fn apply(plan: &mut Plan, task: &Task, budgets: Vec<BudgetState>, now: i64) 
     let Some(run) = plan
         .runs
         .iter_mut()
-        .find(|r| r.status == RunStatus::Running)
+        .find(|r| r.status() == RunStatus::Running)
     else {
         return;
     };
@@ -48,14 +48,8 @@ pub fn apply(plan: &mut Plan, task: &Task, budgets: Vec<BudgetState>, now: i64) 
 
 /// A run the claim decided to start, recorded instead as not executed.
 fn hold_back(run: &mut Run, reason: &str, now: i64) {
-    run.status = RunStatus::SkippedBudget;
+    run.state = RunState::not_run(RunEnd::SkippedBudget, now);
     run.reason = Some(reason.to_string());
-    run.finished_at = Some(now);
-    run.lease_token = None;
-    run.lease_until = None;
-    run.runner = None;
-    run.started_at = None;
-    run.queued_seconds = None;
 }
 
 /// Whether the notice of a run skipped for its budget was made already
@@ -65,7 +59,7 @@ pub fn tell_in(tx: &mut dyn Tx, plan: &mut Plan, task_id: &str, now: i64) -> Res
     if !plan
         .runs
         .iter()
-        .any(|r| r.status == RunStatus::SkippedBudget)
+        .any(|r| r.status() == RunStatus::SkippedBudget)
     {
         return Ok(false);
     }

@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
-use crate::model::{Run, RunStatus};
+use crate::model::{Lease, Run, Start};
 use crate::store::Tx;
 
 use super::{ClaimSettings, Claimed};
@@ -34,8 +34,8 @@ pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value>
     Ok(json!({
         "run_id": last.as_ref().map(|r| r.run_id.clone()),
         "scheduled_for": time(last.as_ref().map(|r| r.scheduled_for)),
-        "status": last.as_ref().map(|r| r.status.as_str()),
-        "finished_at": time(last.as_ref().and_then(|r| r.finished_at)),
+        "status": last.as_ref().map(|r| r.status().as_str()),
+        "finished_at": time(last.as_ref().and_then(|r| r.finished_at())),
         "summary": last.as_ref().and_then(|r| r.summary.clone()),
         "last_success_at": time(memory.last_success_at),
     }))
@@ -44,7 +44,9 @@ pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value>
 /// What the executor of an approved parked run is told on stdin
 /// (docs/CONTRACT.md §6, executor protocol).
 pub fn approved_continuation(run: &Run) -> serde_json::Value {
-    json!({"kind": run.wait_kind, "wait_id": run.wait_id, "decision": "approved"})
+    let wait = run.wait();
+    json!({"kind": wait.map(|w| w.kind.as_str()), "wait_id": wait.map(|w| &w.id),
+           "decision": "approved"})
 }
 
 /// Claims a continuation an owner approved (docs/CONTRACT.md §6, Continuations;
@@ -59,10 +61,19 @@ pub fn continue_approved(
     let Some(Ok(task)) = tx.task(&run.task_id)? else {
         return Ok(None);
     };
-    let wait_id = run.wait_id.clone().unwrap_or_default();
-    let token = uuid::Uuid::new_v4().to_string();
-    let lease_until = s.now + s.lease_seconds;
-    match tx.reclaim_parked(&run.run_id, &wait_id, &token, lease_until, s.now) {
+    let wait_id = run.wait().map(|w| w.id.clone()).unwrap_or_default();
+    let lease = Lease {
+        token: uuid::Uuid::new_v4().to_string(),
+        until: s.now + s.lease_seconds,
+    };
+    let start = Start {
+        at: s.now,
+        queued_seconds: run.queued_seconds(),
+    };
+    let Some(running) = run.state.continued(start, lease.clone()) else {
+        return Ok(None);
+    };
+    match tx.reclaim_parked(&run.run_id, &wait_id, &lease.token, lease.until, s.now) {
         Ok(()) => {}
         Err(e) if crate::error::classify(&e).0 == crate::error::ErrorKind::Conflict => {
             return Ok(None)
@@ -77,16 +88,13 @@ pub fn continue_approved(
         &run,
         "agentcron:tick",
         s.now,
-        json!({"wait_id": wait_id, "approved_by": run.approved_by,
-               "approved_at": run.approved_at}),
+        json!({"wait_id": wait_id, "approved_by": run.approval().map(|a| &a.by),
+               "approved_at": run.approval().map(|a| a.at)}),
     ))?;
     let continuation = approved_continuation(&run);
-    run.status = RunStatus::Running;
-    run.lease_token = Some(token);
-    run.lease_until = Some(lease_until);
-    run.started_at = Some(s.now);
-    // approved_at/by stay on this copy (the stored row dropped them) so the
+    // The approval stays on this copy (the stored row dropped it) so the
     // tick can say who approved what it runs.
+    run.state = running;
     let previous = previous_run(tx, &task.task_id)?;
     // A continuation is not a new start: it counts in no budget.
     let budgets = budget::read(tx, &task, s.now)?;

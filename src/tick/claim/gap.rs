@@ -74,7 +74,7 @@ fn others_missing(tx: &mut dyn Tx, task: &Task, s: ClaimSettings) -> Result<Vec<
             continue;
         }
         let missed: i64 = (decided.runs.iter())
-            .filter(|r| r.status == RunStatus::Missed)
+            .filter(|r| r.status() == RunStatus::Missed)
             .map(|r| r.skipped_occurrences.max(1))
             .sum();
         if missed > 0 {

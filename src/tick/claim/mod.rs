@@ -22,7 +22,7 @@ use serde_json::json;
 use super::budget;
 use super::notice_policy::InGap;
 use crate::limits::budget::BudgetState;
-use crate::model::{NotifyMode, Run, RunStatus, RunTrigger, Task, TaskState};
+use crate::model::{NotifyMode, Run, RunEnd, RunState, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
 use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
@@ -64,7 +64,7 @@ pub struct TriggerSlot {
 
 impl Plan {
     pub fn running(&self) -> Option<&Run> {
-        self.runs.iter().find(|r| r.status == RunStatus::Running)
+        self.runs.iter().find(|r| r.status() == RunStatus::Running)
     }
 }
 
@@ -172,7 +172,7 @@ fn retry(
             failed.scheduled_for,
             retry_at,
             attempt,
-            RunStatus::Missed,
+            RunState::not_run(RunEnd::Missed, now),
             now,
             |r| {
                 r.reason = Some(format!(
@@ -181,7 +181,6 @@ fn retry(
                     human_duration(task.payload.grace_seconds)
                 ));
                 r.skipped_occurrences = 1;
-                r.finished_at = Some(now);
             },
         )
     } else {
@@ -205,7 +204,7 @@ fn triggered(
             slot.scheduled_for,
             at,
             1,
-            RunStatus::Missed,
+            RunState::not_run(RunEnd::Missed, s.now),
             s.now,
             |r| {
                 r.reason = Some(format!(
@@ -213,7 +212,6 @@ fn triggered(
                     task.payload.grace_seconds
                 ));
                 r.skipped_occurrences = 1;
-                r.finished_at = Some(s.now);
             },
         )
     } else {
@@ -250,10 +248,10 @@ pub enum Claimed {
 
 /// The claim event's detail; `catch_up` only when the run catches up.
 fn claim_detail(run: &Run) -> serde_json::Value {
-    let mut detail = json!({"decision": run.status.as_str(), "attempt": run.attempt,
+    let mut detail = json!({"decision": run.status().as_str(), "attempt": run.attempt,
            "scheduled_for": run.scheduled_for, "reason": run.reason,
            "skipped_occurrences": run.skipped_occurrences,
-           "queued_seconds": run.queued_seconds,
+           "queued_seconds": run.queued_seconds(),
            "trigger": run.trigger.as_str()});
     if run.catch_up {
         detail["catch_up"] = json!(true);
@@ -339,11 +337,11 @@ fn never_ran_notice(
     s: ClaimSettings,
 ) -> Result<()> {
     let never_ran = matches!(
-        run.status,
+        run.status(),
         RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
     );
     if never_ran {
-        let in_gap = match run.status {
+        let in_gap = match run.status() {
             RunStatus::Missed
                 if !caught_up && task.payload.notice.mode() == NotifyMode::Attention =>
             {
@@ -416,7 +414,8 @@ pub fn claim_due(
             let budget_told = budgets::tell_in(tx, &mut plan, &task.task_id, s.now)?;
             let caught_up = plan.runs.iter().any(|r| r.catch_up);
             for run in &plan.runs {
-                tx.insert_run(run)?;
+                let runner = run.lease().and(s.runner);
+                tx.insert_run(run, runner)?;
                 tx.append_event(&Event::of_run(
                     AuditAction::Claim,
                     run,

@@ -10,7 +10,7 @@
 //! so a catch-up is never a burst.
 
 use crate::limits::CatchUp;
-use crate::model::{Run, RunStatus, Task};
+use crate::model::{Lease, Run, RunEnd, RunState, Start, Task};
 use crate::store::QueueMark;
 use crate::text::human_duration;
 
@@ -29,11 +29,18 @@ pub(super) fn decide_occurrences(
     let now = s.now;
     let grace = task.payload.grace_seconds;
     let coalesced = |skipped: i64, reason: String| {
-        Run::new(task, first, first, 1, RunStatus::Missed, now, |r| {
-            r.skipped_occurrences = skipped;
-            r.reason = Some(reason);
-            r.finished_at = Some(now);
-        })
+        Run::new(
+            task,
+            first,
+            first,
+            1,
+            RunState::not_run(RunEnd::Missed, now),
+            now,
+            |r| {
+                r.skipped_occurrences = skipped;
+                r.reason = Some(reason);
+            },
+        )
     };
     let mut runs = Vec::new();
     match queued {
@@ -56,12 +63,11 @@ pub(super) fn decide_occurrences(
                     latest,
                     latest,
                     1,
-                    RunStatus::Missed,
+                    RunState::not_run(RunEnd::Missed, now),
                     now,
                     |r| {
                         r.skipped_occurrences = 1;
                         r.reason = Some(late(1, late_by, grace, 0));
-                        r.finished_at = Some(now);
                     },
                 ));
             } else {
@@ -165,32 +171,40 @@ pub(super) fn decided(
             scheduled_for,
             due_at,
             attempt,
-            RunStatus::SkippedOverlap,
+            RunState::not_run(
+                RunEnd::SkippedOverlap {
+                    blocked_by: blocker.run_id.clone(),
+                },
+                s.now,
+            ),
             s.now,
             |r| {
-                r.blocked_by = Some(blocker.run_id.clone());
                 r.reason = Some(format!(
                     "run {} is still {}",
-                    blocker.run_id, blocker.status
+                    blocker.run_id,
+                    blocker.status()
                 ));
-                r.finished_at = Some(s.now);
             },
         ),
+        // Claimed only when a slot is free: its executor starts now.
         None => Run::new(
             task,
             scheduled_for,
             due_at,
             attempt,
-            RunStatus::Running,
-            s.now,
-            |r| {
-                r.lease_token = Some(uuid::Uuid::new_v4().to_string());
-                r.lease_until = Some(s.now + s.lease_seconds);
-                r.runner = s.runner.map(str::to_string);
-                // Claimed only when a slot is free: its executor starts now.
-                r.started_at = Some(s.now);
-                r.queued_seconds = Some((s.now - due_at).max(0));
+            RunState::Running {
+                start: Start {
+                    at: s.now,
+                    queued_seconds: Some((s.now - due_at).max(0)),
+                },
+                lease: Lease {
+                    token: uuid::Uuid::new_v4().to_string(),
+                    until: s.now + s.lease_seconds,
+                },
+                continues: None,
             },
+            s.now,
+            |_| {},
         ),
     }
 }

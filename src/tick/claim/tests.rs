@@ -5,8 +5,21 @@
 
 use super::*;
 use crate::limits::CatchUp;
+use crate::model::{RunEnd, RunState};
 use crate::payload::Payload;
 use crate::schedule::Schedule;
+
+/// A run that ended `end` at `at`, after running.
+fn ended(end: RunEnd, at: i64) -> RunState {
+    RunState::Ended {
+        end,
+        start: Some(crate::model::Start {
+            at,
+            queued_seconds: Some(0),
+        }),
+        finished_at: at,
+    }
+}
 
 const DAY: i64 = 86_400;
 /// 09:00 UTC on a day, the daily task's occurrence.
@@ -46,7 +59,14 @@ fn at(now: i64) -> ClaimSettings {
 fn shape(plan: &Plan) -> Vec<(RunStatus, i64, i64, bool)> {
     plan.runs
         .iter()
-        .map(|r| (r.status, r.scheduled_for, r.skipped_occurrences, r.catch_up))
+        .map(|r| {
+            (
+                r.status(),
+                r.scheduled_for,
+                r.skipped_occurrences,
+                r.catch_up,
+            )
+        })
         .collect()
 }
 
@@ -94,8 +114,8 @@ fn one_late_occurrence_catches_up_alone() {
     let plan = plan_at(&task, D0 + 3600);
     assert_eq!(shape(&plan), [(RunStatus::Running, D0, 0, true)]);
     let run = &plan.runs[0];
-    assert_eq!(run.queued_seconds, Some(3600));
-    assert!(run.lease_token.is_some());
+    assert_eq!(run.queued_seconds(), Some(3600));
+    assert!(run.lease().is_some());
 }
 
 #[test]
@@ -117,7 +137,15 @@ fn within_grace_a_run_is_on_time_not_a_catch_up() {
 #[test]
 fn a_blocked_task_does_not_catch_up() {
     let task = daily(CatchUp::Latest, D0);
-    let blocker = Run::new(&task, D0 - DAY, D0 - DAY, 1, RunStatus::Unknown, D0, |_| {});
+    let blocker = Run::new(
+        &task,
+        D0 - DAY,
+        D0 - DAY,
+        1,
+        ended(RunEnd::Unknown { continued: None }, D0),
+        D0,
+        |_| {},
+    );
     let plan = plan(&task, Some(&blocker), None, None, None, at(D0 + DAY + 3600));
     assert_eq!(shape(&plan), [(RunStatus::Missed, D0, 2, false)]);
 }
@@ -152,7 +180,7 @@ fn a_queued_occurrence_overtaken_past_grace_catches_up_the_newest() {
 #[test]
 fn a_late_retry_is_missed_whatever_the_catch_up() {
     let task = daily(CatchUp::Latest, D0 + DAY);
-    let failed = Run::new(&task, D0, D0, 1, RunStatus::Failed, D0, |_| {});
+    let failed = Run::new(&task, D0, D0, 1, ended(RunEnd::Failed, D0), D0, |_| {});
     let task = Task {
         next_retry_at: Some(D0 + 60),
         retry_run_id: Some(failed.run_id.clone()),

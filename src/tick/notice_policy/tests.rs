@@ -2,9 +2,48 @@
 //! them as the store carries it: the ten cases of docs/CONTRACT.md §16.
 
 use super::*;
-use crate::model::{Run, RunStatus, Task};
+use crate::model::{Parking, Run, RunEnd, RunState, RunStatus, Start, Task, Wait, WaitKind};
 use crate::payload::Payload;
 use crate::schedule::Schedule;
+
+/// A run settled as `status` at `at` (a skipped overlap names a blocker,
+/// a parked run a wait).
+fn ended(status: RunStatus, at: i64) -> RunState {
+    let kind = match status {
+        RunStatus::AwaitingConfirmation => Some(WaitKind::Confirmation),
+        RunStatus::AwaitingAuthorization => Some(WaitKind::Authorization),
+        _ => None,
+    };
+    let start = Start {
+        at,
+        queued_seconds: Some(0),
+    };
+    if let Some(kind) = kind {
+        let wait = Wait {
+            kind,
+            id: "w1".into(),
+            deadline: at + 3600,
+        };
+        return RunState::Awaiting {
+            start,
+            parking: Parking {
+                wait,
+                approval: None,
+            },
+        };
+    }
+    let end = match status {
+        RunStatus::SkippedOverlap => RunEnd::SkippedOverlap {
+            blocked_by: "r1".into(),
+        },
+        status => RunEnd::of(status).expect("a status that ends a run"),
+    };
+    RunState::Ended {
+        end,
+        start: Some(start),
+        finished_at: at,
+    }
+}
 
 const HOUR: i64 = 3600;
 
@@ -73,9 +112,8 @@ impl Player {
         says: Option<bool>,
         caught_up: bool,
     ) -> Decision {
-        let run = Run::new(&self.task, at, at, 1, status, at, |r| {
+        let run = Run::new(&self.task, at, at, 1, ended(status, at), at, |r| {
             r.summary = (!summary.is_empty()).then(|| summary.to_string());
-            r.finished_at = Some(at);
             r.reason = reason.map(str::to_string);
         });
         let decision = decide(
@@ -443,11 +481,7 @@ fn a_reconciled_success_is_the_last_success_and_ends_the_streak() {
     p.settle(60, RunStatus::Succeeded, "fine", None);
     p.settle(120, RunStatus::Failed, "timeout", None);
     p.settle(180, RunStatus::Unknown, "", None);
-    let decided = |status| {
-        Run::new(&p.task, 180, 180, 1, status, 180, |r| {
-            r.finished_at = Some(300);
-        })
-    };
+    let decided = |status| Run::new(&p.task, 180, 180, 1, ended(status, 300), 180, |_| {});
     let failed = reconciled(p.memory.clone(), &decided(RunStatus::Failed), 300);
     assert_eq!(failed.last_success_at, Some(60));
     assert!(failed.last_failure_reason.is_some());
