@@ -257,6 +257,37 @@ fn readable(listener: &UnixListener, timeout_ms: libc::c_int) -> bool {
 /// whose server is not an ancestor of this process is not this run's tick,
 /// and is not asked.
 pub fn ask(address: &str, run: &str, token: &str, usage: &[String]) -> io::Result<(bool, String)> {
+    retrying(ATTEMPTS, || ask_once(address, run, token, usage))
+}
+
+/// How many times `ask` asks when the endpoint hangs up without an answer.
+/// On a loaded host a client descheduled between connecting and writing
+/// can miss its request's deadline; read as "no answer", that would end a
+/// run whose lease holds. Asking again is safe: a request is a question,
+/// and the usage it reports is a total so far.
+const ATTEMPTS: usize = 3;
+
+/// `once` until it answers or fails otherwise than by a hang-up, at most
+/// `attempts` times.
+fn retrying<T>(attempts: usize, mut once: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut tried = 1;
+    loop {
+        match once() {
+            Err(e) if hung_up(&e) && tried < attempts => tried += 1,
+            other => return other,
+        }
+    }
+}
+
+/// The endpoint closed the connection before answering.
+fn hung_up(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
+}
+
+fn ask_once(address: &str, run: &str, token: &str, usage: &[String]) -> io::Result<(bool, String)> {
     let name = address
         .strip_prefix('@')
         .ok_or_else(|| io::Error::other("the endpoint is not an abstract socket name"))?;
@@ -281,6 +312,10 @@ pub fn ask(address: &str, run: &str, token: &str, usage: &[String]) -> io::Resul
     match line.trim_end().split_once(' ') {
         Some(("0", id)) => Ok((true, id.to_string())),
         Some(("5", id)) => Ok((false, id.to_string())),
+        _ if line.is_empty() => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the endpoint hung up without an answer",
+        )),
         _ => Err(io::Error::other("the endpoint gave no answer")),
     }
 }
@@ -295,6 +330,38 @@ fn is_ancestor(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hang_up_is_asked_again_and_other_failures_are_not() {
+        let mut calls = 0;
+        let answer = retrying(ATTEMPTS, || {
+            calls += 1;
+            match calls {
+                1 => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+                2 => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
+                _ => Ok("0 run"),
+            }
+        });
+        assert_eq!((answer.unwrap(), calls), ("0 run", 3));
+        let mut calls = 0;
+        let refused = retrying(ATTEMPTS, || -> io::Result<()> {
+            calls += 1;
+            Err(io::Error::from(io::ErrorKind::ConnectionRefused))
+        });
+        assert_eq!(
+            (refused.unwrap_err().kind(), calls),
+            (io::ErrorKind::ConnectionRefused, 1)
+        );
+        let mut calls = 0;
+        let silent = retrying(ATTEMPTS, || -> io::Result<()> {
+            calls += 1;
+            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
+        });
+        assert_eq!(
+            (silent.unwrap_err().kind(), calls),
+            (io::ErrorKind::UnexpectedEof, ATTEMPTS)
+        );
+    }
 
     #[test]
     fn a_peer_is_answered_only_below_the_root() {

@@ -26,6 +26,8 @@ pub mod invariants;
 pub mod maintenance;
 pub mod memory;
 pub mod meta;
+#[cfg(test)]
+mod migration_pins;
 pub mod overdue;
 pub mod owners;
 pub mod postgres;

@@ -168,7 +168,7 @@ fn crontab_and_systemd_carry_pass_env_and_run_as() {
     let line = env.run(&args).json()["line"].as_str().unwrap().to_string();
     assert!(
         line.ends_with(
-            " tick --executor /bin/true --pass-env API_KEY --pass-env MODEL --run-as agent"
+            " tick --jobs 8 --host-jobs 8 --executor /bin/true --pass-env API_KEY --pass-env MODEL --run-as agent"
         ),
         "{line}"
     );
@@ -180,7 +180,7 @@ fn crontab_and_systemd_carry_pass_env_and_run_as() {
         .to_string();
     assert!(
         unit.contains(
-            " tick --executor /bin/true --pass-env API_KEY --pass-env MODEL --run-as agent\n"
+            " tick --jobs 8 --host-jobs 8 --executor /bin/true --pass-env API_KEY --pass-env MODEL --run-as agent\n"
         ),
         "{unit}"
     );
