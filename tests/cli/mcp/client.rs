@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use super::{last_code, notifier, server_env};
+use super::{last_code, notifier, server_env, DRAFT_TOOLS, READ_TOOLS};
 
 /// The interpreter with the `mcp` package: $AGENTCRON_MCP_PYTHON, else the
 /// one scripts/ensure-mcp-client installs. None (after a note) when there
@@ -123,19 +123,9 @@ fn an_agent_is_offered_exactly_the_allowed_tools() {
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect()
     };
-    let reads = [
-        "draft_status",
-        "list",
-        "show",
-        "runs",
-        "next",
-        "upcoming",
-        "explain",
-        "status",
-    ];
-    let mut expected: Vec<String> = ["draft", "draft_replace"]
+    let mut expected: Vec<String> = DRAFT_TOOLS
         .iter()
-        .chain(reads.iter())
+        .chain(READ_TOOLS.iter())
         .map(|s| s.to_string())
         .collect();
     assert_eq!(names(&plain), expected);
@@ -144,7 +134,7 @@ fn an_agent_is_offered_exactly_the_allowed_tools() {
     for tool in allowed["results"][0]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         let read_only = tool["annotations"]["readOnlyHint"] == json!(true);
-        assert_eq!(read_only, reads.contains(&name), "{tool}");
+        assert_eq!(read_only, READ_TOOLS.contains(&name), "{tool}");
         if name == "pause" {
             assert_eq!(tool["inputSchema"]["required"], json!(["reason", "task"]));
         }
