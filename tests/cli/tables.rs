@@ -31,20 +31,9 @@ _, status = os.waitpid(pid, 0)
 sys.stdout.buffer.write(out)
 sys.exit(os.waitstatus_to_exitcode(status))
 "#;
-    let probe = rig.env.command(args);
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg("-c")
-        .arg(SCRIPT)
-        .arg(columns.to_string())
-        .arg(probe.get_program())
-        .args(probe.get_args())
-        .env_clear();
-    for (key, value) in probe.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    let out = cmd
+    let out = rig
+        .env
+        .command_through("python3", &["-c", SCRIPT, &columns.to_string()], args)
         .stdin(Stdio::null())
         .output()
         .expect("python3 runs the pseudo-terminal");

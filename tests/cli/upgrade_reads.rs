@@ -6,7 +6,7 @@
 //! prints a verification line that works, and `migrate --dry-run` reads a
 //! store on read-only media.
 use crate::reliability::store_files::run_on_read_only;
-use crate::support::{assert_contains, skipped, TestEnv};
+use crate::support::{assert_contains, skipped, TestEnv, AS_NOBODY};
 use crate::upgrade::{latest, previous_release, snapshot};
 
 /// The one line an older store is refused with by a command that cannot
@@ -164,13 +164,8 @@ fn as_owner_of_a_read_only_file(env: &TestEnv, args: &[&str]) -> serde_json::Val
     std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o444)).unwrap();
     // Nor may it add a -wal or -shm beside it.
     std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let template = env.command(args);
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(template.get_program())
-        .args(template.get_args())
-        .env_clear()
-        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    let out = env
+        .command_through("setpriv", &AS_NOBODY, args)
         .env("HOME", state)
         .current_dir("/")
         .output()

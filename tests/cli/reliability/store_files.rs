@@ -4,7 +4,7 @@
 //! when several commands start at once, a read-only store can still be
 //! read, paths through symlinks work and a symlinked final component is
 //! refused, and opening failures are one error line.
-use crate::support::{assert_contains, on_postgres, Outcome, Rig, Task, TestEnv, BIN};
+use crate::support::{assert_contains, on_postgres, Outcome, Rig, Task, TestEnv};
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -188,12 +188,8 @@ pub(crate) fn run_on_read_only(env: &TestEnv, folder: &Path, args: &[&str]) -> O
     let script = format!(
         "mount --bind '{folder}' '{folder}' && mount -o remount,ro,bind '{folder}' || exit 97; exec \"$0\" \"$@\""
     );
-    let template = env.command(args);
-    let out = std::process::Command::new("unshare")
-        .args(["-m", "sh", "-c", &script, BIN])
-        .args(args)
-        .env_clear()
-        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    let out = env
+        .command_through("unshare", &["-m", "sh", "-c", &script], args)
         .stdin(std::process::Stdio::null())
         .output()
         .ok()?;

@@ -23,6 +23,10 @@ pub const HOUR: i64 = 3600;
 /// 2026-12-02T08:00:00Z, a Wednesday.
 pub const T0: i64 = 1_796_198_400;
 
+/// setpriv's flags that run a command as `nobody` (uid and gid 65534), with
+/// no other groups: a user other than the store's owner.
+pub const AS_NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
     /// The SQLite file (also when the suite runs against PostgreSQL: tests
@@ -221,6 +225,20 @@ impl TestEnv {
                 cmd.env("AGENTCRON_PASS_ENV", pass.join(","));
             }
         }
+        cmd
+    }
+
+    /// `agentcron args` in this test's environment alone, run through
+    /// another program (setpriv, unshare, a pseudo-terminal): `wrapper`
+    /// and `wrapper_args`, then the binary and `args`.
+    pub fn command_through(&self, wrapper: &str, wrapper_args: &[&str], args: &[&str]) -> Command {
+        let template = self.command(args);
+        let mut cmd = Command::new(wrapper);
+        cmd.args(wrapper_args)
+            .arg(BIN)
+            .args(args)
+            .env_clear()
+            .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))));
         cmd
     }
 
