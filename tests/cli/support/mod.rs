@@ -6,7 +6,7 @@ pub mod rig;
 pub mod tasks;
 
 pub use procs::{alive, finished, gone, kill, spawn_tick, wait_for, wait_for_within};
-pub use rig::{fixture, journal, parked_run, run_status, unknown_run, Rig};
+pub use rig::{fixture, journal, orphaned_lease, parked_run, run_status, unknown_run, Rig};
 pub use tasks::{daily, replace_draft, rfc3339, standup_following_shanghai, Task, SHANGHAI_0930};
 
 use std::cell::{Cell, RefCell};
