@@ -362,7 +362,7 @@ fn errors_in_json_mode_are_one_json_object_on_stderr() {
     let out = env.run(&["--json", "show", "nothing-here"]);
     assert_eq!(out.code, 3);
     assert!(out.stdout.is_empty());
-    let err: serde_json::Value = serde_json::from_str(out.stderr.trim()).unwrap();
+    let err = out.stderr_json();
     assert_eq!(err["error"]["kind"], "not_found");
     assert_eq!(err["error"]["exit_code"], 3);
 }

@@ -224,7 +224,7 @@ fn detailed_exitcode_makes_every_error_exit_1() {
         detailed.insert(0, "--json");
         let out = env.run(&detailed);
         assert_eq!(out.code, 1, "{case:?}: {}", out.stderr);
-        let error: Value = serde_json::from_str(out.stderr.trim()).unwrap();
+        let error = out.stderr_json();
         assert_eq!(error["error"]["exit_code"], 1, "{case:?}: {error}");
     }
     let out = env.run(&["plan", "--detailed-exitcode"]).fails(1);

@@ -143,6 +143,13 @@ impl Outcome {
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
     }
 
+    /// stderr as JSON: what a `--json` caller reads of a failure.
+    #[track_caller]
+    pub fn stderr_json(&self) -> Value {
+        serde_json::from_str(&self.stderr)
+            .unwrap_or_else(|e| panic!("stderr is not JSON ({e}): {}", self.stderr))
+    }
+
     #[track_caller]
     pub fn json_lines(&self) -> Vec<Value> {
         self.stdout
