@@ -410,13 +410,12 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     assert_eq!(by_name("fine")["blocked_by"], serde_json::Value::Null);
 
     let out = rig.env.run(&["show", "stuck"]).ok();
-    assert!(
-        out.stdout.contains(&format!(
+    assert_contains(
+        &out.stdout,
+        &format!(
             "\nblocked       blocked by run {} (unknown): settle it with `agentcron reconcile`\n",
             &unknown[..8]
-        )),
-        "{}",
-        out.stdout
+        ),
     );
     assert_eq!(
         rig.env.json(&["show", "parked"])["blocked_by"]["run_id"],
@@ -451,12 +450,9 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         &out.stdout,
         "never starts a tick while the last one still runs",
     );
-    assert!(
-        out.stdout.contains(
-            "# enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer"
-        ),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "# enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer",
     );
     if owner == "root" {
         // root may open any store: check another account.

@@ -451,13 +451,9 @@ fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds
     Task::new().daily("09:00").confirm(&rig.env);
     rig.tick(&[]).ok();
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stdout.contains(&format!(
-            "schema     {}, the one this build writes",
-            latest()
-        )),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &format!("schema     {}, the one this build writes", latest()),
     );
     let json = env.json(&["status"]);
     assert_eq!(json["schema"], latest());

@@ -67,13 +67,12 @@ fn a_backup_of_an_older_store_keeps_its_schema_and_its_printed_check_passes() {
     let copy = env.path("kept for going back.db");
     let out = env.run(&["backup", copy.to_str().unwrap()]).ok();
     assert_eq!(snapshot(&env), before, "backup changed the older store");
-    assert!(
-        out.stdout.contains(&format!(
+    assert_contains(
+        &out.stdout,
+        &format!(
             "at schema {found} as the store is (older than this build's {})",
             latest()
-        )),
-        "{}",
-        out.stdout
+        ),
     );
     let copy_schema: i64 = rusqlite::Connection::open(&copy)
         .unwrap()

@@ -80,13 +80,9 @@ fn a_hostile_instruction_drafted_at_a_shell_is_shown_escaped_and_warned_of() {
     let id = draft["draft_id"].as_str().unwrap();
     let shown = env.run(&["show", id]).ok();
     assert_visible("show DRAFT", &shown.stdout);
-    assert!(
-        shown.stdout.contains(&format!(
-            "instruction   \"Summarise my inbox.{}",
-            ESCAPED[0]
-        )),
-        "{}",
-        shown.stdout
+    assert_contains(
+        &shown.stdout,
+        &format!("instruction   \"Summarise my inbox.{}", ESCAPED[0]),
     );
     assert_eq!(shown.stderr, "");
     // Once confirmed, `show` and `list` show the task as escaped.

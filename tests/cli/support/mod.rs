@@ -448,6 +448,16 @@ pub fn assert_contains(text: &str, needle: &str) {
     assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
 }
 
+/// Asserts that `text` begins with `prefix`, and shows `text` when it does
+/// not.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "does not begin with {prefix:?}:\n{text}"
+    );
+}
+
 /// `stderr` without the one-line warning `status` and `check` give once a
 /// tick ran its runs as the store's user (docs/CONTRACT.md §19): every
 /// test's store, whose runs run as the test's own user.

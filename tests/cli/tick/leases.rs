@@ -299,12 +299,9 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     // command reaches the run as printed (issue 36 item 4).
     assert_contains(&out.stdout, &format!("run {} of task long (", &run_id[..8]));
     let db = shell_words::quote(&env.db_arg()).into_owned();
-    assert!(
-        out.stdout.contains(&format!(
-            "`agentcron --db {db} --as unix:tester reconcile {run_id} --decision "
-        )),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &format!("`agentcron --db {db} --as unix:tester reconcile {run_id} --decision "),
     );
     let notices = rig.notices();
     assert_eq!(
