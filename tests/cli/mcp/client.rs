@@ -1,7 +1,7 @@
 //! `agentcron mcp` through the Python MCP SDK's stdio client, as an agent
 //! host would drive it; then the person at a shell, confirming (or not)
 //! what the agent drafted.
-use crate::support::{assert_contains, Task, TestEnv, BIN};
+use crate::support::{assert_contains, texts, Task, TestEnv, BIN};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -282,7 +282,7 @@ fn three_wrong_codes_void_an_agents_draft_and_the_trail_says_so() {
         let out = env
             .run(&["confirm", &id, "--hash", &hash, "--code", &wrong])
             .fails(4);
-        assert!(out.stderr.contains(left), "{}", out.stderr);
+        assert_contains(&out.stderr, left);
     }
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--code", &wrong])
@@ -292,19 +292,14 @@ fn three_wrong_codes_void_an_agents_draft_and_the_trail_says_so() {
     env.run(&["confirm", &id, "--hash", &hash, "--code", &code])
         .fails(3);
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 0);
-    let events: Vec<String> = env
-        .json(&["log"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap().to_string())
-        .collect();
+    let log = env.json(&["log"]);
+    let events = texts(&log, "action");
     assert_eq!(
-        events.iter().filter(|a| *a == "wrong_code").count(),
+        events.iter().filter(|a| **a == "wrong_code").count(),
         2,
         "{events:?}"
     );
-    assert_eq!(events.iter().filter(|a| *a == "void").count(), 1);
+    assert_eq!(events.iter().filter(|a| **a == "void").count(), 1);
     let status = one(&env, &["mcp"], "draft_status", json!({"draft_id": id})).unwrap();
     assert_eq!(status["structured"]["state"], "void", "{status}");
 }

@@ -19,14 +19,10 @@ fn a_tick_with_due_work_and_no_executor_claims_nothing() {
     Task::named("h").confirm(env);
     env.set_now(T0 + HOUR);
     let before = env.json(&["show", "h"]);
-    let out = env
-        .command(&["tick"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_contains(&stderr, "no executor");
+    let out = env.run_without("AGENTCRON_EXECUTOR", &["tick"]);
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 2, "{stderr}");
+    assert_contains(stderr, "no executor");
     assert_eq!(
         stderr.lines().count(),
         2,
@@ -39,12 +35,8 @@ fn a_tick_with_due_work_and_no_executor_claims_nothing() {
     // Nothing due: nothing to refuse.
     env.set_now(T0 + HOUR + 600);
     rig.tick(&[]).ok();
-    let out = env
-        .command(&["tick"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = env.run_without("AGENTCRON_EXECUTOR", &["tick"]);
+    assert_eq!(out.code, 0);
 }
 
 /// Item 8: a tick that started and recorded a run, and then found the
