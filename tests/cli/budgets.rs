@@ -48,14 +48,20 @@ fn new_york_budget(rig: &Rig) {
         .confirm(&rig.env);
 }
 
-#[test]
-fn a_spent_window_skips_runs_until_the_next_local_day_across_a_dst_change() {
-    let rig = Rig::new();
-    new_york_budget(&rig);
+/// Three hourly ticks after NY_SPRING: two runs spend 1.2 of the 1 a day,
+/// and the third finds the day's budget spent.
+fn ticks_into_a_spent_budget(rig: &Rig) {
     for hour in 1..=3 {
         rig.env.set_now(NY_SPRING + hour * HOUR);
         rig.tick(&[]).ok();
     }
+}
+
+#[test]
+fn a_spent_window_skips_runs_until_the_next_local_day_across_a_dst_change() {
+    let rig = Rig::new();
+    new_york_budget(&rig);
+    ticks_into_a_spent_budget(&rig);
     assert_eq!(statuses(&rig), ["succeeded", "succeeded", "skipped_budget"]);
     assert_eq!(rig.starts().len(), 2, "the skipped run never started");
     // Each run says what it spent; the skipped one spent nothing.
@@ -247,10 +253,7 @@ fn a_crash_counts_usage_once_or_not_at_all() {
 fn show_status_explain_and_metrics_tell_a_spent_budget() {
     let rig = Rig::new();
     new_york_budget(&rig);
-    for hour in 1..=3 {
-        rig.env.set_now(NY_SPRING + hour * HOUR);
-        rig.tick(&[]).ok();
-    }
+    ticks_into_a_spent_budget(&rig);
     let shown = rig.env.run(&["show", "t"]).ok().stdout;
     assert_contains(&shown, "spent         usd 1.2 of 1 this day (spent: runs are skipped); resets 2026-03-09 00:00 EDT (in 19 h)");
     let task = rig.env.json(&["show", "t"]);

@@ -119,12 +119,9 @@ fn a_dry_run_says_it_would_catch_up() {
     daily(&rig, &["--catch-up", "latest"]);
     after_three_days(&rig);
     let out = rig.tick(&["--dry-run"]).ok();
-    assert!(
-        out.stdout.contains(
-            "would run d for 2026-12-05 09:00 UTC (attempt 1, catching up a missed occurrence)"
-        ),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "would run d for 2026-12-05 09:00 UTC (attempt 1, catching up a missed occurrence)",
     );
     assert!(rig.runs("d").is_empty(), "a dry run records nothing");
 }

@@ -6,7 +6,7 @@
 //!
 //! A missing shell skips with a note, unless AGENTCRON_REQUIRE_SHELLS is set
 //! (CI installs them with scripts/ensure-shells).
-use crate::support::{assert_contains, on_postgres, Rig, Task, TestEnv, BIN, T0};
+use crate::support::{assert_contains, on_postgres, unknown_run, Rig, Task, TestEnv, BIN, T0};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -318,14 +318,7 @@ fn run_ids_complete_for_the_commands_that_take_them() {
         .unwrap()
         .to_string();
     // …and one whose outcome is unknown (its executor timed out).
-    Task::named("frozen").confirm(&rig.env);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
-    rig.env.advance(3600);
-    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
-    let run = &rig.runs("frozen")[0];
-    assert_eq!(run["status"], "unknown", "{run}");
-    let unknown = run["run_id"].as_str().unwrap().to_string();
+    let unknown = unknown_run(&rig, "frozen");
     let shells = Shells::new(&rig.env);
 
     // reconcile lists the unknown run only; approve and deny the parked one.

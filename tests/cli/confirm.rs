@@ -46,13 +46,12 @@ fn confirm_creates_an_active_task_at_revision_one_and_removes_the_draft() {
     // became of it: drafting again would make a second task.
     let again = env.run(&["confirm", &id, "--hash", &hash]).fails(3);
     let task_id = task["task_id"].as_str().unwrap();
-    assert!(
-        again.stderr.contains(&format!(
+    assert_contains(
+        &again.stderr,
+        &format!(
             "was confirmed at 2026-12-02 08:00 UTC as task hourly ({})",
             &task_id[..8]
-        )),
-        "{}",
-        again.stderr
+        ),
     );
     assert!(!again.stderr.contains("draft again"), "{}", again.stderr);
     assert_eq!(task_count(&env), 1);

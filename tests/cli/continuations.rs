@@ -37,15 +37,13 @@ fn approving_hands_the_run_to_the_next_tick_which_runs_it_once() {
         .run(&["approve", &run_id, "--wait-id", "wrong"])
         .fails(5);
     // The operator's shell has no executor: approving needs none.
-    let out = rig
-        .env
-        .command(&["approve", &run_id, "--wait-id", "w1"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert_contains(&stdout, "the next tick runs");
+    let out = rig.env.run_without(
+        "AGENTCRON_EXECUTOR",
+        &["approve", &run_id, "--wait-id", "w1"],
+    );
+    let stdout = &out.stdout;
+    assert_eq!(out.code, 0, "{stdout}");
+    assert_contains(stdout, "the next tick runs");
     assert_eq!(rig.starts().len(), 1, "approve itself ran nothing");
     let run = &rig.runs("a")[0];
     assert_eq!(run["status"], "awaiting_confirmation");
@@ -100,17 +98,9 @@ fn approve_here_runs_the_executor_in_this_shell_at_once() {
     let rig = Rig::new();
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
     let run_id = parked_daily_run(&rig);
-    let out = rig
-        .env
-        .command(&["approve", &run_id, "--wait-id", "w1", "--here"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "no executor here: a usage error"
-    );
+    let here = ["approve", &run_id, "--wait-id", "w1", "--here"];
+    let out = rig.env.run_without("AGENTCRON_EXECUTOR", &here);
+    assert_eq!(out.code, 2, "no executor here: a usage error");
     assert_eq!(rig.starts().len(), 1);
     let out = rig
         .env

@@ -1,7 +1,9 @@
 //! What an operator needs to mend a failing installation (issue 14): the
 //! executor's stderr kept on its run, crontab and systemd lines that carry
 //! the environment the executor needs.
-use crate::support::{assert_contains, fixture, write_script, Rig, Task, TestEnv, BIN};
+use crate::support::{
+    assert_contains, fixture, parked_run, unknown_run, write_script, Rig, Task, TestEnv, BIN,
+};
 
 const HOUR: i64 = 3600;
 
@@ -292,12 +294,7 @@ fn tick_json_events_name_their_task_and_a_dry_run_shows_no_run_ids() {
 #[test]
 fn deny_json_has_its_finished_at() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "awaiting");
-    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    Task::named("a").confirm(&rig.env);
-    rig.env.advance(HOUR);
-    rig.tick(&[]).ok();
-    let run = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
+    let run = parked_run(&rig, "a");
     rig.env.advance(60);
     let denied = rig.env.json(&["deny", &run, "--wait-id", "w1"]);
     assert_eq!(denied["status"], "failed");
@@ -369,24 +366,8 @@ fn messages_say_lateness_in_human_units_keep_seconds_and_say_when_there_is_nothi
 #[test]
 fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "awaiting");
-    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
-    Task::named("parked").confirm(&rig.env);
-    rig.env.advance(HOUR);
-    rig.tick(&[]).ok();
-    let parked = rig.runs("parked")[0]["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-
-    Task::named("stuck").confirm(&rig.env);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "3");
-    rig.env.advance(HOUR);
-    rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
-    rig.env.set_env("FIXTURE_MODE", "succeed");
-    let unknown = rig.runs("stuck")[0]["run_id"].as_str().unwrap().to_string();
-    assert_eq!(rig.runs("stuck")[0]["status"], "unknown");
+    let parked = parked_run(&rig, "parked");
+    let unknown = unknown_run(&rig, "stuck");
 
     Task::named("fine").confirm(&rig.env);
     let out = rig.env.run(&["list"]).ok();
@@ -429,13 +410,12 @@ fn a_task_blocked_by_an_unknown_or_parked_run_says_so_in_list_and_show() {
     assert_eq!(by_name("fine")["blocked_by"], serde_json::Value::Null);
 
     let out = rig.env.run(&["show", "stuck"]).ok();
-    assert!(
-        out.stdout.contains(&format!(
+    assert_contains(
+        &out.stdout,
+        &format!(
             "\nblocked       blocked by run {} (unknown): settle it with `agentcron reconcile`\n",
             &unknown[..8]
-        )),
-        "{}",
-        out.stdout
+        ),
     );
     assert_eq!(
         rig.env.json(&["show", "parked"])["blocked_by"]["run_id"],
@@ -470,12 +450,9 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         &out.stdout,
         "never starts a tick while the last one still runs",
     );
-    assert!(
-        out.stdout.contains(
-            "# enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer"
-        ),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "# enable with: systemctl daemon-reload && systemctl enable --now agentcron.timer",
     );
     if owner == "root" {
         // root may open any store: check another account.

@@ -1,5 +1,5 @@
 //! `draft`: what a person sees before confirming, and every bad input.
-use crate::support::{assert_contains, Task, TestEnv, T0};
+use crate::support::{assert_contains, fed, Task, TestEnv, T0};
 
 #[test]
 fn draft_shows_words_next_runs_hash_expiry_and_confirm_line() {
@@ -83,19 +83,12 @@ fn payload_hash_is_sha256_of_the_printed_payload_which_is_canonical() {
     ]);
     let payload = d["payload"].as_str().unwrap();
     // Independent recomputation: the system's sha256sum over the exact bytes.
-    let mut child = std::process::Command::new("sha256sum")
+    let child = std::process::Command::new("sha256sum")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("sha256sum");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(child, payload.as_bytes());
     let sum = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         sum.split_whitespace().next().unwrap(),
@@ -362,7 +355,7 @@ fn errors_in_json_mode_are_one_json_object_on_stderr() {
     let out = env.run(&["--json", "show", "nothing-here"]);
     assert_eq!(out.code, 3);
     assert!(out.stdout.is_empty());
-    let err: serde_json::Value = serde_json::from_str(out.stderr.trim()).unwrap();
+    let err = out.stderr_json();
     assert_eq!(err["error"]["kind"], "not_found");
     assert_eq!(err["error"]["exit_code"], 3);
 }

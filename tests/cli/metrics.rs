@@ -1,7 +1,7 @@
 //! `metrics` (docs/CONTRACT.md §15): the store's state in the Prometheus text
 //! format, checked by a real parser (`promtool check metrics`, which
 //! scripts/ensure-metrics-parser installs for CI).
-use crate::support::{assert_contains, Rig, Task};
+use crate::support::{assert_contains, assert_starts_with, fed, Rig, Task};
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -18,7 +18,7 @@ fn promtool_accepts(text: &str) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    let mut child = match child {
+    let child = match child {
         Ok(c) => c,
         Err(_) if std::env::var_os("AGENTCRON_REQUIRE_METRICS_PARSER").is_none() => {
             crate::support::skipped(
@@ -28,14 +28,7 @@ fn promtool_accepts(text: &str) {
         }
         Err(e) => panic!("promtool: {e}"),
     };
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = fed(child, text.as_bytes());
     assert!(
         out.status.success(),
         "promtool refused the metrics:\n{}{}\n{text}",
@@ -152,12 +145,11 @@ fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format()
         .env
         .run(&["metrics", "--textfile", missing.to_str().unwrap()])
         .fails(1);
-    assert!(
-        out.stderr.starts_with(&format!(
+    assert_starts_with(
+        &out.stderr,
+        &format!(
             "agentcron: error: writing {}: No such file or directory",
             missing.display()
-        )),
-        "{}",
-        out.stderr
+        ),
     );
 }

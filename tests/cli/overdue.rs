@@ -4,7 +4,7 @@
 //! and again only after a new success and a new gap. Real processes through
 //! the binary, on the store the suite runs on; the notifier's journal is
 //! the ground truth for how many notices went out.
-use crate::support::{assert_contains, Rig, Task, T0};
+use crate::support::{assert_contains, events, Rig, Task, T0};
 
 use serde_json::Value;
 
@@ -97,18 +97,12 @@ fn overdue_after_a_cron_outage_is_told_once_then_again_after_a_new_success_and_g
     hourly_ticks(&rig, 6);
     let told = overdue_notices(&rig);
     assert_eq!(told.len(), 2, "{told:?}");
-    assert!(
-        told[1]["message"]
-            .as_str()
-            .unwrap()
-            .contains("no run has succeeded for 3 h"),
-        "{told:?}"
+    assert_contains(
+        told[1]["message"].as_str().unwrap(),
+        "no run has succeeded for 3 h",
     );
-    let events = rig.env.json(&["log", "t"]);
-    let overdue = (events.as_array().unwrap().iter())
-        .filter(|e| e["action"] == "overdue")
-        .count();
-    assert_eq!(overdue, 2, "{events}");
+    let overdue = events(&rig.env, &["t"], "overdue");
+    assert_eq!(overdue.len(), 2, "{overdue:?}");
 }
 
 #[test]

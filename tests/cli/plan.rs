@@ -1,5 +1,5 @@
 //! Declarative tasks (docs/CONTRACT.md §14): `plan FILE` and `apply FILE --hash`.
-use crate::support::{assert_contains, texts, Task, TestEnv};
+use crate::support::{assert_contains, assert_starts_with, texts, Task, TestEnv};
 use serde_json::Value;
 
 use crate::reliability::bad_input::assert_one_line;
@@ -18,10 +18,11 @@ grace = "5m"
 "#;
 
 fn write(env: &TestEnv, text: &str) -> String {
-    let path = env.path("tasks.toml");
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+    env.write("tasks.toml", text)
 }
+
+/// A tasks file with a key no task has (line 4: `retries`).
+const UNKNOWN_KEY: &str = "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n";
 
 /// A tasks file that names its source, as `--prune` requires.
 fn write_source(env: &TestEnv, text: &str) -> String {
@@ -62,7 +63,7 @@ fn assert_plans_no_changes(env: &TestEnv, args: &[&str]) {
     let mut all = vec!["plan"];
     all.extend_from_slice(args);
     let out = env.run(&all).ok();
-    assert!(out.stdout.starts_with("no changes"), "{}", out.stdout);
+    assert_starts_with(&out.stdout, "no changes");
 }
 
 #[test]
@@ -202,10 +203,7 @@ fn detailed_exitcode_says_whether_there_are_changes() {
 #[test]
 fn detailed_exitcode_makes_every_error_exit_1() {
     let env = TestEnv::new();
-    let unknown = write(
-        &env,
-        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n",
-    );
+    let unknown = write(&env, UNKNOWN_KEY);
     let missing = env.path("missing.toml").display().to_string();
     let cases: Vec<Vec<&str>> = vec![
         vec!["plan", &unknown],
@@ -224,16 +222,13 @@ fn detailed_exitcode_makes_every_error_exit_1() {
         detailed.insert(0, "--json");
         let out = env.run(&detailed);
         assert_eq!(out.code, 1, "{case:?}: {}", out.stderr);
-        let error: Value = serde_json::from_str(out.stderr.trim()).unwrap();
+        let error = out.stderr_json();
         assert_eq!(error["error"]["exit_code"], 1, "{case:?}: {error}");
     }
     let out = env.run(&["plan", "--detailed-exitcode"]).fails(1);
-    assert!(
-        out.stderr.starts_with(
-            "agentcron: error: the following required arguments were not provided: <FILE>\n"
-        ),
-        "{}",
-        out.stderr
+    assert_starts_with(
+        &out.stderr,
+        "agentcron: error: the following required arguments were not provided: <FILE>\n",
     );
 }
 
@@ -270,10 +265,7 @@ fn a_store_changed_between_plan_and_apply_is_refused_and_nothing_changes() {
 #[test]
 fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
     let env = TestEnv::new();
-    let file = write(
-        &env,
-        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\nretries = 3\n",
-    );
+    let file = write(&env, UNKNOWN_KEY);
     for cmd in ["plan", "apply"] {
         let mut args = vec![cmd, file.as_str()];
         let zeros = "0".repeat(64);
@@ -286,24 +278,21 @@ fn a_file_with_an_unknown_key_is_refused_naming_line_and_key() {
             "tasks.toml:4: task 'digest', key 'retries': unknown field `retries`",
         );
     }
-    let file = write(
-        &env,
-        "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\n\n[b]\ninstruction = \"y\"\ndaily = \"09:00\"\ncron = \"0 9 * * *\"\n",
-    );
-    let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr.contains(
-            "tasks.toml:8: task 'b', key 'cron': two schedules for one task (daily and cron)"
+    // Other faults of a file are named the same way: line, task and key.
+    for (text, says) in [
+        (
+            "[digest]\ninstruction = \"x\"\ndaily = \"09:00\"\n\n[b]\ninstruction = \"y\"\ndaily = \"09:00\"\ncron = \"0 9 * * *\"\n",
+            "tasks.toml:8: task 'b', key 'cron': two schedules for one task (daily and cron)",
         ),
-        "{}",
-        out.stderr
-    );
-    let file = write(
-        &env,
-        "[digest]\ninstruction = \"x\"\ngrace = \"soon\"\ndaily = \"09:00\"\n",
-    );
-    let out = env.run(&["plan", &file]).fails(2);
-    assert_contains(&out.stderr, "tasks.toml:3: task 'digest', key 'grace': ");
+        (
+            "[digest]\ninstruction = \"x\"\ngrace = \"soon\"\ndaily = \"09:00\"\n",
+            "tasks.toml:3: task 'digest', key 'grace': ",
+        ),
+    ] {
+        let file = write(&env, text);
+        let out = env.run(&["plan", &file]).fails(2);
+        assert_contains(&out.stderr, says);
+    }
 }
 
 #[test]
@@ -396,7 +385,7 @@ count = 5
     rig.tick(&[]).ok();
     let out = env.run(&["plan", &file, "--detailed-exitcode"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.starts_with(no_changes), "{}", out.stdout);
+    assert_starts_with(&out.stdout, no_changes);
     let p = plan(env, &file, &["--prune"]);
     assert_eq!(p["changes"], false, "{p}");
 

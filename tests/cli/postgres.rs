@@ -2,7 +2,8 @@
 //! schema, clock skew in status, clear connection errors. Skipped with a note
 //! when no server answers, unless the suite runs with AGENTCRON_TEST_STORE=postgres.
 use crate::support::{
-    assert_contains, finished, on_postgres, spawn_tick, wait_for, Rig, Task, TestEnv, BIN, T0,
+    assert_contains, draft_ids, finished, on_postgres, spawn_tick, wait_for, Rig, Task, TestEnv,
+    BIN, T0,
 };
 use std::process::Stdio;
 
@@ -123,10 +124,7 @@ fn a_sqlite_store_moves_to_postgresql_and_back_unchanged() {
         "--name",
         "m",
     ]);
-    let (id, hash) = (
-        draft["draft_id"].as_str().unwrap(),
-        draft["payload_hash"].as_str().unwrap(),
-    );
+    let (id, hash) = draft_ids(&draft);
     env.json(&["--db", sqlite, "confirm", id, "--hash", hash]);
     env.set_now(T0 + 3600);
     env.set_env("AGENTCRON_EXECUTOR", "true");
@@ -412,13 +410,10 @@ fn a_terminated_postgres_session_is_one_error_line() {
         return;
     }
     let env = TestEnv::new();
-    let path = env.path("tasks.toml");
-    std::fs::write(
-        &path,
+    let file = env.write(
+        "tasks.toml",
         "[a]\ninstruction = \"x\"\ndaily = \"09:00\"\n\n[b]\ninstruction = \"y\"\ndaily = \"10:00\"\n",
-    )
-    .unwrap();
-    let file = path.display().to_string();
+    );
     let hash = env.json(&["plan", &file])["plan_hash"]
         .as_str()
         .unwrap()

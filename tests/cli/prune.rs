@@ -87,13 +87,8 @@ fn prune_goes_by_the_files_source_not_its_base_name() {
     let (plan, hash) = apply(&deploy, true);
     let actions: Vec<&str> = texts(&plan["actions"], "action");
     assert_eq!(actions, ["create"], "{plan}");
-    let names: Vec<String> = env
-        .json(&["list"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let list = env.json(&["list"]);
+    let names = texts(&list, "name");
     assert_eq!(names.len(), 2, "{names:?}");
     // Applied again: nothing to do, exit 0.
     let out = env

@@ -1,7 +1,8 @@
 //! `reconcile`: unknown runs listed with the command that settles each,
 //! each decision settled once, the refusals, and what a run spent.
 use crate::support::{
-    assert_contains, cell, run_status, unknown_run, Outcome, Rig, Task, TestEnv, T0,
+    assert_contains, assert_starts_with, cell, run_status, unknown_run, Outcome, Rig, Task,
+    TestEnv, T0,
 };
 
 const HOUR: i64 = 3600;
@@ -127,21 +128,18 @@ fn status_and_reconcile_agree_on_where_unknown_runs_are() {
          --tenant ops --as unix:alice reconcile`",
         shell_words::quote(&env.db_arg())
     );
-    assert!(out.stderr.contains(&line), "{}", out.stderr);
+    assert_contains(&out.stderr, &line);
     let status = env.json(&["status"]);
     assert_eq!(status["runs"]["unknown"], 1);
     assert_eq!(status["unknown_runs_by"][0]["tenant"], "ops");
     assert_eq!(status["unknown_runs_by"][0]["owner"], "unix:alice");
     // The caller of the default tenant has none, and is told where they are.
     let out = env.run(&["reconcile"]).ok();
-    assert!(
-        out.stdout.starts_with(
-            "No unknown runs of yours (unix:tester) in tenant 'default'; 1 elsewhere:"
-        ),
-        "{}",
-        out.stdout
+    assert_starts_with(
+        &out.stdout,
+        "No unknown runs of yours (unix:tester) in tenant 'default'; 1 elsewhere:",
     );
-    assert!(out.stdout.contains(&line), "{}", out.stdout);
+    assert_contains(&out.stdout, &line);
     // The command it names lists the run.
     let out = env
         .run(&["--tenant", "ops", "--as", "unix:alice", "reconcile"])

@@ -1,8 +1,8 @@
 //! Replacing a task's payload by a new draft (`draft --replace`, then
 //! `confirm`): the diff, the refusals, a run in flight keeping its hash.
 use crate::support::{
-    assert_contains, daily, finished, replace_draft, spawn_tick, wait_for, Outcome, Rig, Task,
-    TestEnv, HOUR, T0,
+    assert_contains, daily, draft_ids, events, finished, replace_draft, spawn_tick, wait_for,
+    Outcome, Rig, Task, TestEnv, HOUR, T0,
 };
 
 use serde_json::Value;
@@ -78,10 +78,7 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
     assert_eq!(payload["name"], "digest");
 
     env.advance(60);
-    let (id, hash) = (
-        d["draft_id"].as_str().unwrap(),
-        d["payload_hash"].as_str().unwrap(),
-    );
+    let (id, hash) = draft_ids(&d);
     let out = env.run(&["confirm", id, "--hash", hash]).ok();
     assert_contains(&out.stdout, "revision 1 → 2, hash ");
     let shown = env.json(&["show", "digest"]);
@@ -98,13 +95,7 @@ fn replace_shows_a_diff_and_confirm_swaps_the_payload_in_place() {
         0
     );
 
-    let log = env.json(&["log", "digest"]);
-    let replace = log
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["action"] == "replace")
-        .expect("a replace event");
+    let replace = &events(&env, &["digest"], "replace")[0];
     assert_eq!(replace["detail"]["old_payload_hash"], old_hash.as_str());
     assert_eq!(replace["detail"]["payload_hash"], hash);
     let words = env.run(&["log", "digest"]).ok().stdout;

@@ -6,7 +6,7 @@
 //! The `--run-as` tests add a system user and need root (CI has it); elsewhere
 //! they skip with a note, unless AGENTCRON_REQUIRE_SUDO is set.
 use crate::support::{
-    assert_contains, journal, wait_for, write_script, Rig, Task, TestEnv, BIN, T0,
+    assert_contains, journal, wait_for, write_script, write_sudoers, Rig, Task, TestEnv, BIN, T0,
 };
 
 use std::os::unix::fs::PermissionsExt;
@@ -592,14 +592,7 @@ echo "read $?" >> '{out}'
             .all(|l| l.starts_with('#') || !l.contains("SETENV")),
         "{rule}"
     );
-    std::fs::write(&sudoers, &rule).unwrap();
-    std::fs::set_permissions(&sudoers, std::fs::Permissions::from_mode(0o440)).unwrap();
-    let checked = Command::new("visudo")
-        .arg("-cf")
-        .arg(&sudoers)
-        .output()
-        .unwrap();
-    assert!(checked.status.success(), "{checked:?}\n{rule}");
+    write_sudoers(&sudoers, &rule);
     let ran = as_service(&tick_args);
     assert!(ran.status.success(), "{ran:?}");
     let said = std::fs::read_to_string(&out).unwrap();

@@ -1,7 +1,9 @@
 //! Runs addressed by a prefix of their id: `approve`, `deny` and
 //! `lease check` take one; an ambiguous prefix lists the candidates; a
 //! prefix never reaches into another tenant.
-use crate::support::{assert_contains, parked_run, run_status, unknown_run, Rig, TestEnv};
+use crate::support::{
+    assert_contains, assert_starts_with, parked_run, run_status, unknown_run, Rig, TestEnv,
+};
 
 #[test]
 fn approve_deny_and_lease_check_take_a_run_id_prefix() {
@@ -125,14 +127,13 @@ fn an_ambiguous_run_prefix_lists_the_candidates() {
             "x",
         ])
         .fails(2);
-    assert!(
-        out.stderr.starts_with(&format!(
+    assert_starts_with(
+        &out.stderr,
+        &format!(
             "agentcron: error: 'abcd' matches several runs: abcd1111{}, abcd2222{}\n",
             &first[8..],
             &second[8..]
-        )),
-        "{}",
-        out.stderr
+        ),
     );
     rig.env
         .run(&[

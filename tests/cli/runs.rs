@@ -1,5 +1,5 @@
 //! `runs`: the run history, filtered by task and status, newest first.
-use crate::support::{Rig, Task, TestEnv, T0};
+use crate::support::{assert_starts_with, Rig, Task, TestEnv, T0};
 
 const HOUR: i64 = 3600;
 
@@ -46,7 +46,7 @@ fn runs_filters_by_task_and_status_newest_first() {
     );
     rig.env.run(&["runs", "--status", "weird"]).fails(2);
     let out = rig.env.run(&["runs", "a"]).ok();
-    assert!(out.stdout.starts_with("RUN"), "{}", out.stdout);
+    assert_starts_with(&out.stdout, "RUN");
 }
 
 #[test]

@@ -268,12 +268,9 @@ fn a_tasks_file_gives_each_limit_as_draft_does() {
     )
     .unwrap();
     let out = env.run(&["plan", &file]).fails(2);
-    assert!(
-        out.stderr.contains(
-            "task 'digest', key 'budget': budget period 'fortnight' is not one of day, week, month"
-        ),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "task 'digest', key 'budget': budget period 'fortnight' is not one of day, week, month",
     );
 }
 

@@ -12,7 +12,9 @@
 //! it); elsewhere they skip with a note, unless AGENTCRON_REQUIRE_SUDO is
 //! set. They run on SQLite only: what a run's processes come to does not
 //! depend on the store, and the same-user cases run on both.
-use crate::support::{alive, kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0};
+use crate::support::{
+    alive, draft_ids, kill, on_postgres, wait_for, write_script, Task, TestEnv, BIN, T0,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -564,10 +566,7 @@ fn a_notifier_or_gate_without_the_marker_cannot_change_schedules() {
         "--every",
         "1h",
     ]);
-    let (id, hash) = (
-        draft["draft_id"].as_str().unwrap(),
-        draft["payload_hash"].as_str().unwrap(),
-    );
+    let (id, hash) = draft_ids(&draft);
     let attempts = |who: &str| {
         format!(
             "for cmd in 'confirm {id} --hash {hash}' 'resume t'; do\n\

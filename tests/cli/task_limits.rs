@@ -2,7 +2,7 @@
 //! schedule: a task's own `--timeout`. Real processes on the store the suite
 //! runs on: the executor fixture sleeps (in a child it starts, for the
 //! process group), the tick kills it at the task's limit.
-use crate::support::{assert_contains, gone, Rig, Task, TestEnv};
+use crate::support::{assert_contains, draft_ids, gone, Rig, Task, TestEnv};
 
 use std::time::{Duration, Instant};
 
@@ -187,10 +187,7 @@ fn show_draft_and_replace_say_the_timeout() {
     let replaced = env.draft(&["--replace", "t", "--timeout", "2m"]);
     let diff = replaced["diff"].to_string();
     assert!(diff.contains("timeout_seconds"), "{replaced}");
-    let (id, hash) = (
-        replaced["draft_id"].as_str().unwrap(),
-        replaced["payload_hash"].as_str().unwrap(),
-    );
+    let (id, hash) = draft_ids(&replaced);
     env.run(&["confirm", id, "--hash", hash]).ok();
     let shown = env.run(&["show", "t"]).ok().stdout;
     assert_contains(&shown, "timeout       120 s (the tick's --timeout caps it)");

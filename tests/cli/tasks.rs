@@ -1,7 +1,8 @@
 //! Task management: list, show, pause, resume, delete, next; addressing by
 //! id, prefix and name; tenants, owners and revisions.
 use crate::support::{
-    assert_contains, standup_following_shanghai, texts, Rig, Task, TestEnv, SHANGHAI_0930,
+    assert_contains, assert_starts_with, standup_following_shanghai, texts, Rig, Task, TestEnv,
+    SHANGHAI_0930,
 };
 
 fn id(task: &serde_json::Value) -> String {
@@ -107,7 +108,7 @@ fn list_shows_only_the_callers_tasks_in_the_tenant() {
     );
     // Human output: a table with a header, and nothing at all when empty.
     let out = env.run(&["list", "--as", "alice"]).ok();
-    assert!(out.stdout.starts_with("ID"), "{}", out.stdout);
+    assert_starts_with(&out.stdout, "ID");
     assert!(out.stdout.contains("mine"));
     assert!(env.run(&["list", "--as", "carol"]).ok().stdout.is_empty());
 }

@@ -1,6 +1,6 @@
 //! export / import: the whole store moves between databases unchanged.
 use crate::reliability::bad_input::assert_one_line;
-use crate::support::{assert_contains, Rig, Task, TestEnv, T0};
+use crate::support::{assert_contains, assert_starts_with, Rig, Task, TestEnv, T0};
 
 fn populated() -> Rig {
     let rig = Rig::new();
@@ -49,7 +49,7 @@ fn an_export_imports_into_an_empty_store_unchanged() {
         .env
         .run_with_stdin(&["--db", target, "import"], dump.as_bytes())
         .ok();
-    assert!(out.stdout.starts_with("Imported"), "{}", out.stdout);
+    assert_starts_with(&out.stdout, "Imported");
     assert_eq!(
         export(&rig, Some(target)),
         dump,

@@ -1,6 +1,8 @@
 //! `trigger`: one extra run now, claimed by the next tick under the same
 //! rules as an occurrence, at most once, without moving the schedule.
-use crate::support::{assert_contains, finished, spawn_tick, wait_for, Rig, Task, HOUR, T0};
+use crate::support::{
+    assert_contains, events, finished, spawn_tick, wait_for, Rig, Task, HOUR, T0,
+};
 
 use std::process::Child;
 
@@ -51,13 +53,7 @@ fn trigger_runs_once_at_the_next_tick_without_moving_the_schedule() {
 
     let log = env.run(&["log", "t"]).ok().stdout;
     assert_contains(&log, "triggered a run: testing the report");
-    let events = env.json(&["log", "t"]);
-    let trigger = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["action"] == "trigger")
-        .unwrap();
+    let trigger = &events(env, &["t"], "trigger")[0];
     assert_eq!(trigger["actor"], "unix:tester");
 
     env.set_now(T0 + HOUR);
@@ -100,14 +96,7 @@ fn a_trigger_not_claimed_within_grace_is_missed() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "missed");
     assert_eq!(runs[0]["trigger"], "manual");
-    assert!(
-        runs[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("after the trigger"),
-        "{}",
-        runs[0]["reason"]
-    );
+    assert_contains(runs[0]["reason"].as_str().unwrap(), "after the trigger");
     assert!(rig.starts().is_empty());
 }
 

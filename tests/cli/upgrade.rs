@@ -3,7 +3,7 @@
 //! it) is read by no command of this build until `agentcron migrate` runs,
 //! which is changed by nothing else on PostgreSQL; and a 0-byte file or an
 //! empty PostgreSQL schema is no store at all.
-use crate::support::{assert_contains, fixture, on_postgres, texts, Rig, Task, TestEnv};
+use crate::support::{assert_contains, fixture, on_postgres, texts, Outcome, Rig, Task, TestEnv};
 
 use std::process::Stdio;
 
@@ -14,6 +14,40 @@ pub(crate) fn latest() -> i64 {
     } else {
         agentcron::store::sqlite::schema::LATEST
     }
+}
+
+/// Runs `args` on an older store (at schema `found`) and asserts it is
+/// refused with `code`, its first line saying to migrate.
+#[track_caller]
+pub(crate) fn refused_as_behind(env: &TestEnv, args: &[&str], code: i32, found: i64) -> Outcome {
+    let out = env.run(args).fails(code);
+    assert_eq!(
+        out.stderr.lines().next().unwrap(),
+        format!(
+            "agentcron: error: the store is at schema {found}; this build writes schema {}: run `agentcron migrate`",
+            latest()
+        ),
+        "{args:?}"
+    );
+    out
+}
+
+/// Runs `args` (with `--json`) and asserts it exits `code` with an error of
+/// `kind` on stderr; returns that error.
+#[track_caller]
+fn json_refusal(env: &TestEnv, args: &[&str], code: i32, kind: &str) -> serde_json::Value {
+    let out = env.run(args);
+    assert_eq!(out.code, code, "{}", out.stderr);
+    let error = out.stderr_json()["error"].clone();
+    assert_eq!(error["kind"], kind, "{}", out.stderr);
+    error
+}
+
+/// The previous release's store loaded into `env`: the schema it is at,
+/// and its snapshot before anything reads it.
+pub(crate) fn older_store(env: &TestEnv) -> (i64, Vec<String>) {
+    let found = previous_release(env);
+    (found, snapshot(env))
 }
 
 /// Loads the previous release's store (two tasks, `b` paused, two ticks'
@@ -94,26 +128,13 @@ const READERS: &[&[&str]] = &[
 fn an_older_store_is_read_by_no_command_until_migrate_and_then_by_every_one() {
     let rig = Rig::new();
     let env = &rig.env;
-    let found = previous_release(env);
+    let (found, before) = older_store(env);
     assert!(found < latest(), "the fixture stands for an older release");
-    let before = snapshot(env);
-    let behind = format!(
-        "agentcron: error: the store is at schema {found}; this build writes schema {}: run `agentcron migrate`",
-        latest()
-    );
     for args in READERS {
-        let out = env.run(args).fails(3);
-        assert_eq!(out.stderr.lines().next().unwrap(), behind, "{args:?}");
+        refused_as_behind(env, args, 3, found);
     }
     // JSON callers get the same answer, classified.
-    let out = env.run(&["--json", "list"]);
-    assert_eq!(out.code, 3);
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&out.stderr).unwrap()["error"]["kind"],
-        "not_found",
-        "{}",
-        out.stderr
-    );
+    json_refusal(env, &["--json", "list"], 3, "not_found");
     assert_eq!(
         snapshot(env),
         before,
@@ -177,8 +198,7 @@ fn on_postgres_a_newer_tick_on_an_older_store_claims_nothing_until_migrate() {
         // On one host the writing commands migrate (below).
         return;
     }
-    let found = previous_release(env);
-    let before = snapshot(env);
+    let (found, before) = older_store(env);
     env.set_now(env.now() + 3 * 3600 + 60);
     for args in [
         &["tick"][..],
@@ -186,28 +206,10 @@ fn on_postgres_a_newer_tick_on_an_older_store_claims_nothing_until_migrate() {
         &["prune", "--older-than", "30d"],
         &["zone", "set", "unix:tester", "Europe/Paris"],
     ] {
-        let out = env.run(args).fails(78);
-        assert_eq!(
-            out.stderr.lines().next().unwrap(),
-            format!(
-                "agentcron: error: the store is at schema {found}; this build writes schema {}: run `agentcron migrate`",
-                latest()
-            ),
-            "{args:?}"
-        );
+        refused_as_behind(env, args, 78, found);
     }
-    let out = env.run(&["--json", "tick"]);
-    assert_eq!(out.code, 78);
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&out.stderr).unwrap()["error"]["kind"],
-        "schema_behind",
-        "{}",
-        out.stderr
-    );
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&out.stderr).unwrap()["error"]["exit_code"],
-        78
-    );
+    let error = json_refusal(env, &["--json", "tick"], 78, "schema_behind");
+    assert_eq!(error["exit_code"], 78);
     assert!(
         rig.starts().is_empty(),
         "a tick on an older schema ran a task"
@@ -277,8 +279,7 @@ fn two_migrates_at_once_apply_each_step_once() {
 fn kill_9_during_migrate_leaves_the_store_at_a_whole_step() {
     for delay_ms in [0u64, 2, 5, 10, 20] {
         let env = TestEnv::new();
-        let found = previous_release(&env);
-        let before = snapshot(&env);
+        let (found, before) = older_store(&env);
         let mut child = env
             .command(&["migrate"])
             .stdout(Stdio::null())
@@ -324,8 +325,7 @@ fn kill_9_during_migrate_leaves_the_store_at_a_whole_step() {
 #[test]
 fn a_migrate_killed_inside_a_step_leaves_the_store_as_it_was() {
     let env = TestEnv::new();
-    let found = previous_release(&env);
-    let before = snapshot(&env);
+    let (found, before) = older_store(&env);
     env.set_env("AGENTCRON_TEST_HOOK", "migrate_step:abort");
     let out = env.run(&["migrate"]);
     assert_ne!(out.code, 0);
@@ -451,13 +451,9 @@ fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds
     Task::new().daily("09:00").confirm(&rig.env);
     rig.tick(&[]).ok();
     let out = env.run(&["status"]).ok();
-    assert!(
-        out.stdout.contains(&format!(
-            "schema     {}, the one this build writes",
-            latest()
-        )),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &format!("schema     {}, the one this build writes", latest()),
     );
     let json = env.json(&["status"]);
     assert_eq!(json["schema"], latest());
@@ -486,8 +482,7 @@ fn status_shows_the_schema_and_on_postgres_warns_when_hosts_run_different_builds
 fn mcp_tools_on_an_older_store_migrate_nothing() {
     use crate::mcp::{text, RawSession};
     let env = TestEnv::new();
-    let found = previous_release(&env);
-    let before = snapshot(&env);
+    let (found, before) = older_store(&env);
     let mut session = RawSession::start(&env, &["mcp"], "host");
     for (tool, arguments) in [
         ("list", serde_json::json!({})),

@@ -6,33 +6,29 @@
 //! prints a verification line that works, and `migrate --dry-run` reads a
 //! store on read-only media.
 use crate::reliability::store_files::run_on_read_only;
-use crate::support::{assert_contains, skipped, TestEnv};
-use crate::upgrade::{latest, previous_release, snapshot};
+use crate::support::{assert_contains, on_postgres, skipped, TestEnv, AS_NOBODY};
+use crate::upgrade::{latest, older_store, refused_as_behind, snapshot};
 
-/// The one line an older store is refused with by a command that cannot
-/// read it as it is.
-fn behind(found: i64) -> String {
-    format!(
-        "agentcron: error: the store is at schema {found}; this build writes schema {}: run `agentcron migrate`",
-        latest()
-    )
+/// A test's SQLite store at the previous release's schema, with that
+/// schema and its snapshot; None when the suite runs on PostgreSQL.
+fn older_sqlite_store() -> Option<(TestEnv, i64, Vec<String>)> {
+    if on_postgres() {
+        return None;
+    }
+    let env = TestEnv::new();
+    let (found, before) = older_store(&env);
+    Some((env, found, before))
 }
 
 #[test]
 fn tick_dry_run_check_and_export_leave_an_older_store_as_it_was() {
     let env = TestEnv::new();
-    let found = previous_release(&env);
-    let before = snapshot(&env);
+    let (found, before) = older_store(&env);
     // Task a is due: a real tick would claim it.
     env.set_now(env.now() + 3 * 3600 + 60);
 
     for args in [&["tick", "--dry-run"][..], &["export"]] {
-        let out = env.run(args).fails(3);
-        assert_eq!(
-            out.stderr.lines().next().unwrap(),
-            behind(found),
-            "{args:?}"
-        );
+        let out = refused_as_behind(&env, args, 3, found);
         assert_eq!(out.stdout, "", "{args:?}");
         assert_eq!(snapshot(&env), before, "{args:?} changed the older store");
     }
@@ -64,23 +60,19 @@ fn tick_dry_run_check_and_export_leave_an_older_store_as_it_was() {
 
 #[test]
 fn a_backup_of_an_older_store_keeps_its_schema_and_its_printed_check_passes() {
-    let env = TestEnv::new();
-    if env.pg_schema().is_some() {
-        // On PostgreSQL a backup is pg_dump's (or export's) job.
+    // On PostgreSQL a backup is pg_dump's (or export's) job.
+    let Some((env, found, before)) = older_sqlite_store() else {
         return;
-    }
-    let found = previous_release(&env);
-    let before = snapshot(&env);
+    };
     let copy = env.path("kept for going back.db");
     let out = env.run(&["backup", copy.to_str().unwrap()]).ok();
     assert_eq!(snapshot(&env), before, "backup changed the older store");
-    assert!(
-        out.stdout.contains(&format!(
+    assert_contains(
+        &out.stdout,
+        &format!(
             "at schema {found} as the store is (older than this build's {})",
             latest()
-        )),
-        "{}",
-        out.stdout
+        ),
     );
     let copy_schema: i64 = rusqlite::Connection::open(&copy)
         .unwrap()
@@ -120,12 +112,9 @@ fn a_backup_of_an_older_store_keeps_its_schema_and_its_printed_check_passes() {
 
 #[test]
 fn migrate_dry_run_reads_a_read_only_file_or_mount() {
-    let env = TestEnv::new();
-    if env.pg_schema().is_some() {
+    let Some((env, found, before)) = older_sqlite_store() else {
         return;
-    }
-    let found = previous_release(&env);
-    let before = snapshot(&env);
+    };
     // A file its owner may not write (chmod 0444) in a folder they may not
     // write, read by that owner (not root, who may write any file).
     let plan = as_owner_of_a_read_only_file(&env, &["--json", "migrate", "--dry-run"]);
@@ -164,13 +153,8 @@ fn as_owner_of_a_read_only_file(env: &TestEnv, args: &[&str]) -> serde_json::Val
     std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o444)).unwrap();
     // Nor may it add a -wal or -shm beside it.
     std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let template = env.command(args);
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(template.get_program())
-        .args(template.get_args())
-        .env_clear()
-        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    let out = env
+        .command_through("setpriv", &AS_NOBODY, args)
         .env("HOME", state)
         .current_dir("/")
         .output()

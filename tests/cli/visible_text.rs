@@ -11,8 +11,7 @@ use serde_json::json;
 
 use crate::mcp::client::{agent, call};
 use crate::mcp::{last_code, last_notice, notifier};
-use crate::support::procs::{kill, spawn_tick, wait_for};
-use crate::support::rig::{unknown_run, Rig};
+use crate::support::rig::{orphaned_lease, unknown_run, Rig};
 
 /// "Summarise my inbox." as a person reads it, with a hidden order after
 /// it and each class of invisible character, then look-alike letters.
@@ -81,13 +80,9 @@ fn a_hostile_instruction_drafted_at_a_shell_is_shown_escaped_and_warned_of() {
     let id = draft["draft_id"].as_str().unwrap();
     let shown = env.run(&["show", id]).ok();
     assert_visible("show DRAFT", &shown.stdout);
-    assert!(
-        shown.stdout.contains(&format!(
-            "instruction   \"Summarise my inbox.{}",
-            ESCAPED[0]
-        )),
-        "{}",
-        shown.stdout
+    assert_contains(
+        &shown.stdout,
+        &format!("instruction   \"Summarise my inbox.{}", ESCAPED[0]),
     );
     assert_eq!(shown.stderr, "");
     // Once confirmed, `show` and `list` show the task as escaped.
@@ -312,16 +307,7 @@ fn the_ticks_hint_to_reconcile_carries_the_prefix() {
     let rig = Rig::new();
     rig.env
         .set_env("AGENTCRON_CONFIRM_PREFIX", "sudo -u agentcron");
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "30");
-    Task::named("k").confirm(&rig.env);
-    rig.env.advance(3600);
-    let mut tick = spawn_tick(&rig, &["--lease", "2s"]);
-    wait_for("the executor to start", || !rig.starts().is_empty());
-    kill(tick.id() as i32, libc::SIGKILL);
-    let _ = tick.wait();
-    let executor_pid: i32 = rig.starts()[0].split(' ').nth(3).unwrap().parse().unwrap();
-    kill(-executor_pid, libc::SIGKILL); // its own process group; clean up
+    orphaned_lease(&rig, "k", &["--lease", "2s"]);
     rig.env.advance(10);
     let out = rig.tick(&[]).ok();
     let hint = out

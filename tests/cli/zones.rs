@@ -1,7 +1,9 @@
 //! Zones that follow their owner (docs/CONTRACT.md §18): `draft --tz follow`,
 //! `zone set|show|unset`, the re-timing of following tasks in the same
 //! transaction, and what the tick, `show`, `next` and `explain` make of it.
-use crate::support::{assert_contains, texts, write_script, Rig, Task, TestEnv, BIN};
+use crate::support::{
+    assert_contains, assert_starts_with, events, texts, write_script, Rig, Task, TestEnv, BIN,
+};
 
 use serde_json::Value;
 
@@ -22,16 +24,6 @@ fn follow_task(env: &TestEnv, name: &str, daily: &str) -> Value {
 fn set_zone_in_new_store(env: &TestEnv, key: &str, zone: &str) {
     Task::new().instruction("first").default_notify().draft(env);
     env.run(&["zone", "set", key, zone]).ok();
-}
-
-fn events(env: &TestEnv, action: &str) -> Vec<Value> {
-    let log = env.json(&["log", "--limit", "1000"]);
-    log.as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["action"] == action)
-        .cloned()
-        .collect()
 }
 
 #[test]
@@ -113,11 +105,9 @@ fn follow_is_refused_for_once_and_interval_and_an_unknown_zone_is_a_usage_error(
         args.extend_from_slice(schedule);
         let out = env.run(&args).fails(2);
         assert_eq!(out.stderr.lines().count(), 2, "{}", out.stderr);
-        assert!(
-            out.stderr
-                .starts_with("agentcron: error: --tz follow needs a --daily or --cron schedule"),
-            "{}",
-            out.stderr
+        assert_starts_with(
+            &out.stderr,
+            "agentcron: error: --tz follow needs a --daily or --cron schedule",
         );
     }
     let out = env
@@ -185,13 +175,13 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
         "Asia/Shanghai",
     ])
     .ok();
-    let sets = events(&env, "zone_set");
+    let sets = events(&env, &["--limit", "1000"], "zone_set");
     assert_eq!(sets.len(), 1);
     assert_eq!(sets[0]["actor"], "unix:host");
     assert_eq!(sets[0]["detail"]["identity_key"], "unix:tester");
     assert_eq!(sets[0]["detail"]["old_zone"], Value::Null);
     assert_eq!(sets[0]["detail"]["new_zone"], "Asia/Shanghai");
-    let retimes = events(&env, "retime");
+    let retimes = events(&env, &["--limit", "1000"], "retime");
     assert_eq!(retimes.len(), 1);
     let detail = &retimes[0]["detail"];
     assert_eq!(detail["from_zone"], "UTC");
@@ -208,14 +198,14 @@ fn the_audit_trail_names_actor_zones_and_runs_and_the_same_zone_again_changes_no
         .run(&["zone", "set", "unix:tester", "Asia/Shanghai"])
         .ok();
     assert_contains(&out.stdout, "already has zone Asia/Shanghai");
-    assert_eq!(events(&env, "zone_set").len(), 1);
-    assert_eq!(events(&env, "retime").len(), 1);
+    assert_eq!(events(&env, &["--limit", "1000"], "zone_set").len(), 1);
+    assert_eq!(events(&env, &["--limit", "1000"], "retime").len(), 1);
 
     // Unset: the task falls back on its own default, audited the same way.
     let unset = env.json(&["zone", "unset", "unix:tester"]);
     assert_eq!(unset["zone"], Value::Null);
     assert_eq!(unset["retimed"][0]["to_zone"], "UTC");
-    assert_eq!(events(&env, "zone_unset").len(), 1);
+    assert_eq!(events(&env, &["--limit", "1000"], "zone_unset").len(), 1);
     assert_eq!(env.json(&["show", "standup"])["timezone"], "UTC");
     assert_eq!(
         env.json(&["zone", "unset", "unix:tester"])["changed"],
@@ -428,7 +418,7 @@ fn plan_and_apply_take_tz_follow() {
     env.run(&["zone", "set", "unix:tester", "Europe/Berlin"])
         .ok();
     let out = env.run(&["plan", file.to_str().unwrap()]).ok();
-    assert!(out.stdout.starts_with("no changes"), "{}", out.stdout);
+    assert_starts_with(&out.stdout, "no changes");
 }
 
 #[test]

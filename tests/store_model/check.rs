@@ -13,75 +13,47 @@ use agentcron::store::{DueTask, RunFilter, Stats, TaskFilter};
 use crate::drive::{Harness, OWNER, TENANT};
 use crate::model::{MRun, MTask, Model};
 
-/// A run's fields that the model states (all but texts and timestamps of
-/// no consequence).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Seen {
-    pub id: String,
-    pub task_id: String,
-    pub scheduled_for: i64,
-    pub attempt: i64,
-    pub due_at: i64,
-    pub status: RunStatus,
-    pub token: Option<String>,
-    pub lease_until: Option<i64>,
-    pub skipped: i64,
-    pub blocked_by: Option<String>,
-    pub wait_id: Option<String>,
-    pub wait_deadline: Option<i64>,
-    pub finished_at: Option<i64>,
+/// A run as the store reports it, in the model's terms: the fields the
+/// model states (all but texts and timestamps of no consequence).
+fn observed(r: &Run) -> MRun {
+    MRun {
+        id: r.run_id.clone(),
+        task_id: r.task_id.clone(),
+        scheduled_for: r.scheduled_for,
+        attempt: r.attempt,
+        due_at: r.due_at,
+        status: r.status(),
+        token: r.lease().map(|l| l.token.clone()),
+        lease_until: r.lease().map(|l| l.until),
+        skipped: r.skipped_occurrences,
+        blocked_by: r.blocked_by().map(str::to_string),
+        wait_id: r.wait().map(|w| w.id.clone()),
+        wait_deadline: r.wait().map(|w| w.deadline),
+        finished_at: r.finished_at(),
+    }
 }
 
-impl Seen {
-    fn of_store(r: &Run) -> Seen {
-        Seen {
-            id: r.run_id.clone(),
-            task_id: r.task_id.clone(),
-            scheduled_for: r.scheduled_for,
-            attempt: r.attempt,
-            due_at: r.due_at,
-            status: r.status(),
-            token: r.lease().map(|l| l.token.clone()),
-            lease_until: r.lease().map(|l| l.until),
-            skipped: r.skipped_occurrences,
-            blocked_by: r.blocked_by().map(str::to_string),
-            wait_id: r.wait().map(|w| w.id.clone()),
-            wait_deadline: r.wait().map(|w| w.deadline),
-            finished_at: r.finished_at(),
-        }
-    }
-
-    fn of_model(m: &MRun) -> Seen {
-        Seen {
-            id: m.id.clone(),
-            task_id: m.task_id.clone(),
-            scheduled_for: m.scheduled_for,
-            attempt: m.attempt,
-            due_at: m.due_at,
-            status: m.status,
-            // A run holds its lease only while it runs (the columns of
-            // a settled row keep what nothing reads).
-            token: m.token.clone().filter(|_| m.status == RunStatus::Running),
-            lease_until: m.lease_until.filter(|_| m.status == RunStatus::Running),
-            skipped: m.skipped,
-            blocked_by: m.blocked_by.clone(),
-            wait_id: m.wait_id.clone(),
-            wait_deadline: m.wait_deadline,
-            finished_at: m.finished_at,
-        }
+/// The model's run as the store reports one: a run holds its lease only
+/// while it runs (the columns of a settled row keep what nothing reads).
+fn as_reported(m: &MRun) -> MRun {
+    let running = m.status == RunStatus::Running;
+    MRun {
+        token: m.token.clone().filter(|_| running),
+        lease_until: m.lease_until.filter(|_| running),
+        ..m.clone()
     }
 }
 
 /// Runs as first seen settled (or unknown), to prove they never change.
 #[derive(Default)]
 pub struct Snapshots {
-    runs: BTreeMap<String, Seen>,
+    runs: BTreeMap<String, MRun>,
 }
 
 pub fn same_run(m: &MRun, delivery: Option<Option<DeliveryState>>, s: &Run) -> Result<(), String> {
-    let (want, got) = (Seen::of_model(m), Seen::of_store(s));
-    if want != got {
-        return Err(format!("run differs:\n  store {got:?}\n  model {want:?}"));
+    let got = observed(s);
+    if as_reported(m) != got {
+        return Err(format!("run differs:\n  store {got:?}\n  model {m:?}"));
     }
     match delivery {
         Some(d) if d != s.delivery_status => Err(format!(
@@ -370,7 +342,7 @@ pub fn compare(h: &mut Harness) -> Result<(), String> {
         let want = model_runs_of(m, &t.id);
         let got = &seen.task_runs[i];
         if want.len() != got.len() {
-            let got: Vec<Seen> = got.iter().map(Seen::of_store).collect();
+            let got: Vec<MRun> = got.iter().map(observed).collect();
             return Err(format!(
                 "task {} has runs\n  store {got:#?}\n  model {want:#?}",
                 t.id
@@ -566,7 +538,7 @@ fn invariants(h: &mut Harness, runs: Vec<Run>) -> Result<(), String> {
         return Err(format!("task {task} has {n} active runs at once"));
     }
     for r in &runs {
-        let now = Seen::of_store(r);
+        let now = observed(r);
         match h.snapshots.runs.get(&r.run_id) {
             Some(before) if before == &now => {}
             Some(before) if before.status.is_settled() => {
@@ -575,7 +547,7 @@ fn invariants(h: &mut Harness, runs: Vec<Run>) -> Result<(), String> {
                 ));
             }
             Some(before) => {
-                let reconciled = h.model.runs[h.model.run_index(&r.run_id)].reconciled;
+                let reconciled = h.model.reconciled.contains(&r.run_id);
                 let settled_by_reconcile =
                     matches!(now.status, RunStatus::Succeeded | RunStatus::Failed) && reconciled;
                 if before.status == RunStatus::Unknown && !settled_by_reconcile {

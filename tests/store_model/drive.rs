@@ -725,7 +725,7 @@ impl Harness {
         };
         let verdict = self.model.finish(run, RunStatus::Unknown, None, &modelled);
         if verdict.is_ok() {
-            self.model.runs[run].reconciled = true;
+            self.model.reconciled.insert(id);
         }
         agree(verdict, result, "reconciling the run").map(drop)
     }

@@ -8,6 +8,8 @@
 //! modelled (once and interval): their occurrences are plain arithmetic, and
 //! the calendar and cron rules have property tests of their own.
 
+use std::collections::BTreeSet;
+
 use agentcron::model::{DeliveryState, RunStatus, TaskState};
 
 /// The store must refuse the operation with a Conflict and change nothing.
@@ -62,6 +64,8 @@ pub struct MTask {
     pub failures: i64,
 }
 
+/// A run as the model states it: every field is one the store's runs must
+/// match (`check::observed` reads a store's run into this shape).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MRun {
     pub id: String,
@@ -77,7 +81,6 @@ pub struct MRun {
     pub wait_id: Option<String>,
     pub wait_deadline: Option<i64>,
     pub finished_at: Option<i64>,
-    pub reconciled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +130,9 @@ pub struct Model {
     pub runs: Vec<MRun>,
     pub notices: Vec<MNotice>,
     pub drafts: Vec<MDraft>,
+    /// The runs reconcile settled (by id): the only way an unknown run may
+    /// change.
+    pub reconciled: BTreeSet<String>,
 }
 
 impl Model {
@@ -288,7 +294,6 @@ impl Model {
             wait_id: None,
             wait_deadline: None,
             finished_at: Some(self.now),
-            reconciled: false,
         }
     }
 

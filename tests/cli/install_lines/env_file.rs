@@ -1,6 +1,6 @@
 //! `tick --env-file`: what it refuses, and that its password is the one
 //! the store connection sends.
-use crate::support::{assert_contains, Task, TestEnv};
+use crate::support::{assert_contains, assert_starts_with, Task, TestEnv};
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -20,13 +20,9 @@ fn tick_refuses_an_env_file_others_may_read_a_link_or_another_name() {
         let out = env
             .run(&["tick", "--env-file", file.to_str().unwrap()])
             .fails(2);
-        assert!(
-            out.stderr.starts_with(&format!(
-                "agentcron: error: --env-file {}: {says}",
-                file.display()
-            )),
-            "{}",
-            out.stderr
+        assert_starts_with(
+            &out.stderr,
+            &format!("agentcron: error: --env-file {}: {says}", file.display()),
         );
         assert_eq!(out.stderr.lines().count(), 2, "{}", out.stderr);
         assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);

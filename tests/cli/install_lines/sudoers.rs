@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use crate::support::{assert_contains, TestEnv, BIN};
+use crate::support::{assert_contains, assert_starts_with, write_sudoers, TestEnv, BIN};
 
 /// Where sudo and visudo are, or why this host cannot check a rule.
 fn visudo_missing() -> Option<&'static str> {
@@ -60,12 +60,7 @@ fn sudoers_prints_one_rule_for_the_supervisor_alone_and_visudo_accepts_it() {
     );
     assert!(!out.stdout.contains("SETENV:"), "{}", out.stdout);
     assert!(!out.stdout.contains('*'), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .starts_with("# /etc/sudoers.d/agentcron-daemon-as-nobody\n"),
-        "{}",
-        out.stdout
-    );
+    assert_starts_with(&out.stdout, "# /etc/sudoers.d/agentcron-daemon-as-nobody\n");
     let json = env
         .run(&[
             "--json", "sudoers", "--run-as", "nobody", "--user", "daemon",
@@ -91,15 +86,7 @@ fn sudoers_prints_one_rule_for_the_supervisor_alone_and_visudo_accepts_it() {
         crate::support::skipped(&format!("the printed rule is not checked by visudo: {why}"));
         return;
     }
-    let file = env.path("agentcron-daemon-as-nobody");
-    std::fs::write(&file, &out.stdout).unwrap();
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o440)).unwrap();
-    let checked = Command::new("visudo")
-        .arg("-cf")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(checked.status.success(), "{checked:?}\n{}", out.stdout);
+    write_sudoers(&env.path("agentcron-daemon-as-nobody"), &out.stdout);
 }
 
 #[test]

@@ -1,14 +1,14 @@
 //! `agentcron mcp` through the Python MCP SDK's stdio client, as an agent
 //! host would drive it; then the person at a shell, confirming (or not)
 //! what the agent drafted.
-use crate::support::{assert_contains, Task, TestEnv, BIN};
+use crate::support::{assert_contains, texts, Task, TestEnv, BIN};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use super::{last_code, notifier, server_env};
+use super::{last_code, notifier, server_env, DRAFT_TOOLS, READ_TOOLS};
 
 /// The interpreter with the `mcp` package: $AGENTCRON_MCP_PYTHON, else the
 /// one scripts/ensure-mcp-client installs. None (after a note) when there
@@ -123,19 +123,9 @@ fn an_agent_is_offered_exactly_the_allowed_tools() {
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect()
     };
-    let reads = [
-        "draft_status",
-        "list",
-        "show",
-        "runs",
-        "next",
-        "upcoming",
-        "explain",
-        "status",
-    ];
-    let mut expected: Vec<String> = ["draft", "draft_replace"]
+    let mut expected: Vec<String> = DRAFT_TOOLS
         .iter()
-        .chain(reads.iter())
+        .chain(READ_TOOLS.iter())
         .map(|s| s.to_string())
         .collect();
     assert_eq!(names(&plain), expected);
@@ -144,7 +134,7 @@ fn an_agent_is_offered_exactly_the_allowed_tools() {
     for tool in allowed["results"][0]["tools"].as_array().unwrap() {
         let name = tool["name"].as_str().unwrap();
         let read_only = tool["annotations"]["readOnlyHint"] == json!(true);
-        assert_eq!(read_only, reads.contains(&name), "{tool}");
+        assert_eq!(read_only, READ_TOOLS.contains(&name), "{tool}");
         if name == "pause" {
             assert_eq!(tool["inputSchema"]["required"], json!(["reason", "task"]));
         }
@@ -292,7 +282,7 @@ fn three_wrong_codes_void_an_agents_draft_and_the_trail_says_so() {
         let out = env
             .run(&["confirm", &id, "--hash", &hash, "--code", &wrong])
             .fails(4);
-        assert!(out.stderr.contains(left), "{}", out.stderr);
+        assert_contains(&out.stderr, left);
     }
     let out = env
         .run(&["confirm", &id, "--hash", &hash, "--code", &wrong])
@@ -302,19 +292,14 @@ fn three_wrong_codes_void_an_agents_draft_and_the_trail_says_so() {
     env.run(&["confirm", &id, "--hash", &hash, "--code", &code])
         .fails(3);
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 0);
-    let events: Vec<String> = env
-        .json(&["log"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["action"].as_str().unwrap().to_string())
-        .collect();
+    let log = env.json(&["log"]);
+    let events = texts(&log, "action");
     assert_eq!(
-        events.iter().filter(|a| *a == "wrong_code").count(),
+        events.iter().filter(|a| **a == "wrong_code").count(),
         2,
         "{events:?}"
     );
-    assert_eq!(events.iter().filter(|a| *a == "void").count(), 1);
+    assert_eq!(events.iter().filter(|a| **a == "void").count(), 1);
     let status = one(&env, &["mcp"], "draft_status", json!({"draft_id": id})).unwrap();
     assert_eq!(status["structured"]["state"], "void", "{status}");
 }

@@ -23,6 +23,22 @@ use serde_json::{json, Value};
 
 use crate::support::{fixture, TestEnv};
 
+/// The tools that draft, as the server lists them first.
+pub const DRAFT_TOOLS: [&str; 2] = ["draft", "draft_replace"];
+
+/// The read-only tools an agent is offered by default, in the server's
+/// order after the drafting ones.
+pub const READ_TOOLS: [&str; 8] = [
+    "draft_status",
+    "list",
+    "show",
+    "runs",
+    "next",
+    "upcoming",
+    "explain",
+    "status",
+];
+
 /// The environment the server gets: what `TestEnv` gives every invocation.
 pub fn server_env(env: &TestEnv) -> Vec<(String, String)> {
     env.command(&[])

@@ -1,6 +1,8 @@
 //! The ten cases of the issue, pause-after, and the policy's place in the
 //! payload (draft, show, replace, files, old hashes).
-use crate::support::{assert_contains, spawn_tick, wait_for, write_script, Rig, Task, TestEnv, T0};
+use crate::support::{
+    assert_contains, events, spawn_tick, wait_for, write_script, Rig, Task, TestEnv, T0,
+};
 
 use super::*;
 
@@ -198,13 +200,9 @@ fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
     let sent = tick_replying(&rig, &failed("no route"));
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["kind"], "paused");
-    assert!(
-        sent[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("paused after 3 consecutive failures; last: no route"),
-        "{}",
-        sent[0]["message"]
+    assert_contains(
+        sent[0]["message"].as_str().unwrap(),
+        "paused after 3 consecutive failures; last: no route",
     );
     let task = rig.env.json(&["show", "job"]);
     assert_eq!(task["state"], "paused");
@@ -221,13 +219,10 @@ fn pause_after_n_failures_pauses_the_task_with_one_notice_until_resumed() {
     rig.env.run(&["resume", "job"]).ok();
     tick_replying(&rig, &failed("no route"));
     assert_eq!(rig.env.json(&["show", "job"])["state"], "active");
-    let log = rig.env.json(&["log", "job"]);
+    let paused = events(&rig.env, &["job"], "pause");
     assert!(
-        log.as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["action"] == "pause" && e["actor"] == "agentcron:tick"),
-        "{log}"
+        paused.iter().any(|e| e["actor"] == "agentcron:tick"),
+        "{paused:?}"
     );
 }
 
@@ -359,13 +354,11 @@ fn the_policy_is_part_of_what_a_person_confirms() {
 #[test]
 fn a_tasks_file_takes_the_policy() {
     let env = TestEnv::new();
-    let file = env.path("tasks.toml");
-    std::fs::write(
-        &file,
+    let file = env.write(
+        "tasks.toml",
         "[digest]\ninstruction = \"x\"\ndaily = \"09:30\"\nnotify = \"failures\"\nrealert = \"2h\"\npause_after = 4\n",
-    )
-    .unwrap();
-    let file_arg = file.to_str().unwrap();
+    );
+    let file_arg = file.as_str();
     let plan = env.json(&["plan", file_arg]);
     let notices = plan["actions"][0]["notices"].as_str().unwrap_or_default();
     assert!(
@@ -380,12 +373,11 @@ fn a_tasks_file_takes_the_policy() {
     assert_eq!(task["notify"], "failures", "{task}");
     assert_eq!(task["realert_seconds"], 7200);
     assert_eq!(task["pause_after"], 4);
-    std::fs::write(
-        &file,
+    env.write(
+        "tasks.toml",
         "[digest]\ninstruction = \"x\"\ndaily = \"09:30\"\nnotify = \"loud\"\n",
-    )
-    .unwrap();
-    let out = env.run(&["plan", file.to_str().unwrap()]).fails(2);
+    );
+    let out = env.run(&["plan", &file]).fails(2);
     assert_contains(&out.stderr, "key 'notify': unknown notice mode 'loud'");
 }
 

@@ -1,7 +1,7 @@
 //! Issue 44: under `attention` a task's notices follow its state, not the
 //! words of its summary (docs/CONTRACT.md §16, "States, not text"). Real
 //! ticks, one process each; the notifier's journal is what a person got.
-use crate::support::{Rig, Task};
+use crate::support::{assert_contains, Rig, Task};
 
 use super::*;
 
@@ -69,14 +69,7 @@ fn state_changes_are_told_at_once() {
     rig.tick(&[]).ok();
     let sent = rig.notices();
     assert_eq!(sent.len(), 2, "{sent:?}");
-    assert!(
-        sent[1]["message"]
-            .as_str()
-            .unwrap()
-            .contains("exit status 3"),
-        "{}",
-        sent[1]
-    );
+    assert_contains(sent[1]["message"].as_str().unwrap(), "exit status 3");
     // 08:20: unknown (killed at the tick's timeout): told at once.
     rig.env.set_env("FIXTURE_MODE", "sleep");
     rig.env.set_env("FIXTURE_SLEEP", "5");

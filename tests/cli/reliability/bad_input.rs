@@ -2,7 +2,7 @@
 //! §10 code of what it names: 3 for a task that is not there, 1 for a
 //! path the file system refuses), never 0 and never 101; stderr explains
 //! it without raw control characters; the database is byte-identical.
-use crate::support::{assert_contains, Task, TestEnv};
+use crate::support::{assert_contains, draft_ids, Task, TestEnv};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
@@ -644,6 +644,19 @@ impl SmallDisk {
         SmallDisk(path.to_path_buf())
     }
 
+    /// A small disk in `env`'s folder and the path of a store on it, where
+    /// one can be mounted: None unless root, and on PostgreSQL (whose disk
+    /// is the server's).
+    pub fn holding_the_store(env: &TestEnv) -> Option<(SmallDisk, String)> {
+        // SAFETY: geteuid has no preconditions.
+        if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let disk = SmallDisk::mount(&env.path("small"));
+        let db = env.path("small/state/agentcron.db").display().to_string();
+        Some((disk, db))
+    }
+
     /// Writes a filler file until the disk is full.
     pub fn fill(&self) {
         use std::io::Write;
@@ -661,14 +674,11 @@ impl Drop for SmallDisk {
 
 #[test]
 fn a_full_disk_is_one_error_line_and_the_store_survives_it() {
-    // SAFETY: geteuid has no preconditions.
-    if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
-        return; // mounting a small file system needs root; about SQLite
-    }
     let env = TestEnv::new();
-    let disk = SmallDisk::mount(&env.path("small"));
-    let db = env.path("small/state/agentcron.db");
-    let db = db.to_str().unwrap();
+    let Some((disk, db)) = SmallDisk::holding_the_store(&env) else {
+        return;
+    };
+    let db = db.as_str();
     let task = |name: &str| {
         let draft = env.json(&[
             "--db",
@@ -681,10 +691,7 @@ fn a_full_disk_is_one_error_line_and_the_store_survives_it() {
             "--name",
             name,
         ]);
-        let (id, hash) = (
-            draft["draft_id"].as_str().unwrap(),
-            draft["payload_hash"].as_str().unwrap(),
-        );
+        let (id, hash) = draft_ids(&draft);
         env.run(&["--db", db, "confirm", id, "--hash", hash])
     };
     task("before").ok();
@@ -780,14 +787,11 @@ pub(crate) fn assert_one_line(stderr: &str, parts: &[&str]) {
 /// sentence and its hint), not SQLite's, and the session goes on.
 #[test]
 fn a_full_disk_under_mcp_is_said_as_the_cli_says_it() {
-    // SAFETY: geteuid has no preconditions.
-    if crate::support::on_postgres() || unsafe { libc::geteuid() } != 0 {
-        return; // mounting a small file system needs root; about SQLite
-    }
     let env = TestEnv::new();
-    let disk = SmallDisk::mount(&env.path("small"));
-    let db = env.path("small/state/agentcron.db");
-    let db = db.to_str().unwrap();
+    let Some((disk, db)) = SmallDisk::holding_the_store(&env) else {
+        return;
+    };
+    let db = db.as_str();
     env.run(&["--db", db, "draft", "--instruction", "x", "--every", "1h"])
         .ok();
     let mut session = RawSession::start(&env, &["--db", db, "mcp"], "host");

@@ -97,7 +97,7 @@ fn a_task_row_edited_in_the_database_is_quarantined_never_run_and_named_by_check
     let check = rig.env.run(&["check"]);
     assert_eq!(check.code, 1, "{}{}", check.stdout, check.stderr);
     for id in [edited, rehashed] {
-        assert!(check.stdout.contains(id), "{}", check.stdout);
+        assert_contains(&check.stdout, id);
     }
     rig.env.set_now(T0 + HOUR);
     let out = rig.tick(&[]).ok();

@@ -109,12 +109,9 @@ fn status_says_which_clock_is_ahead() {
         &out.stdout,
         "the database server's clock is 30 s ahead of this host's",
     );
-    assert!(
-        out.stderr.contains(
-            "agentcron: warning: the database server's clock is 30 s ahead of this host's"
-        ),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        "agentcron: warning: the database server's clock is 30 s ahead of this host's",
     );
     env.set_env("AGENTCRON_TEST_CLOCK_SKEW", "+30s");
     let out = env.run(&["status"]).ok();

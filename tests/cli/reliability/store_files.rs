@@ -4,7 +4,9 @@
 //! when several commands start at once, a read-only store can still be
 //! read, paths through symlinks work and a symlinked final component is
 //! refused, and opening failures are one error line.
-use crate::support::{assert_contains, on_postgres, Outcome, Rig, Task, TestEnv, BIN};
+use crate::support::{
+    assert_contains, assert_starts_with, on_postgres, Outcome, Rig, Task, TestEnv,
+};
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -188,12 +190,8 @@ pub(crate) fn run_on_read_only(env: &TestEnv, folder: &Path, args: &[&str]) -> O
     let script = format!(
         "mount --bind '{folder}' '{folder}' && mount -o remount,ro,bind '{folder}' || exit 97; exec \"$0\" \"$@\""
     );
-    let template = env.command(args);
-    let out = std::process::Command::new("unshare")
-        .args(["-m", "sh", "-c", &script, BIN])
-        .args(args)
-        .env_clear()
-        .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))))
+    let out = env
+        .command_through("unshare", &["-m", "sh", "-c", &script], args)
         .stdin(std::process::Stdio::null())
         .output()
         .ok()?;
@@ -323,13 +321,12 @@ fn a_folder_its_owner_cannot_write_still_serves_its_store() {
     // Without a -shm, which SQLite cannot create there: one line that says so.
     std::fs::remove_file(sidecar(&env.db, "-shm")).unwrap();
     let out = run_as_nobody(&env, &["list"]).fails(1);
-    assert!(
-        out.stderr.starts_with(&format!(
+    assert_starts_with(
+        &out.stderr,
+        &format!(
             "agentcron: error: cannot read {}: its folder is not writable",
             env.db.display()
-        )),
-        "{}",
-        out.stderr
+        ),
     );
     let out = run_as_nobody(&env, &["resume", "mine"]).fails(1);
     assert_contains(&out.stderr, "is read-only here");

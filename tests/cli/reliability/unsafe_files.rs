@@ -5,12 +5,10 @@
 //!
 //! The suite runs as root, as the scenario does; the cases that need
 //! another user use uid/gid 65534 (nobody).
-use crate::support::{assert_contains, on_postgres, Task, TestEnv, T0};
+use crate::support::{assert_contains, on_postgres, Task, TestEnv, AS_NOBODY, T0};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-
-use std::process::Command;
 
 const NOBODY: u32 = 65534;
 
@@ -275,18 +273,10 @@ fn a_symlinked_wal_or_shm_is_refused_by_name() {
 
 /// Runs `args` against `env`'s store as the unprivileged `nobody`.
 fn as_nobody(env: &TestEnv, args: &[&str]) -> (i32, String) {
-    let probe = env.command(args);
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(probe.get_program())
-        .args(probe.get_args())
-        .env_clear();
-    for (key, value) in probe.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    let out = cmd.output().expect("setpriv runs");
+    let out = env
+        .command_through("setpriv", &AS_NOBODY, args)
+        .output()
+        .expect("setpriv runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -5,9 +5,11 @@ pub mod procs;
 pub mod rig;
 pub mod tasks;
 
-pub use procs::{alive, finished, gone, kill, spawn_tick, wait_for, wait_for_within};
-pub use rig::{fixture, journal, parked_run, run_status, unknown_run, Rig};
-pub use tasks::{daily, replace_draft, rfc3339, standup_following_shanghai, Task, SHANGHAI_0930};
+pub use procs::{alive, fed, finished, gone, kill, spawn_tick, wait_for, wait_for_within};
+pub use rig::{fixture, journal, orphaned_lease, parked_run, run_status, unknown_run, Rig};
+pub use tasks::{
+    daily, draft_ids, replace_draft, rfc3339, standup_following_shanghai, Task, SHANGHAI_0930,
+};
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -22,6 +24,10 @@ pub const HOUR: i64 = 3600;
 
 /// 2026-12-02T08:00:00Z, a Wednesday.
 pub const T0: i64 = 1_796_198_400;
+
+/// setpriv's flags that run a command as `nobody` (uid and gid 65534), with
+/// no other groups: a user other than the store's owner.
+pub const AS_NOBODY: [&str; 3] = ["--reuid=65534", "--regid=65534", "--clear-groups"];
 
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
@@ -86,6 +92,18 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What a finished agentcron process did; a panic fails the test.
+    #[track_caller]
+    fn of(out: std::process::Output) -> Outcome {
+        let outcome = Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        assert_ne!(outcome.code, 101, "agentcron panicked: {}", outcome.stderr);
+        outcome
+    }
+
     /// Asserts success and nothing on stderr.
     #[track_caller]
     pub fn ok(self) -> Outcome {
@@ -137,6 +155,13 @@ impl Outcome {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+
+    /// stderr as JSON: what a `--json` caller reads of a failure.
+    #[track_caller]
+    pub fn stderr_json(&self) -> Value {
+        serde_json::from_str(&self.stderr)
+            .unwrap_or_else(|e| panic!("stderr is not JSON ({e}): {}", self.stderr))
     }
 
     #[track_caller]
@@ -224,9 +249,35 @@ impl TestEnv {
         cmd
     }
 
+    /// `agentcron args` in this test's environment alone, run through
+    /// another program (setpriv, unshare, a pseudo-terminal): `wrapper`
+    /// and `wrapper_args`, then the binary and `args`.
+    pub fn command_through(&self, wrapper: &str, wrapper_args: &[&str], args: &[&str]) -> Command {
+        let template = self.command(args);
+        let mut cmd = Command::new(wrapper);
+        cmd.args(wrapper_args)
+            .arg(BIN)
+            .args(args)
+            .env_clear()
+            .envs(template.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        cmd
+    }
+
     #[track_caller]
     pub fn run(&self, args: &[&str]) -> Outcome {
         self.run_with_stdin(args, b"")
+    }
+
+    /// Runs `args` with the environment variable `var` unset, as on a host
+    /// (an operator's shell) that does not set it.
+    #[track_caller]
+    pub fn run_without(&self, var: &str, args: &[&str]) -> Outcome {
+        let out = self
+            .command(args)
+            .env_remove(var)
+            .output()
+            .expect("run agentcron");
+        Outcome::of(out)
     }
 
     #[track_caller]
@@ -239,14 +290,7 @@ impl TestEnv {
             .spawn()
             .expect("spawn agentcron");
         child.stdin.take().expect("stdin").write_all(stdin).ok();
-        let out = child.wait_with_output().expect("wait agentcron");
-        let outcome = Outcome {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
-        assert_ne!(outcome.code, 101, "agentcron panicked: {}", outcome.stderr);
-        outcome
+        Outcome::of(child.wait_with_output().expect("wait agentcron"))
     }
 
     /// Runs with `--json`, asserts success and parses stdout.
@@ -417,10 +461,35 @@ pub fn texts<'a>(list: &'a Value, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The audit-log events `log LOG_ARGS` lists (a task's, or the tenant's
+/// with `--limit`) whose action is `action`, in the order it lists them.
+#[track_caller]
+pub fn events(env: &TestEnv, log_args: &[&str], action: &str) -> Vec<Value> {
+    let mut args = vec!["log"];
+    args.extend_from_slice(log_args);
+    let log = env.json(&args);
+    log.as_array()
+        .unwrap_or_else(|| panic!("not an array: {log}"))
+        .iter()
+        .filter(|e| e["action"] == action)
+        .cloned()
+        .collect()
+}
+
 /// Asserts that `text` holds `needle`, and shows `text` when it does not.
 #[track_caller]
 pub fn assert_contains(text: &str, needle: &str) {
     assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
+}
+
+/// Asserts that `text` begins with `prefix`, and shows `text` when it does
+/// not.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(
+        text.starts_with(prefix),
+        "does not begin with {prefix:?}:\n{text}"
+    );
 }
 
 /// `stderr` without the one-line warning `status` and `check` give once a
@@ -438,6 +507,22 @@ pub fn write_script(path: &Path, body: &str) {
     std::fs::write(path, body).expect("write script");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod script");
+}
+
+/// Writes the sudoers `rule` to `path` as sudo reads its files (mode 0440)
+/// and asserts that visudo accepts it.
+#[track_caller]
+pub fn write_sudoers(path: &Path, rule: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, rule).expect("write the sudoers file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o440))
+        .expect("chmod the sudoers file");
+    let checked = Command::new("visudo")
+        .arg("-cf")
+        .arg(path)
+        .output()
+        .expect("visudo runs");
+    assert!(checked.status.success(), "{checked:?}\n{rule}");
 }
 
 /// Says that a scenario was skipped where a person running `cargo test`

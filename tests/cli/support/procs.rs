@@ -35,6 +35,19 @@ pub fn wait_for_within(what: &str, limit: Duration, mut done: impl FnMut() -> bo
     }
 }
 
+/// Writes `input` to `child`'s piped stdin, closes it, and waits for the
+/// child's output.
+pub fn fed(mut child: Child, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(input)
+        .expect("write the child's stdin");
+    child.wait_with_output().expect("wait for the child")
+}
+
 pub fn kill(pid: i32, signal: i32) {
     // SAFETY: sending a signal has no memory effects on this process.
     unsafe {

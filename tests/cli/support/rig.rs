@@ -1,7 +1,7 @@
 //! `Rig`: a `TestEnv` wired to the executor and notifier fixtures, whose
 //! journals are the ground truth for how often a side effect happened; and
 //! the builders several suites share (a run frozen unknown, a run parked).
-use crate::support::Task;
+use crate::support::{kill, spawn_tick, wait_for, Task};
 
 use std::path::PathBuf;
 
@@ -111,6 +111,28 @@ pub fn parked_run(rig: &Rig, name: &str) -> String {
     let run = &rig.runs(name)[0];
     assert_eq!(run["status"], "awaiting_confirmation", "{run}");
     run["run_id"].as_str().unwrap().to_string()
+}
+
+/// A task `name` whose run holds a lease no tick renews any more: its tick
+/// (run with `tick_args`, such as a short `--lease`) and its executor were
+/// killed with SIGKILL an hour after T0. Returns the run id; the executor
+/// succeeds again afterwards.
+pub fn orphaned_lease(rig: &Rig, name: &str, tick_args: &[&str]) -> String {
+    rig.env.set_env("FIXTURE_MODE", "sleep");
+    rig.env.set_env("FIXTURE_SLEEP", "30");
+    Task::named(name).confirm(&rig.env);
+    rig.env.advance(HOUR);
+    let mut tick = spawn_tick(rig, tick_args);
+    wait_for("the executor to start", || !rig.starts().is_empty());
+    kill(tick.id() as i32, libc::SIGKILL);
+    let _ = tick.wait();
+    // `start RUN TOKEN PID`; the executor leads its own process group.
+    let start = rig.starts()[0].clone();
+    let fields: Vec<&str> = start.split(' ').collect();
+    let executor_pid: i32 = fields[3].parse().unwrap();
+    kill(-executor_pid, libc::SIGKILL);
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    fields[1].to_string()
 }
 
 /// The status of run `run_id` of `task`, as `show` reports it.

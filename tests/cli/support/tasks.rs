@@ -233,15 +233,22 @@ pub fn daily(env: &TestEnv, name: &str) -> Value {
     ])
 }
 
+/// A draft's id and payload hash, as `confirm` takes them.
+#[track_caller]
+pub fn draft_ids(draft: &Value) -> (&str, &str) {
+    (
+        draft["draft_id"].as_str().unwrap(),
+        draft["payload_hash"].as_str().unwrap(),
+    )
+}
+
 /// Drafts a replacement; returns (draft_id, payload_hash).
 pub fn replace_draft(env: &TestEnv, args: &[&str]) -> (String, String) {
     let mut all = vec!["draft", "--replace"];
     all.extend_from_slice(args);
     let d = env.json(&all);
-    (
-        d["draft_id"].as_str().unwrap().to_string(),
-        d["payload_hash"].as_str().unwrap().to_string(),
-    )
+    let (id, hash) = draft_ids(&d);
+    (id.to_string(), hash.to_string())
 }
 
 pub fn rfc3339(at: i64) -> String {

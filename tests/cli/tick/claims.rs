@@ -1,12 +1,9 @@
 //! What a tick claims: each occurrence once however many ticks overlap,
 //! nothing when there is no executor, and a busy store said in one line.
-use crate::support::{
-    assert_contains, finished, on_postgres, spawn_tick, wait_for_within, Rig, Task, T0,
-};
+use crate::support::{assert_contains, finished, on_postgres, spawn_tick, Rig, Task, T0};
 
 use super::leases::hold_lock;
-use super::signals::{executor, wait_bounded};
-use crate::reliability::{journal_starts, spawn};
+use super::signals::{tick_running_long, wait_bounded};
 use std::collections::HashSet;
 use std::process::Child;
 use std::time::Duration;
@@ -22,14 +19,10 @@ fn a_tick_with_due_work_and_no_executor_claims_nothing() {
     Task::named("h").confirm(env);
     env.set_now(T0 + HOUR);
     let before = env.json(&["show", "h"]);
-    let out = env
-        .command(&["tick"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_contains(&stderr, "no executor");
+    let out = env.run_without("AGENTCRON_EXECUTOR", &["tick"]);
+    let stderr = &out.stderr;
+    assert_eq!(out.code, 2, "{stderr}");
+    assert_contains(stderr, "no executor");
     assert_eq!(
         stderr.lines().count(),
         2,
@@ -42,12 +35,8 @@ fn a_tick_with_due_work_and_no_executor_claims_nothing() {
     // Nothing due: nothing to refuse.
     env.set_now(T0 + HOUR + 600);
     rig.tick(&[]).ok();
-    let out = env
-        .command(&["tick"])
-        .env_remove("AGENTCRON_EXECUTOR")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = env.run_without("AGENTCRON_EXECUTOR", &["tick"]);
+    assert_eq!(out.code, 0);
 }
 
 /// Item 8: a tick that started and recorded a run, and then found the
@@ -61,14 +50,7 @@ fn a_tick_busy_after_doing_work_reports_it_and_exits_0() {
     let rig = Rig::new();
     let env = &rig.env;
     env.set_env("AGENTCRON_BUSY_TIMEOUT", "1s");
-    env.set_env("AGENTCRON_EXECUTOR", &executor(env, 4));
-    Task::named("long").instruction("long").confirm(env);
-    env.set_now(T0 + HOUR);
-    let journal = env.path("exec.journal");
-    let tick = spawn(env, &["tick", "--verbose"]);
-    wait_for_within("the executor", Duration::from_secs(20), || {
-        !journal_starts(&journal).is_empty()
-    });
+    let (tick, _) = tick_running_long(env, 4, &["tick", "--verbose"]);
     // Held across the tick's next look for due work (every second).
     let holder = hold_lock(
         env,

@@ -2,14 +2,14 @@
 //! a frozen or killed tick leaves an unknown run, an expired lease is told
 //! in the same tick, and `lease check` holds only for the running token.
 use crate::support::{
-    assert_contains, finished, kill, on_postgres, spawn_tick, wait_for, wait_for_within,
-    write_script, Rig, Task, TestEnv, T0,
+    assert_contains, finished, kill, on_postgres, orphaned_lease, spawn_tick, wait_for,
+    wait_for_within, write_script, Rig, Task, TestEnv, T0,
 };
 
-use super::signals::{executor, wait_bounded};
+use super::signals::{executor, tick_running_long, wait_bounded};
 use std::time::{Duration, Instant};
 
-use crate::reliability::{journal_starts, spawn};
+use crate::reliability::spawn;
 use std::path::Path;
 
 const HOUR: i64 = 3600;
@@ -17,16 +17,7 @@ const HOUR: i64 = 3600;
 #[test]
 fn a_killed_tick_leaves_an_unknown_run_that_blocks_the_next_occurrence() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "30");
-    Task::named("k").confirm(&rig.env);
-    rig.env.set_now(T0 + HOUR);
-    let mut tick = spawn_tick(&rig, &["--lease", "2s"]);
-    wait_for("the executor to start", || !rig.starts().is_empty());
-    kill(tick.id() as i32, libc::SIGKILL);
-    let _ = tick.wait();
-    let executor_pid: i32 = rig.starts()[0].split(' ').nth(3).unwrap().parse().unwrap();
-    kill(-executor_pid, libc::SIGKILL); // its own process group; clean up
+    orphaned_lease(&rig, "k", &["--lease", "2s"]);
 
     rig.env.set_now(T0 + HOUR + 10);
     let out = rig.tick(&[]).ok();
@@ -160,31 +151,12 @@ fn a_database_busy_for_most_of_busy_timeout_never_expires_a_healthy_run() {
     assert_eq!(rig.runs("b")[0]["status"], "succeeded");
 }
 
-/// A task `long` whose run holds a lease no tick renews any more: its tick
-/// and executor were killed with SIGKILL. Returns the run id.
-fn orphaned_lease(rig: &Rig) -> String {
-    let env = &rig.env;
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "30");
-    Task::named("long").confirm(env);
-    env.set_now(T0 + HOUR);
-    let journal = env.path("exec.journal");
-    let mut tick = spawn_tick(rig, &[]);
-    wait_for("the executor", || !journal_starts(&journal).is_empty());
-    let (run_id, _, pid) = journal_starts(&journal).remove(0);
-    kill(tick.id() as i32, libc::SIGKILL);
-    kill(-pid, libc::SIGKILL);
-    tick.wait().unwrap();
-    env.set_env("FIXTURE_MODE", "succeed");
-    run_id
-}
-
 /// (a) The dry run says what step 1 of the real tick does with a lease that
 /// expired, and changes nothing.
 #[test]
 fn a_dry_run_reports_the_leases_the_tick_would_expire() {
     let rig = Rig::new();
-    let run_id = orphaned_lease(&rig);
+    let run_id = orphaned_lease(&rig, "long", &[]);
     rig.env.set_now(T0 + HOUR + 120);
     let dry = rig.tick(&["--dry-run"]).ok();
     assert_eq!(
@@ -315,15 +287,7 @@ fn a_notice_result_that_cannot_be_recorded_neither_hangs_the_tick_nor_stops_rene
 fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.set_env("AGENTCRON_EXECUTOR", &executor(env, 30));
-    Task::named("long").instruction("long").confirm(env);
-    env.set_now(T0 + HOUR);
-    let journal = env.path("exec.journal");
-    let mut tick = spawn(env, &["tick"]);
-    wait_for_within("the executor", Duration::from_secs(20), || {
-        !journal_starts(&journal).is_empty()
-    });
-    let (run_id, _, pid) = journal_starts(&journal).remove(0);
+    let (mut tick, (run_id, _, pid)) = tick_running_long(env, 30, &["tick"]);
     kill(tick.id() as i32, libc::SIGKILL);
     kill(-pid, libc::SIGKILL);
     tick.wait().unwrap();
@@ -335,12 +299,9 @@ fn the_notice_of_an_expired_lease_goes_out_in_the_same_tick() {
     // command reaches the run as printed (issue 36 item 4).
     assert_contains(&out.stdout, &format!("run {} of task long (", &run_id[..8]));
     let db = shell_words::quote(&env.db_arg()).into_owned();
-    assert!(
-        out.stdout.contains(&format!(
-            "`agentcron --db {db} --as unix:tester reconcile {run_id} --decision "
-        )),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &format!("`agentcron --db {db} --as unix:tester reconcile {run_id} --decision "),
     );
     let notices = rig.notices();
     assert_eq!(

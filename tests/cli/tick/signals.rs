@@ -26,6 +26,25 @@ pub(super) fn executor(env: &TestEnv, long: u32) -> String {
     path.display().to_string()
 }
 
+/// A tick (`tick_args`) spawned an hour after T0 on task `long`, whose
+/// executor (`executor`) sleeps `seconds`; returned once that executor has
+/// journaled its start, with the run's id, lease token and executor pid.
+pub(super) fn tick_running_long(
+    env: &TestEnv,
+    seconds: u32,
+    tick_args: &[&str],
+) -> (Child, (String, String, i32)) {
+    env.set_env("AGENTCRON_EXECUTOR", &executor(env, seconds));
+    Task::named("long").instruction("long").confirm(env);
+    env.set_now(T0 + HOUR);
+    let journal = env.path("exec.journal");
+    let tick = spawn(env, tick_args);
+    wait_for_within("the executor", Duration::from_secs(20), || {
+        !journal_starts(&journal).is_empty()
+    });
+    (tick, journal_starts(&journal).remove(0))
+}
+
 /// Waits for `child` at most `limit`; kills it and fails if it is still
 /// running then (a tick that hangs must fail the test, not hang it).
 pub(super) fn wait_bounded(mut child: Child, limit: Duration, what: &str) -> (i32, String, String) {
@@ -80,16 +99,9 @@ fn a_signalled_tick_kills_its_executors_and_ends_their_leases() {
     for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
         let rig = Rig::new();
         let env = &rig.env;
-        env.set_env("AGENTCRON_EXECUTOR", &executor(env, 30));
-        Task::named("long").instruction("long").confirm(env);
-        env.set_now(T0 + HOUR);
-        let journal = env.path("exec.journal");
-        let tick = spawn(env, &["tick", "--kill-grace", "1s"]);
+        let (tick, (run_id, token, pid)) =
+            tick_running_long(env, 30, &["tick", "--kill-grace", "1s"]);
         let tick_pid = tick.id() as i32;
-        wait_for_within("the executor", Duration::from_secs(20), || {
-            !journal_starts(&journal).is_empty()
-        });
-        let (run_id, token, pid) = journal_starts(&journal).remove(0);
         let sent = Instant::now();
         kill(tick_pid, signal);
         let (code, _, stderr) = wait_bounded(tick, Duration::from_secs(20), "the signalled tick");
@@ -122,7 +134,7 @@ fn a_signalled_tick_kills_its_executors_and_ends_their_leases() {
         );
         // Nothing is replayed: the next tick runs nothing.
         rig.tick(&[]).ok();
-        assert_eq!(journal_starts(&journal).len(), 1);
+        assert_eq!(journal_starts(&env.path("exec.journal")).len(), 1);
     }
 }
 

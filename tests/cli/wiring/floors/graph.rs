@@ -27,6 +27,21 @@ struct Module {
     globs: Vec<Vec<String>>,
 }
 
+impl Module {
+    /// A module as its declaration opens it: no children or names yet.
+    fn new(path: Vec<String>, file: String, dir: PathBuf, in_lib: bool) -> Module {
+        Module {
+            path,
+            file,
+            dir,
+            in_lib,
+            children: BTreeMap::new(),
+            uses: BTreeMap::new(),
+            globs: Vec::new(),
+        }
+    }
+}
+
 /// A path as written, in the module it is written in.
 struct Written {
     module: usize,
@@ -132,15 +147,7 @@ fn load(
     };
     let shown = shown(file);
     let top = modules.len();
-    modules.push(Module {
-        path,
-        file: shown.clone(),
-        dir,
-        in_lib,
-        children: BTreeMap::new(),
-        uses: BTreeMap::new(),
-        globs: Vec::new(),
-    });
+    modules.push(Module::new(path, shown.clone(), dir, in_lib));
     // The modules open at each point: (module, brace depth it opened at).
     let mut open = vec![(top, 0usize)];
     let (mut depth, mut declared) = (0usize, Vec::new());
@@ -165,15 +172,7 @@ fn load(
                 path.push(name.clone());
                 let inner = modules.len();
                 let dir = modules[here].dir.join(&name);
-                modules.push(Module {
-                    path,
-                    file: shown.clone(),
-                    dir,
-                    in_lib,
-                    children: BTreeMap::new(),
-                    uses: BTreeMap::new(),
-                    globs: Vec::new(),
-                });
+                modules.push(Module::new(path, shown.clone(), dir, in_lib));
                 modules[here].children.insert(name, inner);
                 open.push((inner, depth));
                 depth += 1;
