@@ -62,7 +62,7 @@ pub struct Capacity {
     /// `tick --jobs N --host-jobs N`: each tick claims new runs for 50 s
     /// (`--claim-for`), and ticks that overlap while slow runs go on share
     /// the N. A burst of B runs of S seconds starts within about B × S / N
-    /// seconds (1,800 one-second runs: under 4 minutes at 8). For slow
+    /// seconds (1,800 one-second runs: under 5 minutes at 8). For slow
     /// agents, size N by what the host and the agents' own rate limits
     /// bear, not by the burst.
     #[arg(long, value_name = "N", default_value_t = 8,
