@@ -44,7 +44,7 @@ pub struct TickArgs {
 
     /// Start at most N runs in this tick [default: no count; --claim-for bounds it]
     #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=100000))]
+          value_parser = clap::value_parser!(u32).range(1..=tick::MAX_RUNS as i64))]
     pub max_runs: Option<u32>,
 
     /// Claim new runs only during the first DUR of this tick
@@ -217,7 +217,7 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
         tenant: ctx.explicit_tenant(),
         executor: executor(&args, &launch)?,
         notifier: notifier(&args, &launch)?,
-        max_runs: args.max_runs.map_or(usize::MAX, |n| n as usize),
+        max_runs: args.max_runs.map_or(tick::MAX_RUNS, |n| n as usize),
         max_running: args.max_running,
         host_jobs: args.host_jobs,
         claim_for: duration("--claim-for", &args.claim_for)?,

@@ -331,35 +331,33 @@ fn is_ancestor(pid: i32) -> bool {
 mod tests {
     use super::*;
 
+    /// Replays `script` through `retrying`, one step an attempt (the last
+    /// step repeats): an error kind, or None for an answer. What it
+    /// returned, and how many times it asked.
+    fn replay(script: &[Option<io::ErrorKind>]) -> (Result<(), io::ErrorKind>, usize) {
+        let mut calls = 0;
+        let result = retrying(ATTEMPTS, || {
+            let step = script[calls.min(script.len() - 1)];
+            calls += 1;
+            step.map_or(Ok(()), |kind| Err(io::Error::from(kind)))
+        });
+        (result.map_err(|e| e.kind()), calls)
+    }
+
     #[test]
     fn a_hang_up_is_asked_again_and_other_failures_are_not() {
-        let mut calls = 0;
-        let answer = retrying(ATTEMPTS, || {
-            calls += 1;
-            match calls {
-                1 => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-                2 => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
-                _ => Ok("0 run"),
-            }
-        });
-        assert_eq!((answer.unwrap(), calls), ("0 run", 3));
-        let mut calls = 0;
-        let refused = retrying(ATTEMPTS, || -> io::Result<()> {
-            calls += 1;
-            Err(io::Error::from(io::ErrorKind::ConnectionRefused))
-        });
+        use io::ErrorKind::{BrokenPipe, ConnectionRefused, UnexpectedEof};
         assert_eq!(
-            (refused.unwrap_err().kind(), calls),
-            (io::ErrorKind::ConnectionRefused, 1)
+            replay(&[Some(UnexpectedEof), Some(BrokenPipe), None]),
+            (Ok(()), 3)
         );
-        let mut calls = 0;
-        let silent = retrying(ATTEMPTS, || -> io::Result<()> {
-            calls += 1;
-            Err(io::Error::from(io::ErrorKind::UnexpectedEof))
-        });
         assert_eq!(
-            (silent.unwrap_err().kind(), calls),
-            (io::ErrorKind::UnexpectedEof, ATTEMPTS)
+            replay(&[Some(ConnectionRefused)]),
+            (Err(ConnectionRefused), 1)
+        );
+        assert_eq!(
+            replay(&[Some(UnexpectedEof)]),
+            (Err(UnexpectedEof), ATTEMPTS)
         );
     }
 

@@ -100,28 +100,6 @@ pub trait QueueTx {
     fn queue_stats(&mut self, tenant: Option<&str>) -> Result<QueueStats>;
 }
 
-/// The due work no tick marked yet ($1 now, $2 the tenant or null, $3 the
-/// cap): an occurrence, else a retry, else a manual trigger, as (task_id,
-/// due instant, is a retry), earliest first.
-const UNMARKED_DUE: &str = "SELECT task_id, next_run_at, false FROM tasks
-                 WHERE state = 'active' AND next_run_at <= $1
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 UNION ALL
-                 SELECT task_id, next_retry_at, true FROM tasks
-                 WHERE state = 'active' AND next_retry_at IS NOT NULL AND next_retry_at <= $1
-                   AND NOT coalesce(next_run_at <= $1, false)
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 UNION ALL
-                 SELECT task_id, trigger_at, false FROM tasks
-                 WHERE state = 'active' AND trigger_at IS NOT NULL AND trigger_at <= $1
-                   AND NOT coalesce(next_run_at <= $1, false)
-                   AND NOT coalesce(next_retry_at <= $1, false)
-                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
-                   AND (queued_for IS NULL OR queued_next <= $1)
-                 ORDER BY 2 LIMIT $3";
-
 /// A task's mark, with the due instants it was read with (the guard).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskMark<'a> {
@@ -165,6 +143,30 @@ const DUE_BY: [(&str, bool, &str); 3] = [
     ("next_retry_at", true, "tasks_retry_due_by_tenant"),
     ("trigger_at", false, "tasks_trigger_due"),
 ];
+
+/// The due work no tick marked yet ($1 now, $2 the tenant or null, $3 the
+/// cap), as (task_id, due instant, is a retry), earliest first: for each way
+/// of falling due in `DUE_BY`'s order, the tasks due so and not by an
+/// earlier one (an occurrence, else a retry, else a manual trigger).
+static UNMARKED_DUE: LazyLock<String> = LazyLock::new(|| {
+    let halves: Vec<String> = DUE_BY
+        .iter()
+        .enumerate()
+        .map(|(i, (column, retry, _))| {
+            let earlier: String = DUE_BY[..i]
+                .iter()
+                .map(|(earlier, _, _)| format!(" AND NOT coalesce({earlier} <= $1, false)"))
+                .collect();
+            format!(
+                "SELECT task_id, {column}, {retry} FROM tasks
+                 WHERE state = 'active' AND {column} IS NOT NULL AND {column} <= $1{earlier}
+                   AND (CAST($2 AS TEXT) IS NULL OR tenant_key = $2)
+                   AND (queued_for IS NULL OR queued_next <= $1)"
+            )
+        })
+        .collect();
+    format!("{} ORDER BY 2 LIMIT $3", halves.join(" UNION ALL "))
+});
 
 /// The tenant's ($1) earliest task due by `column` at $2: one seek; no
 /// tie-break on task_id, which would sort every task due at that instant.
@@ -301,7 +303,7 @@ impl<C: Connection> QueueTx for C {
 
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {
         let rows = self
-            .query(UNMARKED_DUE, args![now, tenant, limit])
+            .query(&UNMARKED_DUE, args![now, tenant, limit])
             .context("finding due tasks not yet queued")?;
         rows.iter().map(due_task).collect()
     }
@@ -344,7 +346,8 @@ impl<C: Connection> QueueTx for C {
         let sql = match self.dialect() {
             Dialect::Sqlite => format!(
                 "SELECT {TASK_COLUMNS} FROM tasks WHERE task_id IN (
-                     SELECT task_id FROM ({UNMARKED_DUE}))"
+                     SELECT task_id FROM ({unmarked}))",
+                unmarked = *UNMARKED_DUE
             ),
             Dialect::Postgres => format!(
                 "SELECT {TASK_COLUMNS} FROM tasks
@@ -364,19 +367,13 @@ impl<C: Connection> QueueTx for C {
     fn set_queue_marks(&mut self, marks: &[TaskMark]) -> Result<usize> {
         let mut marked = 0;
         for chunk in marks.chunks(MARKS_PER_STATEMENT) {
+            // A row a mark: its task id, then its five instants.
             let values: Vec<String> = (0..chunk.len())
                 .map(|i| {
-                    let n = 6 * i;
-                    format!(
-                        "(${}, CAST(${} AS BIGINT), CAST(${} AS BIGINT), CAST(${} AS BIGINT), \
-                         CAST(${} AS BIGINT), CAST(${} AS BIGINT))",
-                        n + 1,
-                        n + 2,
-                        n + 3,
-                        n + 4,
-                        n + 5,
-                        n + 6
-                    )
+                    let instants: Vec<String> = (2..=6)
+                        .map(|k| format!("CAST(${} AS BIGINT)", 6 * i + k))
+                        .collect();
+                    format!("(${}, {})", 6 * i + 1, instants.join(", "))
                 })
                 .collect();
             let args: Vec<Arg> = chunk

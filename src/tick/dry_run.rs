@@ -27,11 +27,9 @@ pub fn dry_run(
             let task = tx.task(&run.task_id)?.and_then(Result::ok).map(Box::new);
             events.push(TickEvent::WouldExpireLease { run, task });
         }
-        // What one tick could start, when --max-runs does not say.
-        let max_runs = options.max_runs.min(100_000);
-        let limit = (max_runs + MAX_DECISIONS) as u32;
+        let limit = (options.max_runs + MAX_DECISIONS) as u32;
         let mut running = 0;
-        for run in tx.approved_continuations(tenant, max_runs as u32)? {
+        for run in tx.approved_continuations(tenant, options.max_runs as u32)? {
             if let Some(Ok(task)) = tx.task(&run.task_id)? {
                 running += 1;
                 events.push(TickEvent::WouldContinue {
@@ -41,7 +39,7 @@ pub fn dry_run(
             }
         }
         for due in tx.due_tasks(now, tenant, limit)? {
-            if running >= max_runs {
+            if running >= options.max_runs {
                 break;
             }
             let settings = claim::ClaimSettings {

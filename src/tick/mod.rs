@@ -84,6 +84,10 @@ pub use scheduler::MAX_DECISIONS;
 pub use settle::{record as record_outcome, settle as settle_outcome, Outcome};
 pub use usage_reports::beyond as usage_beyond;
 
+/// The most runs one tick starts: `--max-runs`' upper bound, and what a
+/// tick without `--max-runs` is held to.
+pub const MAX_RUNS: usize = 100_000;
+
 /// The actor of every event the tick writes.
 pub const ACTOR: &str = "agentcron:tick";
 
@@ -91,8 +95,8 @@ pub struct TickOptions {
     pub tenant: Option<String>,
     pub executor: Executor,
     pub notifier: Option<Notifier>,
-    /// Runs this tick starts at most (`usize::MAX`: no count, the claim
-    /// window bounds it).
+    /// Runs this tick starts at most (`MAX_RUNS` when `--max-runs` does
+    /// not say: the claim window bounds it long before).
     pub max_runs: usize,
     /// Runs `running` in the whole store at most (every tick of every host).
     pub max_running: Option<u64>,
