@@ -174,8 +174,7 @@ fn claims_interleave_tenants_so_a_lone_task_is_not_starved() {
 fn queued_runs_start_when_their_slot_frees_and_history_says_when() {
     let rig = Rig::new();
     daily_tasks(&rig, 4, None);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "2");
+    rig.env.executors_sleep("2");
     rig.env.set_now(NINE + 5);
     rig.tick(&["--jobs", "1"]).ok();
     let runs = rig.env.json(&["runs", "--limit", "10"]);
@@ -254,8 +253,7 @@ fn max_running_holds_across_sixteen_concurrent_ticks() {
     for i in 0..200 {
         Task::named(&format!("m{i}")).confirm(&rig.env);
     }
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "0.05");
+    rig.env.executors_sleep("0.05");
     rig.env.set_now(T0 + 3600 + 5);
     let ticks: Vec<_> = (0..16)
         .map(|_| {
@@ -319,8 +317,7 @@ fn host_jobs_holds_across_the_overlapping_ticks_of_one_host() {
     for i in 0..30 {
         Task::named(&format!("h{i}")).confirm(&rig.env);
     }
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "0.2");
+    rig.env.executors_sleep("0.2");
     rig.env.set_now(T0 + 3600 + 5);
     // Six ticks at once, as cron's minutes overlap while runs go on: each
     // could run four, the host runs three.
@@ -344,8 +341,7 @@ fn host_jobs_holds_across_the_overlapping_ticks_of_one_host() {
 fn a_tick_claims_only_within_its_claim_window_and_the_rest_keeps_its_place() {
     let rig = Rig::new();
     daily_tasks(&rig, 4, None);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env.executors_sleep("1");
     // One slot, one-second runs, a one-second window: the tick starts at
     // most the runs it could claim in its first second, then lets them
     // finish and exits; the due work it leaves is queued.

@@ -179,8 +179,7 @@ fn ticks_racing_for_an_approved_continuation_run_it_once() {
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
     let run_id = parked_daily_run(&rig);
     rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env.executors_sleep("1");
     let ticks: Vec<_> = (0..6)
         .map(|_| crate::support::spawn_tick(&rig, &[]))
         .collect();
@@ -294,8 +293,7 @@ fn a_timed_out_executor_is_unknown_and_its_grandchildren_are_killed() {
 #[test]
 fn jobs_run_executors_in_parallel() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env.executors_sleep("1");
     for i in 0..4 {
         Task::new().instruction(&format!("p{i}")).confirm(&rig.env);
     }

@@ -128,8 +128,7 @@ fn explain_names_a_triggered_run_that_blocks_the_task() {
     let env = &rig.env;
     Task::named("t").confirm(env);
     env.run(&["trigger", "t", "--reason", "now please"]).ok();
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "5");
+    env.executors_sleep("5");
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     env.set_env("FIXTURE_MODE", "succeed");
     let runs = rig.runs("t");

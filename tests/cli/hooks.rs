@@ -16,8 +16,7 @@ fn crash_at(point: &str) -> (String, String, usize, usize) {
     let rig = Rig::new();
     rig.with_notifier(0);
     // Long enough for a heartbeat (after_spawn) to come while it runs.
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "0.4");
+    rig.env.executors_sleep("0.4");
     Task::named("c").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     if point == "after_delivery_claim" || point == "after_notifier_exit" {

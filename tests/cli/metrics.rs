@@ -91,8 +91,7 @@ fn metrics_expose_ticks_backlog_runs_notices_and_gaps_in_the_prometheus_format()
 
     // Cron stopped for two hours: a gap; then a run times out into unknown.
     rig.env.advance(2 * HOUR - 120);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "3");
+    rig.env.executors_sleep("3");
     let out = rig.tick(&["--max-runs", "1", "--timeout", "1s", "--kill-grace", "1s"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(

@@ -277,8 +277,7 @@ fn a_replacement_without_expect_success_stops_the_clock() {
 fn a_reconciled_success_restarts_the_clock() {
     let rig = Rig::new();
     expecting_task(&rig, &[]);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(HOUR);
     // The tick's own timeout: the outcome is unknown.
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();

@@ -155,8 +155,7 @@ fn a_server_restart_mid_tick_leaves_every_run_legal() {
         return;
     }
     let rig = crate::support::Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "2");
+    rig.env.executors_sleep("2");
     for i in 0..3 {
         Task::new().instruction(&format!("r{i}")).confirm(&rig.env);
     }

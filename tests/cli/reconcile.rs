@@ -118,8 +118,7 @@ fn status_and_reconcile_agree_on_where_unknown_runs_are() {
     let rig = Rig::new();
     let env = &rig.env;
     Task::named("a").tenant("ops").by("unix:alice").confirm(env);
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "5");
+    env.executors_sleep("5");
     env.advance(3600);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     let out = env.run(&["status"]).ok();
@@ -157,8 +156,7 @@ fn an_unknown_run_that_spent(rig: &Rig) -> String {
     Task::named("t").budget("usd=0.05/day").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(HOUR);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     let run = &rig.runs("t")[0];

@@ -233,8 +233,7 @@ fn replace_refusals_expired_non_owner_other_tenant_deleted() {
 fn a_run_in_flight_finishes_under_its_old_payload_hash() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "2");
+    env.executors_sleep("2");
     let task = Task::named("busy").instruction("old words").confirm(env);
     let old_hash = task["payload_hash"].as_str().unwrap().to_string();
     env.set_now(T0 + HOUR);

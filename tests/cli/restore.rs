@@ -14,8 +14,7 @@ fn a_run_in_flight_in_a_restored_copy_is_settled_before_ticks_restart() {
         return; // PostgreSQL restores with pg_dump; `backup` is SQLite's.
     }
     Task::named("job").confirm(env);
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "30");
+    env.executors_sleep("30");
     env.set_now(T0 + 3600);
     let mut tick = spawn_tick(&rig, &[]);
     wait_for_within("the executor", Duration::from_secs(20), || {

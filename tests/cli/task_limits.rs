@@ -106,8 +106,7 @@ fn the_ticks_shorter_timeout_wins_and_keeps_its_rule() {
 #[test]
 fn a_run_within_its_timeout_is_untouched() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env.executors_sleep("1");
     Task::named("t").timeout("30s").confirm(&rig.env);
     rig.env.advance(HOUR);
     rig.tick(&[]).ok();

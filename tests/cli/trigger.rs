@@ -104,8 +104,7 @@ fn a_trigger_not_claimed_within_grace_is_missed() {
 fn a_trigger_while_a_run_is_active_is_skipped_overlap() {
     let rig = Rig::new();
     let env = &rig.env;
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "2");
+    env.executors_sleep("2");
     Task::named("o").confirm(env);
     env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &[]);

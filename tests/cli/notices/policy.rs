@@ -389,8 +389,7 @@ fn a_tasks_file_takes_the_policy() {
 fn skips_behind_an_unknown_run_are_told_once_per_window() {
     let rig = rig_with_task(&[]);
     // The 08:05 run times out: unknown, its notice sent.
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(STEP);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     rig.env.set_env("FIXTURE_MODE", "succeed");

@@ -49,8 +49,7 @@ fn a_run_reconciled_as_succeeded_is_the_last_success_the_executor_is_told() {
     let rig = rig_with_task(&[]);
     tick_replying(&rig, &succeeded("first digest"));
     let first_finished = rig.runs("job")[0]["finished_at"].clone();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(STEP);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     let frozen = latest_run_id(&rig);

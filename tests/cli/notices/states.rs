@@ -71,8 +71,7 @@ fn state_changes_are_told_at_once() {
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_contains(sent[1]["message"].as_str().unwrap(), "exit status 3");
     // 08:20: unknown (killed at the tick's timeout): told at once.
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(STEP);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     let sent = rig.notices();

@@ -29,8 +29,7 @@ fn hosts_with_skewed_clocks_never_freeze_each_others_runs() {
         return;
     }
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "3");
+    rig.env.executors_sleep("3");
     for i in 0..TASKS {
         Task::new()
             .instruction(&format!("host work {i}"))

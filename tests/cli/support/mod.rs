@@ -211,6 +211,13 @@ impl TestEnv {
         path.display().to_string()
     }
 
+    /// The executor fixture sleeps `seconds` (a `sleep` argument) before
+    /// it answers.
+    pub fn executors_sleep(&self, seconds: &str) {
+        self.set_env("FIXTURE_MODE", "sleep");
+        self.set_env("FIXTURE_SLEEP", seconds);
+    }
+
     /// Sets an environment variable for every later invocation.
     pub fn set_env(&self, key: &str, value: &str) {
         let mut env = self.env.borrow_mut();

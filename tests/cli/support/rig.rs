@@ -89,8 +89,7 @@ pub fn journal(path: &std::path::Path) -> Vec<String> {
 /// A task `name` whose run is frozen unknown (its executor timed out).
 pub fn unknown_run(rig: &Rig, name: &str) -> String {
     Task::named(name).confirm(&rig.env);
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "5");
+    rig.env.executors_sleep("5");
     rig.env.advance(HOUR);
     rig.tick(&["--timeout", "1s", "--kill-grace", "1s"]).ok();
     rig.env.set_env("FIXTURE_MODE", "succeed");
@@ -118,8 +117,7 @@ pub fn parked_run(rig: &Rig, name: &str) -> String {
 /// killed with SIGKILL an hour after T0. Returns the run id; the executor
 /// succeeds again afterwards.
 pub fn orphaned_lease(rig: &Rig, name: &str, tick_args: &[&str]) -> String {
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "30");
+    rig.env.executors_sleep("30");
     Task::named(name).confirm(&rig.env);
     rig.env.advance(HOUR);
     let mut tick = spawn_tick(rig, tick_args);

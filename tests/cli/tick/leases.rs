@@ -41,8 +41,7 @@ fn a_killed_tick_leaves_an_unknown_run_that_blocks_the_next_occurrence() {
 #[test]
 fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "1");
+    rig.env.executors_sleep("1");
     Task::named("f").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &["--lease", "3s"]);
@@ -76,8 +75,7 @@ fn a_tick_frozen_past_its_lease_cannot_record_its_outcome() {
 #[test]
 fn a_lost_lease_kills_the_running_executor() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "30");
+    rig.env.executors_sleep("30");
     Task::named("s").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let started = Instant::now();
@@ -108,8 +106,7 @@ fn a_lost_lease_kills_the_running_executor() {
 #[test]
 fn a_healthy_run_keeps_its_lease_past_the_lease_length() {
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "4");
+    rig.env.executors_sleep("4");
     Task::named("h").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &["--lease", "2s"]);
@@ -131,8 +128,7 @@ fn a_database_busy_for_most_of_busy_timeout_never_expires_a_healthy_run() {
         return; // holds the SQLite write lock directly
     }
     let rig = Rig::new();
-    rig.env.set_env("FIXTURE_MODE", "sleep");
-    rig.env.set_env("FIXTURE_SLEEP", "6");
+    rig.env.executors_sleep("6");
     Task::named("b").confirm(&rig.env);
     rig.env.set_now(T0 + HOUR);
     let tick = spawn_tick(&rig, &["--lease", "10s"]);

@@ -192,8 +192,7 @@ fn an_interrupted_approve_here_kills_its_executor_and_ends_the_lease() {
     rig.tick(&[]).ok();
     let run_id = rig.runs("a")[0]["run_id"].as_str().unwrap().to_string();
     // The approved continuation sleeps.
-    env.set_env("FIXTURE_MODE", "sleep");
-    env.set_env("FIXTURE_SLEEP", "30");
+    env.executors_sleep("30");
     let journal = env.path("exec.journal");
     let approve = spawn(env, &["approve", &run_id, "--wait-id", "w1", "--here"]);
     wait_for_within("the continuation", Duration::from_secs(20), || {
