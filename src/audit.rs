@@ -82,6 +82,9 @@ open_string_enum!(
         Retime = "retime",
         /// No run of the task succeeded within its `expect_success`.
         Overdue = "overdue",
+        // An operator's profiles (§22).
+        ProfileSet = "profile_set",
+        ProfileDelete = "profile_delete",
         // A run's life (§5, §6, §8).
         Claim = "claim",
         /// An approved continuation claimed back to running.

@@ -457,6 +457,20 @@ pub fn child_environment(pass: &[String]) -> Vec<(String, String)> {
     crate::process::environment::select(std::env::vars_os(), pass)
 }
 
+/// What a profile's run may be given of this environment (docs/CONTRACT.md
+/// §22): every UTF-8 variable but the names no run may have (the store's
+/// location and credentials, the caller's identity); each run takes the
+/// base allowlist and its profile's own names from it.
+pub fn profile_environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| {
+            crate::process::environment::inherited(k)
+                || crate::process::environment::refused_pass(k).is_none()
+        })
+        .collect()
+}
+
 /// The run's lease endpoint (AGENTCRON_LEASE_ENDPOINT), inside a run.
 pub fn lease_endpoint() -> Option<String> {
     std::env::var(crate::process::endpoint::VARIABLE)

@@ -40,6 +40,7 @@ pub mod ops;
 pub mod output;
 pub mod payload;
 pub mod process;
+pub mod profile;
 pub mod schedule;
 pub mod store;
 pub mod text;

@@ -42,6 +42,9 @@ string_enum!(
         SkippedBudget = "skipped_budget",
         /// Not executed: the task's gate said there was nothing to do.
         SkippedGate = "skipped_gate",
+        /// Not executed: the task's profile changed or is gone since its
+        /// owner confirmed it (docs/CONTRACT.md §22).
+        SkippedProfile = "skipped_profile",
     }
 );
 
@@ -86,6 +89,9 @@ string_enum!(
         Overdue = "overdue",
         /// Several tasks missed occurrences in one wake (tick/claim/gap.rs).
         Gap = "gap",
+        /// The task's profile changed or is gone: once until it is
+        /// confirmed again (docs/CONTRACT.md §22).
+        Profile = "profile",
     }
 );
 

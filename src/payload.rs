@@ -41,6 +41,10 @@ pub struct Payload {
     /// Sorted and deduplicated.
     pub owner_keys: Vec<String>,
     pub policy: Policy,
+    /// The profile that runs the task (docs/CONTRACT.md §22): its name,
+    /// definition and hash as confirmed; written only when set, so a
+    /// payload without one keeps its hash and runs the tick's executor.
+    pub profile: Option<Box<crate::profile::Bound>>,
     pub retry_backoff_seconds: i64,
     pub schedule: Schedule,
     pub target: String,
@@ -232,6 +236,9 @@ impl Payload {
         if let Some(gate) = &self.gate {
             value["gate"] = json!(gate);
         }
+        if let Some(profile) = &self.profile {
+            value["profile"] = profile.to_value();
+        }
         if let Zone::Follows { fallback } = self.zone {
             value["timezone"] = json!(FOLLOW);
             value["follow_default"] = json!(fallback.name());
@@ -258,6 +265,9 @@ impl Payload {
             Schedule::from_json(&f.schedule).map_err(|e| anyhow!("payload schedule: {e}"))?;
         let notice = notice_policy(&f)?;
         let (budgets, catch_up) = spend_limits(&f)?;
+        if let Some(profile) = &f.profile {
+            profile.check()?;
+        }
         if f.timeout_seconds
             .is_some_and(|s| !(1..=TIMEOUT_SECONDS_MAX).contains(&s))
         {
@@ -302,6 +312,7 @@ impl Payload {
             notice,
             owner_keys: f.owner_keys,
             policy,
+            profile: f.profile,
             retry_backoff_seconds: f.retry_backoff_seconds,
             schedule,
             target: f.target,
@@ -352,6 +363,8 @@ struct StoredFields {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pause_after: Option<i64>,
     policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    profile: Option<Box<crate::profile::Bound>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     realert_seconds: Option<i64>,
     retry_backoff_seconds: i64,
@@ -479,6 +492,7 @@ pub mod tests {
             notice: NoticePolicy::default(),
             owner_keys: vec!["unix:alice".into()],
             policy: Policy::ReadOnly,
+            profile: None,
             retry_backoff_seconds: 60,
             schedule: Schedule::Calendar {
                 hour: 9,

@@ -52,6 +52,11 @@ pub fn task(t: &Task) -> Value {
     if let Some(agent) = &t.payload.drafted_by {
         value["drafted_by"] = json!(agent);
     }
+    // Only a task with a profile names it (docs/CONTRACT.md §22): its
+    // definition and hash as confirmed.
+    if let Some(profile) = &t.payload.profile {
+        value["profile"] = profile.to_value();
+    }
     // Only a task with a limit of its own names it (docs/CONTRACT.md §6).
     if let Some(seconds) = t.payload.timeout_seconds {
         value["timeout_seconds"] = json!(seconds);

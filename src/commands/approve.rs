@@ -86,7 +86,7 @@ fn notifier_of(cmd: Option<&str>, launch: &crate::process::Launch) -> Result<Opt
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<i32> {
     let decision = match args.here {
-        true => Decision::ApproveHere(here(&args)?),
+        true => Decision::ApproveHere(Box::new(here(&args)?)),
         false => Decision::Approve,
     };
     decide(ctx, &args.run, &args.wait_id, decision)
@@ -123,6 +123,7 @@ fn here(args: &ApproveArgs) -> Result<Here> {
         lease,
         notifier: notifier_of(args.notifier.as_deref(), &launch)?,
         launch,
+        profile_env: crate::context::profile_environment(),
     };
     // One rule covers the executor and the notifier: both start under the
     // supervisor.

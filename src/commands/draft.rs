@@ -101,6 +101,16 @@ pub struct DraftArgs {
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
 
+    /// Run the task with the operator's profile NAME (`agentcron profile list`): its command,
+    /// folder, user, passed variables, time limit and concurrency, bound as they are now
+    ///
+    /// The payload you confirm holds the profile's definition and hash, so your confirmation
+    /// covers who runs the words and with what. If the operator changes or deletes the profile
+    /// later, the task's runs are skipped_profile until you confirm again (`draft --replace
+    /// TASK`). `none` removes it from a replacement. Without one, the tick's --executor runs it.
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCompleter::new(crate::completion::profile_names))]
+    pub profile: Option<String>,
+
     /// The task's time zone (IANA name), or `follow` [default: $AGENTCRON_TZ, else the system
     /// zone, else UTC]
     ///
@@ -286,6 +296,7 @@ impl DraftArgs {
             name: self.name.clone(),
             target: self.target.clone(),
             policy: self.policy.map(|p| Policy::from(p).as_str().to_string()),
+            profile: self.profile.clone(),
             tz: self.tz.clone(),
             grace: self.grace.clone(),
             max_retries: self.max_retries,

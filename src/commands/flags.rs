@@ -95,6 +95,7 @@ impl LaunchArgs {
         Ok(Launch {
             env: crate::context::child_environment(&self.pass_env),
             run_as,
+            cwd: None,
         })
     }
 

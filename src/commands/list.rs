@@ -66,6 +66,17 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     // pipe or a file the tasks are read twice in the same snapshot (widths,
     // then lines), so nothing grows with the number of tasks.
     let now = ctx.clock.now();
+    // A PROFILE column when any of the tenant's tasks has one (docs/CONTRACT.md
+    // §22): one read along the tasks' profile index.
+    let with_profiles = !ctx
+        .store()?
+        .read(|tx| tx.tasks_with_profiles(&tenant))?
+        .is_empty();
+    let mut header: Vec<&str> = human::TASK_HEADER.to_vec();
+    if with_profiles {
+        // Before the instruction, the one column a terminal clips.
+        header.insert(header.len() - 1, "profile");
+    }
     let rows = |tx: &mut dyn Tx, note: bool, each: &mut dyn FnMut(Vec<String>) -> Result<()>| {
         tx.each_listed_task(&filter, &mut |tx, row| {
             let Some(task) = readable(note.then_some(&out), row) else {
@@ -83,6 +94,13 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
             if let Some(since) = overdue_since(tx, &task)? {
                 row[2] = format!("{}; overdue {}", row[2], crate::text::relative(since, now));
             }
+            if with_profiles {
+                let profile = task.payload.profile.as_ref();
+                row.insert(
+                    row.len() - 1,
+                    profile.map_or("-".into(), |p| escape(&p.name)),
+                );
+            }
             each(row)?;
             Ok(Continue(()))
         })
@@ -98,11 +116,11 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
         if cells.is_empty() {
             return say_none(ctx, &filter);
         }
-        return out.table(&human::TASK_HEADER, cells);
+        return out.table(&header, cells);
     }
     ctx.store()?
         .read(|tx| {
-            let mut table = PipeTable::new(&human::TASK_HEADER);
+            let mut table = PipeTable::new(&header);
             // Corrupt rows are reported once, in the first pass.
             rows(tx, true, &mut |row| {
                 table.measure(&row);

@@ -28,6 +28,7 @@ pub mod migrate;
 pub mod next;
 pub mod pause;
 pub mod plan;
+pub mod profile;
 pub mod prune;
 pub mod reconcile;
 pub mod resume;
@@ -82,6 +83,7 @@ pub enum Command {
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Zone(zone::ZoneArgs),
+    Profile(profile::ProfileArgs),
     Migrate(migrate::MigrateArgs),
     Completions(completions::CompletionsArgs),
     Mcp(mcp::McpArgs),
@@ -160,6 +162,7 @@ pub fn dispatch(ctx: &mut Ctx, command: Command) -> Result<i32> {
         Command::Export(args) => transfer::export(ctx, args),
         Command::Import(args) => transfer::import(ctx, args),
         Command::Zone(args) => zone::run(ctx, args),
+        Command::Profile(args) => profile::run(ctx, args),
         Command::Mcp(args) => return mcp::run(ctx, args),
         Command::Migrate(args) => migrate::run(ctx, args),
     }
@@ -186,6 +189,7 @@ fn only_reads(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Lease(_)
     ) || matches!(command, Command::Zone(args) if args.only_reads())
+        || matches!(command, Command::Profile(args) if args.only_reads())
         || matches!(command, Command::Tick(args) if args.dry_run)
         || matches!(command, Command::Migrate(args) if args.dry_run)
 }
@@ -204,6 +208,7 @@ fn changes_schedules(command: &Command) -> bool {
             | Command::Deny(_)
             | Command::Import(_)
     ) || matches!(command, Command::Zone(args) if !args.only_reads())
+        || matches!(command, Command::Profile(args) if !args.only_reads())
         || matches!(command, Command::Reconcile(args) if args.run.is_some())
 }
 
@@ -226,6 +231,7 @@ fn acts_on_what_exists(command: &Command) -> bool {
             | Command::Reconcile(_)
             | Command::Prune(_)
     ) || matches!(command, Command::Zone(args) if !args.only_reads() && !args.may_create_store())
+        || matches!(command, Command::Profile(args) if !args.only_reads() && !args.may_create_store())
 }
 
 /// Free text given on the command line: no NUL, at most 4096 bytes.

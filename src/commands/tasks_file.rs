@@ -25,8 +25,12 @@ pub struct TasksFile {
 /// `load`, with the caller's current zone for the tasks that say
 /// `tz = "follow"` (docs/CONTRACT.md §18): the file is checked as a whole
 /// first, and the store is read for the zone only when a task follows.
+/// The tenant's profiles are read first: a task naming one binds its
+/// current version (docs/CONTRACT.md §22).
 pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFile> {
-    let loaded = load(ctx, path, None)?;
+    let tenant = ctx.tenant.clone();
+    let profiles = ctx.store()?.read(|tx| tx.profiles(&tenant))?;
+    let loaded = load(ctx, path, None, &profiles)?;
     let follows = loaded
         .tasks
         .iter()
@@ -44,7 +48,7 @@ pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFil
         .store()?
         .read(|tx| draft::owner_zone(tx, &caller, follow, None))?
     {
-        Some(zone) => load(ctx, path, Some(zone)),
+        Some(zone) => load(ctx, path, Some(zone), &profiles),
         None => Ok(loaded),
     }
 }
@@ -55,6 +59,7 @@ pub fn load(
     ctx: &Ctx,
     path: &std::path::Path,
     owner_zone: Option<schedule::Tz>,
+    profiles: &[crate::profile::Profile],
 ) -> Result<TasksFile> {
     let shown = path.display().to_string();
     let text = super::bounded::read_capped(path, "the tasks file", super::bounded::PLAN_MAX_BYTES)?;
@@ -65,7 +70,8 @@ pub fn load(
         tenant: &ctx.tenant,
         identity: &ctx.identity,
     };
-    let drafter = draft::Drafter::of(&caller, ctx.clock.now(), ctx.default_zone, owner_zone);
+    let mut drafter = draft::Drafter::of(&caller, ctx.clock.now(), ctx.default_zone, owner_zone);
+    drafter.profiles = profiles.to_vec();
     let mut desired = Vec::with_capacity(specs.len());
     for (name, mut spec) in specs {
         let at = |key: &str, message: String| {

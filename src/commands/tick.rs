@@ -155,6 +155,7 @@ pub fn executor(args: &TickArgs, launch: &crate::process::Launch) -> Result<Exec
         jobs: args.jobs as usize,
         output_cap: 1 << 20,
         launch: launch.clone(),
+        profile_env: crate::context::profile_environment(),
     })
 }
 

@@ -106,6 +106,22 @@ pub fn identity_keys(current: &OsStr) -> Vec<CompletionCandidate> {
         .collect()
 }
 
+/// `--profile` and `profile show|set|delete NAME`: the tenant's profiles,
+/// with what each runs.
+pub fn profile_names(current: &OsStr) -> Vec<CompletionCandidate> {
+    let Some(prefix) = current.to_str() else {
+        return Vec::new();
+    };
+    read(|tx, line| tx.profiles(&tenant(line)))
+        .into_iter()
+        .filter(|p| p.name.starts_with(prefix))
+        .map(|p| {
+            let what = p.description.unwrap_or(p.definition.command);
+            candidate(p.name, crate::text::escape(&what))
+        })
+        .collect()
+}
+
 /// IANA zone names, for `--tz`.
 pub fn zones(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(prefix) = current.to_str() else {

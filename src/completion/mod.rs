@@ -17,6 +17,7 @@ mod shells;
 
 use std::sync::OnceLock;
 
+pub use candidates::profile_names;
 pub use candidates::{days, run_statuses, runs_any, runs_parked, runs_running, runs_unknown};
 pub use candidates::{draft_zones, identity_keys, task_states, tasks, tasks_or_runs, zones};
 

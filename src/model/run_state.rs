@@ -100,6 +100,7 @@ pub enum RunEnd {
     },
     SkippedBudget,
     SkippedGate,
+    SkippedProfile,
 }
 
 impl RunEnd {
@@ -115,6 +116,7 @@ impl RunEnd {
             RunStatus::Missed => RunEnd::Missed,
             RunStatus::SkippedBudget => RunEnd::SkippedBudget,
             RunStatus::SkippedGate => RunEnd::SkippedGate,
+            RunStatus::SkippedProfile => RunEnd::SkippedProfile,
             RunStatus::SkippedOverlap
             | RunStatus::Running
             | RunStatus::AwaitingConfirmation
@@ -132,6 +134,7 @@ impl RunEnd {
             RunEnd::SkippedOverlap { .. } => RunStatus::SkippedOverlap,
             RunEnd::SkippedBudget => RunStatus::SkippedBudget,
             RunEnd::SkippedGate => RunStatus::SkippedGate,
+            RunEnd::SkippedProfile => RunStatus::SkippedProfile,
         }
     }
 }

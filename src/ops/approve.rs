@@ -43,7 +43,7 @@ pub enum Decision {
     /// Record the approval; the next tick runs the continuation.
     Approve,
     /// Claim the continuation and run the executor here, at once.
-    ApproveHere(Here),
+    ApproveHere(Box<Here>),
     /// Settle the run failed; with a notifier, send its notice here too
     /// (without, the notice stays pending for the tick's notifier).
     Deny(Option<Notifier>),
@@ -56,6 +56,8 @@ pub struct Here {
     pub timeout: Duration,
     pub lease: Duration,
     pub launch: Launch,
+    /// What a profile's run may be given of this environment (`Executor::profile_env`).
+    pub profile_env: Vec<(String, String)>,
     pub notifier: Option<Notifier>,
 }
 
@@ -85,7 +87,7 @@ pub fn answer(
 ) -> Result<Answered> {
     match decision {
         Decision::Approve => approve(&mut store.clone(), parked).map(Answered::Approved),
-        Decision::ApproveHere(here) => approve_here(store, clock, parked, here),
+        Decision::ApproveHere(here) => approve_here(store, clock, parked, *here),
         Decision::Deny(notifier) => deny(&mut store.clone(), clock, parked, notifier.as_ref()),
     }
 }
@@ -135,6 +137,7 @@ fn approve_here(
         jobs: 1,
         output_cap: 1 << 20,
         launch: here.launch,
+        profile_env: here.profile_env,
     };
     // From the claim on, Ctrl-C must not leave the executor running under a
     // live lease: the signal is noted and the run settled unknown.

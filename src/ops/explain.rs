@@ -412,6 +412,7 @@ fn describe_run(f: &Facts<'_>, run: &Run, when: &dyn Fn(i64) -> String) -> (&'st
         }
         RunStatus::Missed => ("missed", format!("was not run and is recorded as missed run {id}{why}")),
         RunStatus::SkippedBudget => ("skipped_budget", format!("was not run: its budget was spent, recorded as run {id}{why}")),
+        RunStatus::SkippedProfile => ("skipped_profile", format!("was not run: its profile is not the one confirmed, recorded as run {id}{why}")),
         RunStatus::SkippedGate => {
             let said = run.summary.as_deref().map(|s| format!(" (it said \"{}\")", crate::text::escape(s))).unwrap_or_default();
             ("skipped_gate", format!("was not run: its gate found nothing to do, recorded as run {id}{said}"))

@@ -88,7 +88,7 @@ pub fn resume(store: &mut dyn Store, req: &Request<'_>) -> Result<Changed> {
             // failed with a retry the pause dropped): one run per occurrence.
             if tx.occurrence_runs(&task.task_id, *run_at)?.is_empty() {
                 let run = missed_once(&task, *run_at, req.now);
-                tx.insert_run(&run, None)?;
+                tx.insert_run(&run, None, None)?;
                 detail = json!({"missed_run_id": run.run_id});
             }
             to = TaskState::Completed;

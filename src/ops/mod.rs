@@ -30,6 +30,7 @@ pub mod inside_run;
 pub mod lifecycle;
 pub mod migrate;
 pub mod plan;
+pub mod profiles;
 pub mod prune;
 pub mod reconcile;
 pub mod transfer;

@@ -86,6 +86,14 @@ pub fn fields(payload: &Payload, zone: Tz) -> Vec<Field> {
                 None => "none of its own (the tick's --timeout)".into(),
             },
         ),
+        field(
+            "profile",
+            &["profile"],
+            match &payload.profile {
+                Some(bound) => bound.describe(),
+                None => "none (the tick's --executor runs it)".into(),
+            },
+        ),
         field("budgets", &["budgets"], budget_words(&payload.budgets)),
         field(
             "gate",
@@ -175,6 +183,7 @@ pub fn key_words(key: &str) -> Option<&'static str> {
         "owner_keys" => "owners",
         "pause_after" => "pause after failures",
         "policy" => "policy",
+        "profile" => "profile",
         "realert_seconds" => "re-alert after",
         "retry_backoff_seconds" => "retry backoff",
         "schedule" => "schedule",
@@ -278,9 +287,27 @@ pub fn why(change: &Change) -> Option<Why> {
         "realert_seconds" if longer(old, new) => Some(Why::Silenced(
             "a repeated failure is told to you less often",
         )),
+        "profile" => profile_why(old, new),
         "target" => Some(Why::Elsewhere("its notices will go somewhere else")),
         "owner_keys" => Some(Why::Elsewhere("other keys may act on it")),
         _ => None,
+    }
+}
+
+/// A profile bound, unbound or rebound (docs/CONTRACT.md §22): a step-up
+/// where it widens what runs — another command (the profile's for the
+/// tick's executor, or back), user, folder, more passed variables, longer.
+fn profile_why(old: &Value, new: &Value) -> Option<Why> {
+    let read = |v: &Value| crate::profile::Bound::from_value(v).ok();
+    match (read(old), read(new)) {
+        (None, Some(_)) => Some(Why::StepUp(
+            "its profile's command will run it, not the tick's executor",
+        )),
+        (Some(_), None) => Some(Why::StepUp(
+            "the tick's executor will run it, not its profile's command",
+        )),
+        (Some(old), Some(new)) => new.definition.widening(&old.definition).map(Why::StepUp),
+        (None, None) => None,
     }
 }
 
@@ -341,6 +368,10 @@ pub fn value_words(
             Value::Null,
         ) => "none".into(),
         ("catch_up", Value::Null) => "none".into(),
+        ("profile", Value::Null) => "none (the tick's --executor)".into(),
+        ("profile", value) => crate::profile::Bound::from_value(value)
+            .map(|b| b.describe())
+            .unwrap_or_else(|e| escape(&e.to_string())),
         ("notify", Value::Null) => "always (not set)".into(),
         (f, Value::Number(n)) if f.ends_with("_seconds") => {
             human_duration(n.as_i64().unwrap_or_default())

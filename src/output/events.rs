@@ -33,6 +33,8 @@ pub fn sentence(action: &AuditAction, detail: &Value) -> String {
         A::ZoneUnset => zone_changed(d, false),
         A::Retime => retimed(d),
         A::Overdue => overdue(d),
+        A::ProfileSet => profile_changed(d, true),
+        A::ProfileDelete => profile_changed(d, false),
         // A run's life.
         A::Claim => claimed(d),
         A::Continue => continued(d),
@@ -179,6 +181,23 @@ fn zone_changed(d: &Detail, set: bool) -> Vec<String> {
         Some(new) if set => format!("set {key}'s zone: {old} → {new}"),
         _ => format!("unset {key}'s zone (was {old})"),
     }]
+}
+
+/// `profile_set` / `profile_delete` (docs/CONTRACT.md §22): the profile,
+/// its hash before and after, and what it runs now.
+fn profile_changed(d: &Detail, set: bool) -> Vec<String> {
+    let name = d.text("profile").unwrap_or_default();
+    let short = |key: &str| d.text(key).map(|h| short_id(&h).to_string());
+    let mut words = vec![match (set, short("old_sha256"), short("sha256")) {
+        (true, None, Some(new)) => format!("added profile {name} ({new})"),
+        (true, Some(old), Some(new)) if old == new => {
+            format!("changed profile {name}'s description")
+        }
+        (true, Some(old), Some(new)) => format!("changed profile {name}: {old} → {new}"),
+        _ => format!("deleted profile {name}"),
+    }];
+    words.extend(d.text("command").map(|c| format!("command `{c}`")));
+    words
 }
 
 fn retimed(d: &Detail) -> Vec<String> {

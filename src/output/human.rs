@@ -150,6 +150,9 @@ pub fn success_clock_line(
 /// as they did). The gate is agent-written text: quoted and escaped.
 pub fn limit_rows(payload: &crate::payload::Payload) -> Vec<(&'static str, String)> {
     let mut rows = Vec::new();
+    if let Some(bound) = &payload.profile {
+        rows.push(("profile", bound.describe()));
+    }
     if let Some(seconds) = payload.timeout_seconds {
         rows.push((
             "timeout",

@@ -184,6 +184,7 @@ pub fn event_line(event: &TickEvent, claimed: &ClaimedRuns, db_flag: &[String]) 
                 | HeldBack::JobsBusy
                 | HeldBack::HostJobs => "a slot frees",
                 HeldBack::ClaimWindow => "the next tick starts",
+                HeldBack::ProfileFull => "a run of their profile ends",
             }
         ),
         TickEvent::NoticeExpired { notice, task } => format!(

@@ -38,6 +38,10 @@ pub(super) struct Request {
     pub grace_ms: u64,
     /// How many bytes of stdin follow the request line.
     pub stdin_len: u64,
+    /// The folder the child starts in (`Launch::cwd`); absent: the
+    /// supervisor's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// One line the supervisor says.

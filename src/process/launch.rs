@@ -16,6 +16,11 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// Run the child as this user.
     pub run_as: Option<RunAs>,
+    /// The folder the child starts in (a profile's, docs/CONTRACT.md §22);
+    /// None: the caller's, or `/` with a user of its own. The supervisor
+    /// changes to it as the run's user, so a folder closed to that user is
+    /// a run that did not start, never one that started elsewhere.
+    pub cwd: Option<String>,
 }
 
 impl Launch {

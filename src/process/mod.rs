@@ -381,6 +381,7 @@ fn start_io(
         env: spec.launch.environment(&spec.env),
         grace_ms: spec.kill_grace.as_millis().min(u64::MAX as u128) as u64,
         stdin_len: spec.stdin.len() as u64,
+        cwd: spec.launch.cwd.clone(),
     };
     let mut message = serde_json::to_vec(&request).map_err(io::Error::other)?;
     message.push(b'\n');

@@ -143,6 +143,22 @@ fn spawn(request: &Request, stdin: Vec<u8>) -> Result<i32, (SpawnKind, String)> 
         }
         None => Command::new(program),
     };
+    if let Some(cwd) = &request.cwd {
+        // Checked here, as the run's user: std would report a folder it
+        // cannot enter as the program not being found.
+        match std::fs::metadata(cwd) {
+            Ok(meta) if meta.is_dir() => {
+                command.current_dir(cwd);
+            }
+            Ok(_) => {
+                return Err((
+                    SpawnKind::Other,
+                    format!("the folder {cwd} is not a folder"),
+                ))
+            }
+            Err(e) => return Err((SpawnKind::Other, format!("the folder {cwd}: {e}"))),
+        }
+    }
     command
         .args(&request.argv[1..])
         .env_clear()

@@ -16,10 +16,16 @@ fn no_applied_migration_changes_its_text() {
             .collect();
         crate::payload::hash_hex(&texts)
     };
-    let sqlite: &[(usize, &str)] = &[(
-        17,
-        "aaf45109a332cbe5fe9c17c9b775b490377b33229756cc52b7aee7659c02db6d",
-    )];
+    let sqlite: &[(usize, &str)] = &[
+        (
+            17,
+            "aaf45109a332cbe5fe9c17c9b775b490377b33229756cc52b7aee7659c02db6d",
+        ),
+        (
+            18,
+            "f297030aded5044d12bfdedd1aa2641008d004c9e796d9dddd2d05c3892e6134",
+        ),
+    ];
     let postgres: &[(usize, &str)] = &[
         (
             19,
@@ -28,6 +34,10 @@ fn no_applied_migration_changes_its_text() {
         (
             20,
             "be91752d95a0ed5a20d784496cd30fea728fe4274321241113addaf1a50b9100",
+        ),
+        (
+            21,
+            "67620a02964a2339b37fb17ac2bedc4c719bfd1cec30a1a61eed16e5f52661fe",
         ),
     ];
     for (backend, migrations, pins) in [

@@ -31,6 +31,7 @@ mod migration_pins;
 pub mod overdue;
 pub mod owners;
 pub mod postgres;
+pub mod profiles;
 pub mod queue;
 pub mod row_decode;
 pub mod rows;
@@ -57,6 +58,7 @@ pub use maintenance::{MaintenanceTx, PruneCounts, Stats, Tallies};
 pub use memory::{MemoryTx, TaskMemory};
 pub use meta::{Host, MetaTx};
 pub use overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
+pub use profiles::{BoundTask, ProfileTx};
 pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
@@ -80,6 +82,7 @@ pub trait Tx:
     + TransferTx
     + QueueTx
     + ZoneTx
+    + ProfileTx
     + CompletionTx
     + IdTx
 {

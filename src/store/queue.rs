@@ -65,7 +65,14 @@ pub trait QueueTx {
     /// The tenants that have active tasks, in order (only `tenant` when given).
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>>;
     /// The tenant's earliest due occurrence or retry at `now`.
-    fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>>;
+    /// Passing over the tasks `except` names (a claim decided to leave
+    /// them waiting this batch).
+    fn earliest_due_in(
+        &mut self,
+        tenant_key: &str,
+        now: i64,
+        except: &[String],
+    ) -> Result<Option<DueTask>>;
     /// Due tasks not yet marked for their latest due instant (never marked,
     /// or marked for an instant that a newer one has superseded), earliest first.
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>>;
@@ -170,36 +177,39 @@ static UNMARKED_DUE: LazyLock<String> = LazyLock::new(|| {
 
 /// The tenant's ($1) earliest task due by `column` at $2: one seek; no
 /// tie-break on task_id, which would sort every task due at that instant.
-fn earliest_by(column: &str, retry: bool, index: &str, lock: &str) -> String {
+/// `except`: a condition on task_id added to the seek (`earliest_due_in`'s
+/// tasks to pass over), or empty.
+fn earliest_by(column: &str, retry: bool, index: &str, lock: &str, except: &str) -> String {
     format!(
         "SELECT task_id, {column} AS at, {retry} AS retry FROM tasks{index}
          WHERE state = 'active' AND tenant_key = $1 AND {column} IS NOT NULL
-           AND {column} <= $2
+           AND {column} <= $2{except}
          ORDER BY {column} LIMIT 1{lock}"
     )
 }
 
 /// SQLite: each seek on its partial index, the earliest of the three.
-static EARLIEST_DUE_SQLITE: LazyLock<String> = LazyLock::new(|| {
+fn earliest_due_sqlite(except: &str) -> String {
     let seeks: Vec<String> = DUE_BY
         .iter()
         .map(|(column, retry, index)| {
-            let seek = earliest_by(column, *retry, &format!(" INDEXED BY {index}"), "");
+            let index = format!(" INDEXED BY {index}");
+            let seek = earliest_by(column, *retry, &index, "", except);
             format!("SELECT * FROM ({seek})")
         })
         .collect();
     format!("{} ORDER BY 2 LIMIT 1", seeks.join(" UNION ALL "))
-});
+}
 
 /// PostgreSQL: row locks rule out one UNION of the seeks, but not three
 /// locking CTEs read by one: one round trip, each seek skipping rows
 /// another host is claiming, never waiting on them; one row per kind.
-static EARLIEST_DUE_POSTGRES: LazyLock<String> = LazyLock::new(|| {
+fn earliest_due_postgres(except: &str) -> String {
     let (ctes, reads): (Vec<String>, Vec<String>) = DUE_BY
         .iter()
         .enumerate()
         .map(|(i, (column, retry, _))| {
-            let seek = earliest_by(column, *retry, "", " FOR UPDATE SKIP LOCKED");
+            let seek = earliest_by(column, *retry, "", " FOR UPDATE SKIP LOCKED", except);
             (
                 format!("due{i} AS ({seek})"),
                 format!("SELECT task_id, at, retry FROM due{i}"),
@@ -207,7 +217,10 @@ static EARLIEST_DUE_POSTGRES: LazyLock<String> = LazyLock::new(|| {
         })
         .unzip();
     format!("WITH {} {}", ctes.join(", "), reads.join(" UNION ALL "))
-});
+}
+
+static EARLIEST_DUE_SQLITE: LazyLock<String> = LazyLock::new(|| earliest_due_sqlite(""));
+static EARLIEST_DUE_POSTGRES: LazyLock<String> = LazyLock::new(|| earliest_due_postgres(""));
 
 impl<C: Connection> QueueTx for C {
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
@@ -288,13 +301,32 @@ impl<C: Connection> QueueTx for C {
         rows.iter().map(|r| r.get(0)).collect()
     }
 
-    fn earliest_due_in(&mut self, tenant_key: &str, now: i64) -> Result<Option<DueTask>> {
-        let sql = match self.dialect() {
-            Dialect::Sqlite => &*EARLIEST_DUE_SQLITE,
-            Dialect::Postgres => &*EARLIEST_DUE_POSTGRES,
+    fn earliest_due_in(
+        &mut self,
+        tenant_key: &str,
+        now: i64,
+        except: &[String],
+    ) -> Result<Option<DueTask>> {
+        // Passing over tasks is rare (a profile at its limit): those seeks
+        // are built when asked; the usual two are built once.
+        let built;
+        let sql = match (self.dialect(), except.is_empty()) {
+            (Dialect::Sqlite, true) => &*EARLIEST_DUE_SQLITE,
+            (Dialect::Postgres, true) => &*EARLIEST_DUE_POSTGRES,
+            (dialect, false) => {
+                let list: Vec<String> = (0..except.len()).map(|i| format!("${}", i + 3)).collect();
+                let except = format!(" AND task_id NOT IN ({})", list.join(", "));
+                built = match dialect {
+                    Dialect::Sqlite => earliest_due_sqlite(&except),
+                    Dialect::Postgres => earliest_due_postgres(&except),
+                };
+                &built
+            }
         };
+        let mut all = args![tenant_key, now].to_vec();
+        all.extend(except.iter().map(Arg::from));
         let rows = self
-            .query(sql, args![tenant_key, now])
+            .query(sql, &all)
             .context("finding the tenant's next due task")?;
         // SQLite returns the earliest already; PostgreSQL one per kind.
         let due = rows.iter().map(due_task).collect::<Result<Vec<_>>>()?;

@@ -56,6 +56,10 @@ pub struct Executor {
     pub output_cap: usize,
     /// The environment the executor starts from, and as whom it runs.
     pub launch: Launch,
+    /// What a profile's run may be given of the tick's environment (every
+    /// variable but those no run may have): it gets the base allowlist and
+    /// its profile's passed names from here (docs/CONTRACT.md §22).
+    pub profile_env: Vec<(String, String)>,
 }
 
 /// One claimed run to execute.
@@ -129,6 +133,28 @@ pub(super) fn gate_then_execute(
     job: &Job,
     reports: Reports<'_>,
 ) -> (Executed, Option<String>) {
+    // A task with a profile runs the profile's command, folder, user and
+    // variables (tick/profile.rs); the gate runs as the executor would.
+    let with_profile;
+    let executor = match job.task.payload.profile.is_some() {
+        false => executor,
+        true => match super::profile::runner(
+            &executor.argv,
+            &executor.launch,
+            &executor.profile_env,
+            &job.task,
+        ) {
+            Ok((argv, launch)) => {
+                with_profile = Executor {
+                    argv,
+                    launch,
+                    ..executor.clone()
+                };
+                &with_profile
+            }
+            Err(why) => return (Err(Failure::NotStarted(why)), None),
+        },
+    };
     let opened = match (&job.task.payload.gate, &executor.argv) {
         (Some(command), Some(_)) if job.continuation.is_null() => {
             let spec = child_spec(endpoint, executor, job, executor.gate_timeout);

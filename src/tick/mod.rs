@@ -50,6 +50,7 @@ pub mod leases;
 pub mod notice_policy;
 pub mod overdue;
 pub mod overdue_step;
+pub mod profile;
 pub mod queue;
 pub mod recording;
 pub mod release;
@@ -208,13 +209,14 @@ pub fn run(
     // Most ticks find nothing to do: one read says so, and they take no
     // write transaction for steps 1-4.
     let agenda = agenda(store, options, clock.now()).busy_during("looking for due work")?;
-    refuse_claims_without_executor(&agenda, options)?;
+    let may_claim = refuse_claims_without_executor(store, &agenda, options)?;
     // An idle tick's work is done by now: its duration goes with its
     // record, one small write (no fsync) instead of two.
     let idle = (!agenda.expiries && !agenda.claims && !agenda.overdue).then(|| started.elapsed());
     let recorded = recording::record_tick(store, options, clock.now(), idle, report)
         .busy_during("recording the tick")?;
-    let before = expire_if_due(store, options, clock, &agenda, &recorded, report)?;
+    let mut before = expire_if_due(store, options, clock, &agenda, &recorded, report)?;
+    before.may_claim = may_claim;
     let changed_before = before.changed;
     let mut summary = scheduler::work(shared, store, options, clock, before, report)?;
     let changed = changed_before || summary.started > 0 || summary.decided > 0;
@@ -242,16 +244,27 @@ fn agenda(store: &mut dyn Store, options: &TickOptions, now: i64) -> Result<Agen
 }
 
 /// Claiming with no executor would only burn the runs as failed for a
-/// missing flag: refused (exit 2) before anything is claimed.
-fn refuse_claims_without_executor(agenda: &Agenda, options: &TickOptions) -> Result<()> {
-    if agenda.claims && options.executor.argv.is_none() {
+/// missing flag: refused (exit 2) before anything is claimed — unless the
+/// store has profiles (docs/CONTRACT.md §22), whose tasks run their own
+/// command: a fleet of profiles needs no `--executor`, and a task without
+/// one then fails saying so. Says whether this tick may claim.
+fn refuse_claims_without_executor(
+    store: &mut dyn Store,
+    agenda: &Agenda,
+    options: &TickOptions,
+) -> Result<bool> {
+    if options.executor.argv.is_some() {
+        return Ok(true);
+    }
+    let profiles = agenda.claims && store.read(|tx| tx.has_profiles(options.tenant.as_deref()))?;
+    if agenda.claims && !profiles {
         return Err(CmdError::usage(
             "runs are due but no executor is configured; nothing was claimed",
         )
         .with_hint("pass --executor CMD or set AGENTCRON_EXECUTOR (`agentcron crontab` prints the line cron needs)")
         .into());
     }
-    Ok(())
+    Ok(profiles)
 }
 
 /// Steps 1-3 when the agenda has expiries, then the overdue tasks, after the `--run-as`
@@ -269,6 +282,7 @@ fn expire_if_due(
         notices_waiting: recorded.notices_waiting,
         // Nothing was due a moment ago: the first claim would find nothing.
         nothing_due: !agenda.claims,
+        may_claim: true,
     };
     if agenda.claims || agenda.expiries || agenda.overdue || before.notices_waiting {
         // Under `--run-as` through sudo: refused before anything is claimed

@@ -23,6 +23,9 @@ pub const EXECUTOR: &str = "executor";
 /// A budget whose notice was made by an earlier skip, with no success
 /// since: the task is still in the state that notice told.
 pub const BUDGET_TOLD: &str = "budget window told";
+/// A task held for its profile, told by an earlier skip of the payload
+/// its owner confirmed: told once until they confirm again.
+pub const PROFILE_TOLD: &str = "profile change told";
 
 /// What happens to one settled run's notice.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,8 +66,10 @@ pub struct Facts<'a> {
     /// re-alert window (the caller reads it from the ledger).
     pub last_skip_sent: Option<(String, i64)>,
     /// A `skipped_budget` run whose budget's notice was made already,
-    /// with no success since (tick/budget.rs `tell`).
-    pub budget_told: bool,
+    /// with no success since (tick/budget.rs `tell`); a `skipped_profile`
+    /// run whose task was held for its profile already, under the payload
+    /// its owner confirmed.
+    pub already_told: bool,
     /// A coalesced `missed` run whose task ran its catch-up in the same
     /// claim: a designed outcome.
     pub caught_up: bool,
@@ -125,7 +130,13 @@ pub fn decide(facts: &Facts<'_>, memory: TaskMemory) -> Decision {
         // held back); an overdue task once per gap (the tick makes one
         // notice). `never` holds both back.
         NoticeKind::Budget => match held_back_by_mode(facts.policy) {
-            None if facts.budget_told => Some(BUDGET_TOLD),
+            None if facts.already_told => Some(BUDGET_TOLD),
+            by_mode => by_mode,
+        },
+        // A held task is told once (docs/CONTRACT.md §22): its owner must
+        // confirm again, and every later skip would say the same.
+        NoticeKind::Profile => match held_back_by_mode(facts.policy) {
+            None if facts.already_told => Some(PROFILE_TOLD),
             by_mode => by_mode,
         },
         NoticeKind::Overdue => held_back_by_mode(facts.policy),
@@ -180,6 +191,7 @@ fn kind_of(status: RunStatus, failing: bool, paused_task: bool) -> NoticeKind {
         RunStatus::Missed => NoticeKind::Missed,
         RunStatus::SkippedOverlap | RunStatus::SkippedGate => NoticeKind::Skipped,
         RunStatus::SkippedBudget => NoticeKind::Budget,
+        RunStatus::SkippedProfile => NoticeKind::Profile,
         RunStatus::AwaitingConfirmation | RunStatus::AwaitingAuthorization => NoticeKind::Parked,
         // Running never settles a notice; treat it as the uncertain case.
         RunStatus::Unknown | RunStatus::Running => NoticeKind::Unknown,
@@ -373,6 +385,7 @@ pub fn state_of(kind: NoticeKind) -> &'static str {
         NoticeKind::Parked => "waiting",
         NoticeKind::Paused => "paused",
         NoticeKind::Budget => "budget_spent",
+        NoticeKind::Profile => "held",
         NoticeKind::Overdue => "overdue",
     }
 }

@@ -77,6 +77,9 @@ pub struct Batch {
     pub claimed: Vec<Claimed>,
     /// Runs of the batch that start an executor.
     pub started: usize,
+    /// Due tasks left waiting for their profile's capacity (docs/CONTRACT.md
+    /// §22), their due work marked seen.
+    pub waiting: usize,
     pub stop: Stop,
 }
 
@@ -93,6 +96,7 @@ pub fn claim_batch(
     let mut batch = Batch {
         claimed: Vec::new(),
         started: 0,
+        waiting: 0,
         stop: Stop::Enough,
     };
     if rr.tenants.is_none() {
@@ -118,21 +122,37 @@ pub fn claim_batch(
     // means the tenant has nothing more this batch can decide; without
     // this the loop would ask for it forever.
     let mut undecided: Vec<(String, i64)> = Vec::new();
+    // Due tasks whose profile is full: the seeks pass over them, so the
+    // tenant's other due work is still claimed this batch.
+    let mut waiting: Vec<String> = Vec::new();
     let mut exhausted = vec![false; tenants.len()];
     while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
         if let Some(reached) = limit_reached(tx, limits, s.runner)? {
             batch.stop = Stop::AtLimit(reached);
             return Ok(batch);
         }
-        let found = next_due(tx, tenants, rr.next, &mut exhausted, &undecided, s.now)?;
+        let passed = Passed {
+            undecided: &undecided,
+            waiting: &waiting,
+        };
+        let found = next_due(tx, tenants, rr.next, &mut exhausted, passed, s.now)?;
         let Some((index, due)) = found else {
             batch.stop = Stop::NothingDue;
             return Ok(batch);
         };
         rr.next = (index + 1) % tenants.len();
-        let Some(claimed) = claim::claim_due(tx, &due, s, true)? else {
-            undecided.push((due.task_id, due.due_at));
-            continue;
+        let claimed = match claim::claim_due(tx, &due, s, true)? {
+            None => {
+                undecided.push((due.task_id, due.due_at));
+                continue;
+            }
+            Some(Claimed::Waiting { task, .. }) => {
+                wait_for_capacity(tx, &task, s.now)?;
+                batch.waiting += 1;
+                waiting.push(due.task_id);
+                continue;
+            }
+            Some(claimed) => claimed,
         };
         if let Claimed::Planned { plan, .. } = &claimed {
             batch.started += plan
@@ -146,6 +166,29 @@ pub fn claim_batch(
     Ok(batch)
 }
 
+/// A due task left waiting for its profile's capacity: its due work is
+/// marked seen (docs/CONTRACT.md §6, "Capacity is not lateness"), so it
+/// runs once a run of its profile ends, however long that takes.
+fn wait_for_capacity(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
+    if let Some(mark) = seen(tx, task, now)? {
+        tx.set_queue_marks(&[TaskMark {
+            task_id: &task.task_id,
+            next_run_at: task.next_run_at,
+            next_retry_at: task.next_retry_at,
+            mark,
+        }])?;
+    }
+    Ok(())
+}
+
+/// The due work a batch passes over: what it could not decide, and the
+/// tasks waiting for their profile's capacity.
+#[derive(Clone, Copy)]
+struct Passed<'a> {
+    undecided: &'a [(String, i64)],
+    waiting: &'a [String],
+}
+
 /// The earliest due work of the next tenant in turn from `start` that has
 /// any this batch can decide, with that tenant's index. A tenant whose
 /// earliest is work already found `undecided` is `exhausted`.
@@ -154,7 +197,7 @@ fn next_due(
     tenants: &[String],
     start: usize,
     exhausted: &mut [bool],
-    undecided: &[(String, i64)],
+    passed: Passed<'_>,
     now: i64,
 ) -> Result<Option<(usize, DueTask)>> {
     for step in 0..tenants.len() {
@@ -162,8 +205,11 @@ fn next_due(
         if exhausted[index] {
             continue;
         }
-        if let Some(due) = tx.earliest_due_in(&tenants[index], now)? {
-            if undecided.contains(&(due.task_id.clone(), due.due_at)) {
+        if let Some(due) = tx.earliest_due_in(&tenants[index], now, passed.waiting)? {
+            if passed
+                .undecided
+                .contains(&(due.task_id.clone(), due.due_at))
+            {
                 exhausted[index] = true;
                 continue;
             }
@@ -209,6 +255,8 @@ crate::vocabulary::string_enum!(
         MaxRunning = "--max-running runs are running",
         MaxRuns = "this tick started --max-runs runs",
         HostJobs = "--host-jobs runs are running on this host",
+        // A claim found the task's profile at its --max-concurrent.
+        ProfileFull = "their profile's --max-concurrent runs are running",
         ClaimWindow = "this tick's --claim-for has passed",
         JobsBusy = "every --jobs slot is busy",
         // Noted by `note_locked` (PostgreSQL): claims skip locked rows.

@@ -46,6 +46,9 @@ pub struct Before {
     pub notices_waiting: bool,
     /// Nothing was due a moment ago.
     pub nothing_due: bool,
+    /// An executor is configured, or the store has profiles whose tasks
+    /// run their own (docs/CONTRACT.md §22).
+    pub may_claim: bool,
 }
 
 /// Steps 4-6: claims while work is due and slots are free, runs the
@@ -71,6 +74,7 @@ pub fn work(
     let notifier = options.notifier.as_ref();
     let mut workers = execute::Workers::new(shared, &options.executor, notifier, clock, sender);
     let mut scheduler = Scheduler::new(options, clock, before.nothing_due);
+    scheduler.may_claim = before.may_claim;
     let mut summary = TickSummary::default();
     let mut renewals = execute::Renewals::new(options.executor.lease);
     loop {
@@ -138,6 +142,8 @@ pub struct Scheduler<'a> {
     decisions: usize,
     /// The last claim found nothing due.
     nothing_due: bool,
+    /// See `Before::may_claim`.
+    may_claim: bool,
     /// The last claim found a limit on running runs reached, and which.
     at_limit: Option<queue::HeldBack>,
     /// When this tick began: it claims for `--claim-for` from then.
@@ -161,6 +167,7 @@ impl<'a> Scheduler<'a> {
             started: 0,
             decisions: 0,
             nothing_due,
+            may_claim: true,
             at_limit: None,
             began: Instant::now(),
             last_mark: None,
@@ -189,7 +196,7 @@ impl<'a> Scheduler<'a> {
         crate::interrupt::received().is_some()
             // Nothing is claimed for a tick that could not run it (the
             // agenda refused it; this keeps what came due since unclaimed).
-            || self.options.executor.argv.is_none()
+            || !self.may_claim
             || self.nothing_due
             || self.at_limit.is_some()
             || self.claim_window_passed()
@@ -316,6 +323,14 @@ impl<'a> Scheduler<'a> {
             for claimed in batch.claimed {
                 self.take(claimed, workers, report);
             }
+            if batch.waiting > 0 {
+                let reason = queue::HeldBack::ProfileFull;
+                let event = TickEvent::Queued {
+                    count: batch.waiting,
+                    reason,
+                };
+                self.tell(report, &event);
+            }
             match batch.stop {
                 queue::Stop::NothingDue => {
                     self.nothing_due = true;
@@ -336,6 +351,8 @@ impl<'a> Scheduler<'a> {
         report: &mut dyn FnMut(&TickEvent) -> Result<()>,
     ) {
         match claimed {
+            // Left by `claim_batch`, its due work marked; never handed here.
+            claim::Claimed::Waiting { .. } => {}
             claim::Claimed::Quarantined { task_id, problem } => {
                 self.decisions += 1;
                 self.tell(report, &TickEvent::Quarantined { task_id, problem });

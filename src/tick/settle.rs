@@ -317,7 +317,7 @@ pub struct NoticeContext<'a> {
     /// pause's reason.
     pub paused: Option<&'a str>,
     /// A `skipped_budget` run whose budget's notice was made already.
-    pub budget_told: bool,
+    pub already_told: bool,
     /// A coalesced `missed` run whose catch-up ran in the same claim.
     pub caught_up: bool,
     /// A `missed` run's place in its wake, and the gap notice's words when
@@ -361,7 +361,7 @@ pub fn add_decided_notice(
             policy,
             executor_says: context.executor_says,
             paused_task: context.paused.is_some(),
-            budget_told: context.budget_told,
+            already_told: context.already_told,
             caught_up: context.caught_up,
             in_gap: context.in_gap,
             last_skip_sent,

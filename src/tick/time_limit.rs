@@ -24,9 +24,17 @@ pub struct TimeLimit {
 impl TimeLimit {
     /// The shorter of the task's own limit and the tick's (the task's when
     /// they are equal: its rule is the one the person confirmed).
+    /// A profile's time limit (docs/CONTRACT.md §22) bounds the task's own:
+    /// both were confirmed, so the shorter is the task's rule.
     pub fn of(tick: Duration, payload: &Payload) -> TimeLimit {
-        let own = payload
-            .timeout_seconds
+        let profile = payload
+            .profile
+            .as_ref()
+            .and_then(|p| p.definition.timeout_seconds);
+        let own = [payload.timeout_seconds, profile]
+            .into_iter()
+            .flatten()
+            .min()
             .map(|seconds| Duration::from_secs(seconds.max(1) as u64));
         match own {
             Some(own) if own <= tick => TimeLimit {

@@ -271,6 +271,17 @@ mod tests {
             },
             owner_keys: vec!["unix:alice".into()],
             policy: Policy::ConfirmWrites,
+            profile: Some(Box::new(crate::profile::Bound::new(
+                "triager",
+                crate::profile::Definition {
+                    command: "inbox-agent --read-only".into(),
+                    cwd: Some("/srv/mail".into()),
+                    max_concurrent: Some(2),
+                    pass_env: vec!["MAIL_TOKEN".into()],
+                    run_as: Some("mail".into()),
+                    timeout_seconds: Some(900),
+                },
+            ))),
             retry_backoff_seconds: 90,
             schedule: Schedule::Calendar {
                 hour: 9,

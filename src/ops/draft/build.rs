@@ -16,6 +16,7 @@ use crate::limits::{Budget, CatchUp};
 use crate::model::{NoticePolicy, Policy};
 use crate::ops::access::Caller;
 use crate::payload::{Payload, Zone};
+use crate::profile::{self, Bound, Profile};
 use crate::schedule::{self, Occurrence, Schedule, Tz};
 
 /// Who drafts, where and when: what a new payload takes from the caller.
@@ -34,6 +35,11 @@ pub struct Drafter<'a> {
     /// `agent:<client name>` when an agent drafts through `agentcron mcp`:
     /// recorded in the payload, whatever an older payload said.
     pub drafted_by: Option<String>,
+    /// The tenant's profiles as they are now (docs/CONTRACT.md §22): a
+    /// draft binds the current version of the one it names, or of the one
+    /// the replaced payload had. The caller reads them (`Drafter::of`
+    /// leaves none).
+    pub profiles: Vec<Profile>,
 }
 
 impl<'a> Drafter<'a> {
@@ -47,6 +53,7 @@ impl<'a> Drafter<'a> {
             actor: &caller.identity[0],
             owner_zone,
             drafted_by: None,
+            profiles: Vec::new(),
         }
     }
 
@@ -194,6 +201,7 @@ fn payload_of(
             (None, Some(old)) => old.policy,
             (None, None) => Policy::ReadOnly,
         },
+        profile: profile_of(who, args.profile.as_deref(), old)?.map(Box::new),
         retry_backoff_seconds: match (&args.retry_backoff, old) {
             (Some(b), _) => duration_flag("--retry-backoff", b, false)?,
             (None, Some(old)) => old.retry_backoff_seconds,
@@ -221,6 +229,51 @@ fn payload_of(
         },
         zone,
     })
+}
+
+/// The profile the payload binds (docs/CONTRACT.md §22), at its current
+/// version: the one `--profile` names (`none`: none), else the replaced
+/// payload's, rebound (so `draft --replace TASK` alone confirms a profile's
+/// change), else none.
+fn profile_of(
+    who: &Drafter<'_>,
+    named: Option<&str>,
+    old: Option<&Payload>,
+) -> Result<Option<Bound>> {
+    let current = |name: &str| {
+        who.profiles
+            .iter()
+            .find(|p| p.name == name)
+            .map(Profile::bound)
+    };
+    match (named, old.and_then(|o| o.profile.as_ref())) {
+        (Some(text), _) if spec::is_none(text) => Ok(None),
+        (Some(name), _) => {
+            profile::check_name(name).map_err(|e| CmdError::usage(format!("--profile: {e}")))?;
+            match current(name) {
+                Some(bound) => Ok(Some(bound)),
+                None => fail(
+                    CmdError::not_found(format!(
+                        "--profile: no profile named '{}' in tenant {}",
+                        crate::text::escape(name),
+                        crate::text::escape(who.tenant)
+                    ))
+                    .with_hint("`agentcron profile list` shows them; an operator adds one with `agentcron profile set`"),
+                ),
+            }
+        }
+        (None, Some(bound)) => match current(&bound.name) {
+            Some(now) => Ok(Some(now)),
+            None => fail(
+                CmdError::usage(format!(
+                    "the task's profile '{}' no longer exists",
+                    crate::text::escape(&bound.name)
+                ))
+                .with_hint("give --profile NAME for another one, or --profile none for the tick's executor"),
+            ),
+        },
+        (None, None) => Ok(None),
+    }
 }
 
 /// A payload's spending limits (docs/CONTRACT.md §6) as a draft sets them.

@@ -85,6 +85,11 @@ pub fn make(store: &mut dyn Store, req: Request<'_>, spec: &DraftSpec) -> Result
         store.read(|tx| owner_zone(tx, &req.caller, spec.tz.as_deref(), old.as_ref()))?;
     let mut drafter = Drafter::of(&req.caller, req.now, req.default_zone, owner_zone);
     drafter.drafted_by = req.agent.as_ref().map(|a| a.drafted_by.to_string());
+    // Read only when a profile is named or kept: most drafts have none.
+    let old_profile = old.as_ref().is_some_and(|o| o.profile.is_some());
+    if spec.profile.is_some() || old_profile {
+        drafter.profiles = store.read(|tx| tx.profiles(req.caller.tenant))?;
+    }
     let (payload, upcoming) = build_payload(&drafter, spec, old.as_ref())?;
     let ttl = spec::ttl_seconds(req.ttl)?;
     let draft = new_draft(&req, &payload, replacing.as_ref(), ttl)?;

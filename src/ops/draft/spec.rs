@@ -60,6 +60,9 @@ pub struct DraftSpec {
     pub expect_success: Option<String>,
     /// `read_only` or `confirm_writes`.
     pub policy: Option<String>,
+    /// The profile that runs the task (docs/CONTRACT.md §22), bound at its
+    /// current version; `none` removes it in a replacement.
+    pub profile: Option<String>,
     pub target: Option<String>,
     pub until: Option<String>,
     pub count: Option<u32>,

@@ -376,6 +376,32 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         RETURN NULL;
     END $$;
 "#,
+    r#"
+    -- 21: profiles (docs/CONTRACT.md §22), as SQLite's migration 18: named
+    -- ways to run an agent per tenant, the profile a task binds and the one
+    -- a run ran under (what `--max-concurrent` counts), one run status.
+    CREATE TABLE profiles (
+        tenant_key TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL,
+        sha256 TEXT NOT NULL, description TEXT, revision BIGINT NOT NULL,
+        created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, updated_by TEXT NOT NULL,
+        PRIMARY KEY (tenant_key, name));
+    ALTER TABLE tasks ADD COLUMN profile TEXT;
+    CREATE INDEX tasks_by_profile ON tasks (tenant_key, profile) WHERE profile IS NOT NULL;
+    ALTER TABLE runs ADD COLUMN profile TEXT;
+    CREATE INDEX runs_running_profile ON runs (tenant_key, profile)
+        WHERE status = 'running' AND profile IS NOT NULL;
+    ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+    ALTER TABLE runs ADD CONSTRAINT runs_status_check CHECK (status IN (
+        'running', 'succeeded', 'failed', 'delivery_failed', 'awaiting_confirmation',
+        'awaiting_authorization', 'unknown', 'missed', 'skipped_overlap',
+        'skipped_budget', 'skipped_gate', 'skipped_profile')) NOT VALID;
+    DROP TRIGGER run_totals_insert ON runs;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        FOR EACH ROW WHEN (NEW.status IN ('missed', 'skipped_overlap', 'skipped_budget',
+                                          'skipped_gate', 'skipped_profile', 'succeeded',
+                                          'failed', 'delivery_failed', 'unknown'))
+        EXECUTE FUNCTION agentcron_count_finished_run();
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -401,6 +427,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "record which process runs a running run, for the speed bump inside runs",
     "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
     "counters of outcomes and held-back notices in 16 rows a key, so concurrent settles do not wait on one row",
+    "profiles: who runs a task, with what and where; runs skipped while a profile changed",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

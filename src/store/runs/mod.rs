@@ -75,7 +75,9 @@ pub trait RunTx {
     fn unknown_places(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<UnknownPlace>>;
     /// Records a new run; `runner` is the process running it, for a run
     /// claimed to run (`process::runner_identity`), never read back.
-    fn insert_run(&mut self, run: &Run, runner: Option<&str>) -> Result<()>;
+    /// `profile`: the profile the run runs under (docs/CONTRACT.md §22),
+    /// counted against its `--max-concurrent` while it runs.
+    fn insert_run(&mut self, run: &Run, runner: Option<&str>, profile: Option<&str>) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
     /// Runs matching the filter, newest first, handed to `each` as the
     /// query yields them (nothing else is held: `runs --json` streams).

@@ -19,9 +19,9 @@ const INSERT_RUN: &str =
     "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
        attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
        lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up)
+       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up, profile)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-       $17, $18, $19, $20, $21, $22, $23, $24, $25)";
+       $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)";
 
 /// The runs of rows selecting `RUN_COLUMNS`.
 fn runs(found: &[Row]) -> Result<Vec<Run>> {
@@ -87,7 +87,7 @@ impl<C: Connection> RunTx for C {
         }
     }
 
-    fn insert_run(&mut self, r: &Run, runner: Option<&str>) -> Result<()> {
+    fn insert_run(&mut self, r: &Run, runner: Option<&str>, profile: Option<&str>) -> Result<()> {
         let state = r.state.columns();
         self.execute(
             INSERT_RUN,
@@ -117,6 +117,7 @@ impl<C: Connection> RunTx for C {
                 r.trigger.as_str(),
                 runner,
                 i64::from(r.catch_up),
+                profile,
             ],
         )
         .context("recording the run")?;

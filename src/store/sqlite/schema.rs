@@ -511,6 +511,40 @@ pub(crate) const MIGRATIONS: &[&str] = &[
             ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
     END;
     "#,
+    // 18: profiles (docs/CONTRACT.md §22): an operator's named ways to run
+    // an agent, per tenant, each with its definition's hash and a revision
+    // that guards its changes. A task keeps its profile's name beside the
+    // payload that binds it (for `status`'s held profiles), a run the name
+    // it ran under (its running runs are what `--max-concurrent` counts,
+    // along their own partial index). One run status (`skipped_profile`:
+    // the CHECK is widened by `widen_run_statuses` after this text).
+    r#"
+    CREATE TABLE profiles (
+        tenant_key  TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        definition  TEXT NOT NULL,      -- canonical JSON, what runs
+        sha256      TEXT NOT NULL,      -- of the definition
+        description TEXT,
+        revision    INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        updated_by  TEXT NOT NULL,
+        PRIMARY KEY (tenant_key, name)
+    ) STRICT, WITHOUT ROWID;
+    ALTER TABLE tasks ADD COLUMN profile TEXT;
+    CREATE INDEX tasks_by_profile ON tasks (tenant_key, profile) WHERE profile IS NOT NULL;
+    ALTER TABLE runs ADD COLUMN profile TEXT;
+    CREATE INDEX runs_running_profile ON runs (tenant_key, profile)
+        WHERE status = 'running' AND profile IS NOT NULL;
+    DROP TRIGGER run_totals_insert;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs
+        WHEN new.status IN ('missed', 'skipped_overlap', 'skipped_budget', 'skipped_gate',
+                            'skipped_profile', 'succeeded', 'failed', 'delivery_failed',
+                            'unknown') BEGIN
+        INSERT INTO run_totals (tenant_key, status, n) VALUES (new.tenant_key, new.status, 1)
+            ON CONFLICT (tenant_key, status) DO UPDATE SET n = n + 1;
+    END;
+    "#,
 ];
 
 /// The run statuses migration 17 adds to the CHECK of `runs.status`.
@@ -520,20 +554,24 @@ const STATUSES_OF_17: &str = "'skipped_overlap', 'skipped_budget', 'skipped_gate
 /// in its transaction.
 fn finish_step(tx: &Connection, version: i64) -> Result<()> {
     match version {
-        17 => widen_run_statuses(tx),
+        17 => widen_run_statuses(
+            tx,
+            "'missed', 'skipped_overlap')",
+            &format!("'missed', {STATUSES_OF_17})"),
+        ),
+        18 => widen_run_statuses(tx, "'skipped_gate')", "'skipped_gate', 'skipped_profile')"),
         _ => Ok(()),
     }
 }
 
-/// Adds the statuses of migration 17 to the CHECK of `runs.status` where
+/// Widens the CHECK of `runs.status` (its text `old` becomes `new`) where
 /// the table's text is kept: SQLite's documented way to loosen a CHECK
 /// without rewriting the table ("Making Other Kinds Of Table Schema
 /// Changes": edit `sqlite_schema` under `writable_schema`, then bump
 /// `schema_version` so that every connection reads the schema again). The
 /// rows on disk do not change: every row the old CHECK let in, the new one
 /// does.
-fn widen_run_statuses(tx: &Connection) -> Result<()> {
-    let old = "'missed', 'skipped_overlap')";
+fn widen_run_statuses(tx: &Connection, old: &str, new: &str) -> Result<()> {
     let sql: String = tx.query_row(
         "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'runs'",
         [],
@@ -541,9 +579,9 @@ fn widen_run_statuses(tx: &Connection) -> Result<()> {
     )?;
     anyhow::ensure!(
         sql.matches(old).count() == 1,
-        "the runs table is not as migration 16 left it"
+        "the runs table is not as the migration before left it"
     );
-    let widened = sql.replace(old, &format!("'missed', {STATUSES_OF_17})"));
+    let widened = sql.replace(old, new);
     let version: i64 = tx.query_row("PRAGMA schema_version", [], |row| row.get(0))?;
     tx.execute_batch("PRAGMA writable_schema = ON")?;
     let updated = tx.execute(
@@ -577,6 +615,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "note due work a tick saw on a task row another session held locked",
     "record which process runs a running run, for the speed bump inside runs",
     "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
+    "profiles: who runs a task, with what and where; runs skipped while a profile changed",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());

@@ -22,9 +22,9 @@ const INSERT_TASK: &str = "INSERT INTO tasks (name, target, instruction, schedul
         policy, grace_seconds, max_retries, retry_backoff_seconds, payload, payload_hash,
         task_id, tenant_key, owner_keys, state, state_reason, state_changed_at, next_run_at,
         revision, created_at, updated_at, consecutive_failures, next_retry_at, retry_run_id,
-        follow_key, zone_in_force)
+        follow_key, zone_in_force, profile)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-            $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)";
+            $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)";
 
 static TASK: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = $1"));
@@ -36,7 +36,7 @@ const REPLACE_TASK: &str = "UPDATE tasks
         next_run_at = $12, updated_at = $13, revision = revision + 1,
         next_retry_at = NULL, retry_run_id = NULL, consecutive_failures = 0,
         queued_for = NULL, queued_since = NULL, queued_next = NULL,
-        follow_key = $18, zone_in_force = $19
+        follow_key = $18, zone_in_force = $19, profile = $20
     WHERE task_id = $14 AND revision = $15 AND state IN ('active', 'paused')
       AND tenant_key = $16 AND owner_keys = $17";
 
@@ -75,6 +75,11 @@ fn column_by_task(
     rows.iter().map(|r| Ok((r.get(0)?, r.get(1)?))).collect()
 }
 
+/// The profile a task's payload binds, kept beside it for `status`.
+fn profile_name(t: &Task) -> Option<&str> {
+    t.payload.profile.as_ref().map(|p| p.name.as_str())
+}
+
 impl<C: Connection> TaskTx for C {
     fn insert_task(&mut self, t: &Task) -> Result<()> {
         let r = RawTask::encode(t);
@@ -98,6 +103,7 @@ impl<C: Connection> TaskTx for C {
                     &r.retry_run_id,
                     &r.follow_key,
                     &r.zone_in_force,
+                    profile_name(t),
                 ],
             ]
             .concat(),
@@ -289,6 +295,7 @@ impl<C: Connection> TaskTx for C {
                         &r.owner_keys,
                         &r.follow_key,
                         &r.zone_in_force,
+                        profile_name(t),
                     ],
                 ]
                 .concat(),

@@ -13,6 +13,7 @@ mod budgets;
 mod continuation;
 mod gap;
 mod occurrences;
+mod profile;
 
 use crate::audit::{AuditAction, Event};
 use crate::text::human_duration;
@@ -50,6 +51,9 @@ pub struct Plan {
     /// The task's budgets in their current windows, as this claim leaves
     /// them (tick/budget.rs); empty for a task without budgets.
     pub budgets: Vec<BudgetState>,
+    /// The task's profile, when it has `--max-concurrent` runs running:
+    /// the plan is not recorded, and the task waits as capacity.
+    pub waits_for_profile: Option<String>,
 }
 
 /// A pending manual trigger and the `scheduled_for` its run takes: the
@@ -100,6 +104,7 @@ pub fn plan(
         superseded_retry: None,
         consumed_trigger: None,
         budgets: Vec::new(),
+        waits_for_profile: None,
     };
     let occurrence_due = task.next_run_at.filter(|at| *at <= now);
     if let Some(first) = occurrence_due {
@@ -234,6 +239,12 @@ pub enum Claimed {
         task_id: String,
         problem: String,
     },
+    /// A due task whose profile has `--max-concurrent` runs running:
+    /// nothing was recorded; its due work waits as capacity.
+    Waiting {
+        task: Box<Task>,
+        profile: String,
+    },
     /// An approved continuation, back to `running` under a new lease: its
     /// executor runs again with `continuation`.
     Continued {
@@ -291,8 +302,12 @@ pub fn prepare(
         trigger.as_ref(),
         s,
     );
-    // Only a run about to start asks the budgets (a task without any
-    // reads nothing).
+    // Only a run about to start asks its profile (held, or waiting for
+    // capacity), then the budgets (a task without either reads nothing).
+    if let profile::Check::Full { profile } = profile::check(tx, &mut plan, &task, s.now)? {
+        plan.waits_for_profile = Some(profile);
+        return Ok(Some(Ok((task, plan))));
+    }
     if plan.running().is_some() && !task.payload.budgets.is_empty() {
         let budgets = budget::read(tx, &task, s.now)?;
         budgets::apply(&mut plan, &task, budgets, s.now);
@@ -325,20 +340,23 @@ fn trigger_slot(tx: &mut dyn Tx, task: &Task, trigger: Trigger) -> Result<Trigge
 
 /// Runs that never ran have notices too; the task's policy decides
 /// whether they are sent (docs/CONTRACT.md §16). A budget is told once
-/// per change (`budget_told`: an earlier skip told it, and no run
+/// per change (`already_told`: an earlier skip told it, and no run
 /// succeeded since); a missed run whose catch-up ran (`caught_up`) is a
 /// designed outcome.
 fn never_ran_notice(
     tx: &mut dyn Tx,
     run: &Run,
     task: &Task,
-    budget_told: bool,
+    already_told: bool,
     caught_up: bool,
     s: ClaimSettings,
 ) -> Result<()> {
     let never_ran = matches!(
         run.status(),
-        RunStatus::Missed | RunStatus::SkippedOverlap | RunStatus::SkippedBudget
+        RunStatus::Missed
+            | RunStatus::SkippedOverlap
+            | RunStatus::SkippedBudget
+            | RunStatus::SkippedProfile
     );
     if never_ran {
         let in_gap = match run.status() {
@@ -355,7 +373,7 @@ fn never_ran_notice(
             gap::InGap::Told => (InGap::Told, None),
         };
         let context = super::settle::NoticeContext {
-            budget_told,
+            already_told,
             caught_up,
             in_gap,
             gap_message,
@@ -408,14 +426,21 @@ pub fn claim_due(
             })?;
             Ok(Some(Claimed::Quarantined { task_id, problem }))
         }
+        Some(Ok((task, plan))) if plan.waits_for_profile.is_some() => Ok(Some(Claimed::Waiting {
+            profile: plan.waits_for_profile.unwrap_or_default(),
+            task: Box::new(task),
+        })),
         Some(Ok((task, mut plan))) => {
             // A budget is told once per change (docs/CONTRACT.md §16):
-            // later skips hold theirs back until a run succeeds.
-            let budget_told = budgets::tell_in(tx, &mut plan, &task.task_id, s.now)?;
+            // later skips hold theirs back until a run succeeds; a task
+            // held for its profile once until its owner confirms again.
+            let already_told = budgets::tell_in(tx, &mut plan, &task.task_id, s.now)?
+                || profile::told_in(tx, &plan, &task)?;
+            let profile_name = task.payload.profile.as_ref().map(|p| p.name.as_str());
             let caught_up = plan.runs.iter().any(|r| r.catch_up);
             for run in &plan.runs {
                 let runner = run.lease().and(s.runner);
-                tx.insert_run(run, runner)?;
+                tx.insert_run(run, runner, profile_name)?;
                 tx.append_event(&Event::of_run(
                     AuditAction::Claim,
                     run,
@@ -424,7 +449,7 @@ pub fn claim_due(
                     claim_detail(run),
                 ))?;
                 if notices_for_missed {
-                    never_ran_notice(tx, run, &task, budget_told, caught_up, s)?;
+                    never_ran_notice(tx, run, &task, already_told, caught_up, s)?;
                 }
             }
             // A task overdue before it had any run is told with its first

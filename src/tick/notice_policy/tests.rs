@@ -123,7 +123,7 @@ impl Player {
                 executor_says: says,
                 paused_task: false,
                 last_skip_sent: self.skip_sent.clone(),
-                budget_told: false,
+                already_told: false,
                 caught_up,
                 in_gap: InGap::Alone,
                 now: at,
