@@ -388,7 +388,7 @@ impl Bound {
         format!(
             "{} ({}): {}",
             escape(&self.name),
-            crate::model::short_id(&self.sha256),
+            self.sha256.get(..8).unwrap_or(&self.sha256),
             self.definition.describe()
         )
     }

@@ -70,7 +70,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     // §22): one read along the tasks' profile index.
     let with_profiles = !ctx
         .store()?
-        .read(|tx| tx.tasks_with_profiles(&tenant))?
+        .read(|tx| tx.tasks_with_profiles(Some(&tenant)))?
         .is_empty();
     let mut header: Vec<&str> = human::TASK_HEADER.to_vec();
     if with_profiles {

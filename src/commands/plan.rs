@@ -125,6 +125,8 @@ struct Row {
     summary: Option<String>,
     /// The notice policy in words (docs/CONTRACT.md §16), for a create.
     notices: Option<String>,
+    /// The profile a created task binds (docs/CONTRACT.md §22).
+    profile: Option<String>,
 }
 
 fn render(actions: &[Action<'_>]) -> Vec<Row> {
@@ -135,11 +137,21 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
             if let (Some(task), Some(new), Kind::Replace) = (&a.current, a.built(), a.kind) {
                 let old = &task.payload;
                 for c in crate::payload::changes(old, &new.payload) {
-                    diff.push((
-                        c.field.clone(),
+                    let (mut old_words, mut new_words) = (
                         crate::output::human::in_words(&c.field, old, &c.old),
                         crate::output::human::in_words(&c.field, &new.payload, &c.new),
-                    ));
+                    );
+                    // A profile rebound reads as a replacement's does: in
+                    // words, a widening marked (docs/CONTRACT.md §22).
+                    if c.field == "profile" {
+                        use crate::output::confirmed::{value_words, why};
+                        old_words = value_words(&c.field, old, &c.old, 0);
+                        new_words = value_words(&c.field, &new.payload, &c.new, 0);
+                        if let Some(why) = why(&c) {
+                            new_words.push_str(&format!("  [{}]", why.words()));
+                        }
+                    }
+                    diff.push((c.field.clone(), old_words, new_words));
                     diff_json.push(json!({"field": c.field, "old": c.old, "new": c.new}));
                 }
             }
@@ -167,6 +179,10 @@ fn render(actions: &[Action<'_>]) -> Vec<Row> {
                 zone: shown.as_ref().map(|p| p.zone.named()),
                 summary: shown.as_ref().map(|p| p.schedule.describe(p.zone.named())),
                 notices: shown.as_ref().map(|p| p.notice.describe()),
+                profile: shown
+                    .as_ref()
+                    .and_then(|p| p.profile.as_ref())
+                    .map(|b| b.describe()),
             }
         })
         .collect()
@@ -258,6 +274,7 @@ fn document(
             "payload_hash": r.new_hash,
             "summary": r.summary,
             "notices": r.notices,
+            "profile": r.profile,
             "diff": r.diff_json,
             "next_runs": r.next_runs.iter().map(|t| time(Some(*t))).collect::<Vec<_>>(),
             "created_by": matches!(r.kind, Kind::Delete | Kind::Replace)
@@ -295,6 +312,9 @@ fn row_text(r: &Row, source: &str, now: i64) -> String {
         }
         if let Some(n) = &r.notices {
             text.push_str(&format!("      notices   {n}\n"));
+        }
+        if let Some(p) = &r.profile {
+            text.push_str(&format!("      profile   {p}\n"));
         }
     }
     for (field, old, new) in &r.diff {

@@ -196,9 +196,12 @@ fn set_words(set: &ProfileSet) -> String {
 
 fn list(ctx: &mut Ctx) -> Result<()> {
     let tenant = ctx.tenant.clone();
-    let (profiles, bound) = ctx
-        .store()?
-        .read(|tx| Ok((tx.profiles(&tenant)?, tx.tasks_with_profiles(&tenant)?)))?;
+    let (profiles, bound) = ctx.store()?.read(|tx| {
+        Ok((
+            tx.profiles(Some(&tenant))?,
+            tx.tasks_with_profiles(Some(&tenant))?,
+        ))
+    })?;
     if ctx.out.json {
         let list = profiles.iter().map(|p| document(p, &bound)).collect();
         return ctx.out.document(&Value::Array(list));
@@ -251,9 +254,12 @@ fn counts(p: &Profile, bound: &[BoundTask]) -> (usize, usize) {
 
 fn show(ctx: &mut Ctx, name: &str) -> Result<()> {
     let tenant = ctx.tenant.clone();
-    let (profile, bound) = ctx
-        .store()?
-        .read(|tx| Ok((tx.profile(&tenant, name)?, tx.tasks_with_profiles(&tenant)?)))?;
+    let (profile, bound) = ctx.store()?.read(|tx| {
+        Ok((
+            tx.profile(&tenant, name)?,
+            tx.tasks_with_profiles(Some(&tenant))?,
+        ))
+    })?;
     let Some(p) = profile else {
         return fail(
             CmdError::not_found(format!("no profile named '{}'", escape(name)))

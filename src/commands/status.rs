@@ -5,6 +5,7 @@ use clap::Args;
 
 use crate::commands::flags::duration;
 use crate::context::Ctx;
+use crate::output::status_report::HeldProfile;
 use crate::output::status_report::{Gap, StatusReport};
 use crate::store::{Expecting, Host, QueueStats, Stats, Tx, UnknownPlace};
 use crate::tick::{self, RunAuthority};
@@ -91,7 +92,41 @@ pub fn report(ctx: &mut Ctx, max_age: Option<std::time::Duration>) -> Result<Sta
         places: read.places,
         budgets: read.budgets,
         overdue: read.overdue,
+        held: read.held,
     })
+}
+
+/// The profiles that hold tasks (docs/CONTRACT.md §22): changed or deleted
+/// since the tasks bound to them were confirmed. Read along the tasks'
+/// profile index: a store without profiles reads nothing more.
+fn held_profiles(tx: &mut dyn Tx, tenant: Option<&str>) -> Result<Vec<HeldProfile>> {
+    let bound = tx.tasks_with_profiles(tenant)?;
+    if bound.is_empty() {
+        return Ok(Vec::new());
+    }
+    let profiles = tx.profiles(tenant)?;
+    let mut held: Vec<HeldProfile> = Vec::new();
+    for task in bound.iter().filter(|t| t.state == "active") {
+        let current = profiles
+            .iter()
+            .find(|p| p.tenant_key == task.tenant_key && p.name == task.profile);
+        if current.is_some_and(|p| p.sha256 == task.sha256) {
+            continue;
+        }
+        match held
+            .iter_mut()
+            .find(|h| h.tenant_key == task.tenant_key && h.profile == task.profile)
+        {
+            Some(h) => h.tasks.push(task.task_id.clone()),
+            None => held.push(HeldProfile {
+                tenant_key: task.tenant_key.clone(),
+                profile: task.profile.clone(),
+                deleted: current.is_none(),
+                tasks: vec![task.task_id.clone()],
+            }),
+        }
+    }
+    Ok(held)
 }
 
 /// What `status` reads in one transaction.
@@ -107,6 +142,7 @@ struct Recorded {
     authority: Option<RunAuthority>,
     budgets: Vec<(crate::model::Task, crate::limits::budget::BudgetState)>,
     overdue: Vec<Expecting>,
+    held: Vec<HeldProfile>,
 }
 
 impl Recorded {
@@ -127,6 +163,7 @@ impl Recorded {
         let budgets = crate::tick::spent_budgets(tx, tenant, now)?;
         // Along tasks_overdue: only the tasks that are overdue.
         let overdue = tx.overdue_tasks(tenant)?;
+        let held = held_profiles(tx, tenant)?;
         Ok(Recorded {
             budgets,
             stats,
@@ -138,6 +175,7 @@ impl Recorded {
             hosts,
             authority,
             overdue,
+            held,
         })
     }
 }

@@ -29,7 +29,7 @@ pub struct TasksFile {
 /// current version (docs/CONTRACT.md §22).
 pub fn load_with_zones(ctx: &mut Ctx, path: &std::path::Path) -> Result<TasksFile> {
     let tenant = ctx.tenant.clone();
-    let profiles = ctx.store()?.read(|tx| tx.profiles(&tenant))?;
+    let profiles = ctx.store()?.read(|tx| tx.profiles(Some(&tenant)))?;
     let loaded = load(ctx, path, None, &profiles)?;
     let follows = loaded
         .tasks
@@ -96,7 +96,15 @@ pub fn load(
             ));
         }
         let zone = check_values(&spec, ctx).map_err(|(key, message)| at(key, message))?;
-        let declared = declared(&spec, zone, ctx);
+        let mut declared = declared(&spec, zone, ctx);
+        // A profile is declared by name, but bound by its definition: the
+        // profile's current hash belongs to what the file declares, so a
+        // changed profile is a change to plan (and apply confirms it).
+        if let Some(name) = &spec.profile {
+            if let Some(p) = profiles.iter().find(|p| &p.name == name) {
+                declared.push_str(&format!("\nprofile {}", p.sha256));
+            }
+        }
         spec.name = Some(name.clone());
         let built = draft::build_payload(&drafter, &spec, None)
             .map(|(payload, upcoming)| Built { payload, upcoming })

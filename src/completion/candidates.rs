@@ -112,7 +112,7 @@ pub fn profile_names(current: &OsStr) -> Vec<CompletionCandidate> {
     let Some(prefix) = current.to_str() else {
         return Vec::new();
     };
-    read(|tx, line| tx.profiles(&tenant(line)))
+    read(|tx, line| tx.profiles(Some(&tenant(line))))
         .into_iter()
         .filter(|p| p.name.starts_with(prefix))
         .map(|p| {

@@ -108,7 +108,7 @@ pub fn set(store: &mut dyn Store, w: ProfileWrite<'_>) -> Result<ProfileSet> {
 /// (the profile's hash now; None: it is gone): held until confirmed again.
 fn held_by(tx: &mut dyn Tx, tenant_key: &str, name: &str, current: Option<&str>) -> Result<usize> {
     Ok(tx
-        .tasks_with_profiles(tenant_key)?
+        .tasks_with_profiles(Some(tenant_key))?
         .iter()
         .filter(|t| t.profile == name && Some(t.sha256.as_str()) != current)
         .count())

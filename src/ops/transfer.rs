@@ -53,6 +53,9 @@ impl Import {
                 return fail(bad(format!("zones: {}", e.message)));
             }
         }
+        if table.name == "profiles" {
+            check_profile(object).map_err(|e| bad(format!("profiles: {e}")))?;
+        }
         if table.name == "tasks" {
             check_task(number, object)?;
             let task_id = object.get("task_id").and_then(Value::as_str);
@@ -61,6 +64,23 @@ impl Import {
         self.rows.push((number, table, values));
         Ok(())
     }
+}
+
+/// A profile line must be a profile the store would write: a name it
+/// takes, a definition in canonical form that hashes to its `sha256`.
+fn check_profile(object: &serde_json::Map<String, Value>) -> Result<(), String> {
+    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
+    crate::profile::check_name(text("name"))?;
+    let definition: crate::profile::Definition =
+        serde_json::from_str(text("definition")).map_err(|e| format!("definition: {e}"))?;
+    definition.check()?;
+    if definition.canonical() != text("definition") || definition.hash() != text("sha256") {
+        return Err(format!(
+            "profile {}: its definition is not in canonical form or does not hash to its sha256",
+            crate::text::escape(text("name"))
+        ));
+    }
+    Ok(())
 }
 
 /// A task line must decode as the task its payload confirmed.

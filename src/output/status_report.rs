@@ -44,6 +44,18 @@ pub struct StatusReport {
     /// Tasks no run of which succeeded within their `expect_success`,
     /// longest overdue first.
     pub overdue: Vec<Expecting>,
+    /// Profiles that hold active tasks: changed or deleted since their
+    /// owners confirmed them (docs/CONTRACT.md §22).
+    pub held: Vec<HeldProfile>,
+}
+
+/// A profile that holds tasks, and which.
+pub struct HeldProfile {
+    pub tenant_key: String,
+    pub profile: String,
+    /// Gone, rather than changed.
+    pub deleted: bool,
+    pub tasks: Vec<String>,
 }
 
 impl StatusReport {
@@ -95,6 +107,9 @@ impl StatusReport {
                 spent["name"] = json!(task.payload.name);
                 spent
             }).collect::<Vec<_>>(),
+            "profiles_holding_tasks": self.held.iter().map(|h| json!({"tenant": h.tenant_key,
+                "profile": h.profile, "deleted": h.deleted, "task_ids": h.tasks}))
+                .collect::<Vec<_>>(),
             "overdue": self.overdue.iter().map(|t| json!({"task_id": t.task_id,
                 "tenant": t.tenant_key, "name": t.name,
                 "overdue_since": time(t.overdue_since),
@@ -143,6 +158,18 @@ impl StatusReport {
                 "{:<10} {}",
                 "overdue",
                 self.overdue_words(task, zone)
+            ));
+        }
+        for h in &self.held {
+            let tasks: Vec<&str> = h.tasks.iter().map(|t| short_id(t)).collect();
+            text.push(format!(
+                "{:<10} {} {} since {} task(s) were confirmed; they are held until their owners \
+                 confirm again (draft --replace TASK): {}",
+                "profile",
+                escape(&h.profile),
+                if h.deleted { "was deleted" } else { "changed" },
+                h.tasks.len(),
+                tasks.join(", ")
             ));
         }
         text.join("\n")

@@ -13,8 +13,8 @@ use crate::store::connection::args;
 
 pub trait ProfileTx {
     fn profile(&mut self, tenant_key: &str, name: &str) -> Result<Option<Profile>>;
-    /// The tenant's profiles, by name.
-    fn profiles(&mut self, tenant_key: &str) -> Result<Vec<Profile>>;
+    /// The profiles of `tenant` (or of every tenant), by tenant and name.
+    fn profiles(&mut self, tenant: Option<&str>) -> Result<Vec<Profile>>;
     /// Adds the profile (`expected_revision` None: Conflict when one of that
     /// name exists) or changes it, guarded by the revision read in this
     /// transaction; the stored revision becomes `profile.revision`.
@@ -30,14 +30,15 @@ pub trait ProfileTx {
     /// Whether the task has a `skipped_profile` run under the payload
     /// `payload_hash`: held already since its owner last confirmed it.
     fn held_for_profile_before(&mut self, task_id: &str, payload_hash: &str) -> Result<bool>;
-    /// The tasks (not deleted) bound to one of the tenant's profiles, by
-    /// profile, then id.
-    fn tasks_with_profiles(&mut self, tenant_key: &str) -> Result<Vec<BoundTask>>;
+    /// The tasks (not deleted) bound to a profile, of `tenant` (or of
+    /// every tenant), by profile, then id.
+    fn tasks_with_profiles(&mut self, tenant: Option<&str>) -> Result<Vec<BoundTask>>;
 }
 
 /// A task bound to a profile, and the version it binds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoundTask {
+    pub tenant_key: String,
     pub task_id: String,
     pub name: Option<String>,
     pub state: String,
@@ -48,6 +49,7 @@ pub struct BoundTask {
 
 #[derive(Deserialize)]
 struct BoundRow {
+    tenant_key: String,
     task_id: String,
     name: Option<String>,
     state: String,
@@ -65,6 +67,7 @@ fn bound_task(row: &Row) -> Result<BoundTask> {
         .unwrap_or_default()
         .to_string();
     Ok(BoundTask {
+        tenant_key: raw.tenant_key,
         task_id: raw.task_id,
         name: raw.name,
         state: raw.state,
@@ -129,15 +132,16 @@ impl<C: Connection> ProfileTx for C {
         row.as_ref().map(decode).transpose()
     }
 
-    fn profiles(&mut self, tenant_key: &str) -> Result<Vec<Profile>> {
-        // By name, byte by byte on both servers.
+    fn profiles(&mut self, tenant: Option<&str>) -> Result<Vec<Profile>> {
+        // By tenant and name, byte by byte on both servers.
         let collate = self.dialect().pick("", " COLLATE \"C\"");
         self.query(
             &format!(
-                "SELECT {PROFILE_COLUMNS} FROM profiles WHERE tenant_key = $1
-                 ORDER BY name{collate}"
+                "SELECT {PROFILE_COLUMNS} FROM profiles
+                 WHERE CAST($1 AS TEXT) IS NULL OR tenant_key = $1
+                 ORDER BY tenant_key{collate}, name{collate}"
             ),
-            args![tenant_key],
+            args![tenant],
         )
         .context("reading the profiles")?
         .iter()
@@ -230,15 +234,16 @@ impl<C: Connection> ProfileTx for C {
         Ok(found.is_some())
     }
 
-    fn tasks_with_profiles(&mut self, tenant_key: &str) -> Result<Vec<BoundTask>> {
+    fn tasks_with_profiles(&mut self, tenant: Option<&str>) -> Result<Vec<BoundTask>> {
         let collate = self.dialect().pick("", " COLLATE \"C\"");
         self.query(
             &format!(
-                "SELECT task_id, name, state, profile, payload FROM tasks
-                 WHERE tenant_key = $1 AND profile IS NOT NULL AND state <> 'deleted'
+                "SELECT tenant_key, task_id, name, state, profile, payload FROM tasks
+                 WHERE profile IS NOT NULL AND state <> 'deleted'
+                   AND (CAST($1 AS TEXT) IS NULL OR tenant_key = $1)
                  ORDER BY profile{collate}, task_id"
             ),
-            args![tenant_key],
+            args![tenant],
         )
         .context("reading the tasks bound to profiles")?
         .iter()

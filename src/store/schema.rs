@@ -115,7 +115,7 @@ pub fn no_store(shown: &str) -> CmdError {
     CmdError::not_found(format!(
         "no agentcron store at {shown} (no agentcron schema there); `agentcron draft` creates it"
     ))
-    .with_hint("check --db (or AGENTCRON_DB, and on PostgreSQL its search_path); only draft, plan/apply, import, mcp and `zone set --create-store` create a store")
+    .with_hint("check --db (or AGENTCRON_DB, and on PostgreSQL its search_path); only draft, plan/apply, import, mcp and `zone set` or `profile set` with --create-store create a store")
 }
 
 /// This build, as `--version`, `migrate`'s audit and the hosts table name

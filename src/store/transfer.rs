@@ -55,6 +55,23 @@ pub const TABLES: &[Table] = &[
             ("set_by", T),
         ],
     },
+    // The operator's profiles (docs/CONTRACT.md §22): a task bound to one
+    // runs only while the profile hashes to what its owner confirmed, so a
+    // copy without them would hold every such task.
+    Table {
+        name: "profiles",
+        columns: &[
+            ("tenant_key", T),
+            ("name", T),
+            ("definition", T),
+            ("sha256", T),
+            ("description", T),
+            ("revision", I),
+            ("created_at", I),
+            ("updated_at", I),
+            ("updated_by", T),
+        ],
+    },
     Table {
         name: "tasks",
         columns: &[
@@ -95,6 +112,8 @@ pub const TABLES: &[Table] = &[
             // The success clock of `expect_success` (tick/overdue.rs).
             ("success_due_at", I),
             ("overdue_since", I),
+            // The profile its payload binds (docs/CONTRACT.md §22).
+            ("profile", T),
         ],
     },
     Table {
@@ -129,6 +148,8 @@ pub const TABLES: &[Table] = &[
             // What a run may spend (docs/CONTRACT.md §6).
             ("catch_up", I),
             ("usage", T),
+            // The profile it ran under (docs/CONTRACT.md §22).
+            ("profile", T),
         ],
     },
     // Each budget's current window: without them a copy would let a task
@@ -228,6 +249,7 @@ impl Table {
             // Keys of more than one column: one file for one store, byte
             // for byte.
             "zones" => "tenant_key, identity_key",
+            "profiles" => "tenant_key, name",
             "budget_windows" => "task_id, budget_key, period",
             "usage_totals" => "tenant_key, usage_key",
             _ => columns[0],

@@ -30,6 +30,7 @@ mod pg_proxy;
 mod plan;
 mod plans;
 mod postgres;
+mod profiles;
 mod prune;
 mod quotas;
 mod readme;

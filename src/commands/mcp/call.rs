@@ -165,6 +165,10 @@ fn tool(ctx: &mut Ctx, session: &Session, call: &Call) -> Result<Answer> {
             draft(ctx, session, call, args)
         }
         T::DraftStatus => draft_status(ctx, call),
+        T::Profiles => {
+            let _: super::tools::ProfilesArgs = args_of(call)?;
+            said(documents::profiles(ctx)?, words::profiles)
+        }
         T::List => said(documents::list(ctx, args_of(call)?)?, words::list),
         T::Show => said(documents::show(ctx, args_of(call)?)?, words::show),
         T::Runs => said(documents::runs(ctx, args_of(call)?)?, words::runs),

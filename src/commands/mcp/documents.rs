@@ -58,6 +58,26 @@ pub fn explain(ctx: &mut Ctx, args: explain::ExplainArgs) -> Result<Value> {
     Ok(explain::document(&explain::explained(ctx, &args)?))
 }
 
+/// `profile list --json`, without the tasks bound to each (other
+/// people's among them): what an agent needs to pick one for a draft.
+pub fn profiles(ctx: &mut Ctx) -> Result<Value> {
+    let tenant = ctx.tenant.clone();
+    let profiles = ctx.store()?.read(|tx| tx.profiles(Some(&tenant)))?;
+    Ok(Value::Array(
+        profiles
+            .iter()
+            .map(|p| {
+                let mut value = crate::commands::profile::document(p, &[]);
+                if let Some(object) = value.as_object_mut() {
+                    object.remove("tasks");
+                    object.remove("updated_by");
+                }
+                value
+            })
+            .collect(),
+    ))
+}
+
 /// `status --json`, without where the store is: that is the person's to
 /// know, not the agent's. Its exit code (1 when the last tick is stale) is
 /// in the document (`stale`); its warnings go to the server's stderr,

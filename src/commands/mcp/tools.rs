@@ -30,6 +30,7 @@ crate::vocabulary::string_enum!(
         Draft = "draft",
         DraftReplace = "draft_replace",
         DraftStatus = "draft_status",
+        Profiles = "profiles",
         List = "list",
         Show = "show",
         Runs = "runs",
@@ -99,6 +100,15 @@ const TOOLS: [Spec; ToolName::ALL.len()] = [
         schema: || schema_of::<DraftStatusArgs>(&[], &[], &[]),
         description: "Whether a draft you made is still waiting for the person, expired, \
             confirmed (and as which task) or void (three wrong codes).",
+    },
+    Spec {
+        name: ToolName::Profiles,
+        access: Access::Reads,
+        names_one: false,
+        schema: || schema_of::<ProfilesArgs>(&[], &[], &[]),
+        description: "List the profiles the operator offers: named ways to run an agent (its \
+            command, folder, user and limits). Give one as `profile` to `draft` when the task \
+            needs that agent; the person confirms the profile with the task.",
     },
     Spec {
         name: ToolName::List,
@@ -210,6 +220,10 @@ pub struct DraftStatusArgs {
     /// The draft id the `draft` tool returned, or a unique prefix of it (4+ characters)
     pub draft_id: String,
 }
+
+/// `profiles` takes no argument.
+#[derive(Debug, Args, JsonSchema)]
+pub struct ProfilesArgs {}
 
 /// `draft_replace` names the task it replaces as `task` (the CLI's `--replace`).
 pub const REPLACE_TASK: &[Renamed] = &[Renamed {

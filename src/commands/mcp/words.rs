@@ -195,6 +195,25 @@ pub fn explain(value: &Value) -> String {
     text(value, "explanation")
 }
 
+pub fn profiles(value: &Value) -> String {
+    let mut lines = vec![format!(
+        "{} profile(s); draft with one by giving its name as `profile`.",
+        count(value)
+    )];
+    for p in value.as_array().into_iter().flatten() {
+        let described = match &p["description"] {
+            Value::String(d) => format!(": {}", crate::text::escape(d)),
+            _ => String::new(),
+        };
+        lines.push(format!(
+            "- {}{described} (runs `{}`)",
+            text(p, "name"),
+            text(p, "command")
+        ));
+    }
+    lines.join("\n")
+}
+
 pub fn status(value: &Value) -> String {
     format!(
         "Last tick {}{}; {} active task(s), {} due, {} unknown run(s).",

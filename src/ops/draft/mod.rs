@@ -88,7 +88,7 @@ pub fn make(store: &mut dyn Store, req: Request<'_>, spec: &DraftSpec) -> Result
     // Read only when a profile is named or kept: most drafts have none.
     let old_profile = old.as_ref().is_some_and(|o| o.profile.is_some());
     if spec.profile.is_some() || old_profile {
-        drafter.profiles = store.read(|tx| tx.profiles(req.caller.tenant))?;
+        drafter.profiles = store.read(|tx| tx.profiles(Some(req.caller.tenant)))?;
     }
     let (payload, upcoming) = build_payload(&drafter, spec, old.as_ref())?;
     let ttl = spec::ttl_seconds(req.ttl)?;

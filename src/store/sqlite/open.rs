@@ -32,7 +32,7 @@ pub fn connect(path: &Path, options: &OpenOptions) -> Result<Connection> {
             path.display()
         ))
         .with_hint(
-            "check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, plan/apply, import and `zone set --create-store` create a store",
+            "check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, plan/apply, import and `zone set` or `profile set` with --create-store create a store",
         )
         .into());
     }

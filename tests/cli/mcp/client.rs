@@ -398,3 +398,58 @@ fn pause_needs_its_allow_and_a_reason() {
     assert_eq!(shown["pause_reason"], "the agent saw it fail twice");
     assert_eq!(shown["task_id"], task["task_id"]);
 }
+
+#[test]
+fn an_agent_lists_the_profiles_offered_and_drafts_with_one_the_person_confirms() {
+    let env = TestEnv::new();
+    env.run(&[
+        "profile",
+        "set",
+        "triager",
+        "--command",
+        "inbox-agent --read-only",
+        "--cwd",
+        "/srv/mail",
+        "--description",
+        "reads the inbox, sends nothing",
+        "--create-store",
+    ])
+    .ok();
+    let Some(listed) = one(&env, &["mcp"], "profiles", json!({})) else {
+        return;
+    };
+    assert_eq!(listed["is_error"], false, "{listed}");
+    let offered = &listed["structured"]["items"][0];
+    assert_eq!(offered["name"], "triager", "{listed}");
+    assert_eq!(offered["command"], "inbox-agent --read-only");
+    assert_eq!(offered["description"], "reads the inbox, sends nothing");
+    assert!(
+        offered.get("tasks").is_none(),
+        "other people's tasks: {offered}"
+    );
+    assert_contains(
+        listed["text"].as_str().unwrap(),
+        "- triager: reads the inbox",
+    );
+    let journal = env.path("notices.jsonl");
+    let flag = notifier(&env, &journal);
+    let arguments = json!({"instruction": "triage", "daily": "08:00", "profile": "triager"});
+    let drafted = one(&env, &["mcp", flag.as_str()], "draft", arguments).unwrap();
+    assert_eq!(drafted["is_error"], false, "{drafted}");
+    let id = drafted["structured"]["draft_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The person sees the profile in what they confirm: in `show DRAFT`
+    // and in the message that carries the code.
+    let shown = env.run(&["show", &id]).ok().stdout;
+    assert_contains(&shown, "triager (");
+    assert_contains(&shown, "runs `inbox-agent --read-only`, in /srv/mail");
+    let message = std::fs::read_to_string(&journal).unwrap();
+    assert_contains(&message, "inbox-agent --read-only");
+    // A profile the operator does not offer is refused.
+    let unknown = json!({"instruction": "x", "daily": "08:00", "profile": "root-shell"});
+    let refused = one(&env, &["mcp"], "draft", unknown).unwrap();
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_contains(&refused.to_string(), "no profile named 'root-shell'");
+}

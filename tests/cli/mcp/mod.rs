@@ -28,8 +28,9 @@ pub const DRAFT_TOOLS: [&str; 2] = ["draft", "draft_replace"];
 
 /// The read-only tools an agent is offered by default, in the server's
 /// order after the drafting ones.
-pub const READ_TOOLS: [&str; 8] = [
+pub const READ_TOOLS: [&str; 9] = [
     "draft_status",
+    "profiles",
     "list",
     "show",
     "runs",

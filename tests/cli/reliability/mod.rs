@@ -116,6 +116,7 @@ pub const LEGAL_STATUSES: &[&str] = &[
     "skipped_overlap",
     "skipped_budget",
     "skipped_gate",
+    "skipped_profile",
 ];
 
 /// `start <run_id> <token> <pid> ...` lines of the executor fixture's journal.

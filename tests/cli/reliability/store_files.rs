@@ -396,7 +396,8 @@ fn read_only_commands_on_a_missing_database_exit_3_and_create_nothing() {
             format!(
                 "agentcron: error: no database at {db_text}; `agentcron draft` creates it\n  \
                  hint: check --db (or AGENTCRON_DB, e.g. on cron's command line); only draft, \
-                 plan/apply, import and `zone set --create-store` create a store\n"
+                 plan/apply, import and `zone set` or `profile set` with --create-store create a \
+                 store\n"
             ),
             "{args:?}"
         );
