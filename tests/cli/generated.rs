@@ -93,6 +93,7 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron draft --instruction - --cron \"*/15 9-17 * * 1-5\" < prompt.txt",
             "agentcron draft --replace oncall --daily 10:00",
             "agentcron draft --instruction \"summarize my stand-up\" --daily 09:30 --tz follow",
+            "agentcron draft --instruction \"review the open pull requests\" --daily 08:00 --profile coder",
         ],
         "confirm" => &[
             "agentcron confirm DRAFT_ID --hash HASH",
@@ -167,6 +168,14 @@ fn examples(path: &str) -> &'static [&'static str] {
             "agentcron --json zone set unix:alice Europe/Berlin",
         ],
         "zone show" => &["agentcron zone show unix:alice", "agentcron --json zone show"],
+        "profile" | "profile set" => &[
+            "agentcron profile set coder --command \"claude -p\" --cwd /srv/repo --run-as coder --pass-env GH_TOKEN --timeout 30m --max-concurrent 2 --description \"reviews pull requests in /srv/repo\"",
+            "agentcron draft --instruction \"review the open pull requests\" --daily 08:00 --name review --profile coder",
+            "agentcron draft --replace review",
+        ],
+        "profile list" => &["agentcron profile list", "agentcron --json profile list"],
+        "profile show" => &["agentcron profile show coder"],
+        "profile delete" => &["agentcron profile delete coder"],
         "zone unset" => &["agentcron zone unset unix:alice"],
         _ => &[],
     }
