@@ -48,6 +48,13 @@ pub fn dry_run(
                 runner: None,
             };
             match claim::prepare(tx, &due, settings)? {
+                // Its profile is at its --max-concurrent: it would wait.
+                Some(Ok((_, plan))) if plan.waits_for_profile.is_some() => {
+                    events.push(TickEvent::Queued {
+                        count: 1,
+                        reason: super::queue::HeldBack::ProfileFull,
+                    });
+                }
                 Some(Ok((task, plan))) => {
                     for run in plan.runs {
                         running += usize::from(run.status() == RunStatus::Running);
