@@ -144,6 +144,8 @@ pub struct Scheduler<'a> {
     nothing_due: bool,
     /// See `Before::may_claim`.
     may_claim: bool,
+    /// This tick said already that tasks wait for their profile's capacity.
+    told_profile_full: bool,
     /// The last claim found a limit on running runs reached, and which.
     at_limit: Option<queue::HeldBack>,
     /// When this tick began: it claims for `--claim-for` from then.
@@ -168,6 +170,7 @@ impl<'a> Scheduler<'a> {
             decisions: 0,
             nothing_due,
             may_claim: true,
+            told_profile_full: false,
             at_limit: None,
             began: Instant::now(),
             last_mark: None,
@@ -323,7 +326,9 @@ impl<'a> Scheduler<'a> {
             for claimed in batch.claimed {
                 self.take(claimed, workers, report);
             }
-            if batch.waiting > 0 {
+            // Said once a tick: each later batch finds the same tasks waiting.
+            if batch.waiting > 0 && !self.told_profile_full {
+                self.told_profile_full = true;
                 let reason = queue::HeldBack::ProfileFull;
                 let event = TickEvent::Queued {
                     count: batch.waiting,

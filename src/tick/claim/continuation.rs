@@ -61,6 +61,15 @@ pub fn continue_approved(
     let Some(Ok(task)) = tx.task(&run.task_id)? else {
         return Ok(None);
     };
+    // A continuation is a run of its profile too (docs/CONTRACT.md §22):
+    // over `--max-concurrent` it stays approved, for a later claim.
+    if let Some(bound) = &task.payload.profile {
+        if let Some(limit) = bound.definition.max_concurrent {
+            if tx.running_under_profile(&task.payload.tenant_key, &bound.name)? >= limit {
+                return Ok(None);
+            }
+        }
+    }
     let wait_id = run.wait().map(|w| w.id.clone()).unwrap_or_default();
     let lease = Lease {
         token: uuid::Uuid::new_v4().to_string(),

@@ -455,3 +455,59 @@ fn a_store_with_profiles_ticks_without_an_executor() {
 fn with_coder(name: &str) -> Task {
     Task::named(name).flags(&["--profile", "coder"])
 }
+
+#[test]
+fn an_approved_continuation_waits_for_its_profiles_capacity() {
+    let rig = rig();
+    let executor = crate::support::fixture("executor.sh");
+    rig.env
+        .run(&[
+            "profile",
+            "set",
+            "one",
+            "--command",
+            &executor,
+            "--max-concurrent",
+            "1",
+            "--pass-env",
+            "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP,FIXTURE_DEADLINE",
+            "--create-store",
+        ])
+        .ok();
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
+    Task::named("parked")
+        .flags(&["--profile", "one"])
+        .confirm(&rig.env);
+    rig.env.advance(HOUR);
+    rig.tick(&[]).ok();
+    let parked = rig.runs("parked")[0].clone();
+    assert_eq!(parked["status"], "awaiting_confirmation", "{parked}");
+    let run_id = parked["run_id"].as_str().unwrap().to_string();
+    Task::named("long")
+        .flags(&["--profile", "one"])
+        .confirm(&rig.env);
+    rig.env.advance(HOUR);
+    // One run of the profile holds its one slot...
+    rig.env.executors_sleep("3");
+    let long = spawn_tick(&rig, &["--claim-for", "1s"]);
+    crate::support::wait_for("the long run to start", || rig.starts().len() == 2);
+    rig.env.run(&["approve", &run_id, "--wait-id", "w1"]).ok();
+    // ...so a tick meanwhile leaves the approved continuation waiting.
+    rig.tick(&[]).ok();
+    let of_parked = |rig: &Rig| {
+        let runs = rig.runs("parked");
+        runs.into_iter()
+            .find(|r| r["run_id"] == run_id.as_str())
+            .unwrap()
+    };
+    let still = of_parked(&rig);
+    assert_eq!(still["status"], "awaiting_confirmation", "{still}");
+    assert_eq!(rig.starts().len(), 2);
+    assert!(long.wait_with_output().unwrap().status.success());
+    rig.env.set_env("FIXTURE_MODE", "awaiting");
+    rig.tick(&[]).ok();
+    let done = of_parked(&rig);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["summary"], "approved and done");
+}
