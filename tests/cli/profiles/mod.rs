@@ -511,3 +511,28 @@ fn an_approved_continuation_waits_for_its_profiles_capacity() {
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["summary"], "approved and done");
 }
+
+#[test]
+fn a_profiles_time_limit_bounds_the_tasks_own() {
+    let rig = rig();
+    let executor = crate::support::fixture("executor.sh");
+    rig.env.run(&[
+        "profile", "set", "quick", "--command", &executor, "--timeout", "1s", "--pass-env",
+        "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP", "--create-store",
+    ])
+    .ok();
+    rig.env.executors_sleep("10");
+    // The task's own limit is longer: the profile's, shorter, holds.
+    Task::named("t")
+        .timeout("1h")
+        .flags(&["--profile", "quick"])
+        .confirm(&rig.env);
+    rig.env.advance(HOUR);
+    let started = std::time::Instant::now();
+    rig.tick(&["--kill-grace", "1s"]).ok();
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    let run = &rig.runs("t")[0];
+    // A read_only run past its own confirmed limit failed (and is retried).
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["summary"], "timed out after 1 s", "{run}");
+}
