@@ -17,6 +17,7 @@ mod inside_run;
 mod lifecycle;
 mod migrate;
 mod plan;
+mod profiles;
 mod prune;
 mod reconcile;
 mod transfer;

@@ -516,11 +516,20 @@ fn an_approved_continuation_waits_for_its_profiles_capacity() {
 fn a_profiles_time_limit_bounds_the_tasks_own() {
     let rig = rig();
     let executor = crate::support::fixture("executor.sh");
-    rig.env.run(&[
-        "profile", "set", "quick", "--command", &executor, "--timeout", "1s", "--pass-env",
-        "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP", "--create-store",
-    ])
-    .ok();
+    rig.env
+        .run(&[
+            "profile",
+            "set",
+            "quick",
+            "--command",
+            &executor,
+            "--timeout",
+            "1s",
+            "--pass-env",
+            "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP",
+            "--create-store",
+        ])
+        .ok();
     rig.env.executors_sleep("10");
     // The task's own limit is longer: the profile's, shorter, holds.
     Task::named("t")
