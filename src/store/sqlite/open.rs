@@ -92,6 +92,7 @@ fn open_resolved(path: &Path, options: &OpenOptions, create: bool) -> Result<Con
         | OpenFlags::SQLITE_OPEN_EXRESCODE;
     let conn = Connection::open_with_flags(path, flags)
         .with_context(|| format!("opening the database {}", path.display()))?;
+    keep_statements(&conn);
     super::busy::wait_for_locks(&conn, options.busy_timeout)?;
     // Switching a new file to WAL races the other first uses of it.
     super::busy::retry_while_busy(options.busy_timeout, || configure(&conn))
@@ -160,6 +161,7 @@ fn open_read_only(path: &Path, options: &OpenOptions) -> Result<Connection> {
         Connection::open_with_flags(path, flags)
     }
     .with_context(|| format!("opening the database {} read-only", path.display()))?;
+    keep_statements(&conn);
     super::busy::wait_for_locks(&conn, options.busy_timeout)?;
     let read: rusqlite::Result<String> =
         conn.query_row("PRAGMA journal_mode", [], |row| row.get(0));
@@ -340,6 +342,17 @@ fn ensure_file(path: &Path) -> Result<()> {
         Err(e) if e.kind() == IoKind::AlreadyExists => Ok(()),
         Err(e) => Err(e).with_context(|| format!("creating the database {}", path.display())),
     }
+}
+
+/// Room for every statement a tick prepares over and over: each claim and
+/// settle runs some 20 (a profile's read, its count, the budgets' and
+/// gates' own), and rusqlite's default cache of 16 evicted them in turn, so
+/// a claim re-parsed SQL it had parsed a run before (+0.3 ms of a tick's CPU
+/// per run, measured; issue 47).
+const STATEMENTS_KEPT: usize = 64;
+
+fn keep_statements(conn: &Connection) {
+    conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
 }
 
 #[cfg(test)]
