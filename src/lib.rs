@@ -27,6 +27,7 @@ pub mod clock;
 pub mod commands;
 pub mod completion;
 pub mod context;
+pub mod digest;
 pub mod error;
 pub mod executor_result;
 #[doc(hidden)]

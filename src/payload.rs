@@ -8,8 +8,8 @@
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
+pub use crate::digest::hash_hex;
 use crate::limits::{self, Budget, CatchUp};
 use crate::schedule::{self, Schedule, Tz};
 use crate::vocabulary::string_enum;
@@ -426,19 +426,6 @@ fn notice_policy(f: &StoredFields) -> Result<NoticePolicy> {
         realert_seconds: f.realert_seconds,
         pause_after: f.pause_after,
     })
-}
-
-/// Lower-case hex SHA-256 of the bytes: `printf %s "$payload" | sha256sum`.
-pub fn hash_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    // Every task read hashes its payload: no allocation per byte.
-    for byte in digest {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    out
 }
 
 /// One payload field that differs, as JSON values.

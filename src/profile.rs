@@ -15,7 +15,7 @@ use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::payload::hash_hex;
+use crate::digest::hash_hex;
 use crate::process::environment::refused_pass;
 use crate::text::{escape, human_duration};
 
