@@ -48,15 +48,18 @@ pub struct SqliteStore {
 const CHECKPOINT_TRIES: u32 = 20;
 const CHECKPOINT_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// A WAL past this size is checkpointed and truncated by the connection
-/// that wrote it, as it closes. Every process's first connection rebuilds
-/// the WAL index by reading every valid frame (one pread each), and that
-/// rebuild forgets which frames were checkpointed, so with the WAL kept
-/// between processes (open.rs) the automatic checkpoint never lets a later
-/// writer start it over: it grew without bound (18 MiB and ~4,900 preads per
-/// idle tick after 200 tasks were drafted and confirmed). 256 pages keeps
-/// the rebuild to ~130 preads.
-const WAL_TRUNCATE_BYTES: u64 = 1 << 20;
+/// A WAL past this size is checkpointed and truncated as a connection that
+/// may write closes, an idle tick's included. Every process's first
+/// connection rebuilds the WAL index by reading and checksumming every valid
+/// frame (one pread each, ~2 µs a frame), and that rebuild forgets which
+/// frames were checkpointed, so with the WAL kept between processes
+/// (open.rs) the automatic checkpoint never lets a later writer start it
+/// over: it grew without bound (18 MiB and ~4,900 preads per idle tick
+/// after 200 tasks were drafted and confirmed; an idle tick's heartbeat adds
+/// two frames, 11 MiB over a day of idle ticks). 64 pages keep the rebuild
+/// to ~0.1 ms; about every 30 idle ticks, one pays 3 fsyncs to fold them
+/// and the next 2 to start the WAL over (issue 46).
+const WAL_TRUNCATE_BYTES: u64 = 256 << 10;
 
 /// The suffix of the file that says a fold is owed (docs/CONTRACT.md §11).
 const FOLD_MARKER: &str = "-fold";
@@ -300,9 +303,14 @@ impl SqliteStore {
                 self.owe_fold();
             }
         }
+        self.shorten_wal();
+    }
+
+    /// Every process rebuilds the WAL index from the whole WAL: a WAL past
+    /// `WAL_TRUNCATE_BYTES` is folded and truncated. Only when no one else
+    /// is reading (never waits: the busy timeout is zero by then).
+    fn shorten_wal(&self) {
         if self.wal_bytes() >= WAL_TRUNCATE_BYTES {
-            // Every process rebuilds the WAL index from the whole WAL: keep
-            // it short. Only when no one else is reading (never waits).
             let _ = self
                 .conn
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
@@ -324,16 +332,21 @@ impl Drop for SqliteStore {
         // may write, when an earlier command left a fold owed (a backup held
         // its checkpoint back, or it was killed during it). A read-only
         // connection cannot checkpoint.
-        let owed = self.changed
-            || (!self
+        let may_write = || {
+            !self
                 .conn
                 .is_readonly(rusqlite::DatabaseName::Main)
                 .unwrap_or(true)
-                && self.fold_owed());
-        if owed {
+        };
+        if self.changed || (may_write() && self.fold_owed()) {
             // The fold is bounded (CHECKPOINT_TRIES); a stop signal waits for
             // it, so a TERM cannot leave the .db half-written.
             crate::interrupt::hold_stop_signals(|| self.checkpoint());
+        } else if may_write() && self.wal_bytes() >= WAL_TRUNCATE_BYTES {
+            // Heartbeats alone (idle ticks) grow the WAL too, two frames a
+            // tick, and every later process would read them all.
+            let _ = self.conn.busy_timeout(std::time::Duration::ZERO);
+            crate::interrupt::hold_stop_signals(|| self.shorten_wal());
         }
     }
 }

@@ -344,6 +344,30 @@ fn a_store_aged_by_many_invocations_keeps_its_wal_small() {
     assert_eq!(env.count("SELECT count(*) FROM tasks"), 40);
 }
 
+/// Idle ticks alone grow the WAL too (each heartbeat is two frames, and no
+/// checkpoint is owed for it), and every process reads the whole WAL as it
+/// opens the store: past 256 KiB an idle tick folds and truncates it
+/// (issue 46), keeping its heartbeat.
+#[test]
+fn idle_ticks_keep_the_wal_small() {
+    if crate::support::on_postgres() {
+        return;
+    }
+    let env = TestEnv::new();
+    Task::named("monthly").every("30d").confirm(&env);
+    let wal = || std::fs::metadata(env.path("state/agentcron.db-wal")).map_or(0, |m| m.len());
+    let mut largest = 0;
+    for _ in 0..48 {
+        env.advance(60);
+        env.run(&["tick", "--executor", "true"]).ok();
+        largest = largest.max(wal());
+    }
+    // 48 heartbeats of 8 KiB would be 386 KiB.
+    assert!(largest < 272 << 10, "the WAL grew to {largest} bytes");
+    let last = env.sql("SELECT value FROM meta WHERE key = 'last_tick_at'");
+    assert_eq!(last[0][0], env.now().to_string(), "the heartbeat is kept");
+}
+
 const MINUTE: i64 = 60;
 
 /// Item 5: an `--every` task drafted at :11 keeps cron's phase (its runs
