@@ -312,7 +312,7 @@ mod tests {
                 .map(|t| t.name.to_string())
                 .collect()
         };
-        assert_eq!(names(false).len(), 10);
+        assert_eq!(names(false).len(), 11);
         assert!(!names(false).contains(&"pause".to_string()));
         assert_eq!(names(true).last().map(String::as_str), Some("pause"));
     }
