@@ -70,6 +70,13 @@ impl Plan {
     pub fn running(&self) -> Option<&Run> {
         self.runs.iter().find(|r| r.status() == RunStatus::Running)
     }
+
+    /// The run about to start, for a limit that may hold it back.
+    fn running_mut(&mut self) -> Option<&mut Run> {
+        self.runs
+            .iter_mut()
+            .find(|r| r.status() == RunStatus::Running)
+    }
 }
 
 /// Settings of the claim that do not come from the task.

@@ -58,11 +58,7 @@ pub fn check(tx: &mut dyn Tx, plan: &mut Plan, task: &Task, now: i64) -> Result<
 /// The run the claim decided to start, recorded instead as not executed;
 /// the task completes when nothing else is left of it.
 fn hold_back(plan: &mut Plan, reason: &str, now: i64) {
-    let Some(run) = plan
-        .runs
-        .iter_mut()
-        .find(|r| r.status() == RunStatus::Running)
-    else {
+    let Some(run) = plan.running_mut() else {
         return;
     };
     run.state = RunState::not_run(RunEnd::SkippedProfile, now);

@@ -451,6 +451,26 @@ fn a_store_with_profiles_ticks_without_an_executor() {
     );
 }
 
+/// `profile set NAME` running the executor fixture, given the fixture's
+/// variables; `extra` flags after.
+fn fixture_profile(rig: &Rig, name: &str, extra: &[&str]) {
+    let executor = crate::support::fixture("executor.sh");
+    let mut args = vec![
+        "profile",
+        "set",
+        name,
+        "--command",
+        &executor,
+        "--create-store",
+    ];
+    args.extend_from_slice(&[
+        "--pass-env",
+        "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP,FIXTURE_DEADLINE",
+    ]);
+    args.extend_from_slice(extra);
+    rig.env.run(&args).ok();
+}
+
 /// A task `name` (hourly) drafted with `--profile coder`.
 fn with_coder(name: &str) -> Task {
     Task::named(name).flags(&["--profile", "coder"])
@@ -459,21 +479,7 @@ fn with_coder(name: &str) -> Task {
 #[test]
 fn an_approved_continuation_waits_for_its_profiles_capacity() {
     let rig = rig();
-    let executor = crate::support::fixture("executor.sh");
-    rig.env
-        .run(&[
-            "profile",
-            "set",
-            "one",
-            "--command",
-            &executor,
-            "--max-concurrent",
-            "1",
-            "--pass-env",
-            "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP,FIXTURE_DEADLINE",
-            "--create-store",
-        ])
-        .ok();
+    fixture_profile(&rig, "one", &["--max-concurrent", "1"]);
     rig.env.set_env("FIXTURE_MODE", "awaiting");
     rig.env.set_env("FIXTURE_DEADLINE", "2026-12-04T00:00:00Z");
     Task::named("parked")
@@ -515,21 +521,7 @@ fn an_approved_continuation_waits_for_its_profiles_capacity() {
 #[test]
 fn a_profiles_time_limit_bounds_the_tasks_own() {
     let rig = rig();
-    let executor = crate::support::fixture("executor.sh");
-    rig.env
-        .run(&[
-            "profile",
-            "set",
-            "quick",
-            "--command",
-            &executor,
-            "--timeout",
-            "1s",
-            "--pass-env",
-            "FIXTURE_JOURNAL,FIXTURE_STDIN,FIXTURE_MODE,FIXTURE_SLEEP",
-            "--create-store",
-        ])
-        .ok();
+    fixture_profile(&rig, "quick", &["--timeout", "1s"]);
     rig.env.executors_sleep("10");
     // The task's own limit is longer: the profile's, shorter, holds.
     Task::named("t")
