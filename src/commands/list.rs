@@ -68,10 +68,7 @@ pub fn run(ctx: &mut Ctx, args: ListArgs) -> Result<()> {
     let now = ctx.clock.now();
     // A PROFILE column when any of the tenant's tasks has one (docs/CONTRACT.md
     // §22): one read along the tasks' profile index.
-    let with_profiles = !ctx
-        .store()?
-        .read(|tx| tx.tasks_with_profiles(Some(&tenant)))?
-        .is_empty();
+    let with_profiles = ctx.store()?.read(|tx| tx.any_task_bound(&tenant))?;
     let mut header: Vec<&str> = human::TASK_HEADER.to_vec();
     if with_profiles {
         // Before the instruction, the one column a terminal clips.

@@ -27,6 +27,9 @@ pub trait ProfileTx {
     fn running_under_profile(&mut self, tenant_key: &str, name: &str) -> Result<i64>;
     /// Whether any profile exists (in `tenant`, or in the whole store).
     fn has_profiles(&mut self, tenant: Option<&str>) -> Result<bool>;
+    /// Whether any of the tenant's tasks (not deleted) is bound to a
+    /// profile: one seek along the tasks' profile index.
+    fn any_task_bound(&mut self, tenant_key: &str) -> Result<bool>;
     /// Whether the task has a `skipped_profile` run under the payload
     /// `payload_hash`: held already since its owner last confirmed it.
     fn held_for_profile_before(&mut self, task_id: &str, payload_hash: &str) -> Result<bool>;
@@ -220,6 +223,17 @@ impl<C: Connection> ProfileTx for C {
                 args![tenant],
             )
             .context("reading whether there are profiles")?;
+        Ok(found.is_some())
+    }
+
+    fn any_task_bound(&mut self, tenant_key: &str) -> Result<bool> {
+        let found = self
+            .query_opt(
+                "SELECT 1 FROM tasks
+                 WHERE tenant_key = $1 AND profile IS NOT NULL AND state <> 'deleted' LIMIT 1",
+                args![tenant_key],
+            )
+            .context("reading whether a task has a profile")?;
         Ok(found.is_some())
     }
 
