@@ -38,6 +38,9 @@ const PARTIAL: &[&str] = &[
     "events_scheduler_gaps",
     // The tasks that are overdue now (`status`).
     "tasks_overdue",
+    // The tasks bound to a profile (`status`: which a changed profile
+    // holds): as many as the operator's profiles run, not the history.
+    "tasks_by_profile",
 ];
 
 /// The plan lines that read all of `tasks`, `runs`, `deliveries` or `events`
