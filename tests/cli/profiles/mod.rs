@@ -537,3 +537,37 @@ fn a_profiles_time_limit_bounds_the_tasks_own() {
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["summary"], "timed out after 1 s", "{run}");
 }
+
+#[test]
+fn the_dry_run_asks_profiles_as_the_tick_does() {
+    let rig = rig();
+    fixture_profile(&rig, "one", &["--max-concurrent", "1"]);
+    set_coder(&rig, &[]);
+    with_coder("held").confirm(&rig.env);
+    set_coder(&rig, &["--timeout", "5m"]);
+    rig.env.advance(HOUR);
+    let said = rig.env.run(&["tick", "--dry-run"]).ok().stdout;
+    assert_contains(&said, "would record held for");
+    assert_contains(&said, "skipped_profile");
+    rig.tick(&[]).ok();
+    // A run of `one` running: a task of `one` due meanwhile would wait.
+    rig.env.executors_sleep("5");
+    Task::named("busy")
+        .flags(&["--profile", "one"])
+        .confirm(&rig.env);
+    Task::named("full")
+        .flags(&["--profile", "one"])
+        .confirm(&rig.env);
+    rig.env.advance(HOUR);
+    let busy = spawn_tick(&rig, &["--claim-for", "1s"]);
+    crate::support::wait_for("a run of profile one", || {
+        rig.env
+            .count("SELECT count(*) FROM runs WHERE status = 'running' AND profile = 'one'")
+            == 1
+    });
+    rig.env.set_env("FIXTURE_MODE", "succeed");
+    let said = rig.env.run(&["tick", "--dry-run", "-v"]).ok();
+    let text = format!("{}{}", said.stdout, said.stderr);
+    assert_contains(&text, "their profile's --max-concurrent runs are running");
+    assert!(busy.wait_with_output().unwrap().status.success());
+}
