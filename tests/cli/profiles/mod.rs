@@ -346,8 +346,37 @@ fn profile_set_is_audited_checked_and_refused_inside_a_run() {
         .fails(4);
     assert_contains(&refused.stderr, "refused inside run");
     rig.env.run(&["profile", "delete", "coder"]).fails(4);
-    // Reading is allowed.
+    // Reading is allowed, each listing as JSON too.
     rig.env.run(&["profile", "list"]).ok();
+    let shown = rig.env.json(&["profile", "show", "coder"]);
+    assert_eq!(shown["name"], "coder");
+    assert_eq!(
+        shown["pass_env"],
+        serde_json::json!(["PROFILE_DIR", "SECRET"])
+    );
+    assert_eq!(shown["revision"], 1);
+    let listed = rig.env.json(&["profile", "list"]);
+    assert_eq!(listed[0]["sha256"], shown["sha256"]);
+    rig.env
+        .run_without("AGENTCRON_RUN_ID", &["profile", "delete", "nope"])
+        .fails(3);
+    let deleted = rig
+        .env
+        .run_without(
+            "AGENTCRON_RUN_ID",
+            &["--json", "profile", "delete", "coder"],
+        )
+        .ok()
+        .json();
+    assert_eq!(deleted["deleted"], true);
+    assert_eq!(deleted["sha256"], shown["sha256"]);
+    assert_eq!(deleted["tasks_held"], 0);
+    let log = rig
+        .env
+        .run_without("AGENTCRON_RUN_ID", &["log"])
+        .ok()
+        .stdout;
+    assert_contains(&log, "deleted profile coder");
 }
 
 #[test]
