@@ -147,116 +147,94 @@ impl Definition {
 
     /// What changed from `old` to `self`, one phrase each, the ones that
     /// widen what runs first (another command, another user, another
-    /// folder, more passed names, a longer or no time limit, more at once):
-    /// `(widens, words)`.
-    pub fn changes_from(&self, old: &Definition) -> Vec<(bool, String)> {
+    /// folder, more passed names, a longer or no time limit, more at once).
+    pub fn changes_from(&self, old: &Definition) -> Vec<Change> {
         let mut out = Vec::new();
+        let mut change = |widening, words| out.push(Change { widening, words });
         let shown = |v: &Option<String>| v.as_deref().map_or("-".into(), escape);
+        // No limit is more than any; a limit set where there was none, less.
+        let more = |a: Option<i64>, b: Option<i64>| match (a, b) {
+            (Some(a), Some(b)) => b > a,
+            (Some(_), None) => true,
+            _ => false,
+        };
         if self.command != old.command {
-            out.push((
-                true,
-                format!(
-                    "command `{}` -> `{}`",
-                    escape(&old.command),
-                    escape(&self.command)
-                ),
-            ));
+            let words = format!(
+                "command `{}` -> `{}`",
+                escape(&old.command),
+                escape(&self.command)
+            );
+            change(Some("its profile runs another command"), words);
         }
         if self.run_as != old.run_as {
-            out.push((
-                true,
-                format!("user {} -> {}", shown(&old.run_as), shown(&self.run_as)),
-            ));
+            let words = format!("user {} -> {}", shown(&old.run_as), shown(&self.run_as));
+            change(Some("its profile runs as another user"), words);
         }
         if self.cwd != old.cwd {
-            out.push((
-                true,
-                format!("folder {} -> {}", shown(&old.cwd), shown(&self.cwd)),
-            ));
+            let words = format!("folder {} -> {}", shown(&old.cwd), shown(&self.cwd));
+            change(Some("its profile runs in another folder"), words);
         }
-        let added: Vec<&str> = self
-            .pass_env
-            .iter()
-            .filter(|n| !old.pass_env.contains(n))
-            .map(String::as_str)
-            .collect();
-        let removed: Vec<&str> = old
-            .pass_env
-            .iter()
-            .filter(|n| !self.pass_env.contains(n))
-            .map(String::as_str)
-            .collect();
+        let only_in = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter().filter(|n| !b.contains(n)).cloned().collect()
+        };
+        let added = only_in(&self.pass_env, &old.pass_env);
         if !added.is_empty() {
-            out.push((true, format!("passes {} more", added.join(", "))));
+            let words = format!("passes {} more", added.join(", "));
+            change(Some("its profile passes more variables to the run"), words);
         }
+        let removed = only_in(&old.pass_env, &self.pass_env);
         if !removed.is_empty() {
-            out.push((false, format!("no longer passes {}", removed.join(", "))));
+            change(None, format!("no longer passes {}", removed.join(", ")));
         }
-        let limit = |s: Option<i64>| s.map_or("none".to_string(), human_duration);
         if self.timeout_seconds != old.timeout_seconds {
-            let longer = match (old.timeout_seconds, self.timeout_seconds) {
-                (Some(a), Some(b)) => b > a,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            out.push((
-                longer,
-                format!(
-                    "time limit {} -> {}",
-                    limit(old.timeout_seconds),
-                    limit(self.timeout_seconds)
-                ),
-            ));
+            let limit = |s: Option<i64>| s.map_or("none".to_string(), human_duration);
+            let words = format!(
+                "time limit {} -> {}",
+                limit(old.timeout_seconds),
+                limit(self.timeout_seconds)
+            );
+            let longer = more(old.timeout_seconds, self.timeout_seconds);
+            change(
+                longer.then_some("its profile's runs may go on longer"),
+                words,
+            );
         }
         if self.max_concurrent != old.max_concurrent {
-            let more = match (old.max_concurrent, self.max_concurrent) {
-                (Some(a), Some(b)) => b > a,
-                (Some(_), None) => true,
-                _ => false,
-            };
             let n = |v: Option<i64>| v.map_or("no limit".to_string(), |n| n.to_string());
-            out.push((
-                more,
-                format!(
-                    "at once {} -> {}",
-                    n(old.max_concurrent),
-                    n(self.max_concurrent)
-                ),
-            ));
+            let words = format!(
+                "at once {} -> {}",
+                n(old.max_concurrent),
+                n(self.max_concurrent)
+            );
+            let wider = more(old.max_concurrent, self.max_concurrent);
+            change(
+                wider.then_some("more of its profile's runs may run at once"),
+                words,
+            );
         }
-        out.sort_by_key(|(widens, _)| !widens);
+        out.sort_by_key(|c| c.widening.is_none());
         out
     }
 
     /// The first way `self` widens what runs over `old`, in the words of a
     /// replacement's step-up; None when it only narrows (or is the same).
     pub fn widening(&self, old: &Definition) -> Option<&'static str> {
-        let longer = |a: Option<i64>, b: Option<i64>| match (a, b) {
-            (Some(a), Some(b)) => b > a,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if self.command != old.command {
-            Some("its profile runs another command")
-        } else if self.run_as != old.run_as {
-            Some("its profile runs as another user")
-        } else if self.cwd != old.cwd {
-            Some("its profile runs in another folder")
-        } else if self.pass_env.iter().any(|n| !old.pass_env.contains(n)) {
-            Some("its profile passes more variables to the run")
-        } else if longer(old.timeout_seconds, self.timeout_seconds) {
-            Some("its profile's runs may go on longer")
-        } else if longer(old.max_concurrent, self.max_concurrent) {
-            Some("more of its profile's runs may run at once")
-        } else {
-            None
-        }
+        self.changes_from(old).into_iter().find_map(|c| c.widening)
     }
 
     /// The command as argv (checked when the profile was set).
     pub fn argv(&self) -> Result<Vec<String>, String> {
         crate::process::split_command(&self.command)
     }
+}
+
+/// One change of a profile's definition, as a person reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Why it widens what runs (a replacement's step-up), if it does.
+    pub widening: Option<&'static str>,
+    /// "command `a` -> `b`".
+    pub words: String,
 }
 
 fn has_control(text: &str) -> bool {
@@ -435,7 +413,7 @@ pub fn held(bound: &Bound, current: Option<&Profile>) -> Option<String> {
         .definition
         .changes_from(&bound.definition)
         .into_iter()
-        .map(|(_, words)| words)
+        .map(|c| c.words)
         .collect();
     Some(format!(
         "profile {name} changed since you confirmed it: {}; confirm again (draft --replace TASK)",
@@ -504,14 +482,15 @@ mod tests {
             ..coder()
         };
         let changes = new.changes_from(&old);
-        let widens: Vec<bool> = changes.iter().map(|c| c.0).collect();
+        let widens: Vec<bool> = changes.iter().map(|c| c.widening.is_some()).collect();
         assert_eq!(widens, vec![true, true, false]);
-        assert!(changes[0].1.starts_with("command `claude -p`"));
+        assert!(changes[0].words.starts_with("command `claude -p`"));
         assert!(
-            changes[1].1.starts_with("time limit 30 min -> 60 min"),
+            changes[1].words.starts_with("time limit 30 min -> 60 min"),
             "{changes:?}"
         );
-        assert_eq!(changes[2].1, "no longer passes GH_TOKEN");
+        assert_eq!(changes[2].words, "no longer passes GH_TOKEN");
+        assert_eq!(new.widening(&old), Some("its profile runs another command"));
     }
 
     #[test]

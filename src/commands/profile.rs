@@ -178,9 +178,13 @@ fn set_words(set: &ProfileSet) -> String {
                 "Changed profile {name}: {} -> {short}.",
                 crate::model::short_id(&old.sha256)
             );
-            for (widens, words) in p.definition.changes_from(&old.definition) {
-                let mark = if widens { "step-up: " } else { "" };
-                text.push_str(&format!("\n  {mark}{words}"));
+            for change in p.definition.changes_from(&old.definition) {
+                let mark = if change.widening.is_some() {
+                    "step-up: "
+                } else {
+                    ""
+                };
+                text.push_str(&format!("\n  {mark}{}", change.words));
             }
             if set.tasks_held > 0 {
                 text.push_str(&format!(
