@@ -51,17 +51,16 @@ pub fn set(store: &mut dyn Store, w: ProfileWrite<'_>) -> Result<ProfileSet> {
             )));
         }
     }
+    let sha256 = definition.hash();
     store.write(|tx| {
         let previous = tx.profile(w.tenant_key, w.name)?;
-        let sha256 = definition.hash();
-        let unchanged = previous
+        if let Some(same) = previous
             .as_ref()
-            .is_some_and(|p| p.sha256 == sha256 && p.description == w.description);
-        if unchanged {
-            let profile = previous.clone().expect("unchanged means present");
+            .filter(|p| p.sha256 == sha256 && p.description == w.description)
+        {
             return Ok(ProfileSet {
-                profile,
-                previous,
+                profile: same.clone(),
+                previous: previous.clone(),
                 changed: false,
                 tasks_held: 0,
             });

@@ -215,8 +215,7 @@ pub fn run(
     let idle = (!agenda.expiries && !agenda.claims && !agenda.overdue).then(|| started.elapsed());
     let recorded = recording::record_tick(store, options, clock.now(), idle, report)
         .busy_during("recording the tick")?;
-    let mut before = expire_if_due(store, options, clock, &agenda, &recorded, report)?;
-    before.may_claim = may_claim;
+    let before = expire_if_due(store, options, clock, &agenda, &recorded, may_claim, report)?;
     let changed_before = before.changed;
     let mut summary = scheduler::work(shared, store, options, clock, before, report)?;
     let changed = changed_before || summary.started > 0 || summary.decided > 0;
@@ -275,6 +274,7 @@ fn expire_if_due(
     clock: Clock,
     agenda: &Agenda,
     recorded: &recording::Recorded,
+    may_claim: bool,
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
 ) -> Result<scheduler::Before> {
     let mut before = scheduler::Before {
@@ -282,7 +282,7 @@ fn expire_if_due(
         notices_waiting: recorded.notices_waiting,
         // Nothing was due a moment ago: the first claim would find nothing.
         nothing_due: !agenda.claims,
-        may_claim: true,
+        may_claim,
     };
     if agenda.claims || agenda.expiries || agenda.overdue || before.notices_waiting {
         // Under `--run-as` through sudo: refused before anything is claimed

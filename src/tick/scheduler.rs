@@ -73,8 +73,7 @@ pub fn work(
     }
     let notifier = options.notifier.as_ref();
     let mut workers = execute::Workers::new(shared, &options.executor, notifier, clock, sender);
-    let mut scheduler = Scheduler::new(options, clock, before.nothing_due);
-    scheduler.may_claim = before.may_claim;
+    let mut scheduler = Scheduler::new(options, clock, &before);
     let mut summary = TickSummary::default();
     let mut renewals = execute::Renewals::new(options.executor.lease);
     loop {
@@ -158,9 +157,9 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
-    /// `nothing_due`: nothing was due a moment ago, so the first claim
-    /// would find nothing.
-    fn new(options: &'a TickOptions, clock: Clock, nothing_due: bool) -> Scheduler<'a> {
+    /// `before`: whether anything was due a moment ago (if not, the first
+    /// claim would find nothing) and whether this tick may claim at all.
+    fn new(options: &'a TickOptions, clock: Clock, before: &Before) -> Scheduler<'a> {
         Scheduler {
             options,
             clock,
@@ -168,8 +167,8 @@ impl<'a> Scheduler<'a> {
             in_flight: HashSet::new(),
             started: 0,
             decisions: 0,
-            nothing_due,
-            may_claim: true,
+            nothing_due: before.nothing_due,
+            may_claim: before.may_claim,
             told_profile_full: false,
             at_limit: None,
             began: Instant::now(),
