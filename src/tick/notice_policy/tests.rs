@@ -494,3 +494,56 @@ fn a_reconciled_success_is_the_last_success_and_ends_the_streak() {
     p.memory = m;
     assert!(sent(&p.settle(360, RunStatus::Failed, "timeout", None)));
 }
+
+#[test]
+fn a_task_held_for_its_profile_is_told_once_under_every_mode_but_never() {
+    for mode in [
+        NotifyMode::Always,
+        NotifyMode::Attention,
+        NotifyMode::Failures,
+        NotifyMode::Never,
+    ] {
+        let task = task(mode);
+        let run = Run::new(
+            &task,
+            60,
+            60,
+            1,
+            ended(RunStatus::SkippedProfile, 60),
+            60,
+            |r| {
+                r.reason = Some("profile coder changed since you confirmed it".into());
+            },
+        );
+        let decide_told = |already_told| {
+            decide(
+                &Facts {
+                    run: &run,
+                    policy: task.payload.notice,
+                    executor_says: None,
+                    paused_task: false,
+                    last_skip_sent: None,
+                    already_told,
+                    caught_up: false,
+                    in_gap: InGap::Alone,
+                    now: 60,
+                },
+                TaskMemory::new("t1"),
+            )
+        };
+        let first = decide_told(false);
+        assert_eq!(first.kind, NoticeKind::Profile, "{mode:?}");
+        let expected = match mode {
+            NotifyMode::Never => Some(POLICY),
+            _ => None,
+        };
+        assert_eq!(first.suppressed, expected, "{mode:?}");
+        let again = decide_told(true);
+        let expected = match mode {
+            NotifyMode::Never => Some(POLICY),
+            _ => Some(PROFILE_TOLD),
+        };
+        assert_eq!(again.suppressed, expected, "{mode:?}");
+    }
+    assert_eq!(state_of(NoticeKind::Profile), "held");
+}
