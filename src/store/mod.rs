@@ -59,7 +59,7 @@ pub use memory::{MemoryTx, TaskMemory};
 pub use meta::{Host, MetaTx};
 pub use overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
 pub use profiles::{BoundTask, ProfileTx};
-pub use queue::{Agenda, QueueMark, QueueStats, QueueTx};
+pub use queue::{Agenda, DueRow, QueueMark, QueueStats, QueueTx};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;
@@ -97,6 +97,15 @@ pub trait Store: Send {
     /// Runs `f` in one write transaction (IMMEDIATE on SQLite), committing only
     /// when it returns Ok. Prefer the typed `write` on `dyn Store`.
     fn write_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// Runs `job` in a write transaction that may hold other threads' writes
+    /// too, committed once for all (`shared::SharedStore`); returns once
+    /// this write is committed. `job` may run more than once (its group
+    /// rolled back because another write failed: it runs again alone).
+    /// A store of one thread commits it alone.
+    fn write_together_dyn(&mut self, mut job: SharedJob) -> Result<()> {
+        self.write_dyn(&mut |tx| job(tx))
+    }
 
     /// Runs `f` in one read-only snapshot.
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
@@ -156,7 +165,28 @@ pub trait Store: Send {
     fn migrate(&mut self, applied: &mut dyn FnMut(i64) -> Result<()>) -> Result<()>;
 }
 
+/// A write `write_together_dyn` may hand to another thread to run.
+pub type SharedJob = Box<dyn FnMut(&mut dyn Tx) -> Result<()> + Send>;
+
 impl dyn Store + '_ {
+    /// One write transaction returning a value, which may share its commit
+    /// with other threads' writes (see `write_together_dyn`): `f` may run
+    /// more than once, so it owns what it needs.
+    pub fn write_together<T: Send + 'static>(
+        &mut self,
+        mut f: impl FnMut(&mut dyn Tx) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let out = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let slot = std::sync::Arc::clone(&out);
+        self.write_together_dyn(Box::new(move |tx| {
+            let value = f(tx)?;
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+            Ok(())
+        }))?;
+        let value = out.lock().unwrap_or_else(|p| p.into_inner()).take();
+        value.ok_or_else(|| anyhow::anyhow!("a shared write committed without its value"))
+    }
+
     /// One write transaction that need not reach the disk before it returns
     /// (see `write_relaxed_dyn`).
     pub fn write_relaxed<T>(&mut self, f: impl FnOnce(&mut dyn Tx) -> Result<T>) -> Result<T> {

@@ -30,6 +30,25 @@ pub struct QueueMark {
     pub superseded_at: Option<i64>,
 }
 
+/// A due task as a claim reads it (`due_in`): its row, and whether each
+/// thing a claim would otherwise look up one statement at a time exists.
+/// A flag that is false is final while the claim holds the row (a new
+/// blocking run, mark or trigger is only ever written under its lock); one
+/// that is true is looked up.
+#[derive(Debug)]
+pub struct DueRow {
+    pub due: DueTask,
+    pub task: Result<Task, CorruptRow>,
+    /// The mark on the task's row (`queue_mark` adds one noted beside it).
+    pub mark: Option<QueueMark>,
+    /// A sighting is noted beside the row (`note_seen`).
+    pub noted: bool,
+    /// A manual trigger is pending.
+    pub triggered: bool,
+    /// The task has a run in a state that blocks a new one.
+    pub blocked: bool,
+}
+
 /// What `status` and `metrics` say about the queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueStats {
@@ -64,15 +83,18 @@ pub trait QueueTx {
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda>;
     /// The tenants that have active tasks, in order (only `tenant` when given).
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>>;
-    /// The tenant's earliest due occurrence or retry at `now`.
-    /// Passing over the tasks `except` names (a claim decided to leave
-    /// them waiting this batch).
-    fn earliest_due_in(
+    /// The tenant's due tasks at `now`, earliest first, at most `limit`,
+    /// passing over those `except` names: each with its row and what a
+    /// claim needs besides (`DueRow`), in one statement. PostgreSQL locks
+    /// the rows to the end of the transaction, skipping rows another
+    /// session holds (another host's claim).
+    fn due_in(
         &mut self,
         tenant_key: &str,
         now: i64,
+        limit: u32,
         except: &[String],
-    ) -> Result<Option<DueTask>>;
+    ) -> Result<Vec<DueRow>>;
     /// Due tasks not yet marked for their latest due instant (never marked,
     /// or marked for an instant that a newer one has superseded), earliest first.
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>>;
@@ -175,52 +197,99 @@ static UNMARKED_DUE: LazyLock<String> = LazyLock::new(|| {
     format!("{} ORDER BY 2 LIMIT $3", halves.join(" UNION ALL "))
 });
 
-/// The tenant's ($1) earliest task due by `column` at $2: one seek; no
-/// tie-break on task_id, which would sort every task due at that instant.
-/// `except`: a condition on task_id added to the seek (`earliest_due_in`'s
-/// tasks to pass over), or empty.
-fn earliest_by(column: &str, retry: bool, index: &str, lock: &str, except: &str) -> String {
+/// The tenant's ($1) first `limit` tasks due by `column` at $2: one seek;
+/// no tie-break on task_id, which would sort every task due at that
+/// instant. `except`: a condition on task_id added to the seek (tasks to
+/// pass over), or empty.
+fn first_by(
+    column: &str,
+    retry: bool,
+    index: &str,
+    lock: &str,
+    except: &str,
+    limit: &str,
+) -> String {
     format!(
         "SELECT task_id, {column} AS at, {retry} AS retry FROM tasks{index}
          WHERE state = 'active' AND tenant_key = $1 AND {column} IS NOT NULL
            AND {column} <= $2{except}
-         ORDER BY {column} LIMIT 1{lock}"
+         ORDER BY {column} LIMIT {limit}{lock}"
     )
 }
 
-/// SQLite: each seek on its partial index, the earliest of the three.
-fn earliest_due_sqlite(except: &str) -> String {
-    let seeks: Vec<String> = DUE_BY
-        .iter()
-        .map(|(column, retry, index)| {
-            let index = format!(" INDEXED BY {index}");
-            let seek = earliest_by(column, *retry, &index, "", except);
-            format!("SELECT * FROM ({seek})")
-        })
-        .collect();
-    format!("{} ORDER BY 2 LIMIT 1", seeks.join(" UNION ALL "))
-}
-
-/// PostgreSQL: row locks rule out one UNION of the seeks, but not three
-/// locking CTEs read by one: one round trip, each seek skipping rows
-/// another host is claiming, never waiting on them; one row per kind.
-fn earliest_due_postgres(except: &str) -> String {
-    let (ctes, reads): (Vec<String>, Vec<String>) = DUE_BY
+/// `due_in`'s statement: the first $3 tasks due by each way (`first_by`,
+/// rows locked on PostgreSQL), read once with what a claim asks of them.
+/// The row's mark, `noted`, `triggered` and `blocked` follow the task's
+/// columns, the due instant and whether it is a retry.
+fn due_rows(dialect: Dialect, except: &str) -> String {
+    // PostgreSQL rules out FOR UPDATE under a UNION, but not in CTEs read
+    // by one.
+    let (ctes, seeks): (Vec<String>, Vec<String>) = DUE_BY
         .iter()
         .enumerate()
-        .map(|(i, (column, retry, _))| {
-            let seek = earliest_by(column, *retry, "", " FOR UPDATE SKIP LOCKED", except);
-            (
-                format!("due{i} AS ({seek})"),
-                format!("SELECT task_id, at, retry FROM due{i}"),
-            )
+        .map(|(i, (column, retry, index))| match dialect {
+            Dialect::Sqlite => {
+                let index = format!(" INDEXED BY {index}");
+                let seek = first_by(column, *retry, &index, "", except, "$3");
+                (String::new(), format!("SELECT * FROM ({seek})"))
+            }
+            Dialect::Postgres => {
+                let lock = " FOR UPDATE SKIP LOCKED";
+                let seek = first_by(column, *retry, "", lock, except, "$3");
+                (
+                    format!("due{i} AS ({seek}), "),
+                    format!("SELECT * FROM due{i}"),
+                )
+            }
         })
         .unzip();
-    format!("WITH {} {}", ctes.join(", "), reads.join(" UNION ALL "))
+    let with = match dialect {
+        Dialect::Sqlite => String::new(),
+        Dialect::Postgres => format!("WITH {}", ctes.concat().trim_end_matches(", ")),
+    };
+    let blocking = dialect.pick(" INDEXED BY runs_blocking", "");
+    format!(
+        "{with}
+         SELECT {TASK_COLUMNS}, due.at, due.retry, queued_for, queued_since, queued_next,
+             EXISTS (SELECT 1 FROM seen_due s WHERE s.task_id = tasks.task_id),
+             trigger_at IS NOT NULL,
+             EXISTS (SELECT 1 FROM runs r{blocking} WHERE r.task_id = tasks.task_id
+                       AND r.status IN ('running', 'awaiting_confirmation',
+                                        'awaiting_authorization', 'unknown'))
+         FROM ({}) AS due JOIN tasks USING (task_id)
+         ORDER BY due.at LIMIT $3",
+        seeks.join(" UNION ALL ")
+    )
 }
 
-static EARLIEST_DUE_SQLITE: LazyLock<String> = LazyLock::new(|| earliest_due_sqlite(""));
-static EARLIEST_DUE_POSTGRES: LazyLock<String> = LazyLock::new(|| earliest_due_postgres(""));
+/// A `due_rows` row.
+fn due_row(row: &Row) -> Result<DueRow> {
+    let n = TASK_COLUMNS.split(',').count();
+    let due = DueTask {
+        task_id: row.get(0)?,
+        due_at: row.get(n)?,
+        is_retry: row.get(n + 1)?,
+    };
+    let mark = match row.get::<Option<i64>>(n + 2)? {
+        Some(due_at) => Some(QueueMark {
+            due_at,
+            seen_at: row.get::<Option<i64>>(n + 3)?.unwrap_or_default(),
+            superseded_at: row.get(n + 4)?,
+        }),
+        None => None,
+    };
+    Ok(DueRow {
+        due,
+        task: decode_task(row)?,
+        mark,
+        noted: row.get(n + 5)?,
+        triggered: row.get(n + 6)?,
+        blocked: row.get(n + 7)?,
+    })
+}
+
+static DUE_ROWS_SQLITE: LazyLock<String> = LazyLock::new(|| due_rows(Dialect::Sqlite, ""));
+static DUE_ROWS_POSTGRES: LazyLock<String> = LazyLock::new(|| due_rows(Dialect::Postgres, ""));
 
 impl<C: Connection> QueueTx for C {
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda> {
@@ -301,36 +370,42 @@ impl<C: Connection> QueueTx for C {
         rows.iter().map(|r| r.get(0)).collect()
     }
 
-    fn earliest_due_in(
+    fn due_in(
         &mut self,
         tenant_key: &str,
         now: i64,
+        limit: u32,
         except: &[String],
-    ) -> Result<Option<DueTask>> {
-        // Passing over tasks is rare (a profile at its limit): those seeks
-        // are built when asked; the usual two are built once.
+    ) -> Result<Vec<DueRow>> {
         let built;
         let sql = match (self.dialect(), except.is_empty()) {
-            (Dialect::Sqlite, true) => &*EARLIEST_DUE_SQLITE,
-            (Dialect::Postgres, true) => &*EARLIEST_DUE_POSTGRES,
+            (Dialect::Sqlite, true) => &*DUE_ROWS_SQLITE,
+            (Dialect::Postgres, true) => &*DUE_ROWS_POSTGRES,
             (dialect, false) => {
-                let list: Vec<String> = (0..except.len()).map(|i| format!("${}", i + 3)).collect();
-                let except = format!(" AND task_id NOT IN ({})", list.join(", "));
-                built = match dialect {
-                    Dialect::Sqlite => earliest_due_sqlite(&except),
-                    Dialect::Postgres => earliest_due_postgres(&except),
-                };
+                let list: Vec<String> = (0..except.len()).map(|i| format!("${}", i + 4)).collect();
+                built = due_rows(
+                    dialect,
+                    &format!(" AND task_id NOT IN ({})", list.join(", ")),
+                );
                 &built
             }
         };
-        let mut all = args![tenant_key, now].to_vec();
+        let mut all = args![tenant_key, now, limit].to_vec();
         all.extend(except.iter().map(Arg::from));
         let rows = self
             .query(sql, &all)
-            .context("finding the tenant's next due task")?;
-        // SQLite returns the earliest already; PostgreSQL one per kind.
-        let due = rows.iter().map(due_task).collect::<Result<Vec<_>>>()?;
-        Ok(due.into_iter().min_by_key(|d| d.due_at))
+            .context("reading the tenant's due tasks")?;
+        // A task due two ways (an occurrence and a retry) comes once, at
+        // its earliest.
+        let mut seen = std::collections::HashSet::new();
+        let mut due = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let read = due_row(row)?;
+            if seen.insert(read.due.task_id.clone()) {
+                due.push(read);
+            }
+        }
+        Ok(due)
     }
 
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {

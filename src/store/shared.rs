@@ -14,6 +14,13 @@
 //! the connection. A transaction that fails because the connection itself
 //! was lost (a database server restarting) has the connection replaced by
 //! a new one before the next transaction, for every thread at once.
+//!
+//! Writes that finish together may also commit together
+//! (`write_together`): a thread that finds the connection busy leaves its
+//! write in a queue, and whichever thread takes the connection next runs
+//! every queued write in one transaction and one durable commit (group
+//! commit). Each caller returns only once its write is committed, so what
+//! it does next (deliver a notice) still follows its committed outcome.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -25,7 +32,19 @@ use super::{Location, OpenOptions, Store, Tx};
 #[derive(Clone)]
 pub struct SharedStore {
     connection: Arc<Mutex<Connection>>,
+    /// Writes waiting for the next transaction (`write_together`).
+    waiting: Arc<Mutex<Vec<Waiting>>>,
 }
+
+/// A queued write and where its result goes.
+struct Waiting {
+    job: super::SharedJob,
+    done: Arc<Mutex<Option<Result<()>>>>,
+}
+
+/// Writes one shared transaction takes at most: a failing write reruns the
+/// rest of its group alone, so a group is kept to what one commit gains.
+const GROUP_LIMIT: usize = 64;
 
 struct Connection {
     store: Box<dyn Store>,
@@ -47,6 +66,7 @@ impl SharedStore {
                 location,
                 options,
             })),
+            waiting: Arc::default(),
         }
     }
 
@@ -66,21 +86,93 @@ impl SharedStore {
     /// One transaction on the connection, reconnecting first when the last
     /// one lost it.
     fn transaction(&self, f: impl FnOnce(&mut dyn Store) -> Result<()>) -> Result<()> {
-        let mut connection = self.lock();
-        if let Some(how) = &connection.lost {
-            let still = crate::error::StillDisconnected(how.clone());
-            connection.store = super::open(&connection.location, &connection.options)
-                .map_err(|e| super::faulted(e).context(still))?;
-            connection.lost = None;
-        }
-        // A boundary of the store: its errors carry their faults.
-        let result = f(connection.store.as_mut()).map_err(super::faulted);
-        if let Err(e) = &result {
-            connection.lost =
-                crate::error::is_connection_lost(e).then(|| crate::error::connection_loss(e));
-        }
-        result
+        transaction_on(&mut self.lock(), f)
     }
+
+    /// Runs `job` in a write transaction it may share with other threads'
+    /// writes made meanwhile, one commit for all; returns once its own
+    /// write is committed (or failed). `job` may run twice: when another
+    /// write of its group fails, the group rolls back and each write runs
+    /// again in a transaction of its own.
+    fn together(&self, job: super::SharedJob) -> Result<()> {
+        let done = Arc::new(Mutex::new(None));
+        self.queue().push(Waiting {
+            job,
+            done: Arc::clone(&done),
+        });
+        // Whoever holds the connection now may take this write into its
+        // group; once we hold it, that group has ended and said so.
+        let mut connection = self.lock();
+        if let Some(result) = done.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return result;
+        }
+        let group = self.take_group();
+        run_group(&mut connection, group);
+        drop(connection);
+        let result = done.lock().unwrap_or_else(|p| p.into_inner()).take();
+        result.unwrap_or_else(|| Err(anyhow::anyhow!("a shared write was never run")))
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Vec<Waiting>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The writes queued now, oldest first, at most `GROUP_LIMIT` (the rest
+    /// wait for the next group: their threads each take the connection in
+    /// turn and find them).
+    fn take_group(&self) -> Vec<Waiting> {
+        let mut queue = self.queue();
+        let n = queue.len().min(GROUP_LIMIT);
+        queue.drain(..n).collect()
+    }
+}
+
+/// Runs `group` in one write transaction and tells each its result; when
+/// one write fails, nothing of the group is kept and each runs again alone,
+/// so a write's failure is its own.
+fn run_group(connection: &mut Connection, mut group: Vec<Waiting>) {
+    if group.len() > 1 {
+        let together = transaction_on(connection, |store| {
+            store.write_dyn(&mut |tx| {
+                for waiting in group.iter_mut() {
+                    (waiting.job)(tx)?;
+                }
+                Ok(())
+            })
+        });
+        if together.is_ok() {
+            for waiting in &group {
+                *waiting.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(Ok(()));
+            }
+            return;
+        }
+    }
+    for waiting in group.iter_mut() {
+        let job = &mut waiting.job;
+        let result = transaction_on(connection, |store| store.write_dyn(&mut |tx| job(tx)));
+        *waiting.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+    }
+}
+
+/// One transaction on `connection`, reconnecting first when the last one
+/// lost it.
+fn transaction_on(
+    connection: &mut Connection,
+    f: impl FnOnce(&mut dyn Store) -> Result<()>,
+) -> Result<()> {
+    if let Some(how) = &connection.lost {
+        let still = crate::error::StillDisconnected(how.clone());
+        connection.store = super::open(&connection.location, &connection.options)
+            .map_err(|e| super::faulted(e).context(still))?;
+        connection.lost = None;
+    }
+    // A boundary of the store: its errors carry their faults.
+    let result = f(connection.store.as_mut()).map_err(super::faulted);
+    if let Err(e) = &result {
+        connection.lost =
+            crate::error::is_connection_lost(e).then(|| crate::error::connection_loss(e));
+    }
+    result
 }
 
 impl Store for SharedStore {
@@ -90,6 +182,10 @@ impl Store for SharedStore {
 
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
         self.transaction(|store| store.read_dyn(f))
+    }
+
+    fn write_together_dyn(&mut self, job: super::SharedJob) -> Result<()> {
+        self.together(job)
     }
 
     fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -182,6 +278,94 @@ mod tests {
                 let value = store.read(|tx| tx.meta(&key)).unwrap();
                 assert_eq!(value.as_deref(), Some("v"), "{key}");
             }
+        }
+    }
+
+    fn shared_store(dir: &std::path::Path) -> SharedStore {
+        let options = OpenOptions {
+            busy_timeout: std::time::Duration::from_secs(5),
+            create: true,
+            read_only: false,
+            ..Default::default()
+        };
+        let path = dir.join("s.db");
+        let store = SqliteStore::open(&path, &options).unwrap();
+        SharedStore::new(Box::new(store), Location::Sqlite(path), options)
+    }
+
+    /// Queues `n` writes while another transaction holds the connection,
+    /// so that they run as one group; write `fail` (if any) fails after
+    /// writing its key. Returns how many times each write ran.
+    fn group_of(shared: &SharedStore, n: usize, fail: Option<usize>) -> Vec<usize> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
+        let mut holder = shared.handle();
+        let watcher = shared.clone();
+        let mut threads = Vec::new();
+        holder
+            .read(|_| {
+                for i in 0..n {
+                    let mut store = shared.handle();
+                    let runs = Arc::clone(&runs);
+                    threads.push(std::thread::spawn(move || {
+                        store.write_together(move |tx| {
+                            runs[i].fetch_add(1, Ordering::SeqCst);
+                            tx.set_meta(&format!("k{i}"), "v")?;
+                            if fail == Some(i) {
+                                anyhow::bail!("write {i} fails");
+                            }
+                            Ok(i)
+                        })
+                    }));
+                }
+                // Every write waits in the queue before the connection is free.
+                while watcher.queue().len() < n {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            })
+            .unwrap();
+        for (i, t) in threads.into_iter().enumerate() {
+            let result = t.join().unwrap();
+            match fail {
+                Some(f) if f == i => assert!(result.is_err(), "write {i} should fail"),
+                _ => assert_eq!(result.unwrap(), i),
+            }
+        }
+        runs.iter().map(|r| r.load(Ordering::SeqCst)).collect()
+    }
+
+    fn has(shared: &SharedStore, key: &str) -> bool {
+        let mut store = shared.handle();
+        let key = key.to_string();
+        store.read(|tx| tx.meta(&key)).unwrap().is_some()
+    }
+
+    /// Writes queued together run once each in one transaction and all land.
+    #[test]
+    fn writes_queued_together_share_one_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let runs = group_of(&shared, 6, None);
+        assert_eq!(runs, vec![1; 6]);
+        for i in 0..6 {
+            assert!(has(&shared, &format!("k{i}")), "k{i}");
+        }
+    }
+
+    /// One write of a group fails: nothing of it is kept, and every other
+    /// write of the group runs again alone and lands.
+    #[test]
+    fn a_failing_write_of_a_group_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let runs = group_of(&shared, 5, Some(2));
+        // It ran in the group, then alone; so did those the group ran before
+        // it, and those after it ran alone only.
+        assert_eq!(runs[2], 2, "{runs:?}");
+        assert!(runs.iter().all(|&n| n == 1 || n == 2), "{runs:?}");
+        for i in 0..5 {
+            assert_eq!(has(&shared, &format!("k{i}")), i != 2, "k{i}");
         }
     }
 }

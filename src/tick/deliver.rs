@@ -20,7 +20,7 @@ use crate::audit::{AuditAction, Event};
 use crate::clock::Clock;
 use crate::model::{DeliveryState, Notice, Run, Task};
 use crate::process::notifier::NotifierExit;
-use crate::store::{NoticeClaim, NoticeFinish, Store};
+use crate::store::{NoticeClaim, NoticeFinish, Store, Tx};
 use crate::wire as json;
 
 pub use crate::process::notifier::{Notifier, EX_TEMPFAIL};
@@ -96,7 +96,7 @@ pub fn deliver_pending(
     }
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_delivery_claim");
-    deliver_claimed(store, notifier, notice, &token, clock).map(Some)
+    deliver_claimed(store, notifier, notice, &token, None, clock).map(Some)
 }
 
 /// The claim deadline: the notifier's timeout plus the time to kill it.
@@ -104,22 +104,34 @@ pub fn deadline_seconds(notifier: &Notifier) -> i64 {
     (notifier.timeout + notifier.kill_grace).as_secs() as i64 + 5
 }
 
-/// Runs the notifier for a notice this tick has claimed, and records the result.
+/// The task and run a notice's notifier is told of, as stored.
+pub type Told = (Option<Task>, Option<Run>);
+
+/// Reads what the notifier of `notice` is told of, inside `tx`.
+pub fn read_told(tx: &mut dyn Tx, notice: &Notice) -> Result<Told> {
+    let run = tx.run(&notice.run_id)?;
+    let task = match &run {
+        Some(r) => tx.task(&r.task_id)?.and_then(Result::ok),
+        None => None,
+    };
+    Ok((task, run))
+}
+
+/// Runs the notifier for a notice this tick has claimed, and records the
+/// result. `told`: the task and run as read in the claim's transaction,
+/// when it read them (else they are read now).
 pub fn deliver_claimed(
     store: &mut dyn Store,
     notifier: &Notifier,
     notice: &Notice,
     token: &str,
+    told: Option<Told>,
     clock: &Clock,
 ) -> Result<Delivery> {
-    let (task, run) = store.read(|tx| {
-        let run = tx.run(&notice.run_id)?;
-        let task = match &run {
-            Some(r) => tx.task(&r.task_id)?.and_then(Result::ok),
-            None => None,
-        };
-        Ok((task, run))
-    })?;
+    let (task, run) = match told {
+        Some(told) => told,
+        None => store.read(|tx| read_told(tx, notice))?,
+    };
     let env = vec![
         ("AGENTCRON_TENANT".into(), notice.tenant_key.clone()),
         ("AGENTCRON_RUN_ID".into(), notice.run_id.clone()),
@@ -227,19 +239,22 @@ fn record(
         notice.attempts + 1
     };
     let retry_at = (state == DeliveryState::Pending).then(|| now + tempfail_delay(attempts));
-    store.write(|tx| {
+    // Notices that finish together share a commit (`write_together`).
+    let (notice, task_id) = (notice.clone(), run.map(|r| r.task_id.clone()));
+    let (token, error) = (token.to_string(), error.map(str::to_string));
+    store.write_together(move |tx| {
         tx.finish_notice(&NoticeFinish {
             delivery_id: &notice.delivery_id,
-            token,
+            token: &token,
             to: state,
-            error,
+            error: error.as_deref(),
             retry_at,
             now,
         })?;
         let detail =
             json!({"delivery_id": notice.delivery_id, "state": state.as_str(), "error": error});
         tx.append_event(&Event {
-            task_id: run.map(|r| r.task_id.clone()),
+            task_id: task_id.clone(),
             run_id: Some(notice.run_id.clone()),
             ..Event::of_tenant(
                 AuditAction::Delivery,

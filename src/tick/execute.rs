@@ -236,12 +236,15 @@ impl Workers {
                     run_id: job.run.run_id.clone(),
                     result: finished.map(Box::new),
                 });
-                if let (Some((notice, token)), Some(notifier)) = (to_deliver, &shared.notifier) {
+                if let (Some((notice, token, told)), Some(notifier)) =
+                    (to_deliver, &shared.notifier)
+                {
                     let delivery = deliver::deliver_claimed(
                         store.as_mut(),
                         notifier,
                         &notice,
                         &token,
+                        told,
                         &shared.clock,
                     );
                     shared.lanes.release();
@@ -332,6 +335,10 @@ pub fn run_jobs(
     }
 }
 
+/// A notice this worker claimed in its outcome's transaction: the notice,
+/// the claim's token, and what its notifier is told of, read there too.
+type ToDeliver = (Notice, String, Option<deliver::Told>);
+
 /// Runs one job to its recorded outcome. Returns the outcome and, when a
 /// delivery lane was free, the notice claimed in the outcome's transaction
 /// for this worker to deliver.
@@ -339,7 +346,7 @@ fn run_one(
     store: &mut dyn Store,
     shared: &Shared,
     job: &Job,
-) -> (Result<Finished>, Option<(Notice, String)>) {
+) -> (Result<Finished>, Option<ToDeliver>) {
     // Removed when this function returns: the run is settled by then.
     let endpoint = child::open_endpoint(&shared.leases, job);
     let reports = child::Reports {
@@ -387,8 +394,8 @@ fn run_one(
     // Settled (or not recordable): `lease check` answers 5 from now on.
     end_lease(&shared.leases, &job.run.run_id);
     drop(endpoint);
-    let notice = match recorded {
-        Ok(notice) => notice,
+    let (notice, told) = match recorded {
+        Ok(recorded) => recorded,
         Err(e) if deliver::is_conflict(&e) => {
             lane.release(shared, false);
             return (lost(store, job, result.ok().map(|(r, _)| r), now), None);
@@ -403,7 +410,9 @@ fn run_one(
     // Claimed in the outcome's transaction (unless an earlier notice of
     // the run was still being sent: then it waits as pending).
     let to_deliver = match &lane.token {
-        Some(t) if notice.state == DeliveryState::Sending => Some((notice.clone(), t.clone())),
+        Some(t) if notice.state == DeliveryState::Sending => {
+            Some((notice.clone(), t.clone(), told))
+        }
         _ => None,
     };
     lane.release(shared, to_deliver.is_some());
@@ -462,9 +471,11 @@ impl<'a> NoticeLane<'a> {
     }
 }
 
-/// Records the outcome under the run's lease. A database busy past
-/// busy_timeout must not turn a finished run into an unknown one: the
-/// write is tried again while the lease holds.
+/// Records the outcome under the run's lease, in a transaction it may share
+/// with other workers' outcomes (one commit for all: `write_together`); it
+/// returns once the outcome is committed, before its notice goes out. A
+/// database busy past busy_timeout must not turn a finished run into an
+/// unknown one: the write is tried again while the lease holds.
 fn record_outcome(
     store: &mut dyn Store,
     shared: &Shared,
@@ -472,24 +483,39 @@ fn record_outcome(
     outcome: &Outcome,
     claim: Option<NoticeClaim>,
     now: i64,
-) -> Result<Notice> {
-    let clock = &shared.clock;
+) -> Result<(Notice, Option<deliver::Told>)> {
+    let clock = shared.clock;
+    let claim = claim.map(|c| (c.token.to_string(), c.deadline));
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let result = store.write(|tx| {
+        let (run, outcome, claim) = (job.run.clone(), outcome.clone(), claim.clone());
+        let result = store.write_together(move |tx| {
             // The lease is judged by the time once the write lock is held.
             let now = clock.now().max(now);
-            settle::settle(
+            let token = run.lease().map_or("", |l| l.token.as_str());
+            let claim = claim.as_ref().map(|(token, deadline)| NoticeClaim {
+                token,
+                deadline: *deadline,
+            });
+            let notice = settle::settle(
                 tx,
-                &job.run,
+                &run,
                 RunStatus::Running,
-                Some(job.token()),
-                outcome,
+                Some(token),
+                &outcome,
                 "agentcron:tick",
                 now,
                 claim,
-            )
+            )?;
+            // A notice claimed here is sent right after the commit: what
+            // its notifier is told of is read now, not in a transaction
+            // of its own.
+            let told = match (&claim, notice.state) {
+                (Some(_), DeliveryState::Sending) => Some(deliver::read_told(tx, &notice)?),
+                _ => None,
+            };
+            Ok((notice, told))
         });
         let retry = attempts < 10 && !lease_lost(&shared.leases, &job.run.run_id);
         match result {

@@ -10,7 +10,9 @@ use super::claim::{self, ClaimSettings, Claimed};
 use crate::model::{RunStatus, Task, TaskState};
 use crate::schedule;
 use crate::store::queue::TaskMark;
-use crate::store::{DueTask, QueueMark, Tx};
+use std::collections::VecDeque;
+
+use crate::store::{DueRow, QueueMark, Tx};
 
 /// Decisions one claim transaction makes at most (missed and skipped runs
 /// need no slot, so a backlog of them is worked through in bounded pieces).
@@ -117,39 +119,29 @@ pub fn claim_batch(
         }
     }
     let tenants = rr.tenants.as_deref().unwrap_or_default();
-    // Due work a claim could not decide (its row is gone by id while an
-    // index still lists it due: a damaged file). The same work coming back
-    // means the tenant has nothing more this batch can decide; without
-    // this the loop would ask for it forever.
-    let mut undecided: Vec<(String, i64)> = Vec::new();
-    // Due tasks whose profile is full: the seeks pass over them, so the
-    // tenant's other due work is still claimed this batch.
-    let mut waiting: Vec<String> = Vec::new();
-    let mut exhausted = vec![false; tenants.len()];
+    let mut due = DueRows::new(tenants.len());
     while batch.started < slots && batch.claimed.len() < DECISIONS_PER_TRANSACTION {
         if let Some(reached) = limit_reached(tx, limits, s.runner)? {
             batch.stop = Stop::AtLimit(reached);
             return Ok(batch);
         }
-        let passed = Passed {
-            undecided: &undecided,
-            waiting: &waiting,
-        };
-        let found = next_due(tx, tenants, rr.next, &mut exhausted, passed, s.now)?;
-        let Some((index, due)) = found else {
+        // Each tenant's share of the slots left is read in one statement.
+        let want = (slots - batch.started).min(DECISIONS_PER_TRANSACTION) as u32;
+        let Some((index, row)) = due.next(tx, tenants, rr.next, want, s.now)? else {
             batch.stop = Stop::NothingDue;
             return Ok(batch);
         };
         rr.next = (index + 1) % tenants.len();
-        let claimed = match claim::claim_due(tx, &due, s, true)? {
-            None => {
-                undecided.push((due.task_id, due.due_at));
-                continue;
-            }
+        let task_id = row.due.task_id.clone();
+        // Decided or not, it is not read again this batch: a claim that
+        // could not decide it (its row gone by id while an index lists it
+        // due: a damaged file) would find it again forever.
+        due.passed.push(task_id);
+        let claimed = match claim::claim_read(tx, row, s, true)? {
+            None => continue,
             Some(Claimed::Waiting { task, .. }) => {
                 wait_for_capacity(tx, &task, s.now)?;
                 batch.waiting += 1;
-                waiting.push(due.task_id);
                 continue;
             }
             Some(claimed) => claimed,
@@ -166,6 +158,54 @@ pub fn claim_batch(
     Ok(batch)
 }
 
+/// The due tasks one claim transaction has read, per tenant, and those it
+/// has taken from them (decided, waiting for their profile's capacity, or
+/// not decidable), which later reads pass over.
+struct DueRows {
+    read: Vec<VecDeque<DueRow>>,
+    /// A tenant whose last read found nothing more due.
+    exhausted: Vec<bool>,
+    passed: Vec<String>,
+}
+
+impl DueRows {
+    fn new(tenants: usize) -> DueRows {
+        DueRows {
+            read: (0..tenants).map(|_| VecDeque::new()).collect(),
+            exhausted: vec![false; tenants],
+            passed: Vec::new(),
+        }
+    }
+
+    /// The earliest due task of the next tenant in turn from `start` that
+    /// has one, with that tenant's index; a tenant whose rows read so far
+    /// are taken reads its next `want` at once.
+    fn next(
+        &mut self,
+        tx: &mut dyn Tx,
+        tenants: &[String],
+        start: usize,
+        want: u32,
+        now: i64,
+    ) -> Result<Option<(usize, DueRow)>> {
+        for step in 0..tenants.len() {
+            let index = (start + step) % tenants.len();
+            if self.exhausted[index] {
+                continue;
+            }
+            if self.read[index].is_empty() {
+                let rows = tx.due_in(&tenants[index], now, want.max(1), &self.passed)?;
+                self.exhausted[index] = rows.is_empty();
+                self.read[index] = rows.into();
+            }
+            if let Some(row) = self.read[index].pop_front() {
+                return Ok(Some((index, row)));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// A due task left waiting for its profile's capacity: its due work is
 /// marked seen (docs/CONTRACT.md §6, "Capacity is not lateness"), so it
 /// runs once a run of its profile ends, however long that takes.
@@ -179,44 +219,6 @@ fn wait_for_capacity(tx: &mut dyn Tx, task: &Task, now: i64) -> Result<()> {
         }])?;
     }
     Ok(())
-}
-
-/// The due work a batch passes over: what it could not decide, and the
-/// tasks waiting for their profile's capacity.
-#[derive(Clone, Copy)]
-struct Passed<'a> {
-    undecided: &'a [(String, i64)],
-    waiting: &'a [String],
-}
-
-/// The earliest due work of the next tenant in turn from `start` that has
-/// any this batch can decide, with that tenant's index. A tenant whose
-/// earliest is work already found `undecided` is `exhausted`.
-fn next_due(
-    tx: &mut dyn Tx,
-    tenants: &[String],
-    start: usize,
-    exhausted: &mut [bool],
-    passed: Passed<'_>,
-    now: i64,
-) -> Result<Option<(usize, DueTask)>> {
-    for step in 0..tenants.len() {
-        let index = (start + step) % tenants.len();
-        if exhausted[index] {
-            continue;
-        }
-        if let Some(due) = tx.earliest_due_in(&tenants[index], now, passed.waiting)? {
-            if passed
-                .undecided
-                .contains(&(due.task_id.clone(), due.due_at))
-            {
-                exhausted[index] = true;
-                continue;
-            }
-            return Ok(Some((index, due)));
-        }
-    }
-    Ok(None)
 }
 
 /// Marks due work this tick cannot start as seen within grace (docs/CONTRACT.md

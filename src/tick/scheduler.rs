@@ -131,7 +131,8 @@ pub fn work(
 pub struct Scheduler<'a> {
     options: &'a TickOptions,
     clock: Clock,
-    round_robin: queue::RoundRobin,
+    /// Shared with the claim's write, which may run on another thread.
+    round_robin: std::sync::Arc<std::sync::Mutex<queue::RoundRobin>>,
     /// The runs whose executors this tick started and that have not
     /// finished, by run id.
     in_flight: HashSet<String>,
@@ -163,7 +164,7 @@ impl<'a> Scheduler<'a> {
         Scheduler {
             options,
             clock,
-            round_robin: queue::RoundRobin::default(),
+            round_robin: Default::default(),
             in_flight: HashSet::new(),
             started: 0,
             decisions: 0,
@@ -304,15 +305,18 @@ impl<'a> Scheduler<'a> {
                 runner: crate::process::runner_identity(),
             };
             let slots = self.free_slots();
-            let tenant = self.options.tenant.as_deref();
-            let rr = &mut self.round_robin;
+            let tenant = self.options.tenant.clone();
+            let rr = std::sync::Arc::clone(&self.round_robin);
             let limits = queue::RunningLimits {
                 store: self.options.max_running,
                 host: self.options.host_jobs,
             };
+            // It may share its commit with the outcomes that freed its slots.
             let batch = store
-                .write(|tx| {
-                    let batch = queue::claim_batch(tx, rr, tenant, slots, limits, settings);
+                .write_together(move |tx| {
+                    let mut rr = rr.lock().unwrap_or_else(|p| p.into_inner());
+                    let batch =
+                        queue::claim_batch(tx, &mut rr, tenant.as_deref(), slots, limits, settings);
                     // Inside the claim's transaction, before its commit.
                     #[cfg(feature = "test-hooks")]
                     crate::hooks::at("during_claim");

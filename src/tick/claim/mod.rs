@@ -25,7 +25,7 @@ use super::notice_policy::InGap;
 use crate::limits::budget::BudgetState;
 use crate::model::{NotifyMode, Run, RunEnd, RunState, RunStatus, RunTrigger, Task, TaskState};
 use crate::schedule;
-use crate::store::{CorruptRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
+use crate::store::{CorruptRow, DueRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
 pub use continuation::{approved_continuation, continue_approved, previous_run};
 use occurrences::{decide_occurrences, decided};
@@ -283,21 +283,56 @@ pub fn prepare(
     due: &DueTask,
     s: ClaimSettings,
 ) -> Result<Option<Result<(Task, Plan), CorruptRow>>> {
-    let task = match tx.task(&due.task_id)? {
-        Some(Ok(task)) => task,
-        Some(Err(corrupt)) => return Ok(Some(Err(corrupt))),
-        None => return Ok(None),
+    match read_due(tx, due)? {
+        Some(row) => prepare_read(tx, row, s),
+        None => Ok(None),
+    }
+}
+
+/// The due task's row, read alone: every flag set, so that each thing
+/// `prepare_read` may need is looked up.
+fn read_due(tx: &mut dyn Tx, due: &DueTask) -> Result<Option<DueRow>> {
+    Ok(tx.task(&due.task_id)?.map(|task| DueRow {
+        due: due.clone(),
+        task,
+        mark: None,
+        noted: true,
+        triggered: true,
+        blocked: true,
+    }))
+}
+
+/// `prepare` for a task whose row the claim has read (`QueueTx::due_in`):
+/// what the row says is absent is not looked up.
+pub fn prepare_read(
+    tx: &mut dyn Tx,
+    row: DueRow,
+    s: ClaimSettings,
+) -> Result<Option<Result<(Task, Plan), CorruptRow>>> {
+    let task = match row.task {
+        Ok(task) => task,
+        Err(corrupt) => return Ok(Some(Err(corrupt))),
     };
     if task.state != TaskState::Active {
         return Ok(None);
     }
-    let blocking = tx.blocking_run(&task.task_id)?;
+    let blocking = match row.blocked {
+        true => tx.blocking_run(&task.task_id)?,
+        false => None,
+    };
     let failed = match &task.retry_run_id {
         Some(id) => tx.run(id)?,
         None => None,
     };
-    let queued = tx.queue_mark(&task.task_id)?;
-    let trigger = match tx.pending_trigger(&task.task_id)? {
+    let queued = match row.noted {
+        true => tx.queue_mark(&task.task_id)?,
+        false => row.mark,
+    };
+    let trigger = match row.triggered {
+        true => tx.pending_trigger(&task.task_id)?,
+        false => None,
+    };
+    let trigger = match trigger {
         Some(trigger) => Some(trigger_slot(tx, &task, trigger)?),
         None => None,
     };
@@ -412,7 +447,20 @@ pub fn claim_due(
     s: ClaimSettings,
     notices_for_missed: bool,
 ) -> Result<Option<Claimed>> {
-    match prepare(tx, due, s)? {
+    match read_due(tx, due)? {
+        Some(row) => claim_read(tx, row, s, notices_for_missed),
+        None => Ok(None),
+    }
+}
+
+/// `claim_due` for a task whose row the claim has read (`QueueTx::due_in`).
+pub fn claim_read(
+    tx: &mut dyn Tx,
+    row: DueRow,
+    s: ClaimSettings,
+    notices_for_missed: bool,
+) -> Result<Option<Claimed>> {
+    match prepare_read(tx, row, s)? {
         None => Ok(None),
         Some(Err(CorruptRow {
             id: task_id,

@@ -111,11 +111,13 @@ fn completion_reads_the_store_only_through_its_interface() {
 /// The Store's entry points that begin a writing transaction (or rewrite
 /// the store), as methods: `src/store/mod.rs`'s `Store` trait and its
 /// typed wrappers on `dyn Store`.
-const WRITING: [&str; 6] = [
+const WRITING: [&str; 8] = [
     "write",
     "write_relaxed",
+    "write_together",
     "write_dyn",
     "write_relaxed_dyn",
+    "write_together_dyn",
     "migrate",
     // VACUUM: rewrites the whole store.
     "compact",
