@@ -6,6 +6,7 @@
 use anyhow::{Context, Result};
 
 use super::connection::{Connection, Row};
+use super::memory::{TaskMemory, MEMORY_COLUMNS};
 use super::rows;
 use crate::model::{DeliveryState, Notice};
 use crate::store::connection::args;
@@ -48,6 +49,33 @@ pub const LAST_SKIP_SENT: &str = "SELECT r.status, r.reason, r.summary, d.create
       AND d.kind = 'skipped' AND d.state <> 'suppressed'
     ORDER BY d.created_at DESC LIMIT 1";
 
+/// What a run's next notice starts from (`notice_start`), read at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeStart {
+    /// The task's memory, if it settled a run before.
+    pub memory: Option<TaskMemory>,
+    /// One of the run's notices is being sent now (`notice_sending`).
+    pub sending: bool,
+    /// The number the notice takes (`next_notice_seq`).
+    pub seq: i64,
+}
+
+/// `notice_start`'s statement: `next_notice_seq`, `notice_sending` and the
+/// task's memory (its columns, null when it has none) in one read.
+static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let memory: Vec<String> = MEMORY_COLUMNS
+        .split(',')
+        .map(|c| format!("m.{}", c.trim()))
+        .collect();
+    format!(
+        "SELECT (SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1),
+             EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1),
+             {}
+         FROM (SELECT 1 AS one) AS here LEFT JOIN task_memory m ON m.task_id = $2",
+        memory.join(", ")
+    )
+});
+
 /// What `last_skip_sent` reads: the skipped run's words and the notice's time.
 pub struct SkipSent {
     pub status: String,
@@ -68,6 +96,9 @@ pub trait DeliveryTx {
     /// go out one at a time, in order: a later one waits while an earlier
     /// one is `sending`.
     fn notice_sending(&mut self, run_id: &str) -> Result<bool>;
+    /// `next_notice_seq`, `notice_sending` and the task's memory, in one
+    /// read: what a run's notice is decided from.
+    fn notice_start(&mut self, run_id: &str, task_id: &str) -> Result<NoticeStart>;
     /// Pending notices, oldest first.
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>>;
     /// Pending notices whose next attempt is due, oldest first.
@@ -161,6 +192,31 @@ impl<C: Connection> DeliveryTx for C {
             args![run_id],
         )
         .context("looking for a notice being sent")
+    }
+
+    fn notice_start(&mut self, run_id: &str, task_id: &str) -> Result<NoticeStart> {
+        let row = self
+            .query_one(&NOTICE_START, args![run_id, task_id])
+            .context("reading what the run's notice starts from")?;
+        let memory = match row.get::<Option<String>>(2)? {
+            Some(task_id) => Some(TaskMemory {
+                task_id,
+                last_failure_reason: row.get(3)?,
+                last_failure_sent_at: row.get(4)?,
+                last_success_fingerprint: row.get(5)?,
+                suppressed_count: row.get(6)?,
+                suppressed_failures: row.get(7)?,
+                suppressed_since: row.get(8)?,
+                last_settled_run_id: row.get(9)?,
+                last_success_at: row.get(10)?,
+            }),
+            None => None,
+        };
+        Ok(NoticeStart {
+            memory,
+            sending: row.get(1)?,
+            seq: row.get(0)?,
+        })
     }
 
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>> {

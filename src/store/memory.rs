@@ -44,9 +44,19 @@ impl TaskMemory {
     }
 }
 
+/// What `last_settled` reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastSettled {
+    pub run: Option<crate::model::Run>,
+    pub last_success_at: Option<i64>,
+}
+
 pub trait MemoryTx {
     /// The task's memory; a task that never settled a run has none.
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>>;
+    /// The task's last settled run (if it is still stored) and its last
+    /// success's time, in one read; None when the task has no memory.
+    fn last_settled(&mut self, task_id: &str) -> Result<Option<LastSettled>>;
     /// Writes the whole row (insert or replace).
     fn save_task_memory(&mut self, memory: &TaskMemory) -> Result<()>;
 }
@@ -60,6 +70,30 @@ impl<C: Connection> MemoryTx for C {
             )
             .context("reading the task's memory")?;
         row.as_ref().map(Row::decode).transpose()
+    }
+
+    fn last_settled(&mut self, task_id: &str) -> Result<Option<LastSettled>> {
+        let run_columns = super::runs::RUN_COLUMNS.split(',').count();
+        let row = self
+            .query_opt(
+                &format!(
+                    "SELECT {}, m.last_success_at FROM task_memory m
+                     LEFT JOIN runs r ON r.run_id = m.last_settled_run_id
+                     WHERE m.task_id = $1",
+                    super::runs::RUN_COLUMNS
+                ),
+                args![task_id],
+            )
+            .context("reading the task's last settled run")?;
+        let Some(row) = row else { return Ok(None) };
+        let run = match row.get::<Option<String>>(0)? {
+            Some(_) => Some(super::rows::run(&row)?),
+            None => None,
+        };
+        Ok(Some(LastSettled {
+            run,
+            last_success_at: row.get(run_columns)?,
+        }))
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {

@@ -350,8 +350,10 @@ pub fn add_decided_notice(
     let target = task
         .map(|t| t.payload.target.clone())
         .unwrap_or_else(|| run.tenant_key.clone());
-    let before = tx
-        .task_memory(&run.task_id)?
+    // One read for the memory, the next number and whether one is being sent.
+    let start = tx.notice_start(&run.run_id, &run.task_id)?;
+    let before = start
+        .memory
         .unwrap_or_else(|| TaskMemory::new(&run.task_id));
     let policy = task.map(|t| t.payload.notice).unwrap_or_default();
     let last_skip_sent = last_skip_sent(tx, run, now - policy.realert())?;
@@ -386,7 +388,7 @@ pub fn add_decided_notice(
     // A run's notices go out one at a time: while an earlier one is still
     // being sent, this one waits as pending (a later tick sends it).
     let claim = match claim {
-        Some(c) if decision.suppressed.is_none() && !tx.notice_sending(&run.run_id)? => Some(c),
+        Some(c) if decision.suppressed.is_none() && !start.sending => Some(c),
         _ => None,
     };
     let (state, token, deadline, attempts) = delivery_start(decision.suppressed, claim);
@@ -394,7 +396,7 @@ pub fn add_decided_notice(
         delivery_id: uuid::Uuid::new_v4().to_string(),
         run_id: run.run_id.clone(),
         tenant_key: run.tenant_key.clone(),
-        seq: tx.next_notice_seq(&run.run_id)?,
+        seq: start.seq,
         state,
         target,
         message: text,

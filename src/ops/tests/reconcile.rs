@@ -145,3 +145,63 @@ fn another_person_cannot_reconcile_the_run() {
         RunStatus::Unknown
     );
 }
+
+/// The one read a run's notice starts from says what the three reads it
+/// replaced say: the task's memory, the next number, whether one is sent.
+#[test]
+fn what_a_notice_starts_from_is_read_at_once_as_each_read_alone() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let task = f.read_task(&c.task_id);
+    let fresh = f.running_run(&task, NINE, NINE + 600, None);
+    let lost = f.unknown_run(&task, NINE + 86400);
+    for run in [&fresh, &lost] {
+        let (start, alone) = f
+            .store
+            .read(|tx| {
+                let start = tx.notice_start(&run.run_id, &run.task_id)?;
+                let alone = (
+                    tx.task_memory(&run.task_id)?,
+                    tx.notice_sending(&run.run_id)?,
+                    tx.next_notice_seq(&run.run_id)?,
+                );
+                Ok((start, alone))
+            })
+            .unwrap();
+        assert_eq!((start.memory, start.sending, start.seq), alone);
+    }
+    // The frozen run has a notice; its task remembers it settled.
+    let after = f
+        .store
+        .read(|tx| tx.notice_start(&lost.run_id, &lost.task_id))
+        .unwrap();
+    assert_eq!(after.seq, 2);
+    assert!(after.memory.is_some());
+}
+
+/// The executor's `previous` comes from one read of the task's memory and
+/// its last settled run: the same as reading each alone.
+#[test]
+fn the_last_settled_run_is_read_with_the_memory_in_one_read() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let none = f.store.read(|tx| tx.last_settled(&c.task_id)).unwrap();
+    assert_eq!(none, None, "a task that never settled a run has no memory");
+    let task = f.read_task(&c.task_id);
+    let lost = f.unknown_run(&task, NINE);
+    let (together, memory, run) = f
+        .store
+        .read(|tx| {
+            let memory = tx.task_memory(&c.task_id)?.expect("memory");
+            let run = match &memory.last_settled_run_id {
+                Some(id) => tx.run(id)?,
+                None => None,
+            };
+            Ok((tx.last_settled(&c.task_id)?, memory, run))
+        })
+        .unwrap();
+    let together = together.expect("one read");
+    assert_eq!(together.run, run);
+    assert_eq!(together.last_success_at, memory.last_success_at);
+    assert_eq!(run.map(|r| r.run_id), Some(lost.run_id));
+}

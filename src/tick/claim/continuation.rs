@@ -20,13 +20,10 @@ use crate::tick::budget;
 /// settled run and its last success's time, from the task's memory (one
 /// lookup, however long its history); null when it has neither.
 pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value> {
-    let Some(memory) = tx.task_memory(task_id)? else {
+    let Some(memory) = tx.last_settled(task_id)? else {
         return Ok(serde_json::Value::Null);
     };
-    let last = match &memory.last_settled_run_id {
-        Some(run_id) => tx.run(run_id)?,
-        None => None,
-    };
+    let last = memory.run;
     if last.is_none() && memory.last_success_at.is_none() {
         return Ok(serde_json::Value::Null);
     }
