@@ -24,6 +24,32 @@ pub trait Cells {
     fn invalid(&self, i: usize, what: String) -> Self::Error;
 }
 
+/// A row's cells from column `by` on: a second table's columns read after
+/// the first's, in one row (a join).
+pub struct Shifted<'r, R> {
+    pub row: &'r R,
+    pub by: usize,
+}
+
+impl<R: Cells> Cells for Shifted<'_, R> {
+    type Error = R::Error;
+    fn text(&self, i: usize) -> Result<String, R::Error> {
+        self.row.text(i + self.by)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, R::Error> {
+        self.row.opt_text(i + self.by)
+    }
+    fn int(&self, i: usize) -> Result<i64, R::Error> {
+        self.row.int(i + self.by)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, R::Error> {
+        self.row.opt_int(i + self.by)
+    }
+    fn invalid(&self, i: usize, what: String) -> R::Error {
+        self.row.invalid(i + self.by, what)
+    }
+}
+
 impl Cells for Row {
     type Error = anyhow::Error;
     fn text(&self, i: usize) -> anyhow::Result<String> {

@@ -109,12 +109,10 @@ pub type Told = (Option<Task>, Option<Run>);
 
 /// Reads what the notifier of `notice` is told of, inside `tx`.
 pub fn read_told(tx: &mut dyn Tx, notice: &Notice) -> Result<Told> {
-    let run = tx.run(&notice.run_id)?;
-    let task = match &run {
-        Some(r) => tx.task(&r.task_id)?.and_then(Result::ok),
-        None => None,
-    };
-    Ok((task, run))
+    Ok(match tx.run_and_task(&notice.run_id)? {
+        Some((run, task)) => (task.and_then(Result::ok), Some(run)),
+        None => (None, None),
+    })
 }
 
 /// Runs the notifier for a notice this tick has claimed, and records the

@@ -18,6 +18,10 @@ use crate::store::{DueRow, QueueMark, Tx};
 /// need no slot, so a backlog of them is worked through in bounded pieces).
 const DECISIONS_PER_TRANSACTION: usize = 64;
 
+/// How long a tick's claims go without looking for approved continuations
+/// after a look found none.
+const CONTINUATIONS_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The round-robin position of one tick: tenants in order, and the one to
 /// serve next. Read once per tick; a tenant created meanwhile waits for the
 /// next tick.
@@ -25,6 +29,19 @@ const DECISIONS_PER_TRANSACTION: usize = 64;
 pub struct RoundRobin {
     tenants: Option<Vec<String>>,
     next: usize,
+    /// When this tick last looked for approved continuations and found
+    /// none: it looks again a second later, not at every claim.
+    no_continuation_at: Option<std::time::Instant>,
+}
+
+impl RoundRobin {
+    /// Whether this claim looks for approved continuations: the tick's first
+    /// claim does, and any claim once `CONTINUATIONS_AGAIN` has passed since
+    /// a look found none (an approval is a person's, seconds apart at best).
+    fn looks_for_continuations(&self) -> bool {
+        self.no_continuation_at
+            .is_none_or(|at| at.elapsed() >= CONTINUATIONS_AGAIN)
+    }
 }
 
 /// The limits on running runs a claim checks inside its transaction, so
@@ -105,7 +122,14 @@ pub fn claim_batch(
         rr.tenants = Some(tx.active_tenants(tenant)?);
     }
     // Approved continuations first: a person decided, and is waiting.
-    for run in tx.approved_continuations(tenant, slots as u32)? {
+    let approved = match rr.looks_for_continuations() {
+        true => tx.approved_continuations(tenant, slots as u32)?,
+        false => Vec::new(),
+    };
+    if rr.looks_for_continuations() {
+        rr.no_continuation_at = approved.is_empty().then(std::time::Instant::now);
+    }
+    for run in approved {
         if batch.started >= slots {
             break;
         }

@@ -100,7 +100,14 @@ pub fn work(
         }
         let wait = renewals.wait().min(RECHECK);
         match messages.recv_timeout(wait) {
-            Ok(message) => scheduler.heard(message, &mut lane, &mut summary, report),
+            Ok(message) => {
+                scheduler.heard(message, &mut lane, &mut summary, report);
+                // Outcomes committed together free their slots together:
+                // hear them all, so that one claim fills every slot.
+                while let Ok(message) = messages.try_recv() {
+                    scheduler.heard(message, &mut lane, &mut summary, report);
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // Time passes: occurrences may have come due, the limit
                 // may have room again.

@@ -205,3 +205,23 @@ fn the_last_settled_run_is_read_with_the_memory_in_one_read() {
     assert_eq!(together.last_success_at, memory.last_success_at);
     assert_eq!(run.map(|r| r.run_id), Some(lost.run_id));
 }
+
+/// A notice's notifier is told of the run and its task from one read: the
+/// same as reading each alone.
+#[test]
+fn a_run_and_its_task_are_read_in_one_read() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let task = f.read_task(&c.task_id);
+    let lost = f.unknown_run(&task, NINE);
+    let (together, run, task) = f
+        .store
+        .read(|tx| {
+            let together = tx.run_and_task(&lost.run_id)?;
+            Ok((together, tx.run(&lost.run_id)?, tx.task(&c.task_id)?))
+        })
+        .unwrap();
+    assert_eq!(together, Some((run.unwrap(), task)));
+    let none = f.store.read(|tx| tx.run_and_task("no-such-run")).unwrap();
+    assert_eq!(none, None);
+}

@@ -13,6 +13,12 @@ use crate::model::{Run, RunStatus};
 
 /// The columns of a run row (`runs r` joined with its notice's state), in
 /// the order both stores' decoders read them.
+/// What `run_and_task` reads.
+pub type RunAndTask = (
+    Run,
+    Option<Result<crate::model::Task, crate::store::CorruptRow>>,
+);
+
 pub const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,
@@ -79,6 +85,9 @@ pub trait RunTx {
     /// counted against its `--max-concurrent` while it runs.
     fn insert_run(&mut self, run: &Run, runner: Option<&str>, profile: Option<&str>) -> Result<()>;
     fn run(&mut self, run_id: &str) -> Result<Option<Run>>;
+    /// The run and its task's row (None when the task row is gone), in one
+    /// read.
+    fn run_and_task(&mut self, run_id: &str) -> Result<Option<RunAndTask>>;
     /// Runs matching the filter, newest first, handed to `each` as the
     /// query yields them (nothing else is held: `runs --json` streams).
     fn each_run(

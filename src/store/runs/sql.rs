@@ -23,6 +23,19 @@ const INSERT_RUN: &str =
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
        $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)";
 
+/// `run_and_task`'s statement: the run's columns, then its task's.
+static RUN_AND_TASK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let task: Vec<String> = crate::store::tasks::TASK_COLUMNS
+        .split(',')
+        .map(|c| format!("t.{}", c.trim()))
+        .collect();
+    format!(
+        "SELECT {RUN_COLUMNS}, {} FROM runs r LEFT JOIN tasks t ON t.task_id = r.task_id
+         WHERE r.run_id = $1",
+        task.join(", ")
+    )
+});
+
 /// The runs of rows selecting `RUN_COLUMNS`.
 fn runs(found: &[Row]) -> Result<Vec<Run>> {
     found.iter().map(rows::run).collect()
@@ -132,6 +145,23 @@ impl<C: Connection> RunTx for C {
             )
             .context("reading the run")?;
         first_run(&rows)
+    }
+
+    fn run_and_task(&mut self, run_id: &str) -> Result<Option<super::RunAndTask>> {
+        let row = self
+            .query_opt(&RUN_AND_TASK, args![run_id])
+            .context("reading the run and its task")?;
+        let Some(row) = row else { return Ok(None) };
+        let run = rows::run(&row)?;
+        let by = RUN_COLUMNS.split(',').count();
+        let task = match row.get::<Option<String>>(by)? {
+            Some(_) => Some(crate::store::tasks::decode_task(&rows::Shifted {
+                row: &row,
+                by,
+            })?),
+            None => None,
+        };
+        Ok(Some((run, task)))
     }
 
     fn each_run(
