@@ -40,6 +40,65 @@ impl Dialect {
     }
 }
 
+/// An INSERT of one row whose rows may be sent to the server together
+/// (`Connection::insert_later`): `INSERT INTO {into} VALUES (…)`, with
+/// `columns` arguments a row.
+#[derive(Debug)]
+pub struct LaterInsert {
+    /// The table, as statements that must see the rows name it.
+    pub table: &'static str,
+    /// `table (column, …)`.
+    pub into: &'static str,
+    pub columns: usize,
+}
+
+impl LaterInsert {
+    /// The statement inserting `rows` rows.
+    pub fn statement(&self, rows: usize) -> String {
+        let values: Vec<String> = (0..rows)
+            .map(|r| {
+                let row: Vec<String> = (1..=self.columns)
+                    .map(|c| format!("${}", r * self.columns + c))
+                    .collect();
+                format!("({})", row.join(", "))
+            })
+            .collect();
+        format!("INSERT INTO {} VALUES {}", self.into, values.join(", "))
+    }
+}
+
+/// An `Arg` that owns its text, kept until a deferred statement is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedArg {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Bool(bool),
+}
+
+impl OwnedArg {
+    pub fn of(arg: &Arg<'_>) -> OwnedArg {
+        match *arg {
+            Arg::Null => OwnedArg::Null,
+            Arg::Int(v) => OwnedArg::Int(v),
+            Arg::Real(v) => OwnedArg::Real(v),
+            Arg::Text(t) => OwnedArg::Text(t.to_string()),
+            Arg::Bool(b) => OwnedArg::Bool(b),
+        }
+    }
+
+    pub fn as_arg(&self) -> Arg<'_> {
+        match self {
+            OwnedArg::Null => Arg::Null,
+            OwnedArg::Int(v) => Arg::Int(*v),
+            OwnedArg::Real(v) => Arg::Real(*v),
+            OwnedArg::Text(t) => Arg::Text(t),
+            OwnedArg::Bool(b) => Arg::Bool(*b),
+        }
+    }
+}
+
 /// One argument of a statement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arg<'a> {
@@ -233,6 +292,15 @@ pub trait Connection {
     /// the row's own statements in between: memory holds a page however
     /// many rows match.
     fn each_row(&mut self, sql: &str, args: &[Arg<'_>], each: &mut EachRow<'_>) -> Result<()>;
+
+    /// Inserts one row of `insert`, now or with the next rows of the same
+    /// kind: the row is written before any later statement that names its
+    /// table runs, and before the transaction commits. PostgreSQL sends
+    /// such rows together (one round trip for a transaction's audit
+    /// events); SQLite, a library call away, inserts at once.
+    fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
+        self.execute(&insert.statement(1), args).map(|_| ())
+    }
 
     /// The first row of `sql`, if any.
     fn query_opt(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<Row>> {

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 
-use super::connection::{Connection, Dialect, Row};
+use super::connection::{Connection, Dialect, LaterInsert, Row};
 use super::owners;
 use super::rows::{self, EVENT_COLUMNS};
 use crate::audit::{Event, StoredEvent};
@@ -88,11 +88,18 @@ fn events_statement(dialect: Dialect, one_task: bool) -> String {
     }
 }
 
+/// An audit event's row: every write appends some, none reads them back
+/// in the same transaction but through a statement naming `events`.
+static EVENT_ROW: LaterInsert = LaterInsert {
+    table: "events",
+    into: "events (at, tenant_key, actor, action, task_id, run_id, detail)",
+    columns: 7,
+};
+
 impl<C: Connection> EventTx for C {
     fn append_event(&mut self, e: &Event) -> Result<()> {
-        self.execute(
-            "INSERT INTO events (at, tenant_key, actor, action, task_id, run_id, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        self.insert_later(
+            &EVENT_ROW,
             args![
                 e.at,
                 &e.tenant_key,

@@ -19,6 +19,7 @@ mod migrate;
 mod plan;
 mod profiles;
 mod prune;
+mod reads;
 mod reconcile;
 mod transfer;
 mod trigger;

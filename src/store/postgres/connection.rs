@@ -9,7 +9,52 @@ use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type};
 
 use super::PgTx;
-use crate::store::connection::{Arg, Cell, Connection, Dialect, EachRow, Row};
+use crate::store::connection::{
+    Arg, Cell, Connection, Dialect, EachRow, LaterInsert, OwnedArg, Row,
+};
+
+/// Rows one deferred INSERT sends at most (7 arguments a row for an event:
+/// well under the protocol's 65,535 parameters).
+const LATER_ROWS_PER_STATEMENT: usize = 256;
+
+impl PgTx<'_, '_> {
+    /// Sends the rows `insert_later` holds, each kind's in as few
+    /// statements as it can, in the order they were inserted.
+    pub(super) fn send_later(&mut self) -> Result<()> {
+        let later = std::mem::take(&mut self.later);
+        let mut rest = later.as_slice();
+        while let Some((insert, _)) = rest.first() {
+            let same = rest
+                .iter()
+                .take(LATER_ROWS_PER_STATEMENT)
+                .take_while(|(other, _)| std::ptr::eq(*other, *insert))
+                .count();
+            let (rows, after) = rest.split_at(same);
+            let args: Vec<Arg<'_>> = rows
+                .iter()
+                .flat_map(|(_, row)| row.iter().map(OwnedArg::as_arg))
+                .collect();
+            self.tx
+                .execute(&insert.statement(rows.len()), &bound(&args))
+                .with_context(|| format!("writing to {}", insert.table))?;
+            rest = after;
+        }
+        Ok(())
+    }
+
+    /// Sends the rows held when `sql` names one of their tables: a
+    /// statement sees every row inserted before it.
+    fn send_later_for(&mut self, sql: &str) -> Result<()> {
+        if self
+            .later
+            .iter()
+            .any(|(insert, _)| sql.contains(insert.table))
+        {
+            self.send_later()?;
+        }
+        Ok(())
+    }
+}
 
 impl ToSql for Arg<'_> {
     /// The server decides each parameter's type from the statement (a
@@ -98,10 +143,18 @@ impl Connection for PgTx<'_, '_> {
     }
 
     fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
+        self.send_later_for(sql)?;
         Ok(self.tx.execute(sql, &bound(args))?)
     }
 
+    fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
+        self.later
+            .push((insert, args.iter().map(OwnedArg::of).collect()));
+        Ok(())
+    }
+
     fn query(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>> {
+        self.send_later_for(sql)?;
         self.tx
             .query(sql, &bound(args))?
             .iter()
@@ -110,6 +163,7 @@ impl Connection for PgTx<'_, '_> {
     }
 
     fn each_row(&mut self, sql: &str, args: &[Arg<'_>], each: &mut EachRow<'_>) -> Result<()> {
+        self.send_later_for(sql)?;
         self.each_pg_row(sql, &bound(args), &mut |tx, row| {
             let row = row_of(row).context("reading a row")?;
             each(tx, &row)

@@ -17,6 +17,7 @@ use std::ops::ControlFlow;
 use anyhow::{Context, Result};
 use postgres::{Client, Config, IsolationLevel, NoTls};
 
+use super::connection::{LaterInsert, OwnedArg};
 use super::schema::Opening;
 use super::{OpenOptions, Store, Tx};
 use statements::{CachedTx, Statements};
@@ -43,6 +44,9 @@ pub struct PgTx<'a, 'b> {
     tx: CachedTx<'a, 'b>,
     /// Cursors open in this transaction (`each_row`), each named by its depth.
     cursors: usize,
+    /// Rows `insert_later` holds until a statement names their table or the
+    /// transaction ends (`send_later`).
+    later: Vec<(&'static LaterInsert, Vec<OwnedArg>)>,
 }
 
 impl PgStore {
@@ -163,10 +167,13 @@ impl PgStore {
             .isolation_level(isolation)
             .start()
             .context(NotBegun)?;
-        f(&mut PgTx {
+        let mut pg = PgTx {
             cursors: 0,
             tx: CachedTx::new(&mut tx, &mut self.statements),
-        })?;
+            later: Vec::new(),
+        };
+        f(&mut pg)?;
+        pg.send_later()?;
         tx.commit().context("committing")
     }
 
@@ -197,8 +204,10 @@ impl PgStore {
             let mut pg = PgTx {
                 cursors: 0,
                 tx: CachedTx::new(&mut tx, &mut self.statements),
+                later: Vec::new(),
             };
             f(&mut pg)?;
+            pg.send_later()?;
             // Through the statement cache: the marker's insert is the one
             // statement every write runs, one round trip instead of two.
             if prune {

@@ -1,0 +1,127 @@
+//! The store's reads that do in one statement what took several (the
+//! round trips of a run on PostgreSQL, issue 46) say what their parts
+//! say, on both stores; and rows a transaction holds back to send together
+//! are seen by its own later statements.
+
+use super::fixture::{daily, Fixture, Person, T0};
+use crate::audit::{AuditAction, Event};
+use crate::store::EventFilter;
+
+/// The 09:00 occurrence of the fixture's daily task.
+const NINE: i64 = T0 + 3600;
+
+/// The one read a run's notice starts from says what the three reads it
+/// replaced say: the task's memory, the next number, whether one is sent.
+#[test]
+fn what_a_notice_starts_from_is_read_at_once_as_each_read_alone() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let task = f.read_task(&c.task_id);
+    let fresh = f.running_run(&task, NINE, NINE + 600, None);
+    let lost = f.unknown_run(&task, NINE + 86400);
+    for run in [&fresh, &lost] {
+        let (start, alone) = f
+            .store
+            .read(|tx| {
+                let start = tx.notice_start(&run.run_id, &run.task_id)?;
+                let alone = (
+                    tx.task_memory(&run.task_id)?,
+                    tx.notice_sending(&run.run_id)?,
+                    tx.next_notice_seq(&run.run_id)?,
+                );
+                Ok((start, alone))
+            })
+            .unwrap();
+        assert_eq!((start.memory, start.sending, start.seq), alone);
+    }
+    // The frozen run has a notice; its task remembers it settled.
+    let after = f
+        .store
+        .read(|tx| tx.notice_start(&lost.run_id, &lost.task_id))
+        .unwrap();
+    assert_eq!(after.seq, 2);
+    assert!(after.memory.is_some());
+}
+
+/// The executor's `previous` comes from one read of the task's memory and
+/// its last settled run: the same as reading each alone.
+#[test]
+fn the_last_settled_run_is_read_with_the_memory_in_one_read() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let none = f.store.read(|tx| tx.last_settled(&c.task_id)).unwrap();
+    assert_eq!(none, None, "a task that never settled a run has no memory");
+    let task = f.read_task(&c.task_id);
+    let lost = f.unknown_run(&task, NINE);
+    let (together, memory, run) = f
+        .store
+        .read(|tx| {
+            let memory = tx.task_memory(&c.task_id)?.expect("memory");
+            let run = match &memory.last_settled_run_id {
+                Some(id) => tx.run(id)?,
+                None => None,
+            };
+            Ok((tx.last_settled(&c.task_id)?, memory, run))
+        })
+        .unwrap();
+    let together = together.expect("one read");
+    assert_eq!(together.run, run);
+    assert_eq!(together.last_success_at, memory.last_success_at);
+    assert_eq!(run.map(|r| r.run_id), Some(lost.run_id));
+}
+
+/// A notice's notifier is told of the run and its task from one read: the
+/// same as reading each alone.
+#[test]
+fn a_run_and_its_task_are_read_in_one_read() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let task = f.read_task(&c.task_id);
+    let lost = f.unknown_run(&task, NINE);
+    let (together, run, task) = f
+        .store
+        .read(|tx| {
+            let together = tx.run_and_task(&lost.run_id)?;
+            Ok((together, tx.run(&lost.run_id)?, tx.task(&c.task_id)?))
+        })
+        .unwrap();
+    assert_eq!(together, Some((run.unwrap(), task)));
+    let none = f.store.read(|tx| tx.run_and_task("no-such-run")).unwrap();
+    assert_eq!(none, None);
+}
+
+/// An audit event PostgreSQL holds back to send with the transaction's
+/// other rows is read back by the transaction's own later statements, and
+/// committed with it.
+#[test]
+fn an_event_held_back_is_seen_by_its_own_transaction_and_committed() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let c = f.task(&alice, &daily("09:00"));
+    let before = f.events(&alice, AuditAction::Pause).len();
+    let seen = f
+        .store
+        .write(|tx| {
+            for n in 0..3 {
+                tx.append_event(&Event {
+                    task_id: Some(c.task_id.clone()),
+                    ..Event::of_tenant(
+                        AuditAction::Pause,
+                        &alice.tenant,
+                        "unix:alice",
+                        T0 + n,
+                        serde_json::json!({"n": n}),
+                    )
+                })?;
+            }
+            let filter = EventFilter {
+                tenant_key: &alice.tenant,
+                task_id: Some(&c.task_id),
+                owner_keys: &alice.keys,
+                limit: 100,
+            };
+            Ok(tx.events(&filter)?.len())
+        })
+        .unwrap();
+    assert!(seen >= 3, "the transaction saw {seen} events");
+    assert_eq!(f.events(&alice, AuditAction::Pause).len(), before + 3);
+}
