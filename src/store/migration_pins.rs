@@ -39,6 +39,10 @@ fn no_applied_migration_changes_its_text() {
             21,
             "67620a02964a2339b37fb17ac2bedc4c719bfd1cec30a1a61eed16e5f52661fe",
         ),
+        (
+            22,
+            "0f7b2f8d6d706fdb4276ef661ae817cd784e966ddf07a4fe5c275e82ec9a5fe1",
+        ),
     ];
     for (backend, migrations, pins) in [
         ("SQLite", crate::store::sqlite::schema::MIGRATIONS, sqlite),

@@ -402,6 +402,32 @@ pub(crate) const MIGRATIONS: &[&str] = &[
                                           'failed', 'delivery_failed', 'unknown'))
         EXECUTE FUNCTION agentcron_count_finished_run();
 "#,
+    r#"
+    -- 22: one counter row a key per transaction (issue 46). Migration 20 picked
+    -- each change's row at random, so a transaction that settles several runs
+    -- together (a tick's group commit) held several rows of a key, taken in
+    -- no order: two hosts' transactions waited on each other and, in opposite
+    -- orders, deadlocked. A transaction now adds to the row its id picks.
+    CREATE OR REPLACE FUNCTION agentcron_count_finished_run() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        INSERT INTO run_totals (tenant_key, status, shard, n)
+            VALUES (NEW.tenant_key, NEW.status, (txid_current() % 16)::smallint, 1)
+            ON CONFLICT (tenant_key, status, shard) DO UPDATE SET n = run_totals.n + 1;
+        RETURN NULL;
+    END $$;
+    CREATE OR REPLACE FUNCTION agentcron_count_suppressed() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        key TEXT := CASE WHEN TG_OP = 'INSERT' THEN NEW.tenant_key ELSE OLD.tenant_key END;
+        step BIGINT := CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END;
+    BEGIN
+        INSERT INTO suppressed_counts (tenant_key, shard, n)
+            VALUES (key, (txid_current() % 16)::smallint, step)
+            ON CONFLICT (tenant_key, shard) DO UPDATE SET n = suppressed_counts.n + step;
+        RETURN NULL;
+    END $$;
+"#,
 ];
 
 /// What each migration does, one line each, for `agentcron migrate`: entry
@@ -428,6 +454,7 @@ pub const DESCRIPTIONS: &[&str] = &[
     "what a run may spend: budget windows and usage totals, gate and budget skips, catch-up runs, overdue tasks",
     "counters of outcomes and held-back notices in 16 rows a key, so concurrent settles do not wait on one row",
     "profiles: who runs a task, with what and where; runs skipped while a profile changed",
+    "counters: one row a key per transaction, so outcomes committed together do not wait across hosts",
 ];
 
 const _: () = assert!(DESCRIPTIONS.len() == MIGRATIONS.len());
