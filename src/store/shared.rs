@@ -103,14 +103,17 @@ impl SharedStore {
         // Whoever holds the connection now may take this write into its
         // group; once we hold it, that group has ended and said so.
         let mut connection = self.lock();
-        if let Some(result) = done.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return result;
+        loop {
+            if let Some(result) = done.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                return result;
+            }
+            // Ours is still queued: the oldest group first, until ours ran.
+            let group = self.take_group();
+            if group.is_empty() {
+                return Err(anyhow::anyhow!("a shared write left the queue unrun"));
+            }
+            run_group(&mut connection, group);
         }
-        let group = self.take_group();
-        run_group(&mut connection, group);
-        drop(connection);
-        let result = done.lock().unwrap_or_else(|p| p.into_inner()).take();
-        result.unwrap_or_else(|| Err(anyhow::anyhow!("a shared write was never run")))
     }
 
     fn queue(&self) -> MutexGuard<'_, Vec<Waiting>> {
@@ -351,6 +354,34 @@ mod tests {
         for i in 0..6 {
             assert!(has(&shared, &format!("k{i}")), "k{i}");
         }
+    }
+
+    /// More writes queued than one group takes: the write at the back runs
+    /// groups in turn, oldest first, until its own ran.
+    #[test]
+    fn a_write_behind_more_than_one_group_waits_for_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let ahead = GROUP_LIMIT + 6;
+        let mut dones = Vec::new();
+        for i in 0..ahead {
+            let done = Arc::new(Mutex::new(None));
+            let key = format!("k{i}");
+            shared.queue().push(Waiting {
+                job: Box::new(move |tx| tx.set_meta(&key, "v")),
+                done: Arc::clone(&done),
+            });
+            dones.push(done);
+        }
+        let mut store = shared.handle();
+        let last = store.write_together(|tx| tx.set_meta("last", "v").map(|()| 7));
+        assert_eq!(last.unwrap(), 7);
+        for (i, done) in dones.iter().enumerate() {
+            let result = done.lock().unwrap().take();
+            assert!(matches!(result, Some(Ok(()))), "write {i}: {result:?}");
+            assert!(has(&shared, &format!("k{i}")), "k{i}");
+        }
+        assert!(has(&shared, "last"));
     }
 
     /// One write of a group fails: nothing of it is kept, and every other
