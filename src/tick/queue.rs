@@ -149,8 +149,11 @@ pub fn claim_batch(
             batch.stop = Stop::AtLimit(reached);
             return Ok(batch);
         }
-        // Each tenant's share of the slots left is read in one statement.
-        let want = (slots - batch.started).min(DECISIONS_PER_TRANSACTION) as u32;
+        // Each tenant's share of the slots left is read in one statement
+        // (rows read and not claimed stay locked to the commit on
+        // PostgreSQL: other hosts pass over them).
+        let left = (slots - batch.started).min(DECISIONS_PER_TRANSACTION);
+        let want = left.div_ceil(tenants.len().max(1)) as u32;
         let Some((index, row)) = due.next(tx, tenants, rr.next, want, s.now)? else {
             batch.stop = Stop::NothingDue;
             return Ok(batch);
