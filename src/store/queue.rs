@@ -32,9 +32,11 @@ pub struct QueueMark {
 
 /// A due task as a claim reads it (`due_in`): its row, and whether each
 /// thing a claim would otherwise look up one statement at a time exists.
-/// A flag that is false is final while the claim holds the row (a new
-/// blocking run, mark or trigger is only ever written under its lock); one
-/// that is true is looked up.
+/// A flag that is false holds while the claim holds the row: a blocking
+/// run, a trigger or a mark on the row is only ever written under its
+/// lock; a sighting another host notes beside it meanwhile (`note_seen`,
+/// which takes no lock) is of an instant seen due now, which this claim,
+/// deciding at now, judges the same way. A flag that is true is looked up.
 #[derive(Debug)]
 pub struct DueRow {
     pub due: DueTask,
