@@ -63,16 +63,12 @@ pub struct NoticeStart {
 /// `notice_start`'s statement: `next_notice_seq`, `notice_sending` and the
 /// task's memory (its columns, null when it has none) in one read.
 static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let memory: Vec<String> = MEMORY_COLUMNS
-        .split(',')
-        .map(|c| format!("m.{}", c.trim()))
-        .collect();
     format!(
         "SELECT (SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1),
              EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1),
              {}
          FROM (SELECT 1 AS one) AS here LEFT JOIN task_memory m ON m.task_id = $2",
-        memory.join(", ")
+        rows::qualified("m", MEMORY_COLUMNS)
     )
 });
 
@@ -198,18 +194,9 @@ impl<C: Connection> DeliveryTx for C {
         let row = self
             .query_one(&NOTICE_START, args![run_id, task_id])
             .context("reading what the run's notice starts from")?;
+        // The memory's columns follow the two values; null when it has none.
         let memory = match row.get::<Option<String>>(2)? {
-            Some(task_id) => Some(TaskMemory {
-                task_id,
-                last_failure_reason: row.get(3)?,
-                last_failure_sent_at: row.get(4)?,
-                last_success_fingerprint: row.get(5)?,
-                suppressed_count: row.get(6)?,
-                suppressed_failures: row.get(7)?,
-                suppressed_since: row.get(8)?,
-                last_settled_run_id: row.get(9)?,
-                last_success_at: row.get(10)?,
-            }),
+            Some(_) => Some(row.decode_from::<TaskMemory>(2)?),
             None => None,
         };
         Ok(NoticeStart {

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::connection::Connection;
 use super::connection::Row;
+use super::runs::RUN_COLUMNS;
 use crate::store::connection::args;
 
 /// The columns of a memory row, in the order both stores read them.
@@ -51,6 +52,16 @@ pub struct LastSettled {
     pub last_success_at: Option<i64>,
 }
 
+/// `last_settled`'s statement: the last settled run's columns (null when it
+/// is gone), then the last success's time.
+static LAST_SETTLED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS}, m.last_success_at FROM task_memory m
+         LEFT JOIN runs r ON r.run_id = m.last_settled_run_id
+         WHERE m.task_id = $1"
+    )
+});
+
 pub trait MemoryTx {
     /// The task's memory; a task that never settled a run has none.
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>>;
@@ -73,17 +84,8 @@ impl<C: Connection> MemoryTx for C {
     }
 
     fn last_settled(&mut self, task_id: &str) -> Result<Option<LastSettled>> {
-        let run_columns = super::runs::RUN_COLUMNS.split(',').count();
         let row = self
-            .query_opt(
-                &format!(
-                    "SELECT {}, m.last_success_at FROM task_memory m
-                     LEFT JOIN runs r ON r.run_id = m.last_settled_run_id
-                     WHERE m.task_id = $1",
-                    super::runs::RUN_COLUMNS
-                ),
-                args![task_id],
-            )
+            .query_opt(&LAST_SETTLED, args![task_id])
             .context("reading the task's last settled run")?;
         let Some(row) = row else { return Ok(None) };
         let run = match row.get::<Option<String>>(0)? {
@@ -92,7 +94,7 @@ impl<C: Connection> MemoryTx for C {
         };
         Ok(Some(LastSettled {
             run,
-            last_success_at: row.get(run_columns)?,
+            last_success_at: row.get(super::rows::count(RUN_COLUMNS))?,
         }))
     }
 

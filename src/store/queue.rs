@@ -266,7 +266,7 @@ fn due_rows(dialect: Dialect, except: &str) -> String {
 
 /// A `due_rows` row.
 fn due_row(row: &Row) -> Result<DueRow> {
-    let n = TASK_COLUMNS.split(',').count();
+    let n = super::rows::count(TASK_COLUMNS);
     let due = DueTask {
         task_id: row.get(0)?,
         due_at: row.get(n)?,

@@ -20,7 +20,13 @@ impl Row {
     /// The row as a `T` whose fields are its columns, in order. Serde's
     /// sequence says when the row is wider or narrower than `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
-        let columns = self.cells().iter().enumerate();
+        self.decode_from(0)
+    }
+
+    /// `decode` of the columns from `start` on: a table's columns selected
+    /// after others in one row.
+    pub fn decode_from<T: DeserializeOwned>(&self, start: usize) -> Result<T> {
+        let columns = self.cells().iter().enumerate().skip(start);
         let row =
             SeqDeserializer::<_, Error>::new(columns.map(|(i, cell)| Column { i: Some(i), cell }));
         T::deserialize(row).map_err(|e| anyhow!("{e}"))

@@ -24,6 +24,21 @@ pub trait Cells {
     fn invalid(&self, i: usize, what: String) -> Self::Error;
 }
 
+/// How many columns a column list (`RUN_COLUMNS`, `TASK_COLUMNS`, …) names:
+/// where the next table's columns start when a join selects it first.
+pub fn count(columns: &str) -> usize {
+    columns.split(',').count()
+}
+
+/// A column list with each column taken from `alias` (`t.task_id, …`).
+pub fn qualified(alias: &str, columns: &str) -> String {
+    let each: Vec<String> = columns
+        .split(',')
+        .map(|c| format!("{alias}.{}", c.trim()))
+        .collect();
+    each.join(", ")
+}
+
 /// A row's cells from column `by` on: a second table's columns read after
 /// the first's, in one row (a join).
 pub struct Shifted<'r, R> {

@@ -122,13 +122,13 @@ pub fn claim_batch(
         rr.tenants = Some(tx.active_tenants(tenant)?);
     }
     // Approved continuations first: a person decided, and is waiting.
-    let approved = match rr.looks_for_continuations() {
-        true => tx.approved_continuations(tenant, slots as u32)?,
-        false => Vec::new(),
-    };
-    if rr.looks_for_continuations() {
+    let approved = if rr.looks_for_continuations() {
+        let approved = tx.approved_continuations(tenant, slots as u32)?;
         rr.no_continuation_at = approved.is_empty().then(std::time::Instant::now);
-    }
+        approved
+    } else {
+        Vec::new()
+    };
     for run in approved {
         if batch.started >= slots {
             break;

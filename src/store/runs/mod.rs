@@ -11,14 +11,14 @@ use serde::Deserialize;
 
 use crate::model::{Run, RunStatus};
 
-/// The columns of a run row (`runs r` joined with its notice's state), in
-/// the order both stores' decoders read them.
 /// What `run_and_task` reads.
 pub type RunAndTask = (
     Run,
     Option<Result<crate::model::Task, crate::store::CorruptRow>>,
 );
 
+/// The columns of a run row (`runs r` joined with its notice's state), in
+/// the order both stores' decoders read them.
 pub const RUN_COLUMNS: &str = "r.run_id, r.task_id, r.tenant_key, r.scheduled_for,
     r.scheduled_local, r.attempt, r.due_at, r.status, r.payload_hash, r.created_at, r.started_at,
     r.finished_at, r.lease_token, r.lease_until, r.summary, r.reason, r.skipped_occurrences,

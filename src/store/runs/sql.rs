@@ -25,14 +25,10 @@ const INSERT_RUN: &str =
 
 /// `run_and_task`'s statement: the run's columns, then its task's.
 static RUN_AND_TASK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let task: Vec<String> = crate::store::tasks::TASK_COLUMNS
-        .split(',')
-        .map(|c| format!("t.{}", c.trim()))
-        .collect();
     format!(
         "SELECT {RUN_COLUMNS}, {} FROM runs r LEFT JOIN tasks t ON t.task_id = r.task_id
          WHERE r.run_id = $1",
-        task.join(", ")
+        rows::qualified("t", crate::store::tasks::TASK_COLUMNS)
     )
 });
 
@@ -153,7 +149,7 @@ impl<C: Connection> RunTx for C {
             .context("reading the run and its task")?;
         let Some(row) = row else { return Ok(None) };
         let run = rows::run(&row)?;
-        let by = RUN_COLUMNS.split(',').count();
+        let by = rows::count(RUN_COLUMNS);
         let task = match row.get::<Option<String>>(by)? {
             Some(_) => Some(crate::store::tasks::decode_task(&rows::Shifted {
                 row: &row,
