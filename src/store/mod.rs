@@ -59,7 +59,7 @@ pub use memory::{MemoryTx, TaskMemory};
 pub use meta::{Host, MetaTx};
 pub use overdue::{Expecting, OverdueTx, SuccessClock, SuccessDue};
 pub use profiles::{BoundTask, ProfileTx};
-pub use queue::{Agenda, DueRow, QueueMark, QueueStats, QueueTx};
+pub use queue::{Agenda, DueRow, QueueMark, QueueStats, QueueTx, TaskToNote};
 pub use runs::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace};
 pub use tasks::{CorruptRow, DueTask, TaskAdvance, TaskFilter, TaskTransition, TaskTx, Trigger};
 pub use transfer::TransferTx;

@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 
 use super::connection::{Arg, Connection, Dialect, Row};
+use super::rows;
 use super::tasks::{decode_task, due_task, CorruptRow, TASK_COLUMNS};
 use super::DueTask;
 use crate::model::Task;
@@ -103,10 +104,23 @@ pub trait QueueTx {
     /// The task's mark: the one on its row or the one noted beside it
     /// (`note_seen`), the newer due instant first.
     fn queue_mark(&mut self, task_id: &str) -> Result<Option<QueueMark>>;
-    /// Notes beside the task's row that a tick saw `mark.due_at` due, when
+    /// The active tasks (of `tenant`, or all) with due work no tick marked
+    /// on their rows, as `unmarked_due` finds them (at most `limit`), each
+    /// with the due instant noted beside its row (`note_seen`), if any.
+    /// Locks nothing and waits for no lock: the rows a claim skipped as
+    /// locked are the ones to read.
+    fn tasks_to_note(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<TaskToNote>>;
+    /// Notes beside each task's row that a tick saw `mark.due_at` due, when
     /// the row itself is locked by another session and cannot be marked
-    /// (PostgreSQL). Keeps the first sighting of the same instant.
-    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()>;
+    /// (PostgreSQL), set-wise (one statement per `NOTES_PER_STATEMENT`).
+    /// Keeps the first sighting of the same instant. Returns how many
+    /// sightings it wrote.
+    fn note_seen(&mut self, notes: &[(&str, QueueMark)]) -> Result<usize>;
     /// The active tasks (of `tenant`, or all) with due work no tick marked
     /// yet, earliest first, at most `limit`, as `unmarked_due` finds them.
     /// PostgreSQL locks them to the end of the transaction, skipping rows
@@ -139,6 +153,16 @@ pub struct TaskMark<'a> {
     pub next_retry_at: Option<i64>,
     pub mark: QueueMark,
 }
+
+/// A due task that `tasks_to_note` read, with what is noted beside it.
+pub struct TaskToNote {
+    pub task: Result<Task, CorruptRow>,
+    /// The due instant a sighting beside the row is for (`note_seen`).
+    pub noted_due_at: Option<i64>,
+}
+
+/// Sightings one `INSERT … VALUES` notes: 3 arguments each.
+pub const NOTES_PER_STATEMENT: usize = 1000;
 
 /// Marks one `UPDATE … FROM (VALUES …)` writes: 6 arguments a mark, well
 /// under both servers' limits on a statement's arguments.
@@ -197,6 +221,18 @@ static UNMARKED_DUE: LazyLock<String> = LazyLock::new(|| {
         })
         .collect();
     format!("{} ORDER BY 2 LIMIT $3", halves.join(" UNION ALL "))
+});
+
+/// `tasks_to_note`'s read: the rows `UNMARKED_DUE` names, each with the due
+/// instant noted beside it, in one statement and without a lock.
+static TASKS_TO_NOTE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {columns}, s.due_at FROM tasks t
+         LEFT JOIN seen_due s ON s.task_id = t.task_id
+         WHERE t.task_id IN (SELECT task_id FROM ({unmarked}) AS due)",
+        columns = rows::qualified("t", TASK_COLUMNS),
+        unmarked = *UNMARKED_DUE
+    )
 });
 
 /// The tenant's ($1) first `limit` tasks due by `column` at $2: one seek;
@@ -431,16 +467,57 @@ impl<C: Connection> QueueTx for C {
         row.as_ref().map(decode_mark).transpose()
     }
 
-    fn note_seen(&mut self, task_id: &str, mark: &QueueMark) -> Result<()> {
-        self.execute(
-            "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES ($1, $2, $3)
-             ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
-                 seen_at = excluded.seen_at
-             WHERE seen_due.due_at <> excluded.due_at",
-            args![task_id, mark.due_at, mark.seen_at],
-        )
-        .context("noting a due task seen")?;
-        Ok(())
+    fn tasks_to_note(
+        &mut self,
+        now: i64,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<TaskToNote>> {
+        let rows = self
+            .query(&TASKS_TO_NOTE, args![now, tenant, limit])
+            .context("reading the due tasks to note")?;
+        let noted_at = rows::count(TASK_COLUMNS);
+        rows.iter()
+            .map(|row| {
+                Ok(TaskToNote {
+                    task: decode_task(row)?,
+                    noted_due_at: row.get(noted_at)?,
+                })
+            })
+            .collect()
+    }
+
+    fn note_seen(&mut self, notes: &[(&str, QueueMark)]) -> Result<usize> {
+        let mut noted = 0;
+        for chunk in notes.chunks(NOTES_PER_STATEMENT) {
+            let values: Vec<String> = (0..chunk.len())
+                .map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
+                .collect();
+            let args: Vec<Arg> = chunk
+                .iter()
+                .flat_map(|(task_id, mark)| {
+                    [
+                        Arg::from(*task_id),
+                        Arg::from(mark.due_at),
+                        Arg::from(mark.seen_at),
+                    ]
+                })
+                .collect();
+            let changed = self
+                .execute(
+                    &format!(
+                        "INSERT INTO seen_due (task_id, due_at, seen_at) VALUES {}
+                         ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
+                             seen_at = excluded.seen_at
+                         WHERE seen_due.due_at <> excluded.due_at",
+                        values.join(", ")
+                    ),
+                    &args,
+                )
+                .context("noting due tasks seen")?;
+            noted += changed as usize;
+        }
+        Ok(noted)
     }
 
     fn tasks_to_mark(

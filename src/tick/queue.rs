@@ -301,17 +301,24 @@ crate::vocabulary::string_enum!(
 /// is: a row locked at every tick of its grace is not "missed". Returns how
 /// many it noted; reads the rows without locking them, never waits.
 pub fn note_locked(tx: &mut dyn Tx, tenant: Option<&str>, now: i64, limit: u32) -> Result<usize> {
-    let mut noted = 0;
-    for due in tx.unmarked_due(now, tenant, limit)? {
-        let Some(Ok(task)) = tx.task(&due.task_id)? else {
-            continue;
-        };
-        if let Some(mark) = seen(tx, &task, now)? {
-            tx.note_seen(&task.task_id, &mark)?;
-            noted += 1;
+    // One read and one write a chunk, whatever the number of tasks; a task
+    // already noted for the instant it is due at is not written again (a
+    // locked row is read here once a second until it is let go).
+    let tasks = tx.tasks_to_note(now, tenant, limit)?;
+    let mut notes = Vec::new();
+    for read in &tasks {
+        // A row that does not decode is the claim's to quarantine.
+        let Ok(task) = &read.task else { continue };
+        if let Some(mark) = seen(tx, task, now)? {
+            if read.noted_due_at != Some(mark.due_at) {
+                notes.push((task.task_id.as_str(), mark));
+            }
         }
     }
-    Ok(noted)
+    // In one order on every host: two ticks noting the same rows each
+    // take them in the order the other does, so neither waits on the other.
+    notes.sort_unstable_by_key(|(task_id, _)| *task_id);
+    tx.note_seen(&notes)
 }
 
 /// The mark a tick seeing the task at `now` gives it: its latest due

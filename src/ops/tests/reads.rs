@@ -125,3 +125,51 @@ fn an_event_held_back_is_seen_by_its_own_transaction_and_committed() {
     assert!(seen >= 3, "the transaction saw {seen} events");
     assert_eq!(f.events(&alice, AuditAction::Pause).len(), before + 3);
 }
+
+/// Due tasks whose rows another session holds are noted beside them
+/// set-wise (issue 46 item 1): one read says what is noted already, and a
+/// sighting of the same instant is not written again.
+#[test]
+fn due_tasks_are_noted_set_wise_and_each_sighting_once() {
+    let (mut f, alice) = (Fixture::new(), Person::alice());
+    let first = f.task(&alice, &daily("09:00"));
+    let second = f.task(&alice, &daily("09:00"));
+    let mut ids = [first.task_id.clone(), second.task_id.clone()];
+    ids.sort();
+    let seen_at = NINE + 5;
+    let read = |f: &mut Fixture| {
+        let mut read: Vec<(String, Option<i64>)> = f
+            .store
+            .read(|tx| tx.tasks_to_note(seen_at, None, 100))
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.task.unwrap().task_id, t.noted_due_at))
+            .collect();
+        read.sort();
+        read
+    };
+    let note = |f: &mut Fixture, now| {
+        f.store
+            .write(|tx| crate::tick::queue::note_locked(tx, None, now, 100))
+            .unwrap()
+    };
+    assert_eq!(
+        read(&mut f),
+        [(ids[0].clone(), None), (ids[1].clone(), None)]
+    );
+    assert_eq!(note(&mut f, seen_at), 2);
+    let noted = [(ids[0].clone(), Some(NINE)), (ids[1].clone(), Some(NINE))];
+    assert_eq!(read(&mut f), noted);
+    // The next tick sees the same instant: nothing to write, and the first
+    // sighting stands.
+    assert_eq!(note(&mut f, seen_at + 60), 0);
+    for id in &ids {
+        let mark = f.store.read(|tx| tx.queue_mark(id)).unwrap();
+        assert_eq!(mark.map(|m| (m.due_at, m.seen_at)), Some((NINE, seen_at)));
+    }
+    // Marked on its row, a task is no longer one to note.
+    f.store
+        .write(|tx| crate::tick::queue::mark_queued(tx, None, seen_at + 60, 1))
+        .unwrap();
+    assert_eq!(read(&mut f).len(), 1);
+}
