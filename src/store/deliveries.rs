@@ -62,12 +62,20 @@ pub struct NoticeStart {
 
 /// `notice_start`'s statement: `next_notice_seq`, `notice_sending` and the
 /// task's memory (its columns, null when it has none) in one read.
+/// The run's ($1) next notice number and whether one of its notices is
+/// being sent, from one pass over its few notices along `(run_id, seq)`.
+/// `state = 'sending'` stays out of the WHERE: PostgreSQL would then AND in
+/// the `deliveries_sending` index, whose entries for notices sent since the
+/// last vacuum it reads every time (a burst's worth: each read grew with
+/// the burst).
+const RUN_NOTICES: &str = "SELECT coalesce(max(seq), 0) + 1 AS next_seq,
+         coalesce(max(CASE WHEN state = 'sending' THEN 1 ELSE 0 END), 0) = 1 AS sending
+     FROM deliveries WHERE run_id = $1";
+
 static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT (SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1),
-             EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1),
-             {}
-         FROM (SELECT 1 AS one) AS here LEFT JOIN task_memory m ON m.task_id = $2",
+        "SELECT d.next_seq, d.sending, {}
+         FROM ({RUN_NOTICES}) AS d LEFT JOIN task_memory m ON m.task_id = $2",
         rows::qualified("m", MEMORY_COLUMNS)
     )
 });
@@ -176,7 +184,7 @@ impl<C: Connection> DeliveryTx for C {
 
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
         self.value(
-            "SELECT coalesce(max(seq), 0) + 1 FROM deliveries WHERE run_id = $1",
+            &format!("SELECT next_seq FROM ({RUN_NOTICES}) AS d"),
             args![run_id],
         )
         .context("numbering the notice")
@@ -184,7 +192,7 @@ impl<C: Connection> DeliveryTx for C {
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
         self.value(
-            "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND run_id = $1)",
+            &format!("SELECT sending FROM ({RUN_NOTICES}) AS d"),
             args![run_id],
         )
         .context("looking for a notice being sent")
@@ -262,14 +270,16 @@ impl<C: Connection> DeliveryTx for C {
     }
 
     fn claim_notice(&mut self, c: &NoticeClaim<'_>) -> Result<()> {
+        // The run's other notices are counted along `(run_id, seq)`, not
+        // found through `deliveries_sending` (see `RUN_NOTICES`).
         self.guarded(
             "UPDATE deliveries
                  SET state = 'sending', claim_token = $1, deadline = $2, updated_at = $3,
                      attempts = attempts + 1
                  WHERE delivery_id = $4 AND state = 'pending'
-                   AND NOT EXISTS (SELECT 1 FROM deliveries AS earlier
-                                   WHERE earlier.state = 'sending'
-                                     AND earlier.run_id = deliveries.run_id)",
+                   AND 0 = (SELECT count(CASE WHEN earlier.state = 'sending' THEN 1 END)
+                            FROM deliveries AS earlier
+                            WHERE earlier.run_id = deliveries.run_id)",
             args![c.token, c.deadline, c.now, c.delivery_id],
             "claiming the notice",
             || {
