@@ -173,3 +173,27 @@ fn due_tasks_are_noted_set_wise_and_each_sighting_once() {
         .unwrap();
     assert_eq!(read(&mut f).len(), 1);
 }
+
+/// A PostgreSQL session plans each execution for the tables as they are
+/// then: a tick's session lives through a burst whose runs grow from none
+/// to thousands, and a generic plan kept from when they were empty (after
+/// five executions) scanned them whole at every lookup by run id.
+#[test]
+fn a_postgres_session_keeps_no_plan_made_for_the_tables_as_they_were() {
+    let mut f = Fixture::new();
+    let Some(mut pg) = f.postgres() else {
+        return; // SQLite plans each statement when it is prepared
+    };
+    let alice = Person::alice();
+    let c = f.task(&alice, &daily("09:00"));
+    let task = f.read_task(&c.task_id);
+    let run = f.running_run(&task, NINE, NINE + 600, None);
+    let store: &mut dyn crate::store::Store = &mut pg;
+    for _ in 0..12 {
+        let found = store.read(|tx| tx.run(&run.run_id)).unwrap();
+        assert!(found.is_some());
+    }
+    let (generic, custom) = pg.plans_used().unwrap();
+    assert_eq!(generic, 0, "generic plans used");
+    assert!(custom >= 12, "{custom} plans of their own");
+}
