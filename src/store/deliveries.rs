@@ -60,8 +60,6 @@ pub struct NoticeStart {
     pub seq: i64,
 }
 
-/// `notice_start`'s statement: `next_notice_seq`, `notice_sending` and the
-/// task's memory (its columns, null when it has none) in one read.
 /// The run's ($1) next notice number and whether one of its notices is
 /// being sent, from one pass over its few notices along `(run_id, seq)`.
 /// `state = 'sending'` stays out of the WHERE: PostgreSQL would then AND in
@@ -72,6 +70,8 @@ const RUN_NOTICES: &str = "SELECT coalesce(max(seq), 0) + 1 AS next_seq,
          coalesce(max(CASE WHEN state = 'sending' THEN 1 ELSE 0 END), 0) = 1 AS sending
      FROM deliveries WHERE run_id = $1";
 
+/// `notice_start`'s statement: `next_notice_seq`, `notice_sending` and the
+/// task's memory (its columns, null when it has none) in one read.
 static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "SELECT d.next_seq, d.sending, {}
