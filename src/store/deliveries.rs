@@ -74,8 +74,8 @@ const RUN_NOTICES: &str = "SELECT coalesce(max(seq), 0) + 1 AS next_seq,
 /// task's memory (its columns, null when it has none) in one read.
 static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT d.next_seq, d.sending, {}
-         FROM ({RUN_NOTICES}) AS d LEFT JOIN task_memory m ON m.task_id = $2",
+        "SELECT own.next_seq, own.sending, {}
+         FROM ({RUN_NOTICES}) AS own LEFT JOIN task_memory m ON m.task_id = $2",
         rows::qualified("m", MEMORY_COLUMNS)
     )
 });
@@ -184,7 +184,7 @@ impl<C: Connection> DeliveryTx for C {
 
     fn next_notice_seq(&mut self, run_id: &str) -> Result<i64> {
         self.value(
-            &format!("SELECT next_seq FROM ({RUN_NOTICES}) AS d"),
+            &format!("SELECT next_seq FROM ({RUN_NOTICES}) AS own"),
             args![run_id],
         )
         .context("numbering the notice")
@@ -192,7 +192,7 @@ impl<C: Connection> DeliveryTx for C {
 
     fn notice_sending(&mut self, run_id: &str) -> Result<bool> {
         self.value(
-            &format!("SELECT sending FROM ({RUN_NOTICES}) AS d"),
+            &format!("SELECT sending FROM ({RUN_NOTICES}) AS own"),
             args![run_id],
         )
         .context("looking for a notice being sent")
