@@ -55,16 +55,24 @@ pub struct LaterInsert {
 impl LaterInsert {
     /// The statement inserting `rows` rows.
     pub fn statement(&self, rows: usize) -> String {
-        let values: Vec<String> = (0..rows)
-            .map(|r| {
-                let row: Vec<String> = (1..=self.columns)
-                    .map(|c| format!("${}", r * self.columns + c))
-                    .collect();
-                format!("({})", row.join(", "))
-            })
-            .collect();
-        format!("INSERT INTO {} VALUES {}", self.into, values.join(", "))
+        let values = values_rows(rows, self.columns, |_, arg| arg);
+        format!("INSERT INTO {} VALUES {values}", self.into)
     }
+}
+
+/// The rows of a `VALUES` list taking `columns` arguments a row, in order
+/// (`($1, $2), ($3, $4)`): `cell` writes each from its column (1-based)
+/// and its placeholder, so a column may be cast.
+pub fn values_rows(rows: usize, columns: usize, cell: impl Fn(usize, String) -> String) -> String {
+    let each: Vec<String> = (0..rows)
+        .map(|r| {
+            let row: Vec<String> = (1..=columns)
+                .map(|c| cell(c, format!("${}", r * columns + c)))
+                .collect();
+            format!("({})", row.join(", "))
+        })
+        .collect();
+    each.join(", ")
 }
 
 /// An `Arg` that owns its text, kept until a deferred statement is sent.
@@ -367,6 +375,20 @@ pub fn expect_one(changed: u64, message: impl FnOnce() -> String) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_values_list_numbers_its_placeholders_row_after_row() {
+        assert_eq!(values_rows(2, 2, |_, arg| arg), "($1, $2), ($3, $4)");
+        let cast = |column, arg| match column {
+            1 => arg,
+            _ => format!("CAST({arg} AS BIGINT)"),
+        };
+        assert_eq!(
+            values_rows(2, 2, cast),
+            "($1, CAST($2 AS BIGINT)), ($3, CAST($4 AS BIGINT))"
+        );
+        assert_eq!(values_rows(0, 3, |_, arg| arg), "");
+    }
 
     #[test]
     fn a_cell_of_another_type_is_an_error_naming_its_column() {

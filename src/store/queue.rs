@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
 
-use super::connection::{Arg, Connection, Dialect, Row};
+use super::connection::{values_rows, Arg, Connection, Dialect, Row};
 use super::rows;
 use super::tasks::{decode_task, due_task, CorruptRow, TASK_COLUMNS};
 use super::DueTask;
@@ -490,9 +490,7 @@ impl<C: Connection> QueueTx for C {
     fn note_seen(&mut self, notes: &[(&str, QueueMark)]) -> Result<usize> {
         let mut noted = 0;
         for chunk in notes.chunks(NOTES_PER_STATEMENT) {
-            let values: Vec<String> = (0..chunk.len())
-                .map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
-                .collect();
+            let values = values_rows(chunk.len(), 3, |_, arg| arg);
             let args: Vec<Arg> = chunk
                 .iter()
                 .flat_map(|(task_id, mark)| {
@@ -510,7 +508,7 @@ impl<C: Connection> QueueTx for C {
                          ON CONFLICT (task_id) DO UPDATE SET due_at = excluded.due_at,
                              seen_at = excluded.seen_at
                          WHERE seen_due.due_at <> excluded.due_at",
-                        values.join(", ")
+                        values
                     ),
                     &args,
                 )
@@ -554,14 +552,10 @@ impl<C: Connection> QueueTx for C {
         let mut marked = 0;
         for chunk in marks.chunks(MARKS_PER_STATEMENT) {
             // A row a mark: its task id, then its five instants.
-            let values: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    let instants: Vec<String> = (2..=6)
-                        .map(|k| format!("CAST(${} AS BIGINT)", 6 * i + k))
-                        .collect();
-                    format!("(${}, {})", 6 * i + 1, instants.join(", "))
-                })
-                .collect();
+            let values = values_rows(chunk.len(), 6, |column, arg| match column {
+                1 => arg,
+                _ => format!("CAST({arg} AS BIGINT)"),
+            });
             let args: Vec<Arg> = chunk
                 .iter()
                 .flat_map(|m| {
@@ -585,7 +579,7 @@ impl<C: Connection> QueueTx for C {
                          WHERE tasks.task_id = v.column1 AND tasks.state = 'active'
                            AND tasks.next_run_at IS NOT DISTINCT FROM v.column5
                            AND tasks.next_retry_at IS NOT DISTINCT FROM v.column6",
-                        values.join(", ")
+                        values
                     ),
                     &args,
                 )
