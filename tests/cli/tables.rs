@@ -2,48 +2,24 @@
 //! of a given width, `list`, `runs`, `log`, `upcoming` and `status` fit it
 //! without wrapping a cell (one line per row, every line within the width);
 //! a terminal that reports 0 columns, and a pipe, get the table at full width.
+use crate::support::terminal::Terminal;
 use crate::support::{assert_contains, Rig, Task, T0};
-use std::process::Stdio;
 
-/// Runs `args` with stdin and stdout on a pseudo-terminal `columns` wide
-/// (Python's pty module sets the size before exec; stderr goes to
-/// /dev/null); returns the screen text with `\r\n` made `\n`.
+/// Runs `args` on a pseudo-terminal `columns` wide (stderr goes to
+/// /dev/null: the screen compared is stdout's); returns the screen text.
 fn on_terminal(rig: &Rig, columns: u16, args: &[&str]) -> String {
-    const SCRIPT: &str = r#"
-import fcntl, os, pty, struct, sys, termios
-columns, argv = int(sys.argv[1]), sys.argv[2:]
-pid, fd = pty.fork()
-if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    # The screen compared is stdout's: warnings go elsewhere.
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-    os.execv(argv[0], argv)
-out = b""
-while True:
-    try:
-        chunk = os.read(fd, 65536)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-_, status = os.waitpid(pid, 0)
-sys.stdout.buffer.write(out)
-sys.exit(os.waitstatus_to_exitcode(status))
-"#;
-    let out = rig
-        .env
-        .command_through("python3", &["-c", SCRIPT, &columns.to_string()], args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs the pseudo-terminal");
-    let text = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
-    assert!(
-        out.status.success(),
-        "{args:?} at {columns} columns: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let terminal = Terminal {
+        columns: Some(columns),
+        stderr_to_null: true,
+        ..Terminal::default()
+    };
+    let screen = terminal.run(&rig.env, args);
+    assert_eq!(
+        screen.code, 0,
+        "{args:?} at {columns} columns: {}",
+        screen.text
     );
-    text
+    screen.text
 }
 
 fn columns_of(line: &str) -> usize {

@@ -2,7 +2,8 @@
 //! server's stdio: the JSON-RPC of initialize, tools/list and tools/call;
 //! and an agent's draft confirmed at the person's own terminal (a
 //! pseudo-terminal Python's pty module gives `confirm`).
-use crate::support::{assert_contains, texts, Task, TestEnv, BIN};
+use crate::support::terminal::Terminal;
+use crate::support::{assert_contains, texts, Task, TestEnv};
 
 use serde_json::{json, Value};
 
@@ -84,39 +85,6 @@ fn a_refused_allow_is_one_line_and_no_server() {
     }
 }
 
-/// Python's pty module (the system's python3): runs ARGV on a new pseudo-
-/// terminal, reads until "code: ", types back the code it was shown (or
-/// argv[1] when that is not "echo"), and prints what the terminal showed
-/// and the exit status.
-const AT_A_TERMINAL: &str = r#"
-import os, pty, re, sys
-mode, argv = sys.argv[1], sys.argv[2:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(argv[0], argv)
-seen = b""
-while b"code: " not in seen:
-    chunk = os.read(fd, 1024)
-    if not chunk:
-        break
-    seen += chunk
-shown = re.search(rb"code: (\d{6})", seen)
-typed = shown.group(1) if mode == "echo" and shown else mode.encode()
-os.write(fd, typed + b"\n")
-rest = b""
-while True:
-    try:
-        chunk = os.read(fd, 1024)
-    except OSError:
-        break
-    if not chunk:
-        break
-    rest += chunk
-_, status = os.waitpid(pid, 0)
-print(os.waitstatus_to_exitcode(status))
-sys.stdout.write((seen + rest).decode(errors="replace"))
-"#;
-
 #[test]
 fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
     let env = TestEnv::new();
@@ -142,22 +110,14 @@ fn an_agents_draft_is_confirmed_at_the_persons_own_terminal() {
         eprintln!("python3 is missing: confirming at a terminal is not tested");
         return;
     }
+    // The code typed back: a wrong one, or the one the terminal showed.
     let at_terminal = |typed: &str| {
-        let out = std::process::Command::new("python3")
-            .args([
-                "-c",
-                AT_A_TERMINAL,
-                typed,
-                BIN,
-                "confirm",
-                &id,
-                "--hash",
-                &hash,
-            ])
-            .envs(super::server_env(&env))
-            .output()
-            .expect("python3 runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let terminal = Terminal {
+            answer_code: Some(typed.to_string()),
+            ..Terminal::default()
+        };
+        let screen = terminal.run(&env, &["confirm", &id, "--hash", &hash]);
+        format!("{}\n{}", screen.code, screen.text)
     };
     // A wrong code typed at the terminal counts as one.
     let wrong = at_terminal("000000");

@@ -4,6 +4,7 @@
 pub mod procs;
 pub mod rig;
 pub mod tasks;
+pub mod terminal;
 
 pub use procs::{alive, fed, finished, gone, kill, spawn_tick, wait_for, wait_for_within};
 pub use rig::{fixture, journal, orphaned_lease, parked_run, run_status, unknown_run, Rig};
