@@ -63,10 +63,10 @@ pub fn complete_if_requested(command: fn() -> clap::Command) {
         // Only a registration request can fail here (an unknown shell, a
         // closed stdout): a person typed it, so say why.
         Err(err) => {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("agentcron: error: {VAR}: {}", err.to_string().trim_end());
-            }
+            crate::output::write_stderr(&format!(
+                "agentcron: error: {VAR}: {}\n",
+                err.to_string().trim_end()
+            ));
             std::process::exit(2);
         }
     }

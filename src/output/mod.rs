@@ -93,17 +93,16 @@ impl Output {
 
     /// A note for the person on stderr (never part of machine output).
     pub fn note(&self, text: &str) {
-        let _ = writeln!(io::stderr(), "agentcron: {text}");
+        write_stderr(&format!("agentcron: {text}\n"));
     }
 
     /// A warning on stderr: `agentcron: warning: …`, or with `--json` one
     /// JSON line `{"warning": "…"}` that a script can parse.
     pub fn warn(&self, text: &str) {
-        let mut stderr = io::stderr().lock();
         if self.json {
-            let _ = writeln!(stderr, "{}", serde_json::json!({ "warning": text }));
+            write_stderr(&format!("{}\n", serde_json::json!({ "warning": text })));
         } else {
-            let _ = writeln!(stderr, "agentcron: warning: {text}");
+            write_stderr(&format!("agentcron: warning: {text}\n"));
         }
     }
 
@@ -271,6 +270,15 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
         .map_err(stdout_error)
 }
 
+/// Writes `text` to stderr in one write: stderr is unbuffered, and
+/// `writeln!` on it writes each piece of the format on its own, so another
+/// process writing to the same log (ticks started by cron share one) could
+/// land inside a line, and a terminal that closes as the process exits may
+/// drop the line's end.
+pub fn write_stderr(text: &str) {
+    let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
 fn stdout_error(e: io::Error) -> anyhow::Error {
     if e.kind() == io::ErrorKind::BrokenPipe {
         BrokenPipe.into()
@@ -297,7 +305,6 @@ pub fn report_parse_error(err: &clap::Error, detailed: bool) -> i32 {
     let text = err.render().to_string();
     let json = std::env::args_os().any(|a| a == "--json");
     let code = if detailed { 1 } else { 2 };
-    let mut stderr = io::stderr().lock();
     // clap's first paragraph, on one line: "the following required
     // arguments were not provided:" is followed by what they are.
     let first: Vec<&str> = text
@@ -315,13 +322,14 @@ pub fn report_parse_error(err: &clap::Error, detailed: bool) -> i32 {
             "error": {"kind": "usage", "message": message, "causes": [], "hint": "see --help",
                       "exit_code": code}
         });
-        let _ = writeln!(stderr, "{value}");
+        write_stderr(&format!("{value}\n"));
     } else if detailed {
-        let _ = writeln!(stderr, "agentcron: error: {message}");
-        let _ = writeln!(stderr, "  hint: see `agentcron plan --help`");
+        write_stderr(&format!(
+            "agentcron: error: {message}\n  hint: see `agentcron plan --help`\n"
+        ));
     } else {
         let lines: Vec<String> = text.lines().map(escape).collect();
-        let _ = writeln!(stderr, "{}", lines.join("\n").trim_end());
+        write_stderr(&format!("{}\n", lines.join("\n").trim_end()));
     }
     code
 }
@@ -349,8 +357,7 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
         .skip(1)
         .map(|c| escape(&c.to_string()))
         .collect();
-    let mut stderr = io::stderr().lock();
-    if json {
+    let report = if json {
         let value = serde_json::json!({
             "error": {
                 "kind": kind.as_str(),
@@ -360,18 +367,19 @@ pub fn report_error_as(err: &anyhow::Error, json: bool, exit_code: Option<i32>) 
                 "exit_code": code,
             }
         });
-        let _ = writeln!(stderr, "{value}");
+        format!("{value}\n")
     } else if one_line {
         let hint = hint
             .map(|h| format!("; {}", escape(&h)))
             .unwrap_or_default();
-        let _ = writeln!(stderr, "agentcron: error: {message}{hint}");
+        format!("agentcron: error: {message}{hint}\n")
     } else {
-        let _ = writeln!(stderr, "agentcron: error: {message}");
-        if let Some(hint) = hint {
-            let _ = writeln!(stderr, "  hint: {}", escape(&hint));
-        }
-    }
+        let hint = hint
+            .map(|h| format!("  hint: {}\n", escape(&h)))
+            .unwrap_or_default();
+        format!("agentcron: error: {message}\n{hint}")
+    };
+    write_stderr(&report);
     code
 }
 

@@ -50,7 +50,8 @@ pub fn main() -> ! {
     let code = match supervise() {
         Ok(()) => 0,
         Err(e) => {
-            let _ = writeln!(io::stderr(), "agentcron supervise: {e}");
+            // One write: the line may share a log with other processes.
+            let _ = io::stderr().write_all(format!("agentcron supervise: {e}\n").as_bytes());
             70
         }
     };

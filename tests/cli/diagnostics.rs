@@ -475,3 +475,53 @@ fn systemd_says_ticks_never_overlap_reloads_first_and_checks_the_stores_owner() 
         "there is no account no-such-account on this host",
     );
 }
+
+/// Runs agentcron with `args` and its stderr on a packet pipe (O_DIRECT:
+/// each read returns one write whole); returns what each write held.
+fn stderr_writes(env: &TestEnv, args: &[&str]) -> Vec<String> {
+    const SCRIPT: &str = r#"
+import json, os, subprocess, sys
+read, write = os.pipe2(os.O_DIRECT)
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=write)
+os.close(write)
+writes = []
+while chunk := os.read(read, 65536):
+    writes.append(chunk.decode(errors="replace"))
+child.wait()
+print(json.dumps(writes))
+"#;
+    let out = env
+        .command_through("python3", &["-c", SCRIPT], args)
+        .output()
+        .expect("python3 runs");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "the pipe script failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Ticks started by cron share one log: a line written in pieces could
+/// take another process's line inside it, and a terminal closing as the
+/// process exits may drop its end (CI once saw `agentcron: error: ` with
+/// no message after it).
+#[test]
+fn an_error_and_its_hint_reach_stderr_in_one_write() {
+    let env = TestEnv::new();
+    let missing = env.path("no/such/dir/agentcron.db");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["--db", missing, "list"][..],
+        &["--db", missing, "--json", "list"],
+        &["list", "--no-such-flag"],
+        &["plan", "--detailed-exitcode", "--no-such-flag"],
+    ] {
+        let writes = stderr_writes(&env, args);
+        assert_eq!(writes.len(), 1, "{args:?}: {writes:?}");
+        assert!(writes[0].ends_with('\n'), "{args:?}: {writes:?}");
+    }
+    let hinted = &stderr_writes(&env, &["--db", missing, "list"])[0];
+    assert!(hinted.starts_with("agentcron: error: "), "{hinted}");
+    assert_contains(hinted, "\n  hint: ");
+}
