@@ -131,6 +131,8 @@ pub struct Ctx {
     postgres_password: store::postgres::password::PasswordSources,
     /// What opening does with a store at an older schema.
     upgrade: Upgrade,
+    /// How a PostgreSQL session plans its statements (`plan_a_burst`).
+    plans: store::Plans,
     tenant_given: bool,
     /// `--db` (or AGENTCRON_DB) was given, not the default location.
     db_given: bool,
@@ -201,6 +203,7 @@ impl Ctx {
             create_store: true,
             read_only: false,
             upgrade: Upgrade::Writer,
+            plans: store::Plans::EachExecution,
             postgres_password: postgres_password()?,
         })
     }
@@ -243,9 +246,17 @@ impl Ctx {
                 never_write: false,
                 postgres_password: self.postgres_password.clone(),
                 upgrade: self.upgrade,
+                plans: self.plans,
             },
             clock: self.clock,
         })
+    }
+
+    /// The tick's sessions keep their plans (`store::Plans::Kept`): they run
+    /// the same few statements thousands of times; before the store is opened.
+    pub fn plan_for_a_burst(&mut self) {
+        debug_assert!(self.store.is_none(), "the store is already open");
+        self.plans = store::Plans::Kept;
     }
 
     /// The store's password from `tick --env-file` (PGPASSWORD, PGPASSFILE),

@@ -209,6 +209,7 @@ fn runs_uid(launch: &crate::process::Launch) -> u32 {
 }
 
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    ctx.plan_for_a_burst();
     if let Some(file) = &args.env_file {
         let found = crate::commands::env_file::read(file, crate::process::own_uid())?;
         ctx.use_store_credentials(found.password, found.password_file);

@@ -19,7 +19,7 @@ use postgres::{Client, Config, IsolationLevel, NoTls};
 
 use super::connection::{LaterInsert, OwnedArg};
 use super::schema::Opening;
-use super::{OpenOptions, Store, Tx};
+use super::{OpenOptions, Plans, Store, Tx};
 use statements::{CachedTx, Statements};
 
 /// What `each_row` calls per row; `Break` ends the read there.
@@ -278,20 +278,18 @@ fn connect(
     // No JIT: every statement here is short, and compiling one the planner
     // costs high (a cursor over a million tasks) took longer than running
     // it (`upcoming` at 1M tasks: 33 ms with JIT, 11 ms without).
-    // Plans made for each execution: a statement is prepared once per
-    // session (statements.rs), and after five executions the server would
-    // keep one generic plan, costed on the tables as they were then. A
-    // tick's session lives through a burst whose runs and notices grow from
-    // none to thousands: a plan made while they were empty scans them whole
-    // (a sequential scan beats an index on one page), and each lookup by
-    // run id grew with the burst: at 10,000 tasks, 0.5-1 ms a statement
-    // against 0.02-0.2, and 6.3 ms of server CPU a run against 3.1.
-    const PLANS: &str = "SET plan_cache_mode = force_custom_plan;";
+    // How statements prepared once are planned (store::Plans). enable_seqscan
+    // = off only rules a sequential scan out where an index serves: a table
+    // without one is still read.
+    let plans = match options.plans {
+        Plans::EachExecution => "SET plan_cache_mode = force_custom_plan;",
+        Plans::Kept => "SET plan_cache_mode = auto; SET enable_seqscan = off;",
+    };
     let setup = if options.never_write {
         // Every transaction read-only, no statement longer than the wait.
-        format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}; SET jit = off; SET default_transaction_read_only = on; {PLANS}")
+        format!("SET lock_timeout = {millis}; SET statement_timeout = {millis}; SET jit = off; SET default_transaction_read_only = on; {plans}")
     } else {
-        format!("SET lock_timeout = {millis}; SET statement_timeout = 0; SET jit = off; {PLANS}")
+        format!("SET lock_timeout = {millis}; SET statement_timeout = 0; SET jit = off; {plans}")
     };
     let session = commit::start_session(&mut client, &setup)?;
     Ok((client, session))
@@ -299,6 +297,15 @@ fn connect(
 
 #[cfg(test)]
 impl PgStore {
+    /// Opens a session at `url` that plans as `plans` says.
+    pub fn open_planning(url: &str, options: &OpenOptions, plans: Plans) -> Result<PgStore> {
+        let options = OpenOptions {
+            plans,
+            ..options.clone()
+        };
+        PgStore::open(url, &options)
+    }
+
     /// How many times the session's prepared statements that take
     /// parameters were run on a generic plan and on a plan of their own
     /// (`pg_prepared_statements`; one without parameters has one plan).
@@ -310,6 +317,35 @@ impl PgStore {
             &[],
         )?;
         Ok((row.get(0), row.get(1)))
+    }
+
+    /// The plan this session would run its prepared statement whose text
+    /// begins with `start` on next (EXPLAIN EXECUTE, every parameter NULL:
+    /// a generic plan does not look at them).
+    pub fn next_plan_of(&mut self, start: &str) -> Result<String> {
+        let row = self.client.query_one(
+            "SELECT name, cardinality(parameter_types) FROM pg_prepared_statements
+             WHERE starts_with(ltrim(statement), $1)",
+            &[&start],
+        )?;
+        let (name, parameters): (String, i32) = (row.get(0), row.get(1));
+        let nulls = vec!["NULL"; parameters as usize].join(", ");
+        let lines = self
+            .client
+            .simple_query(&format!("EXPLAIN EXECUTE {name}({nulls})"))?;
+        Ok(lines
+            .iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    /// Runs `sql` as it is, outside the store's own statements.
+    pub fn run_sql(&mut self, sql: &str) -> Result<()> {
+        Ok(self.client.batch_execute(sql)?)
     }
 }
 
