@@ -131,7 +131,7 @@ pub struct Ctx {
     postgres_password: store::postgres::password::PasswordSources,
     /// What opening does with a store at an older schema.
     upgrade: Upgrade,
-    /// How a PostgreSQL session plans its statements (`plan_a_burst`).
+    /// How a PostgreSQL session plans its statements (`plan_for_a_burst`).
     plans: store::Plans,
     tenant_given: bool,
     /// `--db` (or AGENTCRON_DB) was given, not the default location.
