@@ -14,6 +14,7 @@ mod confirm_code;
 mod draft;
 mod explain;
 mod inside_run;
+mod leases;
 mod lifecycle;
 mod migrate;
 mod plan;
