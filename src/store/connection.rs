@@ -41,22 +41,72 @@ impl Dialect {
 }
 
 /// An INSERT of one row whose rows may be sent to the server together
-/// (`Connection::insert_later`): `INSERT INTO {into} VALUES (…)`, with
-/// `columns` arguments a row.
+/// (`Connection::insert_later`): `INSERT INTO {table} ({column_names})
+/// VALUES (…) {then}`, an argument a column.
 #[derive(Debug)]
 pub struct LaterInsert {
     /// The table, as statements that must see the rows name it.
     pub table: &'static str,
-    /// `table (column, …)`.
-    pub into: &'static str,
-    pub columns: usize,
+    /// `column, …`: the columns each row gives, in order.
+    pub column_names: &'static str,
+    /// What follows the `VALUES` list: an `ON CONFLICT` clause, or nothing.
+    pub then: &'static str,
+    /// The column (0-based) by which reads select this table's rows, for
+    /// `Connection::query_only`; None when reads select them otherwise.
+    pub read_by: Option<usize>,
+    /// How many leading columns are the row's conflict key (0: rows never
+    /// meet). One statement may not change a row twice, so a row whose key
+    /// a held row has is not held beside it: the held rows are sent first.
+    pub key_columns: usize,
+}
+
+/// A table a statement reads the rows of one key of (`query_only`).
+#[derive(Debug, Clone, Copy)]
+pub struct Only<'a> {
+    pub table: &'static str,
+    pub key: &'a str,
 }
 
 impl LaterInsert {
+    /// Whether a statement naming this table, which reads the tables of
+    /// `only` by one key each, must see `row`.
+    pub fn seen_by(&self, row: &[OwnedArg], only: &[Only<'_>]) -> bool {
+        let key = only.iter().find(|o| o.table == self.table).map(|o| o.key);
+        match (key, self.read_by) {
+            (Some(key), Some(column)) => row[column] == OwnedArg::Text(key.to_string()),
+            _ => true,
+        }
+    }
+
+    /// Arguments a row.
+    pub fn columns(&self) -> usize {
+        self.column_names.split(',').count()
+    }
+
     /// The statement inserting `rows` rows.
     pub fn statement(&self, rows: usize) -> String {
-        let values = values_rows(rows, self.columns, |_, arg| arg);
-        format!("INSERT INTO {} VALUES {values}", self.into)
+        self.statement_from(rows, 0)
+    }
+
+    /// The statement inserting `rows` rows whose placeholders follow the
+    /// `before` a statement it is part of has already numbered.
+    pub fn statement_from(&self, rows: usize, before: usize) -> String {
+        let columns = self.columns();
+        let values = (0..rows)
+            .map(|r| {
+                let first = before + r * columns + 1;
+                let row: Vec<String> = (first..first + columns).map(|n| format!("${n}")).collect();
+                format!("({})", row.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (table, names, then) = (self.table, self.column_names, self.then);
+        format!("INSERT INTO {table} ({names}) VALUES {values}{then}")
+    }
+
+    /// Whether two rows of this insert are the same row.
+    pub fn same_row(&self, a: &[OwnedArg], b: &[OwnedArg]) -> bool {
+        self.key_columns > 0 && a[..self.key_columns] == b[..self.key_columns]
     }
 }
 
@@ -301,11 +351,20 @@ pub trait Connection {
     /// many rows match.
     fn each_row(&mut self, sql: &str, args: &[Arg<'_>], each: &mut EachRow<'_>) -> Result<()>;
 
-    /// Inserts one row of `insert`, now or with the next rows of the same
-    /// kind: the row is written before any later statement that names its
-    /// table runs, and before the transaction commits. PostgreSQL sends
-    /// such rows together (one round trip for a transaction's audit
-    /// events); SQLite, a library call away, inserts at once.
+    /// `query` of a statement that reads each `only` table's rows of one
+    /// key alone (`WHERE run_id = $1`): rows held for other keys of those
+    /// tables need not be written before it (`LaterInsert::read_by`).
+    fn query_only(&mut self, sql: &str, args: &[Arg<'_>], only: &[Only<'_>]) -> Result<Vec<Row>> {
+        let _ = only;
+        self.query(sql, args)
+    }
+
+    /// Inserts one row of `insert`, now or with the next rows held: the
+    /// row is written before any later statement that names its table
+    /// runs (`query_only` aside), and before the transaction commits.
+    /// PostgreSQL sends such rows together (one statement for what a
+    /// transaction held, with its commit marker); SQLite, a library call
+    /// away, inserts at once.
     fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
         self.execute(&insert.statement(1), args).map(|_| ())
     }

@@ -5,16 +5,28 @@
 
 use anyhow::{Context, Result};
 
-use super::connection::{Connection, Row};
+use super::connection::{Connection, LaterInsert, Only, Row};
 use super::memory::{TaskMemory, MEMORY_COLUMNS};
 use super::rows;
-use crate::model::{DeliveryState, Notice};
+use super::tasks::{decode_task, CorruptRow, TASK_COLUMNS};
+use crate::model::{DeliveryState, Notice, Task};
 use crate::store::connection::args;
 
 /// The columns of a notice row, in the order both stores' decoders read them.
 pub const NOTICE_COLUMNS: &str = "delivery_id, run_id, tenant_key, seq, state, target, message,
     created_at, updated_at, claim_token, deadline, attempts, last_error, kind,
     suppressed_since_last, suppressed_reason";
+
+/// A new notice: read back only through statements naming `deliveries`
+/// (its number, whether one is sending, the sender's claim), so it may
+/// wait for the commit with the rest of its transaction's rows.
+static NOTICE_ROW: LaterInsert = LaterInsert {
+    table: "deliveries",
+    read_by: Some(1),
+    column_names: NOTICE_COLUMNS,
+    then: "",
+    key_columns: 0,
+};
 
 /// A pending notice claimed for sending, with the claim's token and
 /// deadline.
@@ -60,6 +72,10 @@ pub struct NoticeStart {
     pub seq: i64,
 }
 
+/// `notice_start_and_task`'s answer: the notice's start, and the task
+/// (None when it is gone; a row that does not decode is a `CorruptRow`).
+pub type StartAndTask = (NoticeStart, Option<Result<Task, CorruptRow>>);
+
 /// The run's ($1) next notice number and whether one of its notices is
 /// being sent, from one pass over its few notices along `(run_id, seq)`.
 /// `state = 'sending'` stays out of the WHERE: PostgreSQL would then AND in
@@ -79,6 +95,35 @@ static NOTICE_START: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         rows::qualified("m", MEMORY_COLUMNS)
     )
 });
+
+/// `notice_start_and_task`'s statement: the run's notice numbers, its
+/// task's columns (null when it is gone), then the task's memory, last
+/// because it is decoded to the row's end.
+static NOTICE_START_AND_TASK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT own.next_seq, own.sending, {}, {}
+         FROM ({RUN_NOTICES}) AS own LEFT JOIN tasks t ON t.task_id = $2
+         LEFT JOIN task_memory m ON m.task_id = $2",
+        rows::qualified("t", TASK_COLUMNS),
+        rows::qualified("m", MEMORY_COLUMNS)
+    )
+});
+
+/// What a notice's start reads: the run's own notices and its task's
+/// memory. Notices and memories the transaction holds for other runs and
+/// tasks (outcomes and claims settled before this one) may wait.
+fn only<'a>(run_id: &'a str, task_id: &'a str) -> [Only<'a>; 2] {
+    [
+        Only {
+            table: "deliveries",
+            key: run_id,
+        },
+        Only {
+            table: "task_memory",
+            key: task_id,
+        },
+    ]
+}
 
 /// What `last_skip_sent` reads: the skipped run's words and the notice's time.
 pub struct SkipSent {
@@ -103,6 +148,9 @@ pub trait DeliveryTx {
     /// `next_notice_seq`, `notice_sending` and the task's memory, in one
     /// read: what a run's notice is decided from.
     fn notice_start(&mut self, run_id: &str, task_id: &str) -> Result<NoticeStart>;
+    /// `notice_start` and `TaskTx::task` of the run's task, in one read:
+    /// what recording an outcome reads once the run's row is changed.
+    fn notice_start_and_task(&mut self, run_id: &str, task_id: &str) -> Result<StartAndTask>;
     /// Pending notices, oldest first.
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>>;
     /// Pending notices whose next attempt is due, oldest first.
@@ -139,11 +187,8 @@ fn notices(found: &[Row]) -> Result<Vec<Notice>> {
 
 impl<C: Connection> DeliveryTx for C {
     fn insert_notice(&mut self, n: &Notice) -> Result<()> {
-        self.execute(
-            &format!(
-                "INSERT INTO deliveries ({NOTICE_COLUMNS})
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
-            ),
+        self.insert_later(
+            &NOTICE_ROW,
             args![
                 &n.delivery_id,
                 &n.run_id,
@@ -200,7 +245,12 @@ impl<C: Connection> DeliveryTx for C {
 
     fn notice_start(&mut self, run_id: &str, task_id: &str) -> Result<NoticeStart> {
         let row = self
-            .query_one(&NOTICE_START, args![run_id, task_id])
+            .query_only(
+                &NOTICE_START,
+                args![run_id, task_id],
+                &only(run_id, task_id),
+            )
+            .and_then(|rows| rows.into_iter().next().context("no row"))
             .context("reading what the run's notice starts from")?;
         // The memory's columns follow the two values; null when it has none.
         let memory = match row.get::<Option<String>>(2)? {
@@ -212,6 +262,32 @@ impl<C: Connection> DeliveryTx for C {
             sending: row.get(1)?,
             seq: row.get(0)?,
         })
+    }
+
+    fn notice_start_and_task(&mut self, run_id: &str, task_id: &str) -> Result<StartAndTask> {
+        let row = self
+            .query_only(
+                &NOTICE_START_AND_TASK,
+                args![run_id, task_id],
+                &only(run_id, task_id),
+            )
+            .and_then(|rows| rows.into_iter().next().context("no row"))
+            .context("reading the run's task and what its notice starts from")?;
+        let task = match row.get::<Option<String>>(2)? {
+            Some(_) => Some(decode_task(&rows::Shifted { row: &row, by: 2 })?),
+            None => None,
+        };
+        let memory_at = 2 + rows::count(TASK_COLUMNS);
+        let memory = match row.get::<Option<String>>(memory_at)? {
+            Some(_) => Some(row.decode_from::<TaskMemory>(memory_at)?),
+            None => None,
+        };
+        let start = NoticeStart {
+            memory,
+            sending: row.get(1)?,
+            seq: row.get(0)?,
+        };
+        Ok((start, task))
     }
 
     fn pending_notices(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Notice>> {

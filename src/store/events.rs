@@ -92,8 +92,10 @@ fn events_statement(dialect: Dialect, one_task: bool) -> String {
 /// in the same transaction but through a statement naming `events`.
 static EVENT_ROW: LaterInsert = LaterInsert {
     table: "events",
-    into: "events (at, tenant_key, actor, action, task_id, run_id, detail)",
-    columns: 7,
+    read_by: None,
+    column_names: "at, tenant_key, actor, action, task_id, run_id, detail",
+    then: "",
+    key_columns: 0,
 };
 
 impl<C: Connection> EventTx for C {

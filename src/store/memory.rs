@@ -7,8 +7,8 @@
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use super::connection::Connection;
 use super::connection::Row;
+use super::connection::{Connection, LaterInsert};
 use super::runs::RUN_COLUMNS;
 use crate::store::connection::args;
 
@@ -62,6 +62,24 @@ static LAST_SETTLED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
+/// A task's memory, written whole (insert or replace): read back only
+/// through statements naming `task_memory`, so it may wait for the commit.
+static MEMORY_ROW: LaterInsert = LaterInsert {
+    table: "task_memory",
+    read_by: Some(0),
+    column_names: MEMORY_COLUMNS,
+    then: " ON CONFLICT (task_id) DO UPDATE SET
+        last_failure_reason = excluded.last_failure_reason,
+        last_failure_sent_at = excluded.last_failure_sent_at,
+        last_success_fingerprint = excluded.last_success_fingerprint,
+        suppressed_count = excluded.suppressed_count,
+        suppressed_failures = excluded.suppressed_failures,
+        suppressed_since = excluded.suppressed_since,
+        last_settled_run_id = excluded.last_settled_run_id,
+        last_success_at = excluded.last_success_at",
+    key_columns: 1,
+};
+
 pub trait MemoryTx {
     /// The task's memory; a task that never settled a run has none.
     fn task_memory(&mut self, task_id: &str) -> Result<Option<TaskMemory>>;
@@ -99,20 +117,8 @@ impl<C: Connection> MemoryTx for C {
     }
 
     fn save_task_memory(&mut self, m: &TaskMemory) -> Result<()> {
-        self.execute(
-            &format!(
-                "INSERT INTO task_memory ({MEMORY_COLUMNS})
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                 ON CONFLICT (task_id) DO UPDATE SET
-                    last_failure_reason = excluded.last_failure_reason,
-                    last_failure_sent_at = excluded.last_failure_sent_at,
-                    last_success_fingerprint = excluded.last_success_fingerprint,
-                    suppressed_count = excluded.suppressed_count,
-                    suppressed_failures = excluded.suppressed_failures,
-                    suppressed_since = excluded.suppressed_since,
-                    last_settled_run_id = excluded.last_settled_run_id,
-                    last_success_at = excluded.last_success_at"
-            ),
+        self.insert_later(
+            &MEMORY_ROW,
             args![
                 &m.task_id,
                 &m.last_failure_reason,

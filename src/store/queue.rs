@@ -13,7 +13,9 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 
 use super::connection::{values_rows, Arg, Connection, Dialect, Row};
+use super::memory::LastSettled;
 use super::rows;
+use super::runs::RUN_COLUMNS;
 use super::tasks::{decode_task, due_task, CorruptRow, TASK_COLUMNS};
 use super::DueTask;
 use crate::model::Task;
@@ -50,6 +52,19 @@ pub struct DueRow {
     pub triggered: bool,
     /// The task has a run in a state that blocks a new one.
     pub blocked: bool,
+    /// What `MemoryTx::last_settled` says of the task, read with its row;
+    /// None when not read (it is looked up when needed).
+    pub last_settled: Option<Option<LastSettled>>,
+}
+
+/// What one `due_in` read.
+#[derive(Debug)]
+pub struct DueRead {
+    pub rows: Vec<DueRow>,
+    /// The read stopped at its limit: more may be due. Otherwise every due
+    /// row not passed over and not held by another session was read, and
+    /// reading again in the same transaction finds none.
+    pub more: bool,
 }
 
 /// What `status` and `metrics` say about the queue.
@@ -97,7 +112,7 @@ pub trait QueueTx {
         now: i64,
         limit: u32,
         except: &[String],
-    ) -> Result<Vec<DueRow>>;
+    ) -> Result<DueRead>;
     /// Due tasks not yet marked for their latest due instant (never marked,
     /// or marked for an instant that a newer one has superseded), earliest first.
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>>;
@@ -258,7 +273,9 @@ fn first_by(
 /// `due_in`'s statement: the first $3 tasks due by each way (`first_by`,
 /// rows locked on PostgreSQL), read once with what a claim asks of them.
 /// The row's mark, `noted`, `triggered` and `blocked` follow the task's
-/// columns, the due instant and whether it is a retry.
+/// columns, the due instant and whether it is a retry; then what
+/// `last_settled` reads (the memory's task id, the last success's time,
+/// the last settled run's columns), for the executor's `previous`.
 fn due_rows(dialect: Dialect, except: &str) -> String {
     // PostgreSQL rules out FOR UPDATE under a UNION, but not in CTEs read
     // by one.
@@ -288,14 +305,19 @@ fn due_rows(dialect: Dialect, except: &str) -> String {
     let blocking = dialect.pick(" INDEXED BY runs_blocking", "");
     format!(
         "{with}
-         SELECT {TASK_COLUMNS}, due.at, due.retry, queued_for, queued_since, queued_next,
+         SELECT {}, due.at, due.retry, tasks.queued_for, tasks.queued_since,
+             tasks.queued_next,
              EXISTS (SELECT 1 FROM seen_due s WHERE s.task_id = tasks.task_id),
-             trigger_at IS NOT NULL,
-             EXISTS (SELECT 1 FROM runs r{blocking} WHERE r.task_id = tasks.task_id
-                       AND r.status IN ('running', 'awaiting_confirmation',
-                                        'awaiting_authorization', 'unknown'))
-         FROM ({}) AS due JOIN tasks USING (task_id)
+             tasks.trigger_at IS NOT NULL,
+             EXISTS (SELECT 1 FROM runs b{blocking} WHERE b.task_id = tasks.task_id
+                       AND b.status IN ('running', 'awaiting_confirmation',
+                                        'awaiting_authorization', 'unknown')),
+             m.task_id, m.last_success_at, {RUN_COLUMNS}
+         FROM ({}) AS due JOIN tasks ON tasks.task_id = due.task_id
+         LEFT JOIN task_memory m ON m.task_id = tasks.task_id
+         LEFT JOIN runs r ON r.run_id = m.last_settled_run_id
          ORDER BY due.at LIMIT $3",
+        rows::qualified("tasks", TASK_COLUMNS),
         seeks.join(" UNION ALL ")
     )
 }
@@ -316,6 +338,20 @@ fn due_row(row: &Row) -> Result<DueRow> {
         }),
         None => None,
     };
+    let memory = n + 8;
+    let last_settled = match row.get::<Option<String>>(memory)? {
+        None => None,
+        Some(_) => Some(LastSettled {
+            run: match row.get::<Option<String>>(memory + 2)? {
+                Some(_) => Some(rows::run(&rows::Shifted {
+                    row,
+                    by: memory + 2,
+                })?),
+                None => None,
+            },
+            last_success_at: row.get(memory + 1)?,
+        }),
+    };
     Ok(DueRow {
         due,
         task: decode_task(row)?,
@@ -323,6 +359,7 @@ fn due_row(row: &Row) -> Result<DueRow> {
         noted: row.get(n + 5)?,
         triggered: row.get(n + 6)?,
         blocked: row.get(n + 7)?,
+        last_settled: Some(last_settled),
     })
 }
 
@@ -414,7 +451,7 @@ impl<C: Connection> QueueTx for C {
         now: i64,
         limit: u32,
         except: &[String],
-    ) -> Result<Vec<DueRow>> {
+    ) -> Result<DueRead> {
         let built;
         let sql = match (self.dialect(), except.is_empty()) {
             (Dialect::Sqlite, true) => &*DUE_ROWS_SQLITE,
@@ -443,7 +480,10 @@ impl<C: Connection> QueueTx for C {
                 due.push(read);
             }
         }
-        Ok(due)
+        Ok(DueRead {
+            more: rows.len() >= limit as usize,
+            rows: due,
+        })
     }
 
     fn unmarked_due(&mut self, now: i64, tenant: Option<&str>, limit: u32) -> Result<Vec<DueTask>> {

@@ -190,7 +190,7 @@ pub fn claim_batch(
 /// not decidable), which later reads pass over.
 struct DueRows {
     read: Vec<VecDeque<DueRow>>,
-    /// A tenant whose last read found nothing more due.
+    /// A tenant whose last read found all that is due (`DueRead::more`).
     exhausted: Vec<bool>,
     passed: Vec<String>,
 }
@@ -217,13 +217,12 @@ impl DueRows {
     ) -> Result<Option<(usize, DueRow)>> {
         for step in 0..tenants.len() {
             let index = (start + step) % tenants.len();
-            if self.exhausted[index] {
-                continue;
-            }
-            if self.read[index].is_empty() {
-                let rows = tx.due_in(&tenants[index], now, want.max(1), &self.passed)?;
-                self.exhausted[index] = rows.is_empty();
-                self.read[index] = rows.into();
+            if self.read[index].is_empty() && !self.exhausted[index] {
+                let read = tx.due_in(&tenants[index], now, want.max(1), &self.passed)?;
+                // A read short of its limit found all there is: reading
+                // again would cost a round trip to find nothing.
+                self.exhausted[index] = !read.more;
+                self.read[index] = read.rows.into();
             }
             if let Some(row) = self.read[index].pop_front() {
                 return Ok(Some((index, row)));

@@ -10,7 +10,7 @@ use crate::audit::{AuditAction, Event};
 use crate::model::{
     DeliveryState, Notice, NoticeKind, Run, RunState, RunStatus, Task, TaskState, Wait,
 };
-use crate::store::{RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
+use crate::store::{NoticeStart, RunFinish, TaskAdvance, TaskMemory, TaskTransition, Tx};
 use crate::text::{clip, first_line, wall_time};
 
 /// Longest retry delay, whatever the backoff doubles to.
@@ -95,13 +95,14 @@ pub fn settle(
     now: i64,
     claim: Option<NoticeClaim<'_>>,
 ) -> Result<Notice> {
-    let (task, settled, paused) = record(tx, run, from, token, outcome, actor, now)?;
+    let (recorded, start) = record_reading(tx, run, from, token, outcome, actor, now)?;
+    let (task, settled, paused) = recorded;
     let context = NoticeContext {
         executor_says: outcome.notify,
         paused: paused.as_deref(),
         ..NoticeContext::default()
     };
-    add_decided_notice(tx, &settled, task.as_ref(), now, claim, context)
+    add_notice_from(tx, &settled, task.as_ref(), now, claim, context, start)
 }
 
 /// The guarded change, the task's bookkeeping and the audit event, without a
@@ -116,7 +117,25 @@ pub fn record(
     outcome: &Outcome,
     actor: &str,
     now: i64,
-) -> Result<(Option<Task>, Run, Option<String>)> {
+) -> Result<Recorded> {
+    record_reading(tx, run, from, token, outcome, actor, now).map(|(recorded, _)| recorded)
+}
+
+/// What `record` returns: the task, the settled run, the pause's reason.
+pub type Recorded = (Option<Task>, Run, Option<String>);
+
+/// `record`, and what the run's notice starts from, read with the task in
+/// the same statement: nothing `record` writes after it is read touches
+/// the run's notices or the task's memory.
+fn record_reading(
+    tx: &mut dyn Tx,
+    run: &Run,
+    from: RunStatus,
+    token: Option<&str>,
+    outcome: &Outcome,
+    actor: &str,
+    now: i64,
+) -> Result<(Recorded, NoticeStart)> {
     tx.finish_run(&RunFinish {
         run_id: &run.run_id,
         from,
@@ -130,7 +149,8 @@ pub fn record(
         stderr: outcome.stderr.as_deref(),
         now,
     })?;
-    let task = match tx.task(&run.task_id)? {
+    let (start, task) = tx.notice_start_and_task(&run.run_id, &run.task_id)?;
+    let task = match task {
         Some(Ok(task)) => Some(task),
         _ => None,
     };
@@ -155,7 +175,7 @@ pub fn record(
     settled.summary = outcome.summary.clone().or(settled.summary);
     settled.reason = outcome.reason.clone();
     settled.stderr_tail = outcome.stderr.clone().or(settled.stderr_tail);
-    Ok((task, settled, paused))
+    Ok(((task, settled, paused), start))
 }
 
 /// The task side of a settled run: failure streak, retry, completion, and
@@ -347,11 +367,24 @@ pub fn add_decided_notice(
     claim: Option<NoticeClaim<'_>>,
     context: NoticeContext<'_>,
 ) -> Result<Notice> {
+    // One read for the memory, the next number and whether one is being sent.
+    let start = tx.notice_start(&run.run_id, &run.task_id)?;
+    add_notice_from(tx, run, task, now, claim, context, start)
+}
+
+/// `add_decided_notice` from what `notice_start` read.
+fn add_notice_from(
+    tx: &mut dyn Tx,
+    run: &Run,
+    task: Option<&Task>,
+    now: i64,
+    claim: Option<NoticeClaim<'_>>,
+    context: NoticeContext<'_>,
+    start: NoticeStart,
+) -> Result<Notice> {
     let target = task
         .map(|t| t.payload.target.clone())
         .unwrap_or_else(|| run.tenant_key.clone());
-    // One read for the memory, the next number and whether one is being sent.
-    let start = tx.notice_start(&run.run_id, &run.task_id)?;
     let before = start
         .memory
         .unwrap_or_else(|| TaskMemory::new(&run.task_id));

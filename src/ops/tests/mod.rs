@@ -13,6 +13,7 @@ mod confirm;
 mod confirm_code;
 mod draft;
 mod explain;
+mod held_rows;
 mod inside_run;
 mod leases;
 mod lifecycle;

@@ -10,8 +10,10 @@
 use anyhow::{bail, Context, Result};
 use postgres::{Client, SimpleQueryMessage};
 
-/// Inserted last in every write transaction.
-pub const MARK: &str = "INSERT INTO commit_markers (marker) VALUES ($1)";
+/// Inserted last in every write transaction, with the rows it held back
+/// (`PgTx::send_later`), whose parameters come first: the marker's
+/// placeholder follows this.
+pub const MARK_INTO: &str = "INSERT INTO commit_markers (marker) VALUES ";
 
 /// Markers are only ever looked up seconds after their commit; a day is
 /// ample. At most 1000 a time, skipping rows another host is pruning.

@@ -8,21 +8,97 @@ use anyhow::{anyhow, Context, Result};
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type};
 
-use super::PgTx;
+use super::{Held, PgTx};
 use crate::store::connection::{
-    Arg, Cell, Connection, Dialect, EachRow, LaterInsert, OwnedArg, Row,
+    Arg, Cell, Connection, Dialect, EachRow, LaterInsert, Only, OwnedArg, Row,
 };
 
-/// Rows one deferred INSERT sends at most (7 arguments a row for an event:
-/// well under the protocol's 65,535 parameters).
+/// Parameters one statement may bind (the protocol counts them in 16 bits).
+const MOST_PARAMETERS: usize = 65_535;
+
+/// Rows one deferred INSERT sends at most when the held rows do not fit in
+/// one statement (7 arguments a row for an event).
 const LATER_ROWS_PER_STATEMENT: usize = 256;
 
 impl PgTx<'_, '_> {
-    /// Sends the rows `insert_later` holds, each kind's in as few
-    /// statements as it can, in the order they were inserted.
-    pub(super) fn send_later(&mut self) -> Result<()> {
+    /// Sends the rows `insert_later` holds, and the commit marker when the
+    /// transaction is about to commit, in one statement: each table's rows
+    /// are one INSERT, in a data-modifying `WITH` before the last (one round
+    /// trip however many tables a transaction's deferred rows go to;
+    /// foreign keys are checked when the whole statement ends). Rows of a
+    /// table keep their order. Held rows too many for one statement's
+    /// parameters go in the order they were held, a table's run at a time.
+    pub(super) fn send_later(&mut self, marker: Option<&str>) -> Result<()> {
         let later = std::mem::take(&mut self.later);
-        let mut rest = later.as_slice();
+        let parameters: usize = later.iter().map(|(insert, _)| insert.columns()).sum();
+        if parameters + 1 > MOST_PARAMETERS {
+            self.send_later_in_runs(&later)?;
+            return match marker {
+                Some(marker) => self.send_later_statement(&[], marker),
+                None => Ok(()),
+            };
+        }
+        match marker {
+            Some(marker) => self.send_later_statement(&later, marker),
+            None if later.is_empty() => Ok(()),
+            None => self.send_later_statement(&later, ""),
+        }
+    }
+
+    /// `held` as one statement (see `send_later`); `marker` empty when no
+    /// marker goes with them.
+    fn send_later_statement(&mut self, held: &[Held], marker: &str) -> Result<()> {
+        let mut tables: Vec<(&'static LaterInsert, Vec<&[OwnedArg]>)> = Vec::new();
+        for (insert, row) in held {
+            match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, *insert)) {
+                Some((_, rows)) => rows.push(row),
+                None => tables.push((insert, vec![row])),
+            }
+        }
+        let mut parts = Vec::with_capacity(tables.len() + 1);
+        let mut numbered = 0;
+        for (insert, rows) in &tables {
+            parts.push(insert.statement_from(rows.len(), numbered));
+            numbered += rows.len() * insert.columns();
+        }
+        if !marker.is_empty() {
+            parts.push(format!("{}(${})", super::commit::MARK_INTO, numbered + 1));
+        }
+        let Some(last) = parts.pop() else {
+            return Ok(());
+        };
+        let sql = match parts.is_empty() {
+            true => last,
+            false => {
+                let with: Vec<String> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, part)| format!("held{i} AS ({part})"))
+                    .collect();
+                format!("WITH {} {last}", with.join(", "))
+            }
+        };
+        let mut args: Vec<Arg<'_>> = tables
+            .iter()
+            .flat_map(|(_, rows)| rows.iter().flat_map(|row| row.iter().map(OwnedArg::as_arg)))
+            .collect();
+        if !marker.is_empty() {
+            args.push(Arg::Text(marker));
+        }
+        let names: Vec<&str> = tables.iter().map(|(insert, _)| insert.table).collect();
+        let what = match marker.is_empty() {
+            true => format!("writing to {}", names.join(", ")),
+            false if names.is_empty() => "marking the commit".to_string(),
+            false => format!("writing to {} and marking the commit", names.join(", ")),
+        };
+        self.tx.execute(&sql, &bound(&args)).context(what)?;
+        Ok(())
+    }
+
+    /// `held` in the order it was held, each run of one table's rows in as
+    /// few statements as it can.
+    fn send_later_in_runs(&mut self, held: &[Held]) -> Result<()> {
+        let mut rest = held;
         while let Some((insert, _)) = rest.first() {
             let same = rest
                 .iter()
@@ -45,12 +121,18 @@ impl PgTx<'_, '_> {
     /// Sends the rows held when `sql` names one of their tables: a
     /// statement sees every row inserted before it.
     fn send_later_for(&mut self, sql: &str) -> Result<()> {
+        self.send_later_for_only(sql, &[])
+    }
+
+    /// `send_later_for` of a statement that reads the tables of `only` by
+    /// one key each: rows held for other keys may wait.
+    fn send_later_for_only(&mut self, sql: &str, only: &[Only<'_>]) -> Result<()> {
         if self
             .later
             .iter()
-            .any(|(insert, _)| sql.contains(insert.table))
+            .any(|(insert, row)| sql.contains(insert.table) && insert.seen_by(row, only))
         {
-            self.send_later()?;
+            self.send_later(None)?;
         }
         Ok(())
     }
@@ -148,13 +230,29 @@ impl Connection for PgTx<'_, '_> {
     }
 
     fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
-        self.later
-            .push((insert, args.iter().map(OwnedArg::of).collect()));
+        let row: Vec<OwnedArg> = args.iter().map(OwnedArg::of).collect();
+        if self
+            .later
+            .iter()
+            .any(|(held, other)| std::ptr::eq(*held, insert) && insert.same_row(other, &row))
+        {
+            self.send_later(None)?;
+        }
+        self.later.push((insert, row));
         Ok(())
     }
 
     fn query(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>> {
         self.send_later_for(sql)?;
+        self.tx
+            .query(sql, &bound(args))?
+            .iter()
+            .map(row_of)
+            .collect()
+    }
+
+    fn query_only(&mut self, sql: &str, args: &[Arg<'_>], only: &[Only<'_>]) -> Result<Vec<Row>> {
+        self.send_later_for_only(sql, only)?;
         self.tx
             .query(sql, &bound(args))?
             .iter()

@@ -46,8 +46,11 @@ pub struct PgTx<'a, 'b> {
     cursors: usize,
     /// Rows `insert_later` holds until a statement names their table or the
     /// transaction ends (`send_later`).
-    later: Vec<(&'static LaterInsert, Vec<OwnedArg>)>,
+    later: Vec<Held>,
 }
+
+/// A row `insert_later` holds, and the insert it is a row of.
+type Held = (&'static LaterInsert, Vec<OwnedArg>);
 
 impl PgStore {
     pub fn open(url: &str, options: &OpenOptions) -> Result<PgStore> {
@@ -173,7 +176,7 @@ impl PgStore {
             later: Vec::new(),
         };
         f(&mut pg)?;
-        pg.send_later()?;
+        pg.send_later(None)?;
         tx.commit().context("committing")
     }
 
@@ -207,17 +210,14 @@ impl PgStore {
                 later: Vec::new(),
             };
             f(&mut pg)?;
-            pg.send_later()?;
-            // Through the statement cache: the marker's insert is the one
-            // statement every write runs, one round trip instead of two.
             if prune {
                 pg.tx
                     .execute(commit::PRUNE, &[])
                     .context("pruning commit markers")?;
             }
-            pg.tx
-                .execute(commit::MARK, &[&marker])
-                .context("marking the commit")?;
+            // The marker's insert is the one statement every write runs:
+            // it goes with the rows held for the commit, one round trip.
+            pg.send_later(Some(&marker))?;
         }
         match tx.commit() {
             Ok(()) => Ok(()),

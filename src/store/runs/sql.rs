@@ -12,16 +12,22 @@ use super::leases;
 use super::{Reconciliation, RunFilter, RunFinish, RunTx, UnknownPlace, RUN_COLUMNS};
 use crate::model::Run;
 use crate::store::connection::args;
-use crate::store::connection::{expect_one, Connection, Dialect, Row};
+use crate::store::connection::{expect_one, Connection, Dialect, LaterInsert, Row};
 use crate::store::{owners, rows};
 
-const INSERT_RUN: &str =
-    "INSERT INTO runs (run_id, task_id, tenant_key, scheduled_for, scheduled_local,
+/// A new run: read back only through statements naming `runs` (whether
+/// one blocks the next, the dashboard), so on PostgreSQL it may go to the
+/// server with the rest of its claim's rows.
+static RUN_ROW: LaterInsert = LaterInsert {
+    table: "runs",
+    read_by: None,
+    column_names: "run_id, task_id, tenant_key, scheduled_for, scheduled_local,
        attempt, due_at, status, payload_hash, created_at, started_at, finished_at,
        lease_token, lease_until, summary, reason, skipped_occurrences, blocked_by,
-       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up, profile)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-       $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)";
+       wait_kind, wait_id, wait_deadline, queued_seconds, trigger, runner, catch_up, profile",
+    then: "",
+    key_columns: 0,
+};
 
 /// `run_and_task`'s statement: the run's columns, then its task's.
 static RUN_AND_TASK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -98,8 +104,8 @@ impl<C: Connection> RunTx for C {
 
     fn insert_run(&mut self, r: &Run, runner: Option<&str>, profile: Option<&str>) -> Result<()> {
         let state = r.state.columns();
-        self.execute(
-            INSERT_RUN,
+        self.insert_later(
+            &RUN_ROW,
             args![
                 &r.run_id,
                 &r.task_id,

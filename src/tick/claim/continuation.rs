@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
 use crate::model::{Lease, Run, Start};
-use crate::store::Tx;
+use crate::store::{LastSettled, Tx};
 
 use super::{ClaimSettings, Claimed};
 use crate::tick::budget;
@@ -20,22 +20,27 @@ use crate::tick::budget;
 /// settled run and its last success's time, from the task's memory (one
 /// lookup, however long its history); null when it has neither.
 pub fn previous_run(tx: &mut dyn Tx, task_id: &str) -> Result<serde_json::Value> {
-    let Some(memory) = tx.last_settled(task_id)? else {
-        return Ok(serde_json::Value::Null);
+    Ok(previous_of(tx.last_settled(task_id)?))
+}
+
+/// `previous_run` of what `last_settled` read.
+pub fn previous_of(memory: Option<LastSettled>) -> serde_json::Value {
+    let Some(memory) = memory else {
+        return serde_json::Value::Null;
     };
     let last = memory.run;
     if last.is_none() && memory.last_success_at.is_none() {
-        return Ok(serde_json::Value::Null);
+        return serde_json::Value::Null;
     }
     let time = crate::wire::time;
-    Ok(json!({
+    json!({
         "run_id": last.as_ref().map(|r| r.run_id.clone()),
         "scheduled_for": time(last.as_ref().map(|r| r.scheduled_for)),
         "status": last.as_ref().map(|r| r.status().as_str()),
         "finished_at": time(last.as_ref().and_then(|r| r.finished_at())),
         "summary": last.as_ref().and_then(|r| r.summary.clone()),
         "last_success_at": time(memory.last_success_at),
-    }))
+    })
 }
 
 /// What the executor of an approved parked run is told on stdin

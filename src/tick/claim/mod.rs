@@ -27,7 +27,7 @@ use crate::model::{NotifyMode, Run, RunEnd, RunState, RunStatus, RunTrigger, Tas
 use crate::schedule;
 use crate::store::{CorruptRow, DueRow, DueTask, QueueMark, TaskAdvance, Trigger, Tx};
 
-pub use continuation::{approved_continuation, continue_approved, previous_run};
+pub use continuation::{approved_continuation, continue_approved, previous_of, previous_run};
 use occurrences::{decide_occurrences, decided};
 
 /// The most occurrences one coalesced `missed` run counts exactly; beyond
@@ -299,6 +299,7 @@ fn read_due(tx: &mut dyn Tx, due: &DueTask) -> Result<Option<DueRow>> {
         noted: true,
         triggered: true,
         blocked: true,
+        last_settled: None,
     }))
 }
 
@@ -460,6 +461,7 @@ pub fn claim_read(
     s: ClaimSettings,
     notices_for_missed: bool,
 ) -> Result<Option<Claimed>> {
+    let last_settled = row.last_settled.clone();
     match prepare_read(tx, row, s)? {
         None => Ok(None),
         Some(Err(CorruptRow {
@@ -528,9 +530,14 @@ pub fn claim_read(
                 consecutive_failures: task.consecutive_failures,
                 now: s.now,
             })?;
-            let previous = match plan.running() {
-                Some(_) => previous_run(tx, &task.task_id)?,
-                None => serde_json::Value::Null,
+            // Read with the due row, unless this claim may have written
+            // the task's memory since: another run recorded (its notice),
+            // or the overdue notice its first run carries.
+            let unchanged = plan.runs.len() == 1 && task.payload.expect_success_seconds.is_none();
+            let previous = match (plan.running(), last_settled) {
+                (None, _) => serde_json::Value::Null,
+                (Some(_), Some(read)) if unchanged => previous_of(read),
+                (Some(_), _) => previous_run(tx, &task.task_id)?,
             };
             Ok(Some(Claimed::Planned {
                 task: Box::new(task),
