@@ -112,11 +112,13 @@ pub fn settle_unknown(
             prior_reason: run.reason.clone(),
             decided_at: now,
         })?;
-        let (_, settled, _) =
-            record_outcome(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
-        let memory =
-            (tx.task_memory(&run.task_id)?).unwrap_or_else(|| TaskMemory::new(&run.task_id));
-        tx.save_task_memory(&reconciled_memory(memory, &settled, now))?;
+        let recorded = record_outcome(tx, &run, RunStatus::Unknown, None, &outcome, actor, now)?;
+        // The task's memory came with the outcome's read of its task.
+        let memory = recorded
+            .notice_start
+            .memory
+            .unwrap_or_else(|| TaskMemory::new(&run.task_id));
+        tx.save_task_memory(&reconciled_memory(memory, &recorded.settled, now))?;
         let mut detail =
             json!({"decision": decision.as_str(), "reason": reason, "prior_reason": run.reason});
         if !settling.usage.is_empty() {
@@ -129,6 +131,6 @@ pub fn settle_unknown(
             now,
             detail,
         ))?;
-        Ok(settled)
+        Ok(recorded.settled)
     })
 }

@@ -95,20 +95,41 @@ pub fn settle(
     now: i64,
     claim: Option<NoticeClaim<'_>>,
 ) -> Result<Notice> {
-    let (recorded, start) = record_reading(tx, run, from, token, outcome, actor, now)?;
-    let (task, settled, paused) = recorded;
+    let recorded = record(tx, run, from, token, outcome, actor, now)?;
     let context = NoticeContext {
         executor_says: outcome.notify,
-        paused: paused.as_deref(),
+        paused: recorded.paused.as_deref(),
         ..NoticeContext::default()
     };
-    add_notice_from(tx, &settled, task.as_ref(), now, claim, context, start)
+    let task = recorded.task.as_ref();
+    add_notice_from(
+        tx,
+        &recorded.settled,
+        task,
+        now,
+        claim,
+        context,
+        recorded.notice_start,
+    )
+}
+
+/// What `record` did and read.
+pub struct Recorded {
+    /// The run's task, when it is still stored and readable.
+    pub task: Option<Task>,
+    /// The run as the outcome left it.
+    pub settled: Run,
+    /// The reason the task paused itself, when this failure ended its
+    /// `--pause-after` streak.
+    pub paused: Option<String>,
+    /// What the run's next notice starts from (its number, whether one is
+    /// being sent, the task's memory), read with the task: nothing
+    /// `record` writes touches the run's notices or the task's memory.
+    pub notice_start: NoticeStart,
 }
 
 /// The guarded change, the task's bookkeeping and the audit event, without a
 /// notice (reconcile: the run's notice went out when it became unknown).
-/// The third value is the reason the task paused itself, when this failure
-/// ended its `--pause-after` streak.
 pub fn record(
     tx: &mut dyn Tx,
     run: &Run,
@@ -118,24 +139,6 @@ pub fn record(
     actor: &str,
     now: i64,
 ) -> Result<Recorded> {
-    record_reading(tx, run, from, token, outcome, actor, now).map(|(recorded, _)| recorded)
-}
-
-/// What `record` returns: the task, the settled run, the pause's reason.
-pub type Recorded = (Option<Task>, Run, Option<String>);
-
-/// `record`, and what the run's notice starts from, read with the task in
-/// the same statement: nothing `record` writes after it is read touches
-/// the run's notices or the task's memory.
-fn record_reading(
-    tx: &mut dyn Tx,
-    run: &Run,
-    from: RunStatus,
-    token: Option<&str>,
-    outcome: &Outcome,
-    actor: &str,
-    now: i64,
-) -> Result<(Recorded, NoticeStart)> {
     tx.finish_run(&RunFinish {
         run_id: &run.run_id,
         from,
@@ -149,7 +152,7 @@ fn record_reading(
         stderr: outcome.stderr.as_deref(),
         now,
     })?;
-    let (start, task) = tx.notice_start_and_task(&run.run_id, &run.task_id)?;
+    let (notice_start, task) = tx.notice_start_and_task(&run.run_id, &run.task_id)?;
     let task = match task {
         Some(Ok(task)) => Some(task),
         _ => None,
@@ -175,7 +178,12 @@ fn record_reading(
     settled.summary = outcome.summary.clone().or(settled.summary);
     settled.reason = outcome.reason.clone();
     settled.stderr_tail = outcome.stderr.clone().or(settled.stderr_tail);
-    Ok(((task, settled, paused), start))
+    Ok(Recorded {
+        task,
+        settled,
+        paused,
+        notice_start,
+    })
 }
 
 /// The task side of a settled run: failure streak, retry, completion, and
