@@ -73,7 +73,9 @@ impl LaterInsert {
     pub fn seen_by(&self, row: &[OwnedArg], only: &[Only<'_>]) -> bool {
         let key = only.iter().find(|o| o.table == self.table).map(|o| o.key);
         match (key, self.read_by) {
-            (Some(key), Some(column)) => row[column] == OwnedArg::Text(key.to_string()),
+            (Some(key), Some(column)) => {
+                matches!(&row[column], OwnedArg::Text(held) if held == key)
+            }
             _ => true,
         }
     }

@@ -125,6 +125,21 @@ fn only<'a>(run_id: &'a str, task_id: &'a str) -> [Only<'a>; 2] {
     ]
 }
 
+/// A notice's start from a row of `NOTICE_START`'s shape: the next number,
+/// whether one is sending, and the task's memory from column `memory_at`
+/// to the row's end (null when the task has none).
+fn notice_start_of(row: &Row, memory_at: usize) -> Result<NoticeStart> {
+    let memory = match row.get::<Option<String>>(memory_at)? {
+        Some(_) => Some(row.decode_from::<TaskMemory>(memory_at)?),
+        None => None,
+    };
+    Ok(NoticeStart {
+        memory,
+        sending: row.get(1)?,
+        seq: row.get(0)?,
+    })
+}
+
 /// What `last_skip_sent` reads: the skipped run's words and the notice's time.
 pub struct SkipSent {
     pub status: String,
@@ -252,16 +267,8 @@ impl<C: Connection> DeliveryTx for C {
             )
             .and_then(|rows| rows.into_iter().next().context("no row"))
             .context("reading what the run's notice starts from")?;
-        // The memory's columns follow the two values; null when it has none.
-        let memory = match row.get::<Option<String>>(2)? {
-            Some(_) => Some(row.decode_from::<TaskMemory>(2)?),
-            None => None,
-        };
-        Ok(NoticeStart {
-            memory,
-            sending: row.get(1)?,
-            seq: row.get(0)?,
-        })
+        // The memory's columns follow the two values.
+        notice_start_of(&row, 2)
     }
 
     fn notice_start_and_task(&mut self, run_id: &str, task_id: &str) -> Result<StartAndTask> {
@@ -277,16 +284,7 @@ impl<C: Connection> DeliveryTx for C {
             Some(_) => Some(decode_task(&rows::Shifted { row: &row, by: 2 })?),
             None => None,
         };
-        let memory_at = 2 + rows::count(TASK_COLUMNS);
-        let memory = match row.get::<Option<String>>(memory_at)? {
-            Some(_) => Some(row.decode_from::<TaskMemory>(memory_at)?),
-            None => None,
-        };
-        let start = NoticeStart {
-            memory,
-            sending: row.get(1)?,
-            seq: row.get(0)?,
-        };
+        let start = notice_start_of(&row, 2 + rows::count(TASK_COLUMNS))?;
         Ok((start, task))
     }
 

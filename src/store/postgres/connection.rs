@@ -33,21 +33,13 @@ impl PgTx<'_, '_> {
         let parameters: usize = later.iter().map(|(insert, _)| insert.columns()).sum();
         if parameters + 1 > MOST_PARAMETERS {
             self.send_later_in_runs(&later)?;
-            return match marker {
-                Some(marker) => self.send_later_statement(&[], marker),
-                None => Ok(()),
-            };
+            return self.send_later_statement(&[], marker);
         }
-        match marker {
-            Some(marker) => self.send_later_statement(&later, marker),
-            None if later.is_empty() => Ok(()),
-            None => self.send_later_statement(&later, ""),
-        }
+        self.send_later_statement(&later, marker)
     }
 
-    /// `held` as one statement (see `send_later`); `marker` empty when no
-    /// marker goes with them.
-    fn send_later_statement(&mut self, held: &[Held], marker: &str) -> Result<()> {
+    /// `held` and the `marker` as one statement (see `send_later`).
+    fn send_later_statement(&mut self, held: &[Held], marker: Option<&str>) -> Result<()> {
         let mut tables: Vec<(&'static LaterInsert, Vec<&[OwnedArg]>)> = Vec::new();
         for (insert, row) in held {
             match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, *insert)) {
@@ -61,7 +53,7 @@ impl PgTx<'_, '_> {
             parts.push(insert.statement_from(rows.len(), numbered));
             numbered += rows.len() * insert.columns();
         }
-        if !marker.is_empty() {
+        if marker.is_some() {
             parts.push(format!("{}(${})", super::commit::MARK_INTO, numbered + 1));
         }
         let Some(last) = parts.pop() else {
@@ -82,14 +74,13 @@ impl PgTx<'_, '_> {
             .iter()
             .flat_map(|(_, rows)| rows.iter().flat_map(|row| row.iter().map(OwnedArg::as_arg)))
             .collect();
-        if !marker.is_empty() {
-            args.push(Arg::Text(marker));
-        }
-        let names: Vec<&str> = tables.iter().map(|(insert, _)| insert.table).collect();
-        let what = match marker.is_empty() {
-            true => format!("writing to {}", names.join(", ")),
-            false if names.is_empty() => "marking the commit".to_string(),
-            false => format!("writing to {} and marking the commit", names.join(", ")),
+        args.extend(marker.map(Arg::Text));
+        let names = tables.iter().map(|(insert, _)| insert.table);
+        let names = names.collect::<Vec<_>>().join(", ");
+        let what = match (marker, names.is_empty()) {
+            (None, _) => format!("writing to {names}"),
+            (Some(_), true) => "marking the commit".to_string(),
+            (Some(_), false) => format!("writing to {names} and marking the commit"),
         };
         self.tx.execute(&sql, &bound(&args)).context(what)?;
         Ok(())
@@ -243,12 +234,7 @@ impl Connection for PgTx<'_, '_> {
     }
 
     fn query(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>> {
-        self.send_later_for(sql)?;
-        self.tx
-            .query(sql, &bound(args))?
-            .iter()
-            .map(row_of)
-            .collect()
+        self.query_only(sql, args, &[])
     }
 
     fn query_only(&mut self, sql: &str, args: &[Arg<'_>], only: &[Only<'_>]) -> Result<Vec<Row>> {
