@@ -336,6 +336,14 @@ impl<T: FromCell> FromCell for Option<T> {
 /// statements; `Break` ends the walk there.
 pub type EachRow<'e> = dyn FnMut(&mut dyn Tx, &Row) -> Result<ControlFlow<()>> + 'e;
 
+/// One read of `query_two`.
+pub struct Read<'a> {
+    pub sql: &'a str,
+    pub args: &'a [Arg<'a>],
+    /// What it is for, in its error.
+    pub doing: &'static str,
+}
+
 /// A transaction on either server, as the store's operations use it.
 pub trait Connection {
     /// How statements must be spelled here.
@@ -369,6 +377,30 @@ pub trait Connection {
     /// away, inserts at once.
     fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
         self.execute(&insert.statement(1), args).map(|_| ())
+    }
+
+    /// Two reads that do not wait on each other: PostgreSQL sends them
+    /// together (one round trip); SQLite reads one, then the other.
+    fn query_two(&mut self, first: Read<'_>, second: Read<'_>) -> Result<[Vec<Row>; 2]> {
+        let a = self.query(first.sql, first.args).context(first.doing)?;
+        let b = self.query(second.sql, second.args).context(second.doing)?;
+        Ok([a, b])
+    }
+
+    /// `guarded` for a change whose outcome nothing later in the
+    /// transaction waits on: PostgreSQL sends it with the transaction's
+    /// next statement or its commit (one round trip fewer), and a
+    /// conflict there is that statement's error, the transaction rolled
+    /// back all the same; SQLite runs it at once.
+    fn guarded_later(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+        doing: &'static str,
+        conflict: String,
+    ) -> Result<()> {
+        let changed = self.execute(sql, args).context(doing)?;
+        expect_one(changed, || conflict)
     }
 
     /// The first row of `sql`, if any.

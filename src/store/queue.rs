@@ -12,14 +12,24 @@ use std::sync::LazyLock;
 
 use anyhow::{Context, Result};
 
-use super::connection::{values_rows, Arg, Connection, Dialect, Row};
+use super::connection::{values_rows, Arg, Connection, Dialect, Read, Row};
 use super::memory::LastSettled;
 use super::rows;
-use super::runs::RUN_COLUMNS;
+use super::runs::{continuations_sql, RunTx, RUN_COLUMNS};
 use super::tasks::{decode_task, due_task, CorruptRow, TASK_COLUMNS};
 use super::DueTask;
-use crate::model::Task;
+use crate::model::{Run, Task};
 use crate::store::connection::args;
+
+/// The tenants with active tasks. A skip scan: one index seek per tenant,
+/// however many tasks each has.
+pub(crate) const ACTIVE_TENANTS: &str = "WITH RECURSIVE tenant(k) AS (
+         SELECT (SELECT min(tenant_key) FROM tasks WHERE state = 'active')
+         UNION ALL
+         SELECT (SELECT min(tenant_key) FROM tasks
+                 WHERE state = 'active' AND tenant_key > tenant.k)
+         FROM tenant WHERE tenant.k IS NOT NULL)
+     SELECT k FROM tenant WHERE k IS NOT NULL";
 
 /// A due instant a tick saw within grace but could not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +111,13 @@ pub trait QueueTx {
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda>;
     /// The tenants that have active tasks, in order (only `tenant` when given).
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>>;
+    /// `active_tenants` and `approved_continuations`, read together: one
+    /// round trip on PostgreSQL for a tick's first claim.
+    fn tenants_and_continuations(
+        &mut self,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<String>, Vec<Run>)>;
     /// The tenant's due tasks at `now`, earliest first, at most `limit`,
     /// passing over those `except` names: each with its row and what a
     /// claim needs besides (`DueRow`), in one statement. PostgreSQL locks
@@ -425,22 +442,39 @@ impl<C: Connection> QueueTx for C {
         })
     }
 
+    fn tenants_and_continuations(
+        &mut self,
+        tenant: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<String>, Vec<Run>)> {
+        if let Some(tenant) = tenant {
+            let continuations = self.approved_continuations(Some(tenant), limit)?;
+            return Ok((vec![tenant.to_string()], continuations));
+        }
+        let continuations = continuations_sql(self.dialect());
+        let [tenants, continuations] = self.query_two(
+            Read {
+                sql: ACTIVE_TENANTS,
+                args: args![],
+                doing: "listing tenants",
+            },
+            Read {
+                sql: &continuations,
+                args: args![tenant, limit],
+                doing: "finding approved continuations",
+            },
+        )?;
+        let tenants = tenants.iter().map(|r| r.get(0)).collect::<Result<_>>()?;
+        let continuations = continuations.iter().map(rows::run).collect::<Result<_>>()?;
+        Ok((tenants, continuations))
+    }
+
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>> {
         if let Some(tenant) = tenant {
             return Ok(vec![tenant.to_string()]);
         }
-        // A skip scan: one index seek per tenant, however many tasks each has.
         let rows = self
-            .query(
-                "WITH RECURSIVE tenant(k) AS (
-                     SELECT (SELECT min(tenant_key) FROM tasks WHERE state = 'active')
-                     UNION ALL
-                     SELECT (SELECT min(tenant_key) FROM tasks
-                             WHERE state = 'active' AND tenant_key > tenant.k)
-                     FROM tenant WHERE tenant.k IS NOT NULL)
-                 SELECT k FROM tenant WHERE k IS NOT NULL",
-                args![],
-            )
+            .query(ACTIVE_TENANTS, args![])
             .context("listing tenants")?;
         rows.iter().map(|r| r.get(0)).collect()
     }

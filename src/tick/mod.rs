@@ -71,18 +71,18 @@ use crate::store::{shared::SharedStore, Agenda, Store};
 // rooms outside name the tick, not its files (tests/cli/wiring/floors.rs
 // lets them name three of its modules at most).
 pub use budget::{read as budgets_now, spent_now as spent_budgets};
-pub use claim::{approved_continuation, previous_run};
-pub use deliver::{deliver_pending, Delivery, Notifier};
+pub use claim::{approved_continuation, previous_run, ClaimSettings, Claimed};
+pub use deliver::{deliver_pending, read_told, Delivery, Notifier};
 pub use events::TickEvent;
 pub use execute::{run_jobs, Executor, Finished, Job};
 pub use expiry::freeze_expired_leases;
 pub use notice_policy::reconciled as reconciled_memory;
 pub use overdue::{resumed as resume_overdue_clock, start as start_overdue_clock};
-pub use queue::HeldBack;
+pub use queue::{claim_batch, HeldBack, RoundRobin, RunningLimits};
 pub use recording::{RUNS_UID, SCHEDULER_GAP_SECONDS, STORE_UID};
 pub use release::NOT_STARTED;
 pub use scheduler::MAX_DECISIONS;
-pub use settle::{record as record_outcome, settle as settle_outcome, Outcome};
+pub use settle::{record as record_outcome, settle as settle_outcome, NoticeClaim, Outcome};
 pub use usage_reports::beyond as usage_beyond;
 
 /// The most runs one tick starts: `--max-runs`' upper bound, and what a

@@ -118,17 +118,25 @@ pub fn claim_batch(
         waiting: 0,
         stop: Stop::Enough,
     };
-    if rr.tenants.is_none() {
-        rr.tenants = Some(tx.active_tenants(tenant)?);
-    }
     // Approved continuations first: a person decided, and is waiting.
-    let approved = if rr.looks_for_continuations() {
-        let approved = tx.approved_continuations(tenant, slots as u32)?;
-        rr.no_continuation_at = approved.is_empty().then(std::time::Instant::now);
-        approved
-    } else {
-        Vec::new()
+    let looks = rr.looks_for_continuations();
+    let approved = match (rr.tenants.is_none(), looks) {
+        (true, true) => {
+            // The first claim of a tick reads both at once.
+            let (tenants, approved) = tx.tenants_and_continuations(tenant, slots as u32)?;
+            rr.tenants = Some(tenants);
+            approved
+        }
+        (true, false) => {
+            rr.tenants = Some(tx.active_tenants(tenant)?);
+            Vec::new()
+        }
+        (false, true) => tx.approved_continuations(tenant, slots as u32)?,
+        (false, false) => Vec::new(),
     };
+    if looks {
+        rr.no_continuation_at = approved.is_empty().then(std::time::Instant::now);
+    }
     for run in approved {
         if batch.started >= slots {
             break;

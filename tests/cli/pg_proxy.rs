@@ -7,9 +7,10 @@
 //!
 //! It reads the client's side of the protocol only as far as it must: the
 //! untyped startup (and SSL/GSS request) messages, then typed messages,
-//! remembering the statement texts of the current transaction (`Parse` and
-//! simple `Query` messages) so that a trap can pick a transaction by what it
-//! does ("the one that inserted a run").
+//! remembering the statement texts of the current transaction (those each
+//! `Bind` runs, by the text their `Parse` prepared, and simple `Query`
+//! messages) so that a trap can pick a transaction by what it does ("the
+//! one that inserted a run").
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -160,6 +161,11 @@ fn client_to_server(
             break;
         }
     }
+    // The transaction's statements are those it runs (Bind), whenever
+    // they were prepared (Parse): a statement is prepared once per
+    // connection, maybe before the BEGIN of the transaction that first
+    // runs it.
+    let mut prepared: std::collections::HashMap<String, String> = Default::default();
     let mut statements: Vec<String> = Vec::new();
     loop {
         let (kind, message) = read_typed(client)?;
@@ -167,8 +173,19 @@ fn client_to_server(
         match kind {
             b'P' => {
                 // Parse: statement name, NUL, query text, NUL, …
-                let text = body.split(|b| *b == 0).nth(1).unwrap_or_default();
-                statements.push(String::from_utf8_lossy(text).into_owned());
+                let mut fields = body.split(|b| *b == 0);
+                let name = fields.next().unwrap_or_default();
+                let text = fields.next().unwrap_or_default();
+                prepared.insert(
+                    String::from_utf8_lossy(name).into_owned(),
+                    String::from_utf8_lossy(text).into_owned(),
+                );
+            }
+            b'B' => {
+                // Bind: portal name, NUL, statement name, NUL, …
+                let name = body.split(|b| *b == 0).nth(1).unwrap_or_default();
+                let name = String::from_utf8_lossy(name);
+                statements.extend(prepared.get(name.as_ref()).cloned());
             }
             b'Q' => {
                 let text = body.split(|b| *b == 0).next().unwrap_or_default();

@@ -23,6 +23,7 @@ mod profiles;
 mod prune;
 mod reads;
 mod reconcile;
+mod round_trips;
 mod transfer;
 mod trigger;
 mod zones;

@@ -8,7 +8,9 @@
 //! committed and the write succeeded; absent, nothing changed.
 
 use anyhow::{bail, Context, Result};
-use postgres::{Client, SimpleQueryMessage};
+use tokio_postgres::SimpleQueryMessage;
+
+use super::client::Client;
 
 /// Inserted last in every write transaction, with the rows it held back
 /// (`PgTx::send_later`), whose parameters come first: the marker's

@@ -6,11 +6,11 @@ use std::error::Error;
 
 use anyhow::{anyhow, Context, Result};
 use bytes::BytesMut;
-use postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::types::{IsNull, ToSql, Type};
 
 use super::{Held, PgTx};
 use crate::store::connection::{
-    Arg, Cell, Connection, Dialect, EachRow, LaterInsert, Only, OwnedArg, Row,
+    Arg, Cell, Connection, Dialect, EachRow, LaterInsert, Only, OwnedArg, Read, Row,
 };
 
 /// Parameters one statement may bind (the protocol counts them in 16 bits).
@@ -20,69 +20,39 @@ const MOST_PARAMETERS: usize = 65_535;
 /// one statement (7 arguments a row for an event).
 const LATER_ROWS_PER_STATEMENT: usize = 256;
 
-impl PgTx<'_, '_> {
-    /// Sends the rows `insert_later` holds, and the commit marker when the
-    /// transaction is about to commit, in one statement: each table's rows
-    /// are one INSERT, in a data-modifying `WITH` before the last (one round
-    /// trip however many tables a transaction's deferred rows go to;
-    /// foreign keys are checked when the whole statement ends). Rows of a
-    /// table keep their order. Held rows too many for one statement's
-    /// parameters go in the order they were held, a table's run at a time.
-    pub(super) fn send_later(&mut self, marker: Option<&str>) -> Result<()> {
+impl PgTx<'_> {
+    /// Writes the rows `insert_later` holds in one statement, which goes
+    /// out with the transaction's next one (`CachedTx::defer`): each
+    /// table's rows are one INSERT, in a data-modifying `WITH` before the
+    /// last (however many tables a transaction's held rows go to; foreign
+    /// keys are checked when the whole statement ends). Rows of a table
+    /// keep their order. Held rows too many for one statement's parameters
+    /// go now, in the order they were held, a table's run at a time.
+    pub(super) fn send_later(&mut self) -> Result<()> {
         let later = std::mem::take(&mut self.later);
-        let parameters: usize = later.iter().map(|(insert, _)| insert.columns()).sum();
-        if parameters + 1 > MOST_PARAMETERS {
-            self.send_later_in_runs(&later)?;
-            return self.send_later_statement(&[], marker);
+        if !fits(&later, 0) {
+            return self.send_later_in_runs(&later);
         }
-        self.send_later_statement(&later, marker)
-    }
-
-    /// `held` and the `marker` as one statement (see `send_later`).
-    fn send_later_statement(&mut self, held: &[Held], marker: Option<&str>) -> Result<()> {
-        let mut tables: Vec<(&'static LaterInsert, Vec<&[OwnedArg]>)> = Vec::new();
-        for (insert, row) in held {
-            match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, *insert)) {
-                Some((_, rows)) => rows.push(row),
-                None => tables.push((insert, vec![row])),
-            }
-        }
-        let mut parts = Vec::with_capacity(tables.len() + 1);
-        let mut numbered = 0;
-        for (insert, rows) in &tables {
-            parts.push(insert.statement_from(rows.len(), numbered));
-            numbered += rows.len() * insert.columns();
-        }
-        if marker.is_some() {
-            parts.push(format!("{}(${})", super::commit::MARK_INTO, numbered + 1));
-        }
-        let Some(last) = parts.pop() else {
+        let Some(held) = HeldStatement::of(&later, None) else {
             return Ok(());
         };
-        let sql = match parts.is_empty() {
-            true => last,
-            false => {
-                let with: Vec<String> = parts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, part)| format!("held{i} AS ({part})"))
-                    .collect();
-                format!("WITH {} {last}", with.join(", "))
-            }
-        };
-        let mut args: Vec<Arg<'_>> = tables
-            .iter()
-            .flat_map(|(_, rows)| rows.iter().flat_map(|row| row.iter().map(OwnedArg::as_arg)))
-            .collect();
-        args.extend(marker.map(Arg::Text));
-        let names = tables.iter().map(|(insert, _)| insert.table);
-        let names = names.collect::<Vec<_>>().join(", ");
-        let what = match (marker, names.is_empty()) {
-            (None, _) => format!("writing to {names}"),
-            (Some(_), true) => "marking the commit".to_string(),
-            (Some(_), false) => format!("writing to {names} and marking the commit"),
-        };
-        self.tx.execute(&sql, &bound(&args)).context(what)?;
+        let args = held.args.iter().map(OwnedArg::of).collect();
+        self.tx.defer(&held.sql, args, held.what, None)
+    }
+
+    /// The held rows and the commit `marker` in one statement, and COMMIT
+    /// sent with it: the end of every write transaction, one round trip.
+    /// When the connection is lost here, whether it committed is the
+    /// marker's to say.
+    pub(super) fn send_later_and_commit(&mut self, marker: &str) -> Result<()> {
+        let mut later = std::mem::take(&mut self.later);
+        if !fits(&later, 1) {
+            self.send_later_in_runs(&later)?;
+            later.clear();
+        }
+        let held = HeldStatement::of(&later, Some(marker)).expect("a marker is a statement");
+        self.tx
+            .execute_and_commit(&held.sql, &bound(&held.args), &held.what)?;
         Ok(())
     }
 
@@ -123,9 +93,70 @@ impl PgTx<'_, '_> {
             .iter()
             .any(|(insert, row)| sql.contains(insert.table) && insert.seen_by(row, only))
         {
-            self.send_later(None)?;
+            self.send_later()?;
         }
         Ok(())
+    }
+}
+
+/// Whether `held` and `more` parameters fit in one statement.
+fn fits(held: &[Held], more: usize) -> bool {
+    let parameters: usize = held.iter().map(|(insert, _)| insert.columns()).sum();
+    parameters + more <= MOST_PARAMETERS
+}
+
+/// Held rows, and a commit marker, as one statement (see `send_later`).
+struct HeldStatement<'h> {
+    sql: String,
+    args: Vec<Arg<'h>>,
+    /// What it does, for its error.
+    what: String,
+}
+
+impl<'h> HeldStatement<'h> {
+    /// None when there is nothing to send.
+    fn of(held: &'h [Held], marker: Option<&'h str>) -> Option<HeldStatement<'h>> {
+        let mut tables: Vec<(&'static LaterInsert, Vec<&[OwnedArg]>)> = Vec::new();
+        for (insert, row) in held {
+            match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, *insert)) {
+                Some((_, rows)) => rows.push(row),
+                None => tables.push((insert, vec![row])),
+            }
+        }
+        let mut parts = Vec::with_capacity(tables.len() + 1);
+        let mut numbered = 0;
+        for (insert, rows) in &tables {
+            parts.push(insert.statement_from(rows.len(), numbered));
+            numbered += rows.len() * insert.columns();
+        }
+        if marker.is_some() {
+            parts.push(format!("{}(${})", super::commit::MARK_INTO, numbered + 1));
+        }
+        let last = parts.pop()?;
+        let sql = match parts.is_empty() {
+            true => last,
+            false => {
+                let with: Vec<String> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, part)| format!("held{i} AS ({part})"))
+                    .collect();
+                format!("WITH {} {last}", with.join(", "))
+            }
+        };
+        let mut args: Vec<Arg<'h>> = tables
+            .iter()
+            .flat_map(|(_, rows)| rows.iter().flat_map(|row| row.iter().map(OwnedArg::as_arg)))
+            .collect();
+        args.extend(marker.map(Arg::Text));
+        let names = tables.iter().map(|(insert, _)| insert.table);
+        let names = names.collect::<Vec<_>>().join(", ");
+        let what = match (marker, names.is_empty()) {
+            (None, _) => format!("writing to {names}"),
+            (Some(_), true) => "marking the commit".to_string(),
+            (Some(_), false) => format!("writing to {names} and marking the commit"),
+        };
+        Some(HeldStatement { sql, args, what })
     }
 }
 
@@ -168,7 +199,7 @@ impl ToSql for Arg<'_> {
         true
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
 /// The arguments as the driver takes them.
@@ -177,7 +208,7 @@ fn bound<'a>(args: &'a [Arg<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
 }
 
 /// A row as the operations read it.
-pub(super) fn row_of(row: &postgres::Row) -> Result<Row> {
+pub(super) fn row_of(row: &tokio_postgres::Row) -> Result<Row> {
     let mut cells = Vec::with_capacity(row.len());
     for (i, column) in row.columns().iter().enumerate() {
         let ty = column.type_();
@@ -210,14 +241,44 @@ pub(super) fn row_of(row: &postgres::Row) -> Result<Row> {
     Ok(Row::new(cells))
 }
 
-impl Connection for PgTx<'_, '_> {
+impl Connection for PgTx<'_> {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
 
     fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64> {
         self.send_later_for(sql)?;
-        Ok(self.tx.execute(sql, &bound(args))?)
+        self.tx.execute(sql, &bound(args))
+    }
+
+    fn query_two(&mut self, first: Read<'_>, second: Read<'_>) -> Result<[Vec<Row>; 2]> {
+        self.send_later_for(first.sql)?;
+        self.send_later_for(second.sql)?;
+        let doing = [first.doing, second.doing];
+        let (a, b) = (bound(first.args), bound(second.args));
+        let [a, b] = self
+            .tx
+            .query_two((first.sql, &a), (second.sql, &b))
+            .map_err(|(index, e)| match index {
+                Some(index) => e.context(doing[index]),
+                None => e,
+            })?;
+        let rows = |found: Vec<tokio_postgres::Row>| {
+            found.iter().map(row_of).collect::<Result<Vec<Row>>>()
+        };
+        Ok([rows(a)?, rows(b)?])
+    }
+
+    fn guarded_later(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+        doing: &'static str,
+        conflict: String,
+    ) -> Result<()> {
+        self.send_later_for(sql)?;
+        let args = args.iter().map(OwnedArg::of).collect();
+        self.tx.defer(sql, args, doing.to_string(), Some(conflict))
     }
 
     fn insert_later(&mut self, insert: &'static LaterInsert, args: &[Arg<'_>]) -> Result<()> {
@@ -227,7 +288,7 @@ impl Connection for PgTx<'_, '_> {
             .iter()
             .any(|(held, other)| std::ptr::eq(*held, insert) && insert.same_row(other, &row))
         {
-            self.send_later(None)?;
+            self.send_later()?;
         }
         self.later.push((insert, row));
         Ok(())

@@ -2,14 +2,14 @@
 //! one place that reads the driver's SQLSTATEs for the rest of the program.
 //! `store::fault` puts what it finds on errors as they leave the store.
 
-use postgres::error::SqlState;
+use tokio_postgres::error::SqlState;
 
 use crate::error::{Fault, Violation};
 
 /// The kind of `cause` when it is the driver's error of a kind that
 /// matters to a caller; None for any other error.
 pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
-    let e = cause.downcast_ref::<postgres::Error>()?;
+    let e = cause.downcast_ref::<tokio_postgres::Error>()?;
     if e.is_closed() {
         return Some(Fault::ConnectionLost(Some(lost_words(e))));
     }
@@ -44,7 +44,7 @@ pub fn fault(cause: &(dyn std::error::Error + 'static)) -> Option<Fault> {
 /// How the connection was lost, in the server's words: its message and
 /// SQLSTATE when it said why (a restart, an administrator's
 /// pg_terminate_backend), else what the client saw.
-fn lost_words(e: &postgres::Error) -> String {
+fn lost_words(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!(
             "{}: {}, SQLSTATE {}",
@@ -58,7 +58,7 @@ fn lost_words(e: &postgres::Error) -> String {
 
 /// The rule of the schema a write broke (class 23), with the server's
 /// message and detail.
-fn violation(e: &postgres::Error) -> Option<(Violation, String)> {
+fn violation(e: &tokio_postgres::Error) -> Option<(Violation, String)> {
     let db = e.as_db_error()?;
     let kind = match db.code() {
         c if *c == SqlState::UNIQUE_VIOLATION => Violation::Duplicate,

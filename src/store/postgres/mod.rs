@@ -5,6 +5,7 @@
 //! tick never waits on another host's claim. Time is the caller's clock,
 //! which `context` corrects to the server's (`server_time_micros`).
 
+mod client;
 mod commit;
 mod connection;
 pub(super) mod fault;
@@ -15,15 +16,24 @@ mod statements;
 use std::ops::ControlFlow;
 
 use anyhow::{Context, Result};
-use postgres::{Client, Config, IsolationLevel, NoTls};
+use tokio_postgres::Config;
 
 use super::connection::{LaterInsert, OwnedArg};
 use super::schema::Opening;
 use super::{OpenOptions, Plans, Store, Tx};
+use client::Client;
 use statements::{CachedTx, Statements};
 
 /// What `each_row` calls per row; `Break` ends the read there.
-type EachRow<'e> = dyn FnMut(&mut dyn Tx, &postgres::Row) -> Result<ControlFlow<()>> + 'e;
+type EachRow<'e> = dyn FnMut(&mut dyn Tx, &tokio_postgres::Row) -> Result<ControlFlow<()>> + 'e;
+
+/// How a write transaction begins: READ COMMITTED, where a guarded UPDATE
+/// re-checks its WHERE after waiting for a row lock.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// How a read begins: one snapshot for the whole read, like SQLite's read
+/// transaction.
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 
 pub struct PgStore {
     client: Client,
@@ -40,8 +50,8 @@ pub struct PgStore {
 }
 
 /// A transaction's view; the table-family modules implement the traits on it.
-pub struct PgTx<'a, 'b> {
-    tx: CachedTx<'a, 'b>,
+pub struct PgTx<'a> {
+    tx: CachedTx<'a>,
     /// Cursors open in this transaction (`each_row`), each named by its depth.
     cursors: usize,
     /// Rows `insert_later` holds until a statement names their table or the
@@ -70,7 +80,7 @@ impl PgStore {
         // Names the process in pg_stat_activity, so an operator (and the
         // suite) can tell which connections a given tick holds.
         if config.get_application_name().is_none() {
-            config.application_name(&format!("agentcron/{}", std::process::id()));
+            config.application_name(format!("agentcron/{}", std::process::id()));
         }
         let shown = redact(&config);
         let (mut client, session) = connect(&config, options, &shown)?;
@@ -95,8 +105,13 @@ impl PgStore {
     }
 
     /// A connection that broke (a server restart, a lost commit that could
-    /// not be settled) is replaced before the next transaction.
+    /// not be settled) is replaced before the next transaction. What the
+    /// server sent while the connection sat idle is read first: a session
+    /// it ended meanwhile (an administrator, a restart; a long-lived `mcp`
+    /// server meets this) is seen closed here, before BEGIN goes out with
+    /// a statement.
     fn reconnect_if_closed(&mut self) -> Result<()> {
+        self.client.notice_closing();
         if self.client.is_closed() {
             (self.client, self.session) = connect(&self.config, &self.options, &self.shown)?;
             self.statements.clear();
@@ -123,9 +138,12 @@ impl PgStore {
     }
 
     /// BEGIN failed on a lost connection (the server ended the session
-    /// while it sat idle: a restart, an administrator; a long-lived `mcp`
-    /// server meets this): nothing was done in it, so a new connection
-    /// replaces it and the transaction begins again, once.
+    /// while it sat idle, and said so too late for `reconnect_if_closed`):
+    /// nothing was done on the server in it, so a new connection replaces
+    /// it and the transaction begins again, once. BEGIN goes out with the
+    /// transaction's first statement, so the transaction's function ran up
+    /// to that statement and runs again from its start: as for any
+    /// transaction, what it decides comes from what it reads.
     fn begin_again(&mut self, e: anyhow::Error) -> Result<()> {
         if e.downcast_ref::<NotBegun>().is_none() {
             return Err(e);
@@ -146,14 +164,14 @@ impl PgStore {
 
     fn run(
         &mut self,
-        isolation: IsolationLevel,
+        begin: &'static str,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
         self.reconnect_if_closed()?;
-        match self.run_once(isolation, f) {
+        match self.run_once(begin, f) {
             Err(e) => {
                 self.begin_again(e)?;
-                self.run_once(isolation, f)
+                self.run_once(begin, f)
             }
             done => done,
         }
@@ -161,23 +179,17 @@ impl PgStore {
 
     fn run_once(
         &mut self,
-        isolation: IsolationLevel,
+        begin: &'static str,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
-        let mut tx = self
-            .client
-            .build_transaction()
-            .isolation_level(isolation)
-            .start()
-            .context(NotBegun)?;
         let mut pg = PgTx {
             cursors: 0,
-            tx: CachedTx::new(&mut tx, &mut self.statements),
+            tx: CachedTx::new(&mut self.client, &mut self.statements, begin),
             later: Vec::new(),
         };
-        f(&mut pg)?;
-        pg.send_later(None)?;
-        tx.commit().context("committing")
+        pg.within(f)?;
+        pg.send_later()?;
+        pg.tx.commit().context("committing")
     }
 
     /// A write transaction, marked so that a lost acknowledgement of its
@@ -197,38 +209,45 @@ impl PgStore {
         let marker = uuid::Uuid::new_v4().to_string();
         let prune = self.writes.is_multiple_of(commit::PRUNE_EVERY);
         self.writes += 1;
-        let mut tx = self
-            .client
-            .build_transaction()
-            .isolation_level(IsolationLevel::ReadCommitted)
-            .start()
-            .context(NotBegun)?;
-        {
+        let ended = {
             let mut pg = PgTx {
                 cursors: 0,
-                tx: CachedTx::new(&mut tx, &mut self.statements),
+                tx: CachedTx::new(&mut self.client, &mut self.statements, BEGIN_WRITE),
                 later: Vec::new(),
             };
-            f(&mut pg)?;
+            pg.within(f)?;
             if prune {
-                pg.tx
-                    .execute(commit::PRUNE, &[])
-                    .context("pruning commit markers")?;
+                // Its count is not read: it goes with the commit.
+                let pruning = "pruning commit markers".to_string();
+                pg.tx.defer(commit::PRUNE, Vec::new(), pruning, None)?;
             }
             // The marker's insert is the one statement every write runs:
-            // it goes with the rows held for the commit, one round trip.
-            pg.send_later(Some(&marker))?;
-        }
-        match tx.commit() {
+            // it goes with the rows held for the commit, and COMMIT with
+            // them, one round trip.
+            pg.send_later_and_commit(&marker)
+        };
+        match ended {
             Ok(()) => Ok(()),
             Err(e) => {
-                let e = crate::store::faulted(anyhow::Error::new(e));
+                let e = crate::store::faulted(e);
                 if crate::error::is_connection_lost(&e) {
+                    // COMMIT may have been sent: the marker says.
                     self.settle_lost_commit(&marker, e)
                 } else {
-                    Err(e.context("committing"))
+                    Err(e)
                 }
             }
+        }
+    }
+}
+
+impl PgTx<'_> {
+    /// Runs the transaction's function; an error of its BEGIN says that
+    /// nothing of it ran (`begin_again`).
+    fn within(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        match f(self) {
+            Err(e) if self.tx.not_begun() => Err(e.context(NotBegun)),
+            done => done,
         }
     }
 }
@@ -250,14 +269,20 @@ fn connect(
     options: &OpenOptions,
     shown: &str,
 ) -> Result<(Client, commit::Session)> {
-    let mut client = config.connect(NoTls).map_err(|e| {
+    let mut client = Client::connect(config).map_err(|e| {
+        let Some(e) = e.downcast_ref::<tokio_postgres::Error>() else {
+            return crate::error::CmdError::new(
+                crate::error::ErrorKind::Runtime,
+                format!("cannot connect to PostgreSQL at {shown}: {e:#}"),
+            );
+        };
         let detail = e
             .as_db_error()
             .map(|d| d.message().to_string())
             .unwrap_or_else(|| e.to_string());
         // A server full of connections refused us before anything changed:
         // like a busy SQLite file, safe to retry.
-        let full = e.code() == Some(&postgres::error::SqlState::TOO_MANY_CONNECTIONS);
+        let full = e.code() == Some(&tokio_postgres::error::SqlState::TOO_MANY_CONNECTIONS);
         let kind = if full {
             crate::error::ErrorKind::Busy
         } else {
@@ -336,11 +361,17 @@ impl PgStore {
         Ok(lines
             .iter()
             .filter_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
                 _ => None,
             })
             .collect::<Vec<_>>()
             .join("\n"))
+    }
+
+    /// How many times this connection has sent requests and waited for
+    /// their answers: its round trips.
+    pub fn round_trips(&self) -> u64 {
+        self.client.round_trips
     }
 
     /// Runs `sql` as it is, outside the store's own statements.
@@ -354,8 +385,8 @@ fn redact(config: &Config) -> String {
         .get_hosts()
         .first()
         .map(|h| match h {
-            postgres::config::Host::Tcp(name) => name.clone(),
-            postgres::config::Host::Unix(path) => path.display().to_string(),
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
         })
         .unwrap_or_else(|| "localhost".into());
     let port = config.get_ports().first().copied().unwrap_or(5432);
@@ -375,8 +406,7 @@ impl Store for PgStore {
     }
 
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
-        // One snapshot for the whole read, like SQLite's read transaction.
-        self.run(IsolationLevel::RepeatableRead, f)
+        self.run(BEGIN_READ, f)
     }
 
     fn location(&self) -> String {
@@ -461,7 +491,7 @@ impl Store for PgStore {
     }
 }
 
-impl PgTx<'_, '_> {
+impl PgTx<'_> {
     /// Hands `each` the rows of `sql` a page at a time through a cursor,
     /// with the transaction for the row's own queries between pages: memory
     /// holds one page however many rows match (a plain `query` holds them
@@ -473,7 +503,7 @@ impl PgTx<'_, '_> {
     fn each_pg_row(
         &mut self,
         sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
         each: &mut EachRow<'_>,
     ) -> Result<()> {
         const PAGE: usize = 256;

@@ -8,7 +8,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use postgres::Config;
+use tokio_postgres::Config;
 
 /// Where to look, as `context` read it from the environment.
 #[derive(Debug, Clone, Default)]
@@ -30,8 +30,8 @@ pub fn fallback(config: &Config, sources: &PasswordSources) -> Option<String> {
     let file = sources.file.as_deref()?;
     let text = private_file(file)?;
     let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(name)) => name.clone(),
-        Some(postgres::config::Host::Unix(_)) | None => "localhost".to_string(),
+        Some(tokio_postgres::config::Host::Tcp(name)) => name.clone(),
+        Some(tokio_postgres::config::Host::Unix(_)) | None => "localhost".to_string(),
     };
     let port = config
         .get_ports()

@@ -4,8 +4,8 @@
 //!
 //! Never change or reorder an entry: databases in the field applied it.
 
+use super::client::Client;
 use anyhow::{Context, Result};
-use postgres::Client;
 
 use crate::store::schema::task_memory_from_runs;
 
@@ -465,7 +465,7 @@ const MIGRATION_LOCK: i64 = 7415906301;
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
-pub fn current(client: &mut impl postgres::GenericClient) -> Result<i64> {
+pub fn current(client: &mut Client) -> Result<i64> {
     let exists: bool = client
         .query_one("SELECT to_regclass('agentcron_schema') IS NOT NULL", &[])?
         .get(0);

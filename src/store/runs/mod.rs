@@ -3,6 +3,7 @@
 
 mod leases;
 mod sql;
+pub(in crate::store) use sql::continuations_sql;
 #[cfg(test)]
 mod tests;
 

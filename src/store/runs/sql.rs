@@ -380,26 +380,8 @@ impl<C: Connection> RunTx for C {
     }
 
     fn approved_continuations(&mut self, tenant: Option<&str>, limit: u32) -> Result<Vec<Run>> {
-        let (from, lock) = match self.dialect() {
-            // From the parked runs (a rare state), then their tasks: left to
-            // itself the planner walked every active task (tasks_by_state)
-            // and looked up its runs, 23 ms a claim at 100k tasks.
-            Dialect::Sqlite => ("runs r INDEXED BY runs_parked CROSS JOIN tasks t", ""),
-            // Rows another tick holds are passed over.
-            Dialect::Postgres => ("runs r JOIN tasks t", " FOR UPDATE OF r SKIP LOCKED"),
-        };
         let rows = self
-            .query(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM {from} ON t.task_id = r.task_id
-                     WHERE r.approved_at IS NOT NULL
-                       AND r.status IN ('awaiting_confirmation', 'awaiting_authorization')
-                       AND t.state IN ('active', 'completed')
-                       AND (CAST($1 AS TEXT) IS NULL OR r.tenant_key = $1)
-                     ORDER BY r.approved_at, r.run_id LIMIT $2{lock}"
-                ),
-                args![tenant, limit],
-            )
+            .query(&continuations_sql(self.dialect()), args![tenant, limit])
             .context("finding approved continuations")?;
         runs(&rows)
     }
@@ -450,4 +432,24 @@ impl<C: Connection> RunTx for C {
             format!("run {run_id} is not waiting on '{wait_id}' (already claimed?)")
         })
     }
+}
+
+/// `approved_continuations`' statement.
+pub(in crate::store) fn continuations_sql(dialect: Dialect) -> String {
+    let (from, lock) = match dialect {
+        // From the parked runs (a rare state), then their tasks: left to
+        // itself the planner walked every active task (tasks_by_state)
+        // and looked up its runs, 23 ms a claim at 100k tasks.
+        Dialect::Sqlite => ("runs r INDEXED BY runs_parked CROSS JOIN tasks t", ""),
+        // Rows another tick holds are passed over.
+        Dialect::Postgres => ("runs r JOIN tasks t", " FOR UPDATE OF r SKIP LOCKED"),
+    };
+    format!(
+        "SELECT {RUN_COLUMNS} FROM {from} ON t.task_id = r.task_id
+         WHERE r.approved_at IS NOT NULL
+           AND r.status IN ('awaiting_confirmation', 'awaiting_authorization')
+           AND t.state IN ('active', 'completed')
+           AND (CAST($1 AS TEXT) IS NULL OR r.tenant_key = $1)
+         ORDER BY r.approved_at, r.run_id LIMIT $2{lock}"
+    )
 }

@@ -350,6 +350,10 @@ pub trait TaskTx {
     /// Scheduler bookkeeping; does not bump the revision (that tracks what
     /// people changed, so `--expect-revision` stays usable on busy tasks).
     fn advance_task(&mut self, advance: &TaskAdvance<'_>) -> Result<()>;
+    /// `advance_task` whose Conflict may come with the transaction's next
+    /// statement or its commit (`Connection::guarded_later`): for
+    /// bookkeeping nothing later in the transaction waits on.
+    fn advance_task_later(&mut self, advance: &TaskAdvance<'_>) -> Result<()>;
     /// Swaps a confirmed task's payload for `task`'s (same id, tenant and
     /// owners; `draft --replace`), setting `next_run_at` and bumping the
     /// revision. Guarded by `expected_revision` and an active or paused

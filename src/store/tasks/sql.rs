@@ -14,7 +14,7 @@ use super::{
 use crate::error::{constraint_violation, CmdError, Violation};
 use crate::model::Task;
 use crate::store::connection::args;
-use crate::store::connection::{expect_one, Connection, Dialect};
+use crate::store::connection::{expect_one, Arg, Connection, Dialect};
 
 /// A task's confirmed columns first, in the order `RawTask::confirmed_args`
 /// gives them (replacing a task writes the same ones), then the rest.
@@ -246,36 +246,19 @@ impl<C: Connection> TaskTx for C {
 
     fn advance_task(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
         self.guarded(
-            "UPDATE tasks
-                 SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
-                     consecutive_failures = $5, updated_at = $6,
-                     state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END,
-                     -- A queue mark lives while its due instant is still due:
-                     -- an occurrence not yet passed by next_run_at, or the
-                     -- pending retry itself.
-                     queued_since = CASE WHEN queued_for >= $2 OR queued_for = $3
-                                         THEN queued_since END,
-                     queued_next = CASE WHEN queued_for >= $2 OR queued_for = $3
-                                        THEN queued_next END,
-                     queued_for = CASE WHEN queued_for >= $2 OR queued_for = $3
-                                       THEN queued_for END
-                 WHERE task_id = $7 AND state = $8
-                   AND next_run_at IS NOT DISTINCT FROM $9
-                   AND next_retry_at IS NOT DISTINCT FROM $10",
-            args![
-                a.state.as_str(),
-                a.next_run_at,
-                a.next_retry_at,
-                a.retry_run_id,
-                a.consecutive_failures,
-                a.now,
-                a.task_id,
-                a.expected_state.as_str(),
-                a.expected_next_run_at,
-                a.expected_next_retry_at
-            ],
+            ADVANCE_TASK,
+            &advance_args(a),
             "advancing the task's schedule",
-            || format!("task {} changed while it was being scheduled", a.task_id),
+            || advance_conflict(a),
+        )
+    }
+
+    fn advance_task_later(&mut self, a: &TaskAdvance<'_>) -> Result<()> {
+        self.guarded_later(
+            ADVANCE_TASK,
+            &advance_args(a),
+            "advancing the task's schedule",
+            advance_conflict(a),
         )
     }
 
@@ -408,4 +391,41 @@ impl<C: Connection> TaskTx for C {
         },
         )
     }
+}
+
+/// `advance_task`'s statement.
+const ADVANCE_TASK: &str = "UPDATE tasks
+     SET state = $1, next_run_at = $2, next_retry_at = $3, retry_run_id = $4,
+         consecutive_failures = $5, updated_at = $6,
+         state_changed_at = CASE WHEN state = $1 THEN state_changed_at ELSE $6 END,
+         -- A queue mark lives while its due instant is still due:
+         -- an occurrence not yet passed by next_run_at, or the
+         -- pending retry itself.
+         queued_since = CASE WHEN queued_for >= $2 OR queued_for = $3
+                             THEN queued_since END,
+         queued_next = CASE WHEN queued_for >= $2 OR queued_for = $3
+                            THEN queued_next END,
+         queued_for = CASE WHEN queued_for >= $2 OR queued_for = $3
+                           THEN queued_for END
+     WHERE task_id = $7 AND state = $8
+       AND next_run_at IS NOT DISTINCT FROM $9
+       AND next_retry_at IS NOT DISTINCT FROM $10";
+
+fn advance_args<'a>(a: &'a TaskAdvance<'_>) -> [Arg<'a>; 10] {
+    [
+        Arg::from(a.state.as_str()),
+        Arg::from(a.next_run_at),
+        Arg::from(a.next_retry_at),
+        Arg::from(a.retry_run_id),
+        Arg::from(a.consecutive_failures),
+        Arg::from(a.now),
+        Arg::from(a.task_id),
+        Arg::from(a.expected_state.as_str()),
+        Arg::from(a.expected_next_run_at),
+        Arg::from(a.expected_next_retry_at),
+    ]
+}
+
+fn advance_conflict(a: &TaskAdvance<'_>) -> String {
+    format!("task {} changed while it was being scheduled", a.task_id)
 }
