@@ -107,6 +107,15 @@ pub trait Store: Send {
         self.write_dyn(&mut |tx| job(tx))
     }
 
+    /// `write_together_dyn` for a write nothing waits on soon: it waits
+    /// up to `within` for another thread's write to carry it in the same
+    /// commit, then runs with whatever is queued. A store of one thread
+    /// commits it at once.
+    fn write_soon_dyn(&mut self, job: SharedJob, within: std::time::Duration) -> Result<()> {
+        let _ = within;
+        self.write_together_dyn(job)
+    }
+
     /// Runs `f` in one read-only snapshot.
     fn read_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
 
@@ -185,6 +194,16 @@ impl dyn Store + '_ {
         }))?;
         let value = out.lock().unwrap_or_else(|p| p.into_inner()).take();
         value.ok_or_else(|| anyhow::anyhow!("a shared write committed without its value"))
+    }
+
+    /// One write that may wait up to `within` to share another thread's
+    /// commit (see `write_soon_dyn`); `f` may run more than once.
+    pub fn write_soon(
+        &mut self,
+        within: std::time::Duration,
+        f: impl FnMut(&mut dyn Tx) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        self.write_soon_dyn(Box::new(f), within)
     }
 
     /// One write transaction that need not reach the disk before it returns

@@ -21,8 +21,12 @@
 //! every queued write in one transaction and one durable commit (group
 //! commit). Each caller returns only once its write is committed, so what
 //! it does next (deliver a notice) still follows its committed outcome.
+//! A write nothing waits on soon (a delivered notice's result) may wait a
+//! few milliseconds for another thread's write to carry it
+//! (`write_soon`): the claim that fills the slot its run freed, say.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -39,7 +43,37 @@ pub struct SharedStore {
 /// A queued write and where its result goes.
 struct Waiting {
     job: super::SharedJob,
-    done: Arc<Mutex<Option<Result<()>>>>,
+    done: Arc<Done>,
+}
+
+/// A queued write's result, and the wake-up of its thread when another
+/// thread ran it.
+#[derive(Default)]
+struct Done {
+    result: Mutex<Option<Result<()>>>,
+    ready: Condvar,
+}
+
+impl Done {
+    fn set(&self, result: Result<()>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        self.ready.notify_all();
+    }
+
+    fn take(&self) -> Option<Result<()>> {
+        self.result.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// The result, once another thread has run the write, waiting up to
+    /// `within` for that.
+    fn wait(&self, within: Duration) -> Option<Result<()>> {
+        let result = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut result, _) = self
+            .ready
+            .wait_timeout_while(result, within, |r| r.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        result.take()
+    }
 }
 
 /// Writes one shared transaction takes at most: a failing write reruns the
@@ -95,16 +129,37 @@ impl SharedStore {
     /// write of its group fails, the group rolls back and each write runs
     /// again in a transaction of its own.
     fn together(&self, job: super::SharedJob) -> Result<()> {
-        let done = Arc::new(Mutex::new(None));
+        let done = self.enqueue(job);
+        self.run_until(&done)
+    }
+
+    /// `together` for a write nothing waits on soon: it waits up to
+    /// `within` for another thread's write to take it into its group, and
+    /// runs it (with whatever else is queued then) after that.
+    fn soon(&self, job: super::SharedJob, within: Duration) -> Result<()> {
+        let done = self.enqueue(job);
+        match done.wait(within) {
+            Some(result) => result,
+            None => self.run_until(&done),
+        }
+    }
+
+    fn enqueue(&self, job: super::SharedJob) -> Arc<Done> {
+        let done = Arc::new(Done::default());
         self.queue().push(Waiting {
             job,
             done: Arc::clone(&done),
         });
+        done
+    }
+
+    /// Runs the queued groups until `done`'s write has run.
+    fn run_until(&self, done: &Done) -> Result<()> {
         // Whoever holds the connection now may take this write into its
         // group; once we hold it, that group has ended and said so.
         let mut connection = self.lock();
         loop {
-            if let Some(result) = done.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Some(result) = done.take() {
                 return result;
             }
             // Ours is still queued: the oldest group first, until ours ran.
@@ -145,7 +200,7 @@ fn run_group(connection: &mut Connection, mut group: Vec<Waiting>) {
         });
         if together.is_ok() {
             for waiting in &group {
-                *waiting.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(Ok(()));
+                waiting.done.set(Ok(()));
             }
             return;
         }
@@ -153,7 +208,7 @@ fn run_group(connection: &mut Connection, mut group: Vec<Waiting>) {
     for waiting in group.iter_mut() {
         let job = &mut waiting.job;
         let result = transaction_on(connection, |store| store.write_dyn(&mut |tx| job(tx)));
-        *waiting.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        waiting.done.set(result);
     }
 }
 
@@ -189,6 +244,10 @@ impl Store for SharedStore {
 
     fn write_together_dyn(&mut self, job: super::SharedJob) -> Result<()> {
         self.together(job)
+    }
+
+    fn write_soon_dyn(&mut self, job: super::SharedJob, within: Duration) -> Result<()> {
+        self.soon(job, within)
     }
 
     fn write_relaxed_dyn(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
@@ -365,7 +424,7 @@ mod tests {
         let ahead = GROUP_LIMIT + 6;
         let mut dones = Vec::new();
         for i in 0..ahead {
-            let done = Arc::new(Mutex::new(None));
+            let done = Arc::new(Done::default());
             let key = format!("k{i}");
             shared.queue().push(Waiting {
                 job: Box::new(move |tx| tx.set_meta(&key, "v")),
@@ -377,11 +436,60 @@ mod tests {
         let last = store.write_together(|tx| tx.set_meta("last", "v").map(|()| 7));
         assert_eq!(last.unwrap(), 7);
         for (i, done) in dones.iter().enumerate() {
-            let result = done.lock().unwrap().take();
+            let result = done.take();
             assert!(matches!(result, Some(Ok(()))), "write {i}: {result:?}");
             assert!(has(&shared, &format!("k{i}")), "k{i}");
         }
         assert!(has(&shared, "last"));
+    }
+
+    /// A write that may wait (`write_soon`) is carried by the next write
+    /// another thread makes: it returns once that shared commit lands, long
+    /// before its own wait would have ended.
+    #[test]
+    fn a_write_that_may_wait_rides_with_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let mut waiting = shared.handle();
+        let began = std::time::Instant::now();
+        let soon = std::thread::spawn(move || {
+            let written =
+                waiting.write_soon(Duration::from_secs(60), |tx| tx.set_meta("soon", "v"));
+            (written, began.elapsed())
+        });
+        // Queued, and still waiting for company a while later.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(shared.queue().len(), 1, "it waits in the queue");
+        assert!(!has(&shared, "soon"), "it waits for company");
+        let mut other = shared.handle();
+        assert_eq!(
+            other
+                .write_together(|tx| tx.set_meta("other", "v").map(|()| 1))
+                .unwrap(),
+            1
+        );
+        let (written, took) = soon.join().unwrap();
+        written.unwrap();
+        assert!(
+            took < Duration::from_secs(30),
+            "it waited out its time: {took:?}"
+        );
+        assert!(has(&shared, "soon") && has(&shared, "other"));
+    }
+
+    /// With no other write coming, it commits alone when its wait ends.
+    #[test]
+    fn a_write_that_may_wait_commits_alone_when_no_write_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let mut store = shared.handle();
+        let began = std::time::Instant::now();
+        store
+            .write_soon(Duration::from_millis(50), |tx| tx.set_meta("soon", "v"))
+            .unwrap();
+        assert!(began.elapsed() >= Duration::from_millis(50));
+        assert!(has(&shared, "soon"));
+        assert!(shared.queue().is_empty());
     }
 
     /// One write of a group fails: nothing of it is kept, and every other

@@ -13,6 +13,8 @@
 //! its next heartbeat (its notice is `unknown`: it may have been sent) and
 //! starts no other.
 
+use std::time::Duration;
+
 use anyhow::Result;
 use serde_json::json;
 
@@ -96,7 +98,9 @@ pub fn deliver_pending(
     }
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_delivery_claim");
-    deliver_claimed(store, notifier, notice, &token, None, clock).map(Some)
+    // One notice after another on this thread: its result waits for no
+    // other write.
+    deliver_claimed(store, notifier, notice, &token, None, clock, Duration::ZERO).map(Some)
 }
 
 /// The claim deadline: the notifier's timeout plus the time to kill it.
@@ -117,7 +121,10 @@ pub fn read_told(tx: &mut dyn Tx, notice: &Notice) -> Result<Told> {
 
 /// Runs the notifier for a notice this tick has claimed, and records the
 /// result. `told`: the task and run as read in the claim's transaction,
-/// when it read them (else they are read now).
+/// when it read them (else they are read now). The result may wait up to
+/// `share_within` for another thread's write to share its commit
+/// (`RESULT_WAIT` for a worker's notice: the tick claims for the slot its
+/// run freed meanwhile).
 pub fn deliver_claimed(
     store: &mut dyn Store,
     notifier: &Notifier,
@@ -125,6 +132,7 @@ pub fn deliver_claimed(
     token: &str,
     told: Option<Told>,
     clock: &Clock,
+    share_within: Duration,
 ) -> Result<Delivery> {
     let (task, run) = match told {
         Some(told) => told,
@@ -140,14 +148,18 @@ pub fn deliver_claimed(
     #[cfg(feature = "test-hooks")]
     crate::hooks::at("after_notifier_exit");
     let task = task.as_ref().map(super::TaskRef::of);
+    let result = Reported {
+        state,
+        error: error.as_deref(),
+    };
     match record(
         store,
         notice,
         run.as_ref(),
         token,
-        state,
-        error.as_deref(),
+        result,
         clock,
+        share_within,
     ) {
         Ok(()) => Ok(Delivery {
             notice: notice.clone(),
@@ -224,10 +236,11 @@ fn record(
     notice: &Notice,
     run: Option<&Run>,
     token: &str,
-    state: DeliveryState,
-    error: Option<&str>,
+    result: Reported<'_>,
     clock: &Clock,
+    share_within: Duration,
 ) -> Result<()> {
+    let Reported { state, error } = result;
     let now = clock.now();
     // A notice claimed in its outcome's transaction carries its attempt
     // already; one listed as pending was counted by the claim since.
@@ -237,10 +250,14 @@ fn record(
         notice.attempts + 1
     };
     let retry_at = (state == DeliveryState::Pending).then(|| now + tempfail_delay(attempts));
-    // Notices that finish together share a commit (`write_together`).
+    // Nothing waits on this write soon (the notice went out; until it
+    // lands the notice reads `sending`, and a crash leaves it to freeze as
+    // `unknown` past its deadline, never sent again): it may wait a moment
+    // for another write of the tick to carry it, the claim that fills the
+    // slot its run freed or another outcome, one commit for both.
     let (notice, task_id) = (notice.clone(), run.map(|r| r.task_id.clone()));
     let (token, error) = (token.to_string(), error.map(str::to_string));
-    store.write_together(move |tx| {
+    store.write_soon(share_within, move |tx| {
         tx.finish_notice(&NoticeFinish {
             delivery_id: &notice.delivery_id,
             token: &token,
@@ -263,6 +280,16 @@ fn record(
             )
         })
     })
+}
+
+/// How long a worker's notice result waits for another write to share its
+/// commit.
+pub const RESULT_WAIT: Duration = Duration::from_millis(25);
+
+/// What the notifier's end said, as recorded.
+struct Reported<'a> {
+    state: DeliveryState,
+    error: Option<&'a str>,
 }
 
 pub fn is_conflict(err: &anyhow::Error) -> bool {

@@ -246,6 +246,7 @@ impl Workers {
                         &token,
                         told,
                         &shared.clock,
+                        deliver::RESULT_WAIT,
                     );
                     shared.lanes.release();
                     match delivery {
