@@ -111,13 +111,15 @@ fn completion_reads_the_store_only_through_its_interface() {
 /// The Store's entry points that begin a writing transaction (or rewrite
 /// the store), as methods: `src/store/mod.rs`'s `Store` trait and its
 /// typed wrappers on `dyn Store`.
-const WRITING: [&str; 8] = [
+const WRITING: [&str; 10] = [
     "write",
     "write_relaxed",
     "write_together",
+    "write_soon",
     "write_dyn",
     "write_relaxed_dyn",
     "write_together_dyn",
+    "write_soon_dyn",
     "migrate",
     // VACUUM: rewrites the whole store.
     "compact",
