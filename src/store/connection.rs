@@ -398,9 +398,11 @@ pub trait Connection {
         args: &[Arg<'_>],
         doing: &'static str,
         conflict: String,
-    ) -> Result<()> {
-        let changed = self.execute(sql, args).context(doing)?;
-        expect_one(changed, || conflict)
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        self.guarded(sql, args, doing, || conflict)
     }
 
     /// The first row of `sql`, if any.

@@ -63,12 +63,6 @@ impl Client {
         })
     }
 
-    fn inner(&self) -> &tokio_postgres::Client {
-        self.client
-            .as_ref()
-            .expect("the client is closed only when dropped")
-    }
-
     /// Runs `future` to its end, driving the connection meanwhile. Notices
     /// are dropped: the store reads what it needs from results.
     fn block_on<T>(
@@ -126,19 +120,13 @@ impl Client {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.inner().is_closed()
+        self.client
+            .as_ref()
+            .is_none_or(tokio_postgres::Client::is_closed)
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Statement, Error> {
         self.wait(|c| c.prepare(sql))
-    }
-
-    pub fn query<T: ?Sized + ToStatement>(
-        &mut self,
-        statement: &T,
-        params: &Params<'_>,
-    ) -> Result<Vec<Row>, Error> {
-        self.wait(|c| c.query(statement, params))
     }
 
     pub fn query_one<T: ?Sized + ToStatement>(

@@ -33,11 +33,10 @@ impl PgTx<'_> {
         if !fits(&later, 0) {
             return self.send_later_in_runs(&later);
         }
-        let Some(held) = HeldStatement::of(&later, None) else {
+        let Some(held) = HeldStatement::of(later, None) else {
             return Ok(());
         };
-        let args = held.args.iter().map(OwnedArg::of).collect();
-        self.tx.defer(&held.sql, args, held.what, None)
+        self.tx.defer(&held.sql, held.args, held.what, None)
     }
 
     /// The held rows and the commit `marker` in one statement, and COMMIT
@@ -50,9 +49,10 @@ impl PgTx<'_> {
             self.send_later_in_runs(&later)?;
             later.clear();
         }
-        let held = HeldStatement::of(&later, Some(marker)).expect("a marker is a statement");
+        let held = HeldStatement::of(later, Some(marker)).expect("a marker is a statement");
+        let args: Vec<Arg<'_>> = held.args.iter().map(OwnedArg::as_arg).collect();
         self.tx
-            .execute_and_commit(&held.sql, &bound(&held.args), &held.what)?;
+            .execute_and_commit(&held.sql, &bound(&args), &held.what)?;
         Ok(())
     }
 
@@ -106,19 +106,20 @@ fn fits(held: &[Held], more: usize) -> bool {
 }
 
 /// Held rows, and a commit marker, as one statement (see `send_later`).
-struct HeldStatement<'h> {
+struct HeldStatement {
     sql: String,
-    args: Vec<Arg<'h>>,
+    /// Each table's rows in turn, then the marker.
+    args: Vec<OwnedArg>,
     /// What it does, for its error.
     what: String,
 }
 
-impl<'h> HeldStatement<'h> {
+impl HeldStatement {
     /// None when there is nothing to send.
-    fn of(held: &'h [Held], marker: Option<&'h str>) -> Option<HeldStatement<'h>> {
-        let mut tables: Vec<(&'static LaterInsert, Vec<&[OwnedArg]>)> = Vec::new();
+    fn of(held: Vec<Held>, marker: Option<&str>) -> Option<HeldStatement> {
+        let mut tables: Vec<(&'static LaterInsert, Vec<Vec<OwnedArg>>)> = Vec::new();
         for (insert, row) in held {
-            match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, *insert)) {
+            match tables.iter_mut().find(|(t, _)| std::ptr::eq(*t, insert)) {
                 Some((_, rows)) => rows.push(row),
                 None => tables.push((insert, vec![row])),
             }
@@ -144,13 +145,14 @@ impl<'h> HeldStatement<'h> {
                 format!("WITH {} {last}", with.join(", "))
             }
         };
-        let mut args: Vec<Arg<'h>> = tables
-            .iter()
-            .flat_map(|(_, rows)| rows.iter().flat_map(|row| row.iter().map(OwnedArg::as_arg)))
-            .collect();
-        args.extend(marker.map(Arg::Text));
         let names = tables.iter().map(|(insert, _)| insert.table);
         let names = names.collect::<Vec<_>>().join(", ");
+        let mut args: Vec<OwnedArg> = tables
+            .into_iter()
+            .flat_map(|(_, rows)| rows)
+            .flatten()
+            .collect();
+        args.extend(marker.map(|m| OwnedArg::Text(m.to_string())));
         let what = match (marker, names.is_empty()) {
             (None, _) => format!("writing to {names}"),
             (Some(_), true) => "marking the commit".to_string(),

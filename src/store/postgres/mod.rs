@@ -182,14 +182,11 @@ impl PgStore {
         begin: &'static str,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> Result<()> {
-        let mut pg = PgTx {
-            cursors: 0,
-            tx: CachedTx::new(&mut self.client, &mut self.statements, begin),
-            later: Vec::new(),
-        };
+        let mut pg = PgTx::new(&mut self.client, &mut self.statements, begin);
         pg.within(f)?;
         pg.send_later()?;
-        pg.tx.commit().context("committing")
+        // Its own error says "committing"; a held row's says what it wrote.
+        pg.tx.commit()
     }
 
     /// A write transaction, marked so that a lost acknowledgement of its
@@ -210,11 +207,7 @@ impl PgStore {
         let prune = self.writes.is_multiple_of(commit::PRUNE_EVERY);
         self.writes += 1;
         let ended = {
-            let mut pg = PgTx {
-                cursors: 0,
-                tx: CachedTx::new(&mut self.client, &mut self.statements, BEGIN_WRITE),
-                later: Vec::new(),
-            };
+            let mut pg = PgTx::new(&mut self.client, &mut self.statements, BEGIN_WRITE);
             pg.within(f)?;
             if prune {
                 // Its count is not read: it goes with the commit.
@@ -241,7 +234,17 @@ impl PgStore {
     }
 }
 
-impl PgTx<'_> {
+impl<'a> PgTx<'a> {
+    /// A transaction on `client` that `begin` starts with its first
+    /// statement.
+    fn new(client: &'a mut Client, statements: &'a mut Statements, begin: &'static str) -> Self {
+        PgTx {
+            cursors: 0,
+            tx: CachedTx::new(client, statements, begin),
+            later: Vec::new(),
+        }
+    }
+
     /// Runs the transaction's function; an error of its BEGIN says that
     /// nothing of it ran (`begin_again`).
     fn within(&mut self, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {

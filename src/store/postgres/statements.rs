@@ -176,22 +176,7 @@ impl<'a> CachedTx<'a> {
 
     pub fn execute(&mut self, sql: &str, params: &Params<'_>) -> anyhow::Result<u64> {
         let statement = self.statement(sql)?;
-        self.execute_statement(&statement, params, false)
-    }
-
-    fn execute_statement(
-        &mut self,
-        statement: &Statement,
-        params: &Params<'_>,
-        commit: bool,
-    ) -> anyhow::Result<u64> {
-        match self
-            .send(&[Last::Execute(statement, params)], commit)?
-            .pop()
-        {
-            Some(Answer::Changed(n)) => Ok(n),
-            other => Err(anyhow!("a change answered {other:?}")),
-        }
+        changed(self.send(&[Last::Execute(&statement, params)], false)?)
     }
 
     /// `sql` with `args` goes out with the next request. Its error, or
@@ -225,10 +210,7 @@ impl<'a> CachedTx<'a> {
     ) -> anyhow::Result<u64> {
         let statement = self.statement(sql).context(doing.to_string())?;
         match self.send(&[Last::Execute(&statement, params)], true) {
-            Ok(mut answers) => match answers.pop() {
-                Some(Answer::Changed(n)) => Ok(n),
-                other => Err(anyhow!("a change answered {other:?}")),
-            },
+            Ok(answers) => changed(answers),
             Err(SendError::Last(_, e)) => Err(anyhow::Error::new(e).context(doing.to_string())),
             Err(SendError::Other(e)) => Err(e),
         }
@@ -334,6 +316,14 @@ impl<'a> CachedTx<'a> {
             committed.map_err(|e| SendError::Other(anyhow::Error::new(e).context("committing")))?;
         }
         Ok(answered)
+    }
+}
+
+/// The rows the one change of a send changed.
+fn changed(mut answers: Vec<Answer>) -> anyhow::Result<u64> {
+    match answers.pop() {
+        Some(Answer::Changed(n)) => Ok(n),
+        other => Err(anyhow!("a change answered {other:?}")),
     }
 }
 
