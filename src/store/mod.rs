@@ -183,15 +183,31 @@ impl dyn Store + '_ {
     /// more than once, so it owns what it needs.
     pub fn write_together<T: Send + 'static>(
         &mut self,
+        f: impl FnMut(&mut dyn Tx) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.write_within(std::time::Duration::ZERO, f)
+    }
+
+    /// `write_together` that may first wait up to `within` for another
+    /// thread's write to carry it in the same commit (see
+    /// `write_soon_dyn`); the caller still returns only once it committed.
+    pub fn write_within<T: Send + 'static>(
+        &mut self,
+        within: std::time::Duration,
         mut f: impl FnMut(&mut dyn Tx) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let out = std::sync::Arc::new(std::sync::Mutex::new(None));
         let slot = std::sync::Arc::clone(&out);
-        self.write_together_dyn(Box::new(move |tx| {
+        let job: SharedJob = Box::new(move |tx| {
             let value = f(tx)?;
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
             Ok(())
-        }))?;
+        });
+        if within.is_zero() {
+            self.write_together_dyn(job)?;
+        } else {
+            self.write_soon_dyn(job, within)?;
+        }
         let value = out.lock().unwrap_or_else(|p| p.into_inner()).take();
         value.ok_or_else(|| anyhow::anyhow!("a shared write committed without its value"))
     }

@@ -477,6 +477,45 @@ mod tests {
         assert!(has(&shared, "soon") && has(&shared, "other"));
     }
 
+    /// A write that waits for company and needs its value (a tick's claim
+    /// while other runs are in flight, `write_within`) gets the value of
+    /// the group that carried it.
+    #[test]
+    fn a_write_within_returns_its_value_from_the_group_that_carried_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared_store(dir.path());
+        let mut waiting = shared.handle();
+        let claim = std::thread::spawn(move || {
+            waiting.write_within(Duration::from_secs(60), |tx| {
+                tx.set_meta("claimed", "v")?;
+                Ok(std::thread::current().id())
+            })
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(shared.queue().len(), 1, "it waits in the queue");
+        let mut other = shared.handle();
+        other
+            .write_together(|tx| tx.set_meta("outcome", "v"))
+            .unwrap();
+        let ran_on = claim.join().unwrap().unwrap();
+        assert_eq!(
+            ran_on,
+            std::thread::current().id(),
+            "the other write's thread ran it, in its group"
+        );
+        assert!(has(&shared, "claimed") && has(&shared, "outcome"));
+        // With no company, it runs itself once its wait ends.
+        let mut alone = shared.handle();
+        let ran_on = alone
+            .write_within(Duration::from_millis(20), |tx| {
+                tx.set_meta("alone", "v")?;
+                Ok(std::thread::current().id())
+            })
+            .unwrap();
+        assert_eq!(ran_on, std::thread::current().id());
+        assert!(has(&shared, "alone"));
+    }
+
     /// With no other write coming, it commits alone when its wait ends.
     #[test]
     fn a_write_that_may_wait_commits_alone_when_no_write_comes() {

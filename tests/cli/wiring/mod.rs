@@ -111,10 +111,11 @@ fn completion_reads_the_store_only_through_its_interface() {
 /// The Store's entry points that begin a writing transaction (or rewrite
 /// the store), as methods: `src/store/mod.rs`'s `Store` trait and its
 /// typed wrappers on `dyn Store`.
-const WRITING: [&str; 10] = [
+const WRITING: [&str; 11] = [
     "write",
     "write_relaxed",
     "write_together",
+    "write_within",
     "write_soon",
     "write_dyn",
     "write_relaxed_dyn",
