@@ -537,7 +537,6 @@ fn system_zone() -> Option<Tz> {
     schedule::parse_zone(name).ok()
 }
 
-/// The login name, for the default identity `unix:NAME`.
 /// This machine's name, as the hosts table records it: the kernel's, else
 /// /etc/hostname's, else "unknown".
 pub fn host_name() -> String {
@@ -549,6 +548,7 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// The login name, for the default identity `unix:NAME`.
 pub fn login_name() -> String {
     for var in ["LOGNAME", "USER"] {
         if let Ok(name) = std::env::var(var) {

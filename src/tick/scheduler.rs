@@ -40,10 +40,13 @@ pub const RECHECK: Duration = Duration::from_secs(1);
 /// How long a claim made while other runs are in flight waits for one of
 /// their outcomes (or another write of the tick) to carry it in the same
 /// commit. Each finished run frees a slot, and the claim that fills it
-/// would otherwise be a commit of its own: with 4 hosts of 16 one-fifth-
-/// second runs each, commits a run went from 1.40 to 1.02–1.17 (issue 46).
-/// The slot waits at most this long, a twentieth of such a run.
-const CLAIM_WAIT: Duration = Duration::from_millis(10);
+/// would otherwise be a commit of its own. The slot stays empty that long
+/// at most: with one host of 16 one-fifth-second runs (the executors the
+/// bound), 10, 15, 20 and 25 ms gave 70, 69, 68 and 66 runs/s and 1.33,
+/// 1.25, 1.20 and 1.13 commits a run; with four such hosts (the machine
+/// the bound), 15 ms and more gave 188-198 runs/s against 162-165 at
+/// 10 ms, and about one commit a run (issue 46, docs/PERFORMANCE.md).
+const CLAIM_WAIT: Duration = Duration::from_millis(15);
 
 /// What the tick had done before step 4.
 pub struct Before {

@@ -237,7 +237,7 @@ fn a_notice_result_that_cannot_be_recorded_neither_hangs_the_tick_nor_stops_rene
     wait_for_within("the quick run's notifier", Duration::from_secs(20), || {
         env.path("called").exists()
     });
-    // The claim for the slot the quick run freed waits up to 10 ms for
+    // The claim for the slot the quick run freed waits up to 15 ms for
     // another write to carry it (CONTRACT §6), then runs alone; let it
     // land, so that the first write to meet the lock is the notice's result.
     std::thread::sleep(Duration::from_millis(200));
