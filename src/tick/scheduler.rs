@@ -10,7 +10,7 @@
 //! the leases, and ends once every executor it started is counted out,
 //! exactly once by run id, and no notice lane runs.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -37,9 +37,9 @@ const MARK_LIMIT: u32 = 20_000;
 /// and how often one with a free slot looks for newly due work.
 pub const RECHECK: Duration = Duration::from_secs(1);
 
-/// How long a claim made while other runs are in flight waits for one of
-/// their outcomes (or another write of the tick) to carry it in the same
-/// commit. Each finished run frees a slot, and the claim that fills it
+/// The longest a claim made while other runs are in flight waits for one
+/// of their outcomes (or another write of the tick) to carry it in the
+/// same commit. Each finished run frees a slot, and the claim that fills it
 /// would otherwise be a commit of its own. The slot stays empty that long
 /// at most: with one host of 16 one-fifth-second runs (the executors the
 /// bound), 10, 15, 20 and 25 ms gave 70, 69, 68 and 66 runs/s and 1.33,
@@ -47,6 +47,22 @@ pub const RECHECK: Duration = Duration::from_secs(1);
 /// the bound), 15 ms and more gave 188-198 runs/s against 162-165 at
 /// 10 ms, and about one commit a run (issue 46, docs/PERFORMANCE.md).
 const CLAIM_WAIT: Duration = Duration::from_millis(15);
+
+/// The claim's wait as a share of the run that freed its slot: runs of a
+/// few milliseconds end close together and share commits without waiting,
+/// and a wait longer than they ran would mostly leave their slots empty.
+const CLAIM_WAIT_SHARE: u32 = 13;
+
+/// How long a claim waits for company: not at all with nothing in flight
+/// (no outcome is coming: a tick's first claim, `--jobs 1`), else a
+/// thirteenth of the last run's time (about 7.5 % of a slot's time), at
+/// most `CLAIM_WAIT`.
+fn claim_wait(others_in_flight: bool, last_run_took: Option<Duration>) -> Duration {
+    match last_run_took {
+        Some(took) if others_in_flight => (took / CLAIM_WAIT_SHARE).min(CLAIM_WAIT),
+        _ => Duration::ZERO,
+    }
+}
 
 /// What the tick had done before step 4.
 pub struct Before {
@@ -152,8 +168,10 @@ pub struct Scheduler<'a> {
     /// Shared with the claim's write, which may run on another thread.
     round_robin: std::sync::Arc<std::sync::Mutex<queue::RoundRobin>>,
     /// The runs whose executors this tick started and that have not
-    /// finished, by run id.
-    in_flight: HashSet<String>,
+    /// finished, by run id, with when each was handed to a worker.
+    in_flight: HashMap<String, Instant>,
+    /// How long the last run counted out took, from its hand-off.
+    last_run_took: Option<Duration>,
     /// Runs this tick started (at most `--max-runs`, when given).
     started: usize,
     /// Decisions that started nothing (missed, skipped).
@@ -183,7 +201,8 @@ impl<'a> Scheduler<'a> {
             options,
             clock,
             round_robin: Default::default(),
-            in_flight: HashSet::new(),
+            in_flight: HashMap::new(),
+            last_run_took: None,
             started: 0,
             decisions: 0,
             nothing_due: before.nothing_due,
@@ -243,7 +262,8 @@ impl<'a> Scheduler<'a> {
             // Each executor is counted out once, whatever else its worker
             // reports (a run id not in flight changes nothing; the loop
             // goes on to the renewals all the same).
-            Message::Finished { run_id, result } if self.in_flight.remove(&run_id) => {
+            Message::Finished { run_id, result } if self.in_flight.contains_key(&run_id) => {
+                self.last_run_took = self.in_flight.remove(&run_id).map(|at| at.elapsed());
                 // A free slot: what became due meanwhile may be claimed.
                 self.nothing_due = false;
                 self.at_limit = None;
@@ -332,11 +352,7 @@ impl<'a> Scheduler<'a> {
             // It may share its commit with the outcomes that freed its
             // slots; while other runs are in flight, it waits a little for
             // the next one's outcome to carry it.
-            let wait = if self.in_flight.is_empty() {
-                std::time::Duration::ZERO
-            } else {
-                CLAIM_WAIT
-            };
+            let wait = claim_wait(!self.in_flight.is_empty(), self.last_run_took);
             let batch = store
                 .write_within(wait, move |tx| {
                     let mut rr = rr.lock().unwrap_or_else(|p| p.into_inner());
@@ -398,7 +414,7 @@ impl<'a> Scheduler<'a> {
                 budgets,
             } => {
                 self.started += 1;
-                self.in_flight.insert(run.run_id.clone());
+                self.in_flight.insert(run.run_id.clone(), Instant::now());
                 self.tell(
                     report,
                     &TickEvent::Continued {
@@ -422,7 +438,7 @@ impl<'a> Scheduler<'a> {
                 for run in plan.runs {
                     if run.status() == RunStatus::Running {
                         self.started += 1;
-                        self.in_flight.insert(run.run_id.clone());
+                        self.in_flight.insert(run.run_id.clone(), Instant::now());
                         workers.dispatch(execute::Job {
                             task: (*task).clone(),
                             run: run.clone(),
@@ -525,4 +541,22 @@ fn notice_not_recorded(run_id: &str, error: anyhow::Error) -> anyhow::Error {
          a later tick freezes it as unknown at its deadline (it is never sent again)",
         crate::model::short_id(run_id)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_waits_for_company_only_while_outcomes_are_coming_and_a_share_of_a_run() {
+        let ms = Duration::from_millis;
+        // Nothing in flight, or no run finished yet: at once.
+        assert_eq!(claim_wait(false, Some(ms(200))), Duration::ZERO);
+        assert_eq!(claim_wait(true, None), Duration::ZERO);
+        // A fifth-of-a-second run: about 15 ms; a run of a few ms: well
+        // under one; a minute's run: the cap.
+        assert_eq!(claim_wait(true, Some(ms(195))), ms(15));
+        assert!(claim_wait(true, Some(ms(5))) < ms(1));
+        assert_eq!(claim_wait(true, Some(Duration::from_secs(60))), CLAIM_WAIT);
+    }
 }
