@@ -1,6 +1,6 @@
 //! The binary: parse, build the context, dispatch, report, exit.
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 fn main() {
     // A run's supervisor (`agentcron supervise`, started by a tick) is the
@@ -10,7 +10,7 @@ fn main() {
     }
     // A shell asking for candidates (COMPLETE=bash …) is answered and exits.
     agentcron::completion::complete_if_requested(<agentcron::cli::Cli as CommandFactory>::command);
-    let cli = match agentcron::cli::Cli::try_parse() {
+    let cli = match agentcron::cli::Cli::try_parse_args() {
         Ok(cli) => cli,
         Err(err) => {
             let detailed = agentcron::cli::asks_detailed_exitcode(std::env::args_os());
