@@ -330,10 +330,15 @@ pub enum Plans {
     #[default]
     EachExecution,
     /// A tick draining a burst: its statements are written for indexes, so
-    /// sequential scans are ruled out (where an index serves) and the
-    /// server keeps generic plans along them, whatever the tables held when
-    /// they were made. Planning each execution was half of
-    /// the server's time a run (2,000 runs: 2.6 s of 5.5 s).
+    /// sequential scans are ruled out (where an index serves) and each
+    /// statement runs on one generic plan, made at its first execution,
+    /// whatever the tables held then. Planning each execution was half of
+    /// the server's time a run (2,000 runs: 2.6 s of 5.5 s). The server is
+    /// told to (`force_generic_plan`): left to choose, it planned the claim
+    /// at every execution (a generic plan it costed higher), 1 ms of CPU a
+    /// claim. So a statement a tick runs must have no plan that walks a
+    /// table at every execution, whatever the tables held when it was made
+    /// (`queue::due_rows` fences its lookups by key).
     Kept,
 }
 

@@ -320,19 +320,39 @@ fn due_rows(dialect: Dialect, except: &str) -> String {
         Dialect::Postgres => format!("WITH {}", ctes.concat().trim_end_matches(", ")),
     };
     let blocking = dialect.pick(" INDEXED BY runs_blocking", "");
+    // The due task's memory, last settled run, note and blocking runs, each
+    // by its key. On PostgreSQL, a tick keeps one generic plan for the
+    // burst (store::Plans::Kept), made when these tables may be empty: free
+    // to reorder plain joins, it joined memory and runs whole first and
+    // walked both at every claim, and it read every note and blocking run
+    // into a hash at every claim. OFFSET 0 fences a subquery: a lateral one
+    // cannot be pulled up and an EXISTS cannot become a join or a hash, so
+    // each can only be a lookup by the outer row's key.
+    let fence = dialect.pick("", " OFFSET 0");
+    let remembered = match dialect {
+        Dialect::Sqlite => {
+            "LEFT JOIN task_memory m ON m.task_id = tasks.task_id
+         LEFT JOIN runs r ON r.run_id = m.last_settled_run_id"
+        }
+        Dialect::Postgres => {
+            "LEFT JOIN LATERAL (SELECT * FROM task_memory
+                             WHERE task_memory.task_id = tasks.task_id OFFSET 0) m ON true
+         LEFT JOIN LATERAL (SELECT * FROM runs
+                             WHERE runs.run_id = m.last_settled_run_id OFFSET 0) r ON true"
+        }
+    };
     format!(
         "{with}
          SELECT {}, due.at, due.retry, tasks.queued_for, tasks.queued_since,
              tasks.queued_next,
-             EXISTS (SELECT 1 FROM seen_due s WHERE s.task_id = tasks.task_id),
+             EXISTS (SELECT 1 FROM seen_due s WHERE s.task_id = tasks.task_id{fence}),
              tasks.trigger_at IS NOT NULL,
              EXISTS (SELECT 1 FROM runs b{blocking} WHERE b.task_id = tasks.task_id
                        AND b.status IN ('running', 'awaiting_confirmation',
-                                        'awaiting_authorization', 'unknown')),
+                                        'awaiting_authorization', 'unknown'){fence}),
              m.task_id, m.last_success_at, {RUN_COLUMNS}
          FROM ({}) AS due JOIN tasks ON tasks.task_id = due.task_id
-         LEFT JOIN task_memory m ON m.task_id = tasks.task_id
-         LEFT JOIN runs r ON r.run_id = m.last_settled_run_id
+         {remembered}
          ORDER BY due.at LIMIT $3",
         rows::qualified("tasks", TASK_COLUMNS),
         seeks.join(" UNION ALL ")

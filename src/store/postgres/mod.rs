@@ -311,7 +311,7 @@ fn connect(
     // without one is still read.
     let plans = match options.plans {
         Plans::EachExecution => "SET plan_cache_mode = force_custom_plan;",
-        Plans::Kept => "SET plan_cache_mode = auto; SET enable_seqscan = off;",
+        Plans::Kept => "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off;",
     };
     let setup = if options.never_write {
         // Every transaction read-only, no statement longer than the wait.
