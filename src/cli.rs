@@ -24,12 +24,25 @@ pub use crate::context::GlobalArgs;
     propagate_version = true,
     max_term_width = 100
 )]
-pub struct Cli {
+pub struct CommandLine<C: clap::Subcommand> {
     #[command(flatten)]
     pub global: GlobalArgs,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub command: C,
+}
+
+/// The whole command line: every subcommand.
+pub type Cli = CommandLine<Command>;
+
+/// The command line with `tick` as its only subcommand: the same name,
+/// version and global options, so what `tick` parses, prints and refuses
+/// is the same.
+type TickLine = CommandLine<TickOnly>;
+
+#[derive(Debug, clap::Subcommand)]
+enum TickOnly {
+    Tick(crate::commands::tick::TickArgs),
 }
 
 impl Cli {
@@ -60,29 +73,6 @@ impl Cli {
         }
         Cli::try_parse_from(args)
     }
-}
-
-/// `Cli` with `tick` as its only subcommand: the same name, version and
-/// global options, so what `tick` parses, prints and refuses is the same.
-#[derive(Debug, Parser)]
-#[command(
-    name = "agentcron",
-    version,
-    long_version = long_version(),
-    propagate_version = true,
-    max_term_width = 100
-)]
-struct TickLine {
-    #[command(flatten)]
-    global: GlobalArgs,
-
-    #[command(subcommand)]
-    command: TickOnly,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum TickOnly {
-    Tick(crate::commands::tick::TickArgs),
 }
 
 /// What `--version` prints after the name: the crate version, the schema
