@@ -30,8 +30,11 @@ pub fn explained(ctx: &mut Ctx, args: &ExplainArgs) -> Result<Explained> {
         tenant: &tenant,
         identity: &identity,
     };
-    ctx.store()?
-        .read(|tx| explain::explain_named(tx, &caller, &args.task, args.at.as_deref(), now))
+    let store = ctx.store()?;
+    let noted_tick = store.idle_note().map(|note| note.at);
+    store.read(|tx| {
+        explain::explain_named(tx, &caller, &args.task, args.at.as_deref(), now, noted_tick)
+    })
 }
 
 /// `explain --json`.

@@ -29,13 +29,20 @@ pub struct MetricsArgs {
 pub fn run(ctx: &mut Ctx, args: MetricsArgs) -> Result<()> {
     let (now, tenant) = (ctx.clock.now(), ctx.explicit_tenant());
     let store = ctx.store()?;
+    // Ticks that ended at the idle note (`store::idle`) recorded
+    // themselves there.
+    let noted = store.idle_note();
     let counted = store.read(|tx| {
         let stats = tx.stats(now, tenant.as_deref())?;
         let queue = tx.queue_stats(tenant.as_deref())?;
         let tallies = tx.tallies(tenant.as_deref())?;
         let usage = tx.usage_totals(tenant.as_deref())?;
-        let last_tick: Option<f64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
-        let duration: Option<f64> = tx.meta("last_tick_seconds")?.and_then(|v| v.parse().ok());
+        let recorded: Option<i64> = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+        let mut duration: Option<f64> = tx.meta("last_tick_seconds")?.and_then(|v| v.parse().ok());
+        if let Some(note) = noted.as_ref().filter(|n| recorded.is_none_or(|r| n.at > r)) {
+            duration = note.seconds.parse().ok().or(duration);
+        }
+        let last_tick = crate::store::idle::last_tick(recorded, noted.as_ref()).map(|t| t as f64);
         let expecting = tx.expecting_success(tenant.as_deref())?;
         Ok(Counted {
             now,

@@ -68,7 +68,8 @@ pub fn report(ctx: &mut Ctx, max_age: Option<std::time::Duration>) -> Result<Sta
     let store = ctx.store()?;
     let schema = store.schema_version()?;
     let written = store.migrations().len() as i64;
-    let read = store.read(|tx| Recorded::read(tx, now, tenant.as_deref()))?;
+    let mut read = store.read(|tx| Recorded::read(tx, now, tenant.as_deref()))?;
+    read.hear_idle_ticks(store.idle_note());
     let size = store.size_bytes();
     // Positive when the server's clock is ahead of this host's.
     let skew = store.server_time().map(|server| server - clock.host_now());
@@ -146,6 +147,29 @@ struct Recorded {
 }
 
 impl Recorded {
+    /// Ticks that ended at the idle note (`store::idle`) recorded
+    /// themselves there: the last tick, and its host's, is the later.
+    fn hear_idle_ticks(&mut self, note: Option<crate::store::idle::IdleNote>) {
+        let Some(note) = note else {
+            return;
+        };
+        self.last_tick = crate::store::idle::last_tick(self.last_tick, Some(&note));
+        let noted = &note.deployment;
+        if let Some(host) = self
+            .hosts
+            .iter_mut()
+            .find(|h| h.host == noted.host && h.build == noted.build)
+        {
+            host.last_tick_at = host.last_tick_at.max(note.at);
+        }
+        // As `hosts()` orders them: the latest first.
+        self.hosts.sort_by(|a, b| {
+            b.last_tick_at
+                .cmp(&a.last_tick_at)
+                .then_with(|| a.host.cmp(&b.host))
+        });
+    }
+
     fn read(tx: &mut dyn Tx, now: i64, tenant: Option<&str>) -> Result<Recorded> {
         let stats = tx.stats(now, tenant)?;
         let queue = tx.queue_stats(tenant)?;

@@ -209,6 +209,7 @@ fn runs_uid(launch: &crate::process::Launch) -> u32 {
 }
 
 pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
+    let started = std::time::Instant::now();
     ctx.plan_for_a_burst();
     if let Some(file) = &args.env_file {
         let found = crate::commands::env_file::read(file, crate::process::own_uid())?;
@@ -231,6 +232,11 @@ pub fn run(ctx: &mut Ctx, args: TickArgs) -> Result<i32> {
     let clock = ctx.clock;
     let _subreaper = take_charge(&options)?;
     let mut log = args.log.as_deref().map(LogFile::open).transpose()?;
+    // Most ticks find nothing to do: after one that found nothing, the
+    // next learns it from the note beside the store, without opening it.
+    if tick::rest_if_idle(&ctx.location()?, &options, clock.now(), started) {
+        return Ok(0);
+    }
     let store = ctx.shared_store().busy_during("opening the database")?;
     let out = &ctx.out;
     let mode = Mode {

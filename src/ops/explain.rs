@@ -23,13 +23,16 @@ pub struct Explained {
 
 /// Explains the occurrence of the task or run `arg` names: a task's at or
 /// before `at_text` (RFC 3339, or local in the task's zone; default `now`),
-/// a run's own.
+/// a run's own. `noted_tick`: the last tick the store's idle note holds
+/// (`store::idle`), later than the store's own record when ticks since
+/// found nothing to do.
 pub fn explain_named(
     tx: &mut dyn Tx,
     caller: &Caller<'_>,
     arg: &str,
     at_text: Option<&str>,
     now: i64,
+    noted_tick: Option<i64>,
 ) -> Result<Explained> {
     let (task, run_at) = task_or_run(tx, caller, arg)?;
     let at = instant_asked(&task, at_text, run_at, now)?;
@@ -43,7 +46,7 @@ pub fn explain_named(
             schedule::format_utc(at)
         )));
     };
-    let facts = gather(tx, &task, occurrence.clone(), retimes, now)?;
+    let facts = gather(tx, &task, occurrence.clone(), retimes, now, noted_tick)?;
     let explanation = explain(&facts);
     let final_run = facts.runs.last().cloned().or(facts.covering.clone());
     Ok(Explained {
@@ -78,6 +81,7 @@ fn gather<'a>(
     occurrence: Occurrence,
     retimes: Vec<Retime>,
     now: i64,
+    noted_tick: Option<i64>,
 ) -> Result<Facts<'a>> {
     let runs = tx.occurrence_runs(&task.task_id, occurrence.at)?;
     let covering = if runs.is_empty() {
@@ -110,7 +114,8 @@ fn gather<'a>(
                 .map(str::to_string);
             (e.event.action, e.event.at, reason)
         });
-    let last_tick = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+    let recorded = tx.meta("last_tick_at")?.and_then(|v| v.parse().ok());
+    let last_tick = recorded.max(noted_tick);
     let queued = tx
         .queue_mark(&task.task_id)?
         .filter(|m| m.due_at == occurrence.at);

@@ -64,6 +64,14 @@ impl<S: Store> Store for Faulting<S> {
         self.0.skips_locked_rows()
     }
 
+    fn idle_note(&self) -> Option<crate::store::idle::IdleNote> {
+        self.0.idle_note()
+    }
+
+    fn note_idle(&mut self, note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
+        self.0.note_idle(note, now).map_err(faulted)
+    }
+
     fn compact(&mut self) -> Result<()> {
         self.0.compact().map_err(faulted)
     }

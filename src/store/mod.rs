@@ -21,6 +21,7 @@ pub mod deliveries;
 pub mod drafts;
 pub mod events;
 pub mod fault;
+pub mod idle;
 pub mod ids;
 pub mod invariants;
 pub mod maintenance;
@@ -154,6 +155,21 @@ pub trait Store: Send {
         self.write_dyn(f)
     }
 
+    /// The last idle tick's note (`idle`), where the store keeps one:
+    /// beside a SQLite file.
+    fn idle_note(&self) -> Option<idle::IdleNote> {
+        None
+    }
+
+    /// Leaves `note` for the next tick of a tick that found nothing to do,
+    /// with what only the store can add: until when nothing is due, read
+    /// under the write lock together with the store's files (`idle`). A
+    /// store that keeps no note does nothing.
+    fn note_idle(&mut self, note: idle::IdleNote, now: i64) -> Result<()> {
+        let _ = (note, now);
+        Ok(())
+    }
+
     /// Gives the space of deleted rows back to the file system.
     fn compact(&mut self) -> Result<()>;
 
@@ -284,6 +300,31 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
             .map(|s| Box::new(fault::Faulting(s)) as Box<dyn Store>),
     };
     opened.map_err(faulted)
+}
+
+/// The note beside the store at `location`, when it lets a tick of
+/// `asked` at `now` end without opening the store
+/// (`sqlite::idle::glance`); `gap`: the longest quiet a tick may leave
+/// unreported. A PostgreSQL store keeps no note.
+pub fn glance_idle(
+    location: &Location,
+    now: i64,
+    asked: &idle::Asked<'_>,
+    gap: i64,
+) -> Option<idle::IdleNote> {
+    match location {
+        Location::Sqlite(path) => sqlite::idle::glance(path, now, asked, gap),
+        Location::Postgres(_) => None,
+    }
+}
+
+/// Replaces the note beside the store at `location` (a tick that ended at
+/// `glance_idle`'s word records itself there).
+pub fn keep_idle_note(location: &Location, note: &idle::IdleNote) -> anyhow::Result<()> {
+    match location {
+        Location::Sqlite(path) => sqlite::idle::write_note(path, note),
+        Location::Postgres(_) => Ok(()),
+    }
 }
 
 /// Connection settings shared by every backend.

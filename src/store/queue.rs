@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use anyhow::{Context, Result};
 
 use super::connection::{values_rows, Arg, Connection, Dialect, Read, Row};
+use super::idle::NoticeRules;
 use super::memory::LastSettled;
 use super::rows;
 use super::runs::{continuations_sql, RunTx, RUN_COLUMNS};
@@ -109,6 +110,13 @@ pub trait QueueTx {
     /// Whether steps 1-3 and 4 have anything to do at `now` (notices
     /// created before `give_up_before` and never sent are given up).
     fn agenda(&mut self, now: i64, give_up_before: i64, tenant: Option<&str>) -> Result<Agenda>;
+    /// The first instant after `now` at which `agenda` could find anything
+    /// for any tenant with no write in between (each of its conditions
+    /// becomes true by the clock alone at that instant; `i64::MAX` when
+    /// none ever does), or None when something may be due at `now` already:
+    /// anything due, an approved continuation, a waiting notice to send or
+    /// announce under `notices`. For the idle tick's note (`store::idle`).
+    fn next_work_at(&mut self, now: i64, notices: NoticeRules) -> Result<Option<i64>>;
     /// The tenants that have active tasks, in order (only `tenant` when given).
     fn active_tenants(&mut self, tenant: Option<&str>) -> Result<Vec<String>>;
     /// `active_tenants` and `approved_continuations`, read together: one
@@ -459,6 +467,74 @@ impl<C: Connection> QueueTx for C {
             expiries: row.get(0)?,
             claims: row.get(1)?,
             overdue: row.get(2)?,
+        })
+    }
+
+    fn next_work_at(&mut self, now: i64, notices: NoticeRules) -> Result<Option<i64>> {
+        // `agenda`'s conditions and the waiting notices', each as the
+        // instant it turns true: a `< $1` on a column c at c + 1, a `<= $1`
+        // at c. An approved continuation is due now. Each MIN is the first
+        // entry of the same partial index; waiting notices are few.
+        let d = self.dialect();
+        let by = |index: &'static str| d.pick(index, "");
+        let row = self
+            .query_one(
+                &format!(
+                    "SELECT
+                   (SELECT MIN(lease_until) + 1 FROM runs {runs_leased} WHERE status = 'running'),
+                   (SELECT MIN(deadline) + 1 FROM deliveries {deliveries_sending}
+                      WHERE state = 'sending'),
+                   (SELECT MIN(wait_deadline) + 1 FROM runs {runs_parked}
+                      WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                        AND approved_at IS NULL),
+                   (SELECT MIN(next_run_at) FROM tasks {tasks_due} WHERE state = 'active'),
+                   (SELECT MIN(next_retry_at) FROM tasks {tasks_retry_due}
+                      WHERE state = 'active' AND next_retry_at IS NOT NULL),
+                   (SELECT MIN(trigger_at) FROM tasks {tasks_trigger_due}
+                      WHERE state = 'active' AND trigger_at IS NOT NULL),
+                   (SELECT MIN(success_due_at) FROM tasks {tasks_success_due}
+                      WHERE success_due_at IS NOT NULL AND state <> 'paused'),
+                   (SELECT MIN(created_at) + 1 + $1 FROM deliveries {deliveries_pending}
+                      WHERE state = 'pending'),
+                   (SELECT MIN(coalesce(next_attempt_at, 0)) FROM deliveries {deliveries_pending}
+                      WHERE state = 'pending'),
+                   EXISTS (SELECT 1 FROM deliveries {deliveries_pending}
+                             WHERE state = 'pending' AND announced = 0),
+                   EXISTS (SELECT 1 FROM runs {runs_parked}
+                             WHERE status IN ('awaiting_confirmation', 'awaiting_authorization')
+                               AND approved_at IS NOT NULL)",
+                    runs_leased = by("INDEXED BY runs_leased"),
+                    deliveries_sending = by("INDEXED BY deliveries_sending"),
+                    deliveries_pending = by("INDEXED BY deliveries_pending"),
+                    runs_parked = by("INDEXED BY runs_parked"),
+                    tasks_due = by("INDEXED BY tasks_due"),
+                    tasks_retry_due = by("INDEXED BY tasks_retry_due"),
+                    tasks_trigger_due = by("INDEXED BY tasks_trigger_due"),
+                    tasks_success_due = by("INDEXED BY tasks_success_due"),
+                ),
+                args![notices.give_up_seconds],
+            )
+            .context("looking for the next due work")?;
+        // A notice to send (with a notifier, once its backoff ends) or to
+        // announce (without one, at once).
+        let (unannounced, approved): (bool, bool) = (row.get(9)?, row.get(10)?);
+        let notice_column = if notices.notifier { Some(8) } else { None };
+        if approved || (!notices.notifier && unannounced) {
+            return Ok(None);
+        }
+        let mut next: Option<i64> = None;
+        for column in (0..=7).chain(notice_column) {
+            let at: Option<i64> = row.get(column)?;
+            next = match (next, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(match next {
+            // Nothing turns due by the clock alone: only a write can.
+            None => Some(i64::MAX),
+            Some(at) if at > now => Some(at),
+            Some(_) => None,
         })
     }
 

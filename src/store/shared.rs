@@ -262,6 +262,14 @@ impl Store for SharedStore {
         self.lock().store.size_bytes()
     }
 
+    fn idle_note(&self) -> Option<crate::store::idle::IdleNote> {
+        self.lock().store.idle_note()
+    }
+
+    fn note_idle(&mut self, note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
+        self.transaction(|store| store.note_idle(note, now))
+    }
+
     fn server_time(&mut self) -> Option<i64> {
         self.lock().store.server_time()
     }

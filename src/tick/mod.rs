@@ -79,7 +79,7 @@ pub use expiry::freeze_expired_leases;
 pub use notice_policy::reconciled as reconciled_memory;
 pub use overdue::{resumed as resume_overdue_clock, start as start_overdue_clock};
 pub use queue::{claim_batch, HeldBack, RoundRobin, RunningLimits};
-pub use recording::{RUNS_UID, SCHEDULER_GAP_SECONDS, STORE_UID};
+pub use recording::{rest as rest_if_idle, RUNS_UID, SCHEDULER_GAP_SECONDS, STORE_UID};
 pub use release::NOT_STARTED;
 pub use scheduler::MAX_DECISIONS;
 pub use settle::{record as record_outcome, settle as settle_outcome, NoticeClaim, Outcome};
@@ -213,7 +213,8 @@ pub fn run(
     // An idle tick's work is done by now: its duration goes with its
     // record, one small write (no fsync) instead of two.
     let idle = (!agenda.expiries && !agenda.claims && !agenda.overdue).then(|| started.elapsed());
-    let recorded = recording::record_tick(store, options, clock.now(), idle, report)
+    let now = clock.now();
+    let recorded = recording::record_tick(store, options, now, idle, report)
         .busy_during("recording the tick")?;
     let before = expire_if_due(store, options, clock, &agenda, &recorded, may_claim, report)?;
     let changed_before = before.changed;
@@ -230,8 +231,14 @@ pub fn run(
     {
         summary.problems.push(e);
     }
-    if !recorded.duration {
-        record_duration(store, started.elapsed());
+    match idle {
+        // Nothing was due, waiting or changed: the next tick may learn that
+        // without opening the store.
+        Some(idle_for) if recorded.duration && !changed && summary.problems.is_empty() => {
+            recording::leave_note(store, options, now, idle_for);
+        }
+        _ if !recorded.duration => record_duration(store, started.elapsed()),
+        _ => {}
     }
     Ok(summary)
 }

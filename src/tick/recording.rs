@@ -4,13 +4,14 @@
 //! the duration of an idle tick; a gap since the previous tick becomes a
 //! `scheduler_gap` event. One relaxed write (no fsync of its own).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::json;
 
 use crate::audit::{AuditAction, Event};
-use crate::store::{Store, Tx};
+use crate::store::idle::{self, Asked, Deployment, IdleNote, NoticeRules};
+use crate::store::{Location, Store, Tx};
 
 use super::events::{TickEvent, ACTOR};
 use super::TickOptions;
@@ -48,11 +49,14 @@ pub fn record_tick(
     report: &mut dyn FnMut(&TickEvent) -> Result<()>,
 ) -> Result<Recorded> {
     let tenant = options.tenant.as_deref();
+    // Ticks that ended at the idle note recorded themselves there only.
+    let noted = store.idle_note();
     // The heartbeat needs no fsync of its own: a power cut that loses it
     // loses nothing that matters, and the tick's first durable commit (a
     // claim, an outcome) syncs these frames too.
     let (gap, recorded) = store.write_relaxed(|tx| {
-        let previous = tx.meta("last_tick_at")?.and_then(|v| v.parse::<i64>().ok());
+        let recorded = tx.meta("last_tick_at")?.and_then(|v| v.parse::<i64>().ok());
+        let previous = idle::last_tick(recorded, noted.as_ref());
         // A clock that went backwards must not move the record back.
         if previous.is_none_or(|p| now > p) {
             tx.set_meta("last_tick_at", &now.to_string())?;
@@ -91,20 +95,31 @@ pub fn record_tick(
 }
 
 /// This host and build, the `--max-running` limit, and the uids behind
-/// the runs and the store: what `status` says of the deployment. The meta
-/// values are written when they change only.
+/// the runs and the store: what `status` says of the deployment.
+pub fn deployment(options: &TickOptions) -> Deployment {
+    Deployment {
+        host: options.host.clone(),
+        build: crate::store::schema::build(),
+        max_running: options
+            .max_running
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+        runs_uid: options.authority.runs_uid,
+        store_uid: options.authority.store_uid,
+    }
+}
+
+/// Records `deployment(options)`. The meta values are written when they
+/// change only.
 fn record_deployment(tx: &mut dyn Tx, options: &TickOptions, now: i64) -> Result<()> {
-    tx.record_host(&options.host, &crate::store::schema::build(), now)?;
-    let limit = options
-        .max_running
-        .map(|n| n.to_string())
-        .unwrap_or_default();
-    if tx.meta("max_running")?.unwrap_or_default() != limit {
-        tx.set_meta("max_running", &limit)?;
+    let deployment = deployment(options);
+    tx.record_host(&deployment.host, &deployment.build, now)?;
+    if tx.meta("max_running")?.unwrap_or_default() != deployment.max_running {
+        tx.set_meta("max_running", &deployment.max_running)?;
     }
     for (key, uid) in [
-        (RUNS_UID, options.authority.runs_uid),
-        (STORE_UID, options.authority.store_uid),
+        (RUNS_UID, deployment.runs_uid),
+        (STORE_UID, deployment.store_uid),
     ] {
         let uid = uid.to_string();
         if tx.meta(key)?.as_deref() != Some(uid.as_str()) {
@@ -127,4 +142,51 @@ fn record_gap(tx: &mut dyn Tx, tenant: Option<&str>, previous: i64, now: i64) ->
                "seconds": now - previous, "due_tasks": due_tasks}),
     ))?;
     Ok(due_tasks)
+}
+
+/// An idle tick after an idle tick (docs/CONTRACT.md §6, "An idle tick
+/// reads no table"): when the note the last one left says nothing is due
+/// before `now` and the store is as it was then (`store::idle`), this tick
+/// records itself in the note and ends, without opening the store. False
+/// when it must open the store: no such note, or the note could not be
+/// replaced (the tick then records itself in the store).
+pub fn rest(location: &Location, options: &TickOptions, now: i64, started: Instant) -> bool {
+    if options.dry_run {
+        return false;
+    }
+    let deployment = deployment(options);
+    let asked = Asked {
+        deployment: &deployment,
+        notices: notice_rules(options),
+    };
+    let Some(mut note) = crate::store::glance_idle(location, now, &asked, SCHEDULER_GAP_SECONDS)
+    else {
+        return false;
+    };
+    note.at = now;
+    note.seconds = tick_seconds(started.elapsed());
+    crate::store::keep_idle_note(location, &note).is_ok()
+}
+
+/// Leaves the note for the next tick of a tick that found nothing to do
+/// and changed nothing but its own record (`store::idle`). Only a hint for
+/// the next tick: a failure to leave it costs that tick the store's open.
+pub fn leave_note(store: &mut dyn Store, options: &TickOptions, now: i64, idle_for: Duration) {
+    let note = IdleNote {
+        at: now,
+        seconds: tick_seconds(idle_for),
+        deployment: deployment(options),
+        notices: notice_rules(options),
+        until: None,
+        files: String::new(),
+    };
+    let _ = store.note_idle(note, now);
+}
+
+/// When this tick treats a waiting notice as its work (`NoticeRules`).
+fn notice_rules(options: &TickOptions) -> NoticeRules {
+    NoticeRules {
+        notifier: options.notifier.is_some(),
+        give_up_seconds: options.delivery_give_up.as_secs() as i64,
+    }
 }

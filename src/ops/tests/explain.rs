@@ -18,7 +18,7 @@ fn explain(
     now: i64,
 ) -> anyhow::Result<Explained> {
     f.store
-        .read(|tx| explain_named(tx, &who.caller(), arg, at, now))
+        .read(|tx| explain_named(tx, &who.caller(), arg, at, now, None))
 }
 
 #[test]

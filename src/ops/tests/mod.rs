@@ -18,6 +18,7 @@ mod inside_run;
 mod leases;
 mod lifecycle;
 mod migrate;
+mod next_work;
 mod plan;
 mod profiles;
 mod prune;

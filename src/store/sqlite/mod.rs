@@ -21,6 +21,7 @@ mod connection;
 pub(super) mod fault;
 mod files;
 pub use files::check_folders_of;
+pub mod idle;
 mod open;
 pub mod schema;
 #[cfg(any(test, feature = "test-hooks"))]
@@ -157,6 +158,32 @@ impl Store for SqliteStore {
         let restored = self.set_synchronous("FULL");
         out?;
         restored
+    }
+
+    fn idle_note(&self) -> Option<crate::store::idle::IdleNote> {
+        idle::read_note(&self.path)
+    }
+
+    fn note_idle(&mut self, mut note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
+        // What this connection's close would do to the files (a fold owed,
+        // a long WAL cut), done first: the note is read from the files as
+        // the next tick will find them.
+        self.close_work();
+        let path = self.path.clone();
+        let mut found = None;
+        // Under the write lock: no commit can come between what is due and
+        // the files it was read from. Nothing is written, so the commit
+        // leaves the files as they were read.
+        self.commit(&mut |tx| {
+            found = Some((tx.next_work_at(now, note.notices)?, idle::files_now(&path)));
+            Ok(())
+        })?;
+        let Some((until, Some(files))) = found else {
+            return Ok(());
+        };
+        note.until = until;
+        note.files = files;
+        idle::write_note(&self.path, &note)
     }
 
     fn backup_to(&mut self, path: &Path) -> Result<()> {
@@ -328,6 +355,14 @@ impl SqliteStore {
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        self.close_work();
+    }
+}
+
+impl SqliteStore {
+    /// What a connection does to the files as it closes: once done, doing
+    /// it again finds nothing to do.
+    fn close_work(&mut self) {
         // A connection that changed something folds; so does any other that
         // may write, when an earlier command left a fold owed (a backup held
         // its checkpoint back, or it was killed during it). A read-only

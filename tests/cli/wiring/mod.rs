@@ -111,7 +111,7 @@ fn completion_reads_the_store_only_through_its_interface() {
 /// The Store's entry points that begin a writing transaction (or rewrite
 /// the store), as methods: `src/store/mod.rs`'s `Store` trait and its
 /// typed wrappers on `dyn Store`.
-const WRITING: [&str; 11] = [
+const WRITING: [&str; 12] = [
     "write",
     "write_relaxed",
     "write_together",
@@ -124,12 +124,16 @@ const WRITING: [&str; 11] = [
     "migrate",
     // VACUUM: rewrites the whole store.
     "compact",
+    // Takes the write lock to read what is due with the files (writes
+    // only the note beside the store).
+    "note_idle",
 ];
 
 /// The Store's other entry points: they read, describe, or copy the store
 /// elsewhere.
-const NOT_WRITING: [&str; 10] = [
+const NOT_WRITING: [&str; 11] = [
     "read",
+    "idle_note",
     "read_dyn",
     "location",
     "size_bytes",
