@@ -68,8 +68,8 @@ impl<S: Store> Store for Faulting<S> {
         self.0.idle_note()
     }
 
-    fn note_idle(&mut self, note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
-        self.0.note_idle(note, now).map_err(faulted)
+    fn note_idle(&mut self, note: crate::store::idle::IdleNote) -> Result<()> {
+        self.0.note_idle(note).map_err(faulted)
     }
 
     fn compact(&mut self) -> Result<()> {

@@ -47,6 +47,9 @@ pub struct NoticeRules {
 pub struct IdleNote {
     /// When the last idle tick ran (unix seconds, the tick's clock).
     pub at: i64,
+    /// When the tick that wrote the note, the last to open the store,
+    /// recorded itself there (`last_tick_at`).
+    pub recorded_at: i64,
     /// How long it took, as `metrics` reports `last_tick_seconds`.
     pub seconds: String,
     pub deployment: Deployment,
@@ -59,14 +62,16 @@ pub struct IdleNote {
 }
 
 impl IdleNote {
-    /// Whether a tick at `now` of `deployment` may end here: the note says
-    /// nothing is due yet, the previous tick was within `gap` seconds (a
-    /// longer gap is the full tick's to report), its clock did not go
-    /// back, and the deployment and notice rules are the same. The files
-    /// are the caller's to compare.
-    pub fn lets_tick_rest(&self, now: i64, asked: &Asked<'_>, gap: i64) -> bool {
+    /// Whether a tick at `now` `asked` may end here: the note says nothing
+    /// is due yet, the store recorded a tick at most `rest_for` seconds ago
+    /// (so that its own record, its checks and `status`'s deployment are
+    /// never older than that, whatever becomes of the note), the clock did
+    /// not go back, and the deployment and notice rules are the same. The
+    /// files are the caller's to compare.
+    pub fn lets_tick_rest(&self, now: i64, asked: &Asked<'_>, rest_for: i64) -> bool {
         self.until.is_some_and(|until| now < until)
-            && (0..=gap).contains(&(now - self.at))
+            && (0..=rest_for).contains(&(now - self.recorded_at))
+            && now >= self.at
             && &self.deployment == asked.deployment
             && self.notices == asked.notices
     }
@@ -106,6 +111,7 @@ mod tests {
     fn note(at: i64, until: Option<i64>) -> IdleNote {
         IdleNote {
             at,
+            recorded_at: at,
             seconds: "0.001".into(),
             deployment: deployment(),
             notices: RULES,
@@ -122,21 +128,27 @@ mod tests {
             notices: RULES,
         };
         let n = note(1000, Some(1200));
-        assert!(n.lets_tick_rest(1060, &asked, 300));
-        assert!(n.lets_tick_rest(1199, &asked, 300));
+        assert!(n.lets_tick_rest(1060, &asked, 240));
+        assert!(n.lets_tick_rest(1199, &asked, 240));
         // Due at 1200: the tick at 1200 works.
-        assert!(!n.lets_tick_rest(1200, &asked, 300));
-        assert!(!note(1000, None).lets_tick_rest(1060, &asked, 300));
-        // A gap is the full tick's to report; a clock gone back too.
-        assert!(!note(1000, Some(5000)).lets_tick_rest(1301, &asked, 300));
-        assert!(!n.lets_tick_rest(999, &asked, 300));
+        assert!(!n.lets_tick_rest(1200, &asked, 240));
+        assert!(!note(1000, None).lets_tick_rest(1060, &asked, 240));
+        // The store's own record is never older than `rest_for`, however
+        // recent the last resting tick.
+        let mut rested = note(1000, Some(5000));
+        rested.at = 1240;
+        assert!(rested.lets_tick_rest(1240, &asked, 240));
+        assert!(!rested.lets_tick_rest(1241, &asked, 240));
+        // A clock gone back opens the store.
+        assert!(!rested.lets_tick_rest(1239, &asked, 240));
+        assert!(!n.lets_tick_rest(999, &asked, 240));
         let mut other = deployment();
         other.max_running = "4".into();
         let elsewhere = Asked {
             deployment: &other,
             notices: RULES,
         };
-        assert!(!n.lets_tick_rest(1060, &elsewhere, 300));
+        assert!(!n.lets_tick_rest(1060, &elsewhere, 240));
         let without_notifier = Asked {
             deployment: &same,
             notices: NoticeRules {
@@ -144,7 +156,7 @@ mod tests {
                 ..RULES
             },
         };
-        assert!(!n.lets_tick_rest(1060, &without_notifier, 300));
+        assert!(!n.lets_tick_rest(1060, &without_notifier, 240));
     }
 
     #[test]

@@ -161,12 +161,12 @@ pub trait Store: Send {
         None
     }
 
-    /// Leaves `note` for the next tick of a tick that found nothing to do,
-    /// with what only the store can add: until when nothing is due, read
-    /// under the write lock together with the store's files (`idle`). A
-    /// store that keeps no note does nothing.
-    fn note_idle(&mut self, note: idle::IdleNote, now: i64) -> Result<()> {
-        let _ = (note, now);
+    /// Leaves `note` for the next tick of a tick that found nothing to do
+    /// at `note.at`, with what only the store can add: until when nothing
+    /// is due, read under the write lock together with the store's files
+    /// (`idle`). A store that keeps no note does nothing.
+    fn note_idle(&mut self, note: idle::IdleNote) -> Result<()> {
+        let _ = note;
         Ok(())
     }
 
@@ -302,18 +302,18 @@ pub fn open(location: &Location, options: &OpenOptions) -> Result<Box<dyn Store>
     opened.map_err(faulted)
 }
 
-/// The note beside the store at `location`, when it lets a tick of
-/// `asked` at `now` end without opening the store
-/// (`sqlite::idle::glance`); `gap`: the longest quiet a tick may leave
-/// unreported. A PostgreSQL store keeps no note.
+/// The note beside the store at `location`, when it lets a tick `asked`
+/// at `now` end without opening the store (`sqlite::idle::glance`);
+/// `rest_for`: how long after the store's own record of a tick the ticks
+/// after it may rest. A PostgreSQL store keeps no note.
 pub fn glance_idle(
     location: &Location,
     now: i64,
     asked: &idle::Asked<'_>,
-    gap: i64,
+    rest_for: i64,
 ) -> Option<idle::IdleNote> {
     match location {
-        Location::Sqlite(path) => sqlite::idle::glance(path, now, asked, gap),
+        Location::Sqlite(path) => sqlite::idle::glance(path, now, asked, rest_for),
         Location::Postgres(_) => None,
     }
 }

@@ -266,8 +266,8 @@ impl Store for SharedStore {
         self.lock().store.idle_note()
     }
 
-    fn note_idle(&mut self, note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
-        self.transaction(|store| store.note_idle(note, now))
+    fn note_idle(&mut self, note: crate::store::idle::IdleNote) -> Result<()> {
+        self.transaction(|store| store.note_idle(note))
     }
 
     fn server_time(&mut self) -> Option<i64> {

@@ -24,6 +24,13 @@ pub const STORE_UID: &str = "store_uid";
 /// Ticks further apart than this mean system cron was not running.
 pub const SCHEDULER_GAP_SECONDS: i64 = 300;
 
+/// How long after the store's own record of a tick the ticks after it may
+/// end at the idle note: a minute short of a gap, so that a note lost (or
+/// unreadable to a later build) never makes the store's record look like
+/// one, and the store is opened, its folders checked and the deployment
+/// recorded at least every 5 minutes.
+pub const REST_AT_MOST_SECONDS: i64 = SCHEDULER_GAP_SECONDS - 60;
+
 /// What `record_tick` found and wrote.
 pub struct Recorded {
     /// Notices wait to be sent.
@@ -159,7 +166,7 @@ pub fn rest(location: &Location, options: &TickOptions, now: i64, started: Insta
         deployment: &deployment,
         notices: notice_rules(options),
     };
-    let Some(mut note) = crate::store::glance_idle(location, now, &asked, SCHEDULER_GAP_SECONDS)
+    let Some(mut note) = crate::store::glance_idle(location, now, &asked, REST_AT_MOST_SECONDS)
     else {
         return false;
     };
@@ -174,13 +181,14 @@ pub fn rest(location: &Location, options: &TickOptions, now: i64, started: Insta
 pub fn leave_note(store: &mut dyn Store, options: &TickOptions, now: i64, idle_for: Duration) {
     let note = IdleNote {
         at: now,
+        recorded_at: now,
         seconds: tick_seconds(idle_for),
         deployment: deployment(options),
         notices: notice_rules(options),
         until: None,
         files: String::new(),
     };
-    let _ = store.note_idle(note, now);
+    let _ = store.note_idle(note);
 }
 
 /// When this tick treats a waiting notice as its work (`NoticeRules`).

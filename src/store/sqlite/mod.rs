@@ -164,7 +164,7 @@ impl Store for SqliteStore {
         idle::read_note(&self.path)
     }
 
-    fn note_idle(&mut self, mut note: crate::store::idle::IdleNote, now: i64) -> Result<()> {
+    fn note_idle(&mut self, mut note: crate::store::idle::IdleNote) -> Result<()> {
         // What this connection's close would do to the files (a fold owed,
         // a long WAL cut), done first: the note is read from the files as
         // the next tick will find them.
@@ -175,7 +175,10 @@ impl Store for SqliteStore {
         // the files it was read from. Nothing is written, so the commit
         // leaves the files as they were read.
         self.commit(&mut |tx| {
-            found = Some((tx.next_work_at(now, note.notices)?, idle::files_now(&path)));
+            found = Some((
+                tx.next_work_at(note.at, note.notices)?,
+                idle::files_now(&path),
+            ));
             Ok(())
         })?;
         let Some((until, Some(files))) = found else {

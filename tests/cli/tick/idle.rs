@@ -9,8 +9,8 @@ const HOUR: i64 = 3600;
 
 /// What the store itself recorded of the last tick (`meta.last_tick_at`):
 /// a tick that ended at the note recorded itself there only. Read through
-/// a read-only connection: another one, closing last, would checkpoint
-/// the WAL into the file, a change of the files that ends the rest.
+/// a read-only connection: another one, closing last, would fold the WAL
+/// into the file, a change of the files that ends the rest.
 fn recorded_tick(env: &TestEnv) -> i64 {
     if on_postgres() {
         return env.sql("SELECT value FROM meta WHERE key = 'last_tick_at'")[0][0]
@@ -303,4 +303,90 @@ fn a_notice_nobody_sends_is_given_up_at_its_instant_after_ticks_that_rested() {
     env.set_now(created + 301);
     rig.tick(&give_up).ok();
     assert_eq!(rig.runs("g")[0]["delivery_status"], "undeliverable");
+}
+
+/// A WAL started over keeps its length, and the commits after it write
+/// inside that length under the same header: only the WAL index says that
+/// another program committed while a connection kept the store open (so
+/// that nothing folded the commit into the file at its close).
+#[test]
+fn a_commit_inside_a_wal_started_over_ends_the_rest() {
+    if on_postgres() {
+        return;
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("w").confirm(env);
+    let db = env.path("state/agentcron.db");
+    let wal = env.path("state/agentcron.db-wal");
+    let held = rusqlite::Connection::open(&db).unwrap();
+    // A long WAL, every frame of it folded: the next commit (the tick's
+    // record) starts it over, inside its length.
+    for _ in 0..20 {
+        held.execute("UPDATE tasks SET updated_at = updated_at", [])
+            .unwrap();
+    }
+    held.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))
+        .unwrap();
+    rest_after_an_idle_tick(&rig);
+    let length = std::fs::metadata(&wal).unwrap().len();
+    let other = rusqlite::Connection::open(&db).unwrap();
+    other
+        .execute(
+            "UPDATE tasks SET next_run_at = ?1 WHERE name = 'w'",
+            [env.now()],
+        )
+        .unwrap();
+    drop(other);
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        length,
+        "the commit was written inside the WAL's length"
+    );
+    env.advance(1);
+    rig.tick(&[]).ok();
+    assert_eq!(rig.starts().len(), 1, "the tick saw the task due");
+    drop(held);
+}
+
+/// The store records a tick at least every 4 minutes: a note lost (or
+/// unreadable to a later build) never makes its record look like a gap.
+#[test]
+fn a_lost_note_is_no_gap() {
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("l").confirm(env);
+    for _ in 0..7 {
+        rig.tick(&[]).ok();
+        env.advance(60);
+    }
+    let _ = std::fs::remove_file(env.path("state/agentcron.db-idle"));
+    let out = rig.tick(&[]).ok();
+    assert_eq!(out.stderr, "");
+    assert_eq!(
+        env.count("SELECT count(*) FROM events WHERE action = 'scheduler_gap'"),
+        0
+    );
+}
+
+/// A resting tick checks no folder, but the folder's mode is part of the
+/// files the note holds for: the next tick opens the store and refuses.
+#[test]
+fn a_folder_others_may_write_is_refused_by_the_next_tick() {
+    if on_postgres() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let rig = Rig::new();
+    let env = &rig.env;
+    Task::named("f").confirm(env);
+    rest_after_an_idle_tick(&rig);
+    let folder = env.path("state");
+    let mode = |m| std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(m));
+    mode(0o777).unwrap();
+    env.advance(60);
+    let out = rig.tick(&[]);
+    mode(0o700).unwrap();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_contains(&out.stderr, "0777");
 }
