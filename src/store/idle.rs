@@ -9,11 +9,12 @@
 //! their cost. The note makes that answer last from one idle tick to the
 //! next: `until` is the first instant at which the agenda (`QueueTx::agenda`)
 //! could find anything without a write, read under the write lock together
-//! with the store's files (`files`: inode, size and modification time of the
-//! `.db`, inode and size of the `-wal` and the `-wal`'s header). Every commit,
-//! by agentcron or anything else, appends to the `-wal` or starts it over
-//! with new salts, so a note whose files no longer match says nothing, and
-//! the tick opens the store as before.
+//! with the store's files (`files`, `sqlite::idle::files_now`: the `.db`'s
+//! identity, the `-wal`'s, and the WAL index's committed state). Every
+//! commit, by agentcron or anything else, moves the WAL index's last frame
+//! and checksum, so a note whose files no longer match says nothing, and
+//! the tick opens the store as before. A chain of resting ticks ends at
+//! most 4 minutes after the store's own record (`recorded_at`).
 
 use serde::{Deserialize, Serialize};
 
