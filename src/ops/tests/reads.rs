@@ -241,17 +241,7 @@ fn a_claims_plan_made_on_empty_tables_still_reads_memory_and_runs_by_key() {
     let alice = Person::alice();
     let c = f.task(&alice, &daily("09:00"));
     let tenant = f.read_task(&c.task_id).payload.tenant_key;
-    // A burst's start: thousands of tasks, not yet any memory or run.
-    kept.run_sql(&format!(
-        "CREATE TEMP TABLE copies AS
-             SELECT t.*, g FROM tasks t, generate_series(1, 2000) g WHERE task_id = '{id}';
-         UPDATE copies SET task_id = 'copy-' || g, name = NULL, next_run_at = next_run_at + 86400;
-         ALTER TABLE copies DROP COLUMN g;
-         INSERT INTO tasks SELECT * FROM copies;
-         ANALYZE tasks; ANALYZE task_memory; ANALYZE runs;",
-        id = c.task_id
-    ))
-    .unwrap();
+    burst_start(&mut kept, &c.task_id);
     for _ in 0..3 {
         let store: &mut dyn crate::store::Store = &mut kept;
         let read = store
@@ -274,6 +264,21 @@ fn a_claims_plan_made_on_empty_tables_still_reads_memory_and_runs_by_key() {
         !plan.contains("Join Filter"),
         "tables joined whole:\n{plan}"
     );
+}
+
+/// A burst's start, as the statistics a session plans with see it: 2,000
+/// copies of `task_id` (due a day later), and not yet any memory, run,
+/// sighting or queued task.
+fn burst_start(kept: &mut crate::store::postgres::PgStore, task_id: &str) {
+    kept.run_sql(&format!(
+        "CREATE TEMP TABLE copies AS
+             SELECT t.*, g FROM tasks t, generate_series(1, 2000) g WHERE task_id = '{task_id}';
+         UPDATE copies SET task_id = 'copy-' || g, name = NULL, next_run_at = next_run_at + 86400;
+         ALTER TABLE copies DROP COLUMN g;
+         INSERT INTO tasks SELECT * FROM copies;
+         ANALYZE tasks; ANALYZE task_memory; ANALYZE runs; ANALYZE seen_due;"
+    ))
+    .unwrap();
 }
 
 /// Every index scan in `plan` seeks a key or a range: the line after it is
@@ -305,16 +310,7 @@ fn a_queue_marks_plan_made_while_nothing_is_queued_still_reads_the_task_by_key()
     };
     let alice = Person::alice();
     let c = f.task(&alice, &daily("09:00"));
-    kept.run_sql(&format!(
-        "CREATE TEMP TABLE copies AS
-             SELECT t.*, g FROM tasks t, generate_series(1, 2000) g WHERE task_id = '{id}';
-         UPDATE copies SET task_id = 'copy-' || g, name = NULL;
-         ALTER TABLE copies DROP COLUMN g;
-         INSERT INTO tasks SELECT * FROM copies;
-         ANALYZE tasks; ANALYZE seen_due;",
-        id = c.task_id
-    ))
-    .unwrap();
+    burst_start(&mut kept, &c.task_id);
     for _ in 0..3 {
         let store: &mut dyn crate::store::Store = &mut kept;
         let mark = store.read(|tx| tx.queue_mark(&c.task_id)).unwrap();

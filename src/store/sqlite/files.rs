@@ -180,14 +180,21 @@ pub fn prepare_sidecars(db: &Path, owner: Owner) -> Result<()> {
                 // The umask may have removed bits; set the mode exactly.
                 file.set_permissions(fs::Permissions::from_mode(0o600))
                     .with_context(|| format!("setting the mode of {}", path.display()))?;
-                if euid() == 0 && owner.uid != 0 {
-                    std::os::unix::fs::fchown(&file, Some(owner.uid), Some(owner.gid))
-                        .with_context(|| format!("handing {} to its owner", path.display()))?;
-                }
+                hand_to(&file, owner)
+                    .with_context(|| format!("handing {} to its owner", path.display()))?;
             }
             Err(e) if e.kind() == IoKind::AlreadyExists => check_sidecar(&path, owner)?,
             Err(_) => {}
         }
+    }
+    Ok(())
+}
+
+/// Hands a file this process just made beside the database to the
+/// database's owner, when root does it for another user's store.
+pub fn hand_to(file: &fs::File, owner: Owner) -> std::io::Result<()> {
+    if euid() == 0 && owner.uid != 0 {
+        std::os::unix::fs::fchown(file, Some(owner.uid), Some(owner.gid))?;
     }
     Ok(())
 }

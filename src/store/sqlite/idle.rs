@@ -154,6 +154,9 @@ pub fn read_note(db: &Path) -> Option<IdleNote> {
 /// this process's own, then renamed over the note, so that a reader sees
 /// one note or the other, never parts of two. 0600, the database's owner's.
 pub fn write_note(db: &Path, note: &IdleNote) -> Result<()> {
+    // A tick run as root leaves the note to the store's owner, whose own
+    // ticks read it.
+    let owner = files::check_database(db)?;
     let path = files::sidecar(db, NOTE_SUFFIX);
     let draft = files::sidecar(db, &format!("{NOTE_SUFFIX}.{}", std::process::id()));
     let mut text = serde_json::to_string(note).context("writing the idle note")?;
@@ -167,7 +170,7 @@ pub fn write_note(db: &Path, note: &IdleNote) -> Result<()> {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&draft)?;
-        hand_to_owner(db, &file)?;
+        files::hand_to(&file, owner)?;
         file.write_all(text.as_bytes())?;
         drop(file);
         fs::rename(&draft, &path)
@@ -176,20 +179,6 @@ pub fn write_note(db: &Path, note: &IdleNote) -> Result<()> {
         let _ = fs::remove_file(&draft);
     }
     written.with_context(|| format!("writing {}", path.display()))
-}
-
-/// A tick run as root leaves the note to the store's owner, whose own
-/// ticks read it.
-fn hand_to_owner(db: &Path, file: &fs::File) -> std::io::Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(());
-    }
-    let owner = fs::symlink_metadata(db)?;
-    if owner.uid() == 0 {
-        return Ok(());
-    }
-    std::os::unix::fs::fchown(file, Some(owner.uid()), Some(owner.gid()))
 }
 
 /// The note, when it lets a tick `asked` at `now` end without
