@@ -381,6 +381,20 @@ impl PgStore {
     pub fn run_sql(&mut self, sql: &str) -> Result<()> {
         Ok(self.client.batch_execute(sql)?)
     }
+
+    /// The first column of every row of `sql`, read as a number, outside
+    /// the store's own statements.
+    pub fn numbers(&mut self, sql: &str) -> Result<Vec<i64>> {
+        let messages = self.client.simple_query(sql)?;
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).unwrap_or("")),
+                _ => None,
+            })
+            .map(|text| Ok(text.parse::<i64>()?))
+            .collect()
+    }
 }
 
 fn redact(config: &Config) -> String {
