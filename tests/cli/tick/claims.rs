@@ -156,3 +156,35 @@ fn overlapping_ticks_on_a_small_store_never_lose_the_shared_memory_lock() {
         assert_eq!(rig.starts().len(), 5);
     }
 }
+
+/// Issue 46 item 1: a tick's PostgreSQL session holds no transaction open
+/// while it waits for its executor (a claim commits before the executor
+/// starts; the outcome is written after it ends), so other hosts' claims
+/// never wait on rows it holds meanwhile.
+#[test]
+fn a_ticks_session_is_never_idle_in_a_transaction_while_its_executor_runs() {
+    if !on_postgres() {
+        return;
+    }
+    let rig = Rig::new();
+    let env = &rig.env;
+    let (tick, _) = tick_running_long(env, 3, &["tick"]);
+    let session = format!("agentcron/{}", tick.id());
+    let mut states = HashSet::new();
+    for _ in 0..100 {
+        let rows = env.sql(&format!(
+            "SELECT state FROM pg_stat_activity WHERE application_name = '{session}'"
+        ));
+        states.extend(rows.into_iter().map(|row| row[0].clone()));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = finished(tick, 0);
+    assert!(
+        states.contains("idle"),
+        "the tick's session was not seen: {states:?}"
+    );
+    assert!(
+        !states.iter().any(|s| s.starts_with("idle in transaction")),
+        "{states:?}"
+    );
+}
